@@ -1,0 +1,96 @@
+// IOperator.h — the backend surface: what a lock needs from a store of leases.
+//
+// Defines AcquireResult, LeaseRef, LeaseInfo, IReleaseWatch and IOperator. Implementations:
+// MemoryOperator (tests), SingleOperator, SentinelOperator, ClusterOperator, RedlockOperator.
+// Keys and tokens reaching an operator are already validated (non-empty, at most kMaxKeyBytes,
+// any bytes); ttl is strictly positive.
+//
+// Every call either answers or throws: ConnectionError when the backend cannot be reached in
+// time, BackendError for an error reply — never a silent `false`.
+// Thread safety: implementations are thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlock {
+
+// The outcome of one acquire attempt.
+struct AcquireResult {
+  bool acquired = false;
+  // When acquired: a number that strictly grows with every acquisition of this key, for storage
+  // layers that must reject writes from a holder whose lease has ended.
+  std::uint64_t fencingToken = 0;
+  // When not acquired: the holder's remaining lease, which bounds how long a waiter must sleep;
+  // zero when unknown.
+  std::chrono::milliseconds holderTtl{0};
+};
+
+// One lease in a batch renewal.
+struct LeaseRef {
+  std::string_view key;
+  std::string_view token;
+};
+
+// What a backend knows about a key, for diagnostics (`dlock status KEY`).
+struct LeaseInfo {
+  bool held = false;
+  std::chrono::milliseconds remaining{0};  // when held
+  std::uint64_t fencingToken = 0;          // the last token handed out for the key; 0 if never locked
+};
+
+// A subscription to release messages of one key, taken before the acquire attempt it follows,
+// so a release between that attempt and the wait is not missed. Not thread-safe: one waiter.
+class IReleaseWatch {
+ public:
+  IReleaseWatch() = default;
+  IReleaseWatch(const IReleaseWatch&) = delete;
+  IReleaseWatch& operator=(const IReleaseWatch&) = delete;
+  virtual ~IReleaseWatch() = default;
+
+  // Blocks until a release of the key is seen (true) or `timeout` passes (false). A release seen
+  // since the watch was made or since the previous call returned counts at once.
+  virtual bool waitForRelease(std::chrono::milliseconds timeout) = 0;
+};
+
+class IOperator {
+ public:
+  IOperator() = default;
+  IOperator(const IOperator&) = delete;
+  IOperator& operator=(const IOperator&) = delete;
+  virtual ~IOperator() = default;
+
+  // One atomic attempt: take `key` for `token` for `ttl` if it is free.
+  virtual AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) = 0;
+
+  // Compare-and-delete: true when `token` held `key` and the key is now free (waiters are
+  // notified); false when the lease had expired or belongs to someone else.
+  virtual bool unlock(std::string_view key, std::string_view token) = 0;
+
+  // Compare-and-expire: true when `token` still holds `key`, whose lease now ends in `ttl`.
+  virtual bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) = 0;
+
+  // extend() for many leases; the result has one entry per lease, in order. Backends override it
+  // to use one round trip per connection; this default makes one call per lease.
+  virtual std::vector<bool> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+    std::vector<bool> extended;
+    extended.reserve(leases.size());
+    for (const auto& lease : leases) extended.push_back(extend(lease.key, lease.token, ttl));
+    return extended;
+  }
+
+  // Subscribes to release messages of `key`; nullptr when the backend has none (waiters poll).
+  virtual std::unique_ptr<IReleaseWatch> watch(std::string_view /*key*/) { return nullptr; }
+
+  // Reads the state of `key` without changing it.
+  virtual LeaseInfo inspect(std::string_view key) = 0;
+
+  // The backend for messages and logs: "memory://", "redis://127.0.0.1:6379". Never a password.
+  [[nodiscard]] virtual std::string describe() const = 0;
+};
+
+}  // namespace dlock

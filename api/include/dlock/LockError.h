@@ -1,0 +1,56 @@
+// LockError.h — every exception dlock throws. One root, LockError, on std::runtime_error:
+// `catch (const dlock::LockError&)` catches all of dlock. None derives from a second standard
+// exception, which would make std::exception an ambiguous base and slip past catch clauses.
+//
+//   ConnectionError       the backend is unreachable: I/O error, EOF, protocol error, timeout
+//   BackendError          an error reply dlock cannot handle (WRONGTYPE, NOPERM, OOM, ...)
+//   NotOwnerError         unlock/extend of a key the caller does not hold
+//   LockLostError         the lease expired or was taken before unlock: the section ran unprotected
+//   InvalidArgumentError  empty or oversized key, bad duration; thrown before anything is sent
+//   ConfigError           bad URI or options; the message names the field
+//
+// Messages name the key and the backend address, never a password.
+#pragma once
+
+#include <stdexcept>
+
+#include "dlock/Export.h"
+
+namespace dlock {
+
+class DLOCK_API LockError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class DLOCK_API ConnectionError : public LockError {
+ public:
+  using LockError::LockError;
+};
+
+class DLOCK_API BackendError : public LockError {
+ public:
+  using LockError::LockError;
+};
+
+class DLOCK_API NotOwnerError : public LockError {
+ public:
+  using LockError::LockError;
+};
+
+class DLOCK_API LockLostError : public LockError {
+ public:
+  using LockError::LockError;
+};
+
+class DLOCK_API InvalidArgumentError : public LockError {
+ public:
+  using LockError::LockError;
+};
+
+class DLOCK_API ConfigError : public LockError {
+ public:
+  using LockError::LockError;
+};
+
+}  // namespace dlock

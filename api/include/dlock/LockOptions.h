@@ -1,0 +1,27 @@
+// LockOptions.h — the settings of a lock (LockOptions, fixed at build time) and of one
+// acquisition (AcquireOptions). Plain values.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace dlock {
+
+struct LockOptions {
+  // Lease of each acquisition. Unset: the watchdog lease below, renewed while held.
+  std::optional<std::chrono::milliseconds> leaseTime;
+  // Lease under the watchdog, renewed every third of it while held (Redisson's 30 s / 10 s).
+  std::chrono::milliseconds watchdogLease{std::chrono::seconds(30)};
+  // The key of the overloads without one (java.util.concurrent.locks.Lock has no key).
+  std::string defaultKey = "default";
+};
+
+struct AcquireOptions {
+  // How long to wait for the key. Unset: wait as long as it takes; zero: try once.
+  std::optional<std::chrono::milliseconds> waitTime;
+  // Lease of this acquisition. Unset: the lock's LockOptions::leaseTime (or the watchdog).
+  std::optional<std::chrono::milliseconds> leaseTime;
+};
+
+}  // namespace dlock

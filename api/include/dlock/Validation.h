@@ -1,0 +1,59 @@
+// Validation.h — the input rules every entry point applies before anything reaches a backend:
+// keys are non-empty byte strings of at most kMaxKeyBytes (any bytes: '\0', "\r\n", '{', '%'),
+// and durations are strictly positive. Also quoteKey(), which renders a key for messages.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "dlock/LockError.h"
+
+namespace dlock {
+
+// Longest user key, in bytes. Redis allows far more; a lock name longer than this is a bug.
+inline constexpr std::size_t kMaxKeyBytes = 1024;
+
+namespace detail {
+
+// A key as it appears in messages: quoted, non-printable bytes as \xNN, long keys shortened.
+inline std::string quoteKey(std::string_view key) {
+  constexpr std::size_t kShown = 80;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "'";
+  for (std::size_t i = 0; i < key.size() && i < kShown; ++i) {
+    const auto c = static_cast<unsigned char>(key[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+  }
+  if (key.size() > kShown) out += "...";
+  out += "'";
+  return out;
+}
+
+inline void checkKey(std::string_view key, const char* operation) {
+  if (key.empty()) {
+    throw InvalidArgumentError(std::string("dlock: ") + operation + ": the key is empty");
+  }
+  if (key.size() > kMaxKeyBytes) {
+    throw InvalidArgumentError(std::string("dlock: ") + operation + " " + quoteKey(key) + ": the key has " +
+                               std::to_string(key.size()) + " bytes, more than the limit of " +
+                               std::to_string(kMaxKeyBytes));
+  }
+}
+
+inline void checkPositive(std::chrono::milliseconds duration, const char* what, const char* operation) {
+  if (duration.count() <= 0) {
+    throw InvalidArgumentError(std::string("dlock: ") + operation + ": " + what + " must be positive, got " +
+                               std::to_string(duration.count()) + "ms");
+  }
+}
+
+}  // namespace detail
+}  // namespace dlock

@@ -1,0 +1,59 @@
+// MemoryOperator.h — an IOperator in process memory, for unit tests and for users' tests.
+//
+// It behaves as the Redis backends do: leases expire at their TTL on the injected clock, unlock
+// and extend check the token, each key has a fencing counter that grows with every acquisition,
+// and a release wakes the key's waiters (watch()). On a VirtualClock, lease expiry is tested in
+// microseconds. Faults can be injected: failNextCalls(n) makes the next n calls throw
+// ConnectionError; setLatency(d) delays every call by d of real time.
+// Owner: shared. Thread safety: thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlock/Clock.h"
+#include "dlock/IOperator.h"
+
+namespace dlock {
+
+class MemoryOperator final : public IOperator {
+ public:
+  explicit MemoryOperator(std::shared_ptr<Clock> clock = SteadyClock::instance());
+  ~MemoryOperator() override;
+
+  AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
+  bool unlock(std::string_view key, std::string_view token) override;
+  bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
+  // One call for the whole batch, as a Redis pipeline is one round trip.
+  std::vector<bool> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
+  std::unique_ptr<IReleaseWatch> watch(std::string_view key) override;
+  LeaseInfo inspect(std::string_view key) override;
+  [[nodiscard]] std::string describe() const override { return "memory://"; }
+
+  // Fault injection: the next `count` calls (lock, unlock, extend, extendAll, inspect) throw
+  // ConnectionError without touching any lease.
+  void failNextCalls(unsigned count);
+  // Fault injection: every call first sleeps `latency` (real time). Zero turns it off.
+  void setLatency(std::chrono::milliseconds latency);
+
+  // Calls received so far (failed ones included; watch() not counted).
+  [[nodiscard]] std::uint64_t calls() const noexcept;
+  // Leases alive now.
+  [[nodiscard]] std::size_t size() const;
+  // The token holding `key` now, or empty — lets tests check what the backend stores.
+  [[nodiscard]] std::string holderOf(std::string_view key) const;
+
+  struct State;
+
+ private:
+  void beforeCall();
+
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace dlock

@@ -1,0 +1,201 @@
+#include "dlock/memory/MemoryOperator.h"
+
+#include <condition_variable>
+#include <map>
+#include <optional>
+#include <mutex>
+#include <thread>
+
+#include "dlock/LockError.h"
+
+namespace dlock {
+
+struct MemoryOperator::State {
+  struct Entry {
+    std::string token;
+    Clock::time_point expiresAt;
+  };
+  struct KeyState {
+    std::optional<Entry> lease;
+    std::uint64_t fence = 0;          // last fencing token handed out
+    std::uint64_t releases = 0;       // bumped on every release, for watchers
+  };
+
+  explicit State(std::shared_ptr<Clock> c) : clock(std::move(c)) {}
+
+  const std::shared_ptr<Clock> clock;
+  mutable std::mutex mutex;
+  std::condition_variable released;                       // notified on every release
+  std::map<std::string, KeyState, std::less<>> keys;      // guarded by mutex
+  std::atomic<std::uint64_t> calls{0};
+  std::atomic<unsigned> failuresLeft{0};
+  std::atomic<std::int64_t> latencyMillis{0};
+
+  // The key's live lease, dropping it if it has expired.
+  Entry* liveLease(KeyState& state, Clock::time_point now) {
+    if (state.lease && now >= state.lease->expiresAt) state.lease.reset();
+    return state.lease ? &*state.lease : nullptr;
+  }
+
+  KeyState* find(std::string_view key) {
+    const auto it = keys.find(key);
+    return it == keys.end() ? nullptr : &it->second;
+  }
+};
+
+namespace {
+
+class MemoryReleaseWatch final : public IReleaseWatch {
+ public:
+  MemoryReleaseWatch(std::shared_ptr<MemoryOperator::State> state, std::string key)
+      : state_(std::move(state)), key_(std::move(key)), seen_(releasesNow()) {}
+
+  bool waitForRelease(std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::mutex> guard(state_->mutex);
+    const bool released =
+        state_->released.wait_for(guard, timeout, [&] { return releasesLocked() != seen_; });
+    seen_ = releasesLocked();
+    return released;
+  }
+
+ private:
+  std::uint64_t releasesLocked() const {
+    const auto* key = state_->find(key_);
+    return key == nullptr ? 0 : key->releases;
+  }
+  std::uint64_t releasesNow() const {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    return releasesLocked();
+  }
+
+  const std::shared_ptr<MemoryOperator::State> state_;
+  const std::string key_;
+  std::uint64_t seen_;
+};
+
+}  // namespace
+
+MemoryOperator::MemoryOperator(std::shared_ptr<Clock> clock)
+    : state_(std::make_shared<State>(clock ? std::move(clock) : SteadyClock::instance())) {}
+
+MemoryOperator::~MemoryOperator() = default;
+
+void MemoryOperator::beforeCall() {
+  state_->calls.fetch_add(1, std::memory_order_relaxed);
+  const auto latency = state_->latencyMillis.load(std::memory_order_relaxed);
+  if (latency > 0) std::this_thread::sleep_for(std::chrono::milliseconds(latency));
+  unsigned left = state_->failuresLeft.load(std::memory_order_relaxed);
+  while (left > 0) {
+    if (state_->failuresLeft.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
+      throw ConnectionError("dlock: memory://: injected connection failure");
+    }
+  }
+}
+
+AcquireResult MemoryOperator::lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
+  beforeCall();
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  const Clock::time_point now = state_->clock->now();
+  auto it = state_->keys.find(key);
+  if (it == state_->keys.end()) it = state_->keys.emplace(std::string(key), State::KeyState{}).first;
+  State::KeyState& entry = it->second;
+  AcquireResult result;
+  if (const State::Entry* holder = state_->liveLease(entry, now)) {
+    result.holderTtl = std::chrono::ceil<std::chrono::milliseconds>(holder->expiresAt - now);
+    return result;
+  }
+  entry.lease = State::Entry{std::string(token), now + ttl};
+  result.acquired = true;
+  result.fencingToken = ++entry.fence;
+  return result;
+}
+
+bool MemoryOperator::unlock(std::string_view key, std::string_view token) {
+  beforeCall();
+  {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    State::KeyState* entry = state_->find(key);
+    if (entry == nullptr) return false;
+    const State::Entry* holder = state_->liveLease(*entry, state_->clock->now());
+    if (holder == nullptr || holder->token != token) return false;
+    entry->lease.reset();
+    ++entry->releases;
+  }
+  state_->released.notify_all();
+  return true;
+}
+
+bool MemoryOperator::extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
+  beforeCall();
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  State::KeyState* entry = state_->find(key);
+  if (entry == nullptr) return false;
+  const Clock::time_point now = state_->clock->now();
+  State::Entry* holder = state_->liveLease(*entry, now);
+  if (holder == nullptr || holder->token != token) return false;
+  holder->expiresAt = now + ttl;
+  return true;
+}
+
+std::vector<bool> MemoryOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+  beforeCall();
+  std::vector<bool> extended;
+  extended.reserve(leases.size());
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  const Clock::time_point now = state_->clock->now();
+  for (const auto& lease : leases) {
+    State::KeyState* entry = state_->find(lease.key);
+    State::Entry* holder = entry == nullptr ? nullptr : state_->liveLease(*entry, now);
+    const bool ours = holder != nullptr && holder->token == lease.token;
+    if (ours) holder->expiresAt = now + ttl;
+    extended.push_back(ours);
+  }
+  return extended;
+}
+
+std::unique_ptr<IReleaseWatch> MemoryOperator::watch(std::string_view key) {
+  return std::make_unique<MemoryReleaseWatch>(state_, std::string(key));
+}
+
+LeaseInfo MemoryOperator::inspect(std::string_view key) {
+  beforeCall();
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  LeaseInfo info;
+  State::KeyState* entry = state_->find(key);
+  if (entry == nullptr) return info;
+  info.fencingToken = entry->fence;
+  const Clock::time_point now = state_->clock->now();
+  if (const State::Entry* holder = state_->liveLease(*entry, now)) {
+    info.held = true;
+    info.remaining = std::chrono::ceil<std::chrono::milliseconds>(holder->expiresAt - now);
+  }
+  return info;
+}
+
+void MemoryOperator::failNextCalls(unsigned count) { state_->failuresLeft.store(count, std::memory_order_relaxed); }
+
+void MemoryOperator::setLatency(std::chrono::milliseconds latency) {
+  state_->latencyMillis.store(latency.count(), std::memory_order_relaxed);
+}
+
+std::uint64_t MemoryOperator::calls() const noexcept { return state_->calls.load(std::memory_order_relaxed); }
+
+std::size_t MemoryOperator::size() const {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  const Clock::time_point now = state_->clock->now();
+  std::size_t live = 0;
+  for (auto& [key, entry] : state_->keys) {
+    if (state_->liveLease(entry, now) != nullptr) ++live;
+  }
+  return live;
+}
+
+std::string MemoryOperator::holderOf(std::string_view key) const {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  State::KeyState* entry = state_->find(key);
+  if (entry == nullptr) return {};
+  const State::Entry* holder = state_->liveLease(*entry, state_->clock->now());
+  return holder == nullptr ? std::string() : holder->token;
+}
+
+}  // namespace dlock

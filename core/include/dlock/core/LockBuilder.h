@@ -1,0 +1,49 @@
+// LockBuilder.h — assembles an ILock from a backend (IOperator), a wait strategy and options.
+//
+//   auto lock = dlock::LockBuilder()
+//                   .backend(dlock::connect("redis://127.0.0.1:6379"))
+//                   .leaseTime(std::chrono::seconds(10))     // omit for the watchdog
+//                   .build();
+//
+// Defaults: NotifyWait, the watchdog with a 30 s lease, default key "default", the steady clock.
+// Plain value; build() may be called more than once, each time making an independent lock.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "dlock/Clock.h"
+#include "dlock/ILock.h"
+#include "dlock/IOperator.h"
+#include "dlock/IWait.h"
+#include "dlock/LockOptions.h"
+
+namespace dlock {
+
+class LockBuilder {
+ public:
+  LockBuilder() = default;
+
+  LockBuilder& backend(std::shared_ptr<IOperator> backend);
+  LockBuilder& waitStrategy(std::shared_ptr<IWait> wait);
+  // A fixed lease for every acquisition, not renewed; leave unset to use the watchdog.
+  LockBuilder& leaseTime(std::chrono::milliseconds lease);
+  // The lease the watchdog keeps renewing, every third of it (default 30 s).
+  LockBuilder& watchdogLease(std::chrono::milliseconds lease);
+  LockBuilder& defaultKey(std::string key);
+  // The clock of lease deadlines and the watchdog; a VirtualClock in tests.
+  LockBuilder& clock(std::shared_ptr<Clock> clock);
+  LockBuilder& options(LockOptions options);
+
+  // ConfigError when no backend was given or an option is out of range.
+  [[nodiscard]] std::shared_ptr<ILock> build() const;
+
+ private:
+  std::shared_ptr<IOperator> backend_;
+  std::shared_ptr<IWait> wait_;
+  std::shared_ptr<Clock> clock_;
+  LockOptions options_;
+};
+
+}  // namespace dlock

@@ -1,0 +1,47 @@
+#include "dlock/core/DefaultLock.h"
+
+#include <mutex>
+#include <utility>
+
+#include "dlock/LockError.h"
+
+namespace dlock {
+namespace {
+
+struct DefaultLockSlot {
+  std::mutex mutex;
+  std::shared_ptr<ILock> lock;  // guarded by mutex
+};
+
+DefaultLockSlot& slot() {
+  static DefaultLockSlot instance;
+  return instance;
+}
+
+}  // namespace
+
+void setDefaultLock(std::shared_ptr<ILock> lock) {
+  if (!lock) throw ConfigError("dlock: setDefaultLock: the lock is null");
+  auto& s = slot();
+  std::lock_guard<std::mutex> guard(s.mutex);
+  if (s.lock) throw ConfigError("dlock: setDefaultLock: a default lock is already set (set it once, at start-up)");
+  s.lock = std::move(lock);
+}
+
+std::shared_ptr<ILock> defaultLock() {
+  auto& s = slot();
+  std::lock_guard<std::mutex> guard(s.mutex);
+  if (!s.lock) {
+    throw ConfigError(
+        "dlock: no default lock: call dlock::setDefaultLock(...) at start-up before using DISTRIBUTED_LOCK");
+  }
+  return s.lock;
+}
+
+void resetDefaultLock() noexcept {
+  auto& s = slot();
+  std::lock_guard<std::mutex> guard(s.mutex);
+  s.lock.reset();
+}
+
+}  // namespace dlock

@@ -1,0 +1,124 @@
+#include "DistributedLock.h"
+
+#include <utility>
+
+#include "dlock/LockError.h"
+#include "dlock/Validation.h"
+#include "dlock/core/RequestIdHolder.h"
+#include "dlock/detail/Log.h"
+
+namespace dlock::detail {
+namespace {
+
+// A Lease's link back to the lock that granted it.
+class HeldLease final : public LeaseControl {
+ public:
+  HeldLease(std::shared_ptr<LockCore> core, std::shared_ptr<LeaseState> lease)
+      : core_(std::move(core)), lease_(std::move(lease)) {}
+
+  void release() override { core_->release(*lease_); }
+  bool releaseQuietly() noexcept override { return core_->releaseQuietly(*lease_); }
+  [[nodiscard]] bool isHeld() const override {
+    return !lease_->finished.load(std::memory_order_acquire) && core_->isValid(*lease_);
+  }
+  [[nodiscard]] const std::string& key() const noexcept override { return lease_->key; }
+  [[nodiscard]] const std::string& token() const noexcept override { return lease_->token; }
+  [[nodiscard]] std::uint64_t fencingToken() const noexcept override { return lease_->fencingToken; }
+
+ private:
+  const std::shared_ptr<LockCore> core_;
+  const std::shared_ptr<LeaseState> lease_;
+};
+
+}  // namespace
+
+DistributedLock::DistributedLock(std::shared_ptr<LockCore> core) : core_(std::move(core)) {}
+
+bool DistributedLock::doAcquire(std::string_view key, Deadline deadline,
+                                std::optional<std::chrono::milliseconds> leaseTime) {
+  if (RequestIdHolder::Hold* hold = RequestIdHolder::find(core_->id(), key)) {
+    // Reentry must not extend an ended lease: the outer section is already unprotected.
+    if (!core_->isValid(*hold->lease)) {
+      throw LockLostError("dlock: lock " + quoteKey(key) + " on " + core_->describe() +
+                          ": this thread holds the key but its lease has ended; unlock it first");
+    }
+    ++hold->count;
+    core_->counters().reentries.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  std::shared_ptr<LeaseState> lease = core_->acquire(key, deadline, leaseTime);
+  if (!lease) return false;
+  RequestIdHolder::insert(core_->id(), key, std::move(lease));
+  return true;
+}
+
+void DistributedLock::throwNotHeld(const char* operation, std::string_view key) const {
+  throw NotOwnerError(std::string("dlock: ") + operation + " " + quoteKey(key) + " on " + core_->describe() +
+                      ": not held by this thread");
+}
+
+void DistributedLock::doUnlock(std::string_view key) {
+  RequestIdHolder::Hold* hold = RequestIdHolder::find(core_->id(), key);
+  if (hold == nullptr) throwNotHeld("unlock", key);
+  if (hold->count > 1) {
+    --hold->count;
+    return;
+  }
+  try {
+    core_->release(*hold->lease);
+  } catch (const LockLostError&) {
+    RequestIdHolder::erase(core_->id(), key);
+    throw;
+  }
+  // A ConnectionError or BackendError propagated above, keeping the hold for a retry.
+  RequestIdHolder::erase(core_->id(), key);
+}
+
+bool DistributedLock::doUnlockQuietly(std::string_view key) noexcept {
+  RequestIdHolder::Hold* hold = RequestIdHolder::find(core_->id(), key);
+  if (hold == nullptr) {
+    try {
+      logger()->warn("dlock: unlock {}: not held by this thread", quoteKey(key));
+    } catch (...) {
+    }
+    return false;
+  }
+  if (hold->count > 1) {
+    --hold->count;
+    return true;
+  }
+  const bool released = core_->releaseQuietly(*hold->lease);
+  RequestIdHolder::erase(core_->id(), key);
+  return released;
+}
+
+bool DistributedLock::doIsHeld(std::string_view key) const {
+  const RequestIdHolder::Hold* hold = RequestIdHolder::find(core_->id(), key);
+  return hold != nullptr && core_->isValid(*hold->lease);
+}
+
+unsigned DistributedLock::doHoldCount(std::string_view key) const {
+  const RequestIdHolder::Hold* hold = RequestIdHolder::find(core_->id(), key);
+  return hold == nullptr ? 0 : hold->count;
+}
+
+std::uint64_t DistributedLock::doFencingToken(std::string_view key) const {
+  const RequestIdHolder::Hold* hold = RequestIdHolder::find(core_->id(), key);
+  if (hold == nullptr) throwNotHeld("fencingToken", key);
+  return hold->lease->fencingToken;
+}
+
+Lease DistributedLock::doAcquireLease(std::string_view key, Deadline deadline,
+                                      std::optional<std::chrono::milliseconds> leaseTime) {
+  std::shared_ptr<LeaseState> lease = core_->acquire(key, deadline, leaseTime);
+  if (!lease) return Lease();
+  return Lease(std::make_unique<HeldLease>(core_, std::move(lease)));
+}
+
+void DistributedLock::doOnLockLost(LostHandler handler) { core_->setLostHandler(std::move(handler)); }
+
+LockStats DistributedLock::doStats() const { return core_->stats(); }
+
+const std::string& DistributedLock::doDefaultKey() const noexcept { return core_->options().defaultKey; }
+
+}  // namespace dlock::detail

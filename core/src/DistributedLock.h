@@ -1,0 +1,36 @@
+// DistributedLock.h — the ILock over any IOperator, made by LockBuilder. Thread holds live in
+// RequestIdHolder; the algorithm lives in LockCore, shared with the Lease handles.
+// Owner: shared. Thread safety: thread-safe.
+#pragma once
+
+#include <memory>
+
+#include "LockCore.h"
+#include "dlock/ILock.h"
+
+namespace dlock::detail {
+
+class DistributedLock final : public ILock {
+ public:
+  explicit DistributedLock(std::shared_ptr<LockCore> core);
+  ~DistributedLock() override = default;
+
+ private:
+  bool doAcquire(std::string_view key, Deadline deadline, std::optional<std::chrono::milliseconds> leaseTime) override;
+  void doUnlock(std::string_view key) override;
+  bool doUnlockQuietly(std::string_view key) noexcept override;
+  [[nodiscard]] bool doIsHeld(std::string_view key) const override;
+  [[nodiscard]] unsigned doHoldCount(std::string_view key) const override;
+  [[nodiscard]] std::uint64_t doFencingToken(std::string_view key) const override;
+  Lease doAcquireLease(std::string_view key, Deadline deadline,
+                       std::optional<std::chrono::milliseconds> leaseTime) override;
+  void doOnLockLost(LostHandler handler) override;
+  [[nodiscard]] LockStats doStats() const override;
+  [[nodiscard]] const std::string& doDefaultKey() const noexcept override;
+
+  [[noreturn]] void throwNotHeld(const char* operation, std::string_view key) const;
+
+  const std::shared_ptr<LockCore> core_;
+};
+
+}  // namespace dlock::detail

@@ -1,0 +1,47 @@
+// LeaseState.h — one acquisition as the lock, the watchdog and a Lease handle share it.
+// Thread safety: the mutable fields are atomics; the rest is fixed at construction.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "dlock/Clock.h"
+
+namespace dlock::detail {
+
+struct LeaseState {
+  LeaseState(std::string keyIn, std::string tokenIn, std::uint64_t fence, std::chrono::milliseconds ttlIn,
+             bool renewedIn, Clock::time_point deadline)
+      : key(std::move(keyIn)),
+        token(std::move(tokenIn)),
+        fencingToken(fence),
+        ttl(ttlIn),
+        renewed(renewedIn),
+        deadlineNanos(deadline.time_since_epoch().count()) {}
+
+  const std::string key;
+  const std::string token;
+  const std::uint64_t fencingToken;
+  const std::chrono::milliseconds ttl;
+  const bool renewed;  // kept alive by the watchdog
+
+  // When the lease ends on the lock's clock, as far as this client knows: the time the acquire
+  // (or the last renewal) was sent plus the TTL, so the estimate errs on the early side.
+  std::atomic<Clock::duration::rep> deadlineNanos;
+  std::atomic<bool> lost{false};      // the backend no longer has it for us
+  std::atomic<bool> finished{false};  // released or abandoned: the watchdog lets it go
+
+  [[nodiscard]] Clock::time_point deadline() const {
+    return Clock::time_point(Clock::duration(deadlineNanos.load(std::memory_order_acquire)));
+  }
+  void setDeadline(Clock::time_point deadline) {
+    deadlineNanos.store(deadline.time_since_epoch().count(), std::memory_order_release);
+  }
+  [[nodiscard]] bool validAt(Clock::time_point now) const {
+    return !lost.load(std::memory_order_acquire) && now < deadline();
+  }
+};
+
+}  // namespace dlock::detail

@@ -1,0 +1,67 @@
+#include "dlock/core/LockBuilder.h"
+
+#include <utility>
+
+#include "DistributedLock.h"
+#include "LockCore.h"
+#include "dlock/LockError.h"
+#include "dlock/Validation.h"
+#include "dlock/core/WaitStrategies.h"
+
+namespace dlock {
+
+LockBuilder& LockBuilder::backend(std::shared_ptr<IOperator> backend) {
+  backend_ = std::move(backend);
+  return *this;
+}
+
+LockBuilder& LockBuilder::waitStrategy(std::shared_ptr<IWait> wait) {
+  wait_ = std::move(wait);
+  return *this;
+}
+
+LockBuilder& LockBuilder::leaseTime(std::chrono::milliseconds lease) {
+  options_.leaseTime = lease;
+  return *this;
+}
+
+LockBuilder& LockBuilder::watchdogLease(std::chrono::milliseconds lease) {
+  options_.watchdogLease = lease;
+  return *this;
+}
+
+LockBuilder& LockBuilder::defaultKey(std::string key) {
+  options_.defaultKey = std::move(key);
+  return *this;
+}
+
+LockBuilder& LockBuilder::clock(std::shared_ptr<Clock> clock) {
+  clock_ = std::move(clock);
+  return *this;
+}
+
+LockBuilder& LockBuilder::options(LockOptions options) {
+  options_ = std::move(options);
+  return *this;
+}
+
+std::shared_ptr<ILock> LockBuilder::build() const {
+  if (!backend_) throw ConfigError("dlock: LockBuilder: no backend; call backend(...) with an IOperator");
+  if (options_.leaseTime && options_.leaseTime->count() <= 0) {
+    throw ConfigError("dlock: LockBuilder: leaseTime must be positive");
+  }
+  if (options_.watchdogLease < std::chrono::milliseconds(3)) {
+    throw ConfigError("dlock: LockBuilder: watchdogLease must be at least 3 ms");
+  }
+  try {
+    detail::checkKey(options_.defaultKey, "LockBuilder defaultKey");
+  } catch (const InvalidArgumentError& error) {
+    throw ConfigError(error.what());
+  }
+  auto wait = wait_ ? wait_ : std::make_shared<NotifyWait>();
+  auto clock = clock_ ? clock_ : SteadyClock::instance();
+  auto core = std::make_shared<detail::LockCore>(backend_, std::move(wait), std::move(clock), options_);
+  return std::make_shared<detail::DistributedLock>(std::move(core));
+}
+
+}  // namespace dlock

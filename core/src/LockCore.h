@@ -1,0 +1,79 @@
+// LockCore.h — the acquire/release algorithm shared by thread holds (DistributedLock) and Lease
+// handles. Kept alive by the lock and by every Lease it handed out, so a Lease may outlive its
+// lock. Thread safety: thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string_view>
+
+#include "LeaseState.h"
+#include "LockCounters.h"
+#include "Watchdog.h"
+#include "dlock/Clock.h"
+#include "dlock/ILock.h"
+#include "dlock/IOperator.h"
+#include "dlock/IWait.h"
+#include "dlock/LockOptions.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace dlock::detail {
+
+class LockCore {
+ public:
+  using Deadline = ILock::Deadline;
+  static constexpr Deadline kTryOnce = Deadline::min();
+
+  LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wait, std::shared_ptr<Clock> clock,
+           LockOptions options);
+  LockCore(const LockCore&) = delete;
+  LockCore& operator=(const LockCore&) = delete;
+  ~LockCore();
+
+  // Acquires `key` for a new token, waiting until `deadline` with the wait strategy; nullptr on
+  // timeout. Throws what the backend throws; then nothing is held.
+  std::shared_ptr<LeaseState> acquire(std::string_view key, Deadline deadline,
+                                      std::optional<std::chrono::milliseconds> leaseTime);
+
+  // Releases a lease. LockLostError when it had ended (the lease is finished either way);
+  // a backend error leaves the lease as it was so the caller can retry.
+  void release(LeaseState& lease);
+
+  // release() that logs instead of throwing; on any failure the lease is finished (no more
+  // renewals) and ends at its TTL. False when the release was not clean.
+  bool releaseQuietly(LeaseState& lease) noexcept;
+
+  [[nodiscard]] bool isValid(const LeaseState& lease) const { return lease.validAt(clock_->now()); }
+
+  void setLostHandler(ILock::LostHandler handler);
+  [[nodiscard]] LockStats stats() const { return counters_.snapshot(); }
+  [[nodiscard]] const LockOptions& options() const noexcept { return options_; }
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  [[nodiscard]] std::string describe() const { return backend_->describe(); }
+  LockCounters& counters() noexcept { return counters_; }
+
+ private:
+  AcquireResult attempt(std::string_view key, const std::string& token, std::chrono::milliseconds ttl);
+  void reportLost(const LeaseState& lease);
+
+  const std::uint64_t id_;
+  const std::shared_ptr<IOperator> backend_;
+  const std::shared_ptr<IWait> wait_;
+  const std::shared_ptr<Clock> clock_;
+  const LockOptions options_;
+  const std::shared_ptr<spdlog::logger> log_;
+  LockCounters counters_;
+
+  std::mutex handlerMutex_;
+  ILock::LostHandler lostHandler_;  // guarded by handlerMutex_
+
+  Watchdog watchdog_;  // last: its thread uses the members above
+};
+
+}  // namespace dlock::detail

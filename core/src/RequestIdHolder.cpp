@@ -1,0 +1,95 @@
+#include "dlock/core/RequestIdHolder.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "LeaseState.h"
+#include "dlock/Validation.h"
+#include "dlock/detail/Log.h"
+
+namespace dlock {
+namespace {
+
+using KeyHolds = std::map<std::string, RequestIdHolder::Hold, std::less<>>;
+
+// All holds of one thread. Few locks per process, so a vector of (lock id, holds) pairs.
+struct ThreadHolds {
+  std::vector<std::pair<std::uint64_t, KeyHolds>> locks;
+
+  ThreadHolds() = default;
+  ThreadHolds(const ThreadHolds&) = delete;
+  ThreadHolds& operator=(const ThreadHolds&) = delete;
+
+  // A thread that ends while holding keys can never unlock them: stop renewing, so the
+  // leases end at their TTL instead of being kept alive forever.
+  ~ThreadHolds() {
+    for (auto& [lockId, holds] : locks) {
+      for (auto& [key, hold] : holds) {
+        hold.lease->finished.store(true, std::memory_order_release);
+        try {
+          detail::logger()->warn("dlock: a thread ended holding {}; its lease ends at its TTL",
+                                 detail::quoteKey(key));
+        } catch (...) {  // logging must not throw out of thread exit
+        }
+      }
+    }
+  }
+
+  KeyHolds* holdsOf(std::uint64_t lockId) {
+    for (auto& [id, holds] : locks) {
+      if (id == lockId) return &holds;
+    }
+    return nullptr;
+  }
+};
+
+// The one thread-local object (STYLE: thread-local state sits behind one function).
+ThreadHolds& threadHolds() {
+  static thread_local ThreadHolds holds;
+  return holds;
+}
+
+}  // namespace
+
+RequestIdHolder::Hold* RequestIdHolder::find(std::uint64_t lockId, std::string_view key) {
+  KeyHolds* holds = threadHolds().holdsOf(lockId);
+  if (holds == nullptr) return nullptr;
+  const auto it = holds->find(key);
+  return it == holds->end() ? nullptr : &it->second;
+}
+
+RequestIdHolder::Hold& RequestIdHolder::insert(std::uint64_t lockId, std::string_view key,
+                                               std::shared_ptr<detail::LeaseState> lease) {
+  auto& thread = threadHolds();
+  KeyHolds* holds = thread.holdsOf(lockId);
+  if (holds == nullptr) holds = &thread.locks.emplace_back(lockId, KeyHolds{}).second;
+  auto [it, inserted] = holds->try_emplace(std::string(key));
+  (void)inserted;
+  it->second = Hold{std::move(lease), 1};
+  return it->second;
+}
+
+void RequestIdHolder::erase(std::uint64_t lockId, std::string_view key) {
+  auto& thread = threadHolds();
+  KeyHolds* holds = thread.holdsOf(lockId);
+  if (holds == nullptr) return;
+  const auto it = holds->find(key);
+  if (it != holds->end()) holds->erase(it);
+  if (holds->empty()) {
+    for (auto lock = thread.locks.begin(); lock != thread.locks.end(); ++lock) {
+      if (lock->first == lockId) {
+        thread.locks.erase(lock);
+        break;
+      }
+    }
+  }
+}
+
+std::size_t RequestIdHolder::size(std::uint64_t lockId) {
+  const KeyHolds* holds = threadHolds().holdsOf(lockId);
+  return holds == nullptr ? 0 : holds->size();
+}
+
+}  // namespace dlock

@@ -1,0 +1,77 @@
+#include "dlock/core/Token.h"
+
+#include <pthread.h>
+#include <sys/random.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+#include "dlock/LockError.h"
+
+namespace dlock {
+namespace {
+
+constexpr std::size_t kTokenBytes = 16;  // 128 bits
+
+// Kernel randomness fetched in blocks, so an acquisition costs no system call. A forked child
+// must never reuse its parent's unread bytes (two processes would share tokens), so fork bumps
+// a generation that empties every thread's block.
+std::atomic<std::uint64_t> forkGeneration{0};
+
+void onFork() { forkGeneration.fetch_add(1, std::memory_order_relaxed); }
+
+struct RandomBlock {
+  std::array<std::uint8_t, 4096> bytes{};
+  std::size_t used = bytes.size();
+  std::uint64_t generation = 0;
+
+  void refill() {
+    std::size_t filled = 0;
+    while (filled < bytes.size()) {
+      const ssize_t got = getrandom(bytes.data() + filled, bytes.size() - filled, 0);
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        throw LockError(std::string("dlock: getrandom failed: ") + std::strerror(errno));
+      }
+      filled += static_cast<std::size_t>(got);
+    }
+    used = 0;
+  }
+
+  const std::uint8_t* take(std::size_t count) {
+    const std::uint64_t current = forkGeneration.load(std::memory_order_relaxed);
+    if (generation != current) {
+      generation = current;
+      used = bytes.size();
+    }
+    if (bytes.size() - used < count) refill();
+    const std::uint8_t* out = bytes.data() + used;
+    used += count;
+    return out;
+  }
+};
+
+RandomBlock& threadBlock() {
+  static const int registered = pthread_atfork(nullptr, nullptr, onFork);
+  (void)registered;
+  static thread_local RandomBlock block;
+  return block;
+}
+
+}  // namespace
+
+std::string generateToken() {
+  const std::uint8_t* bytes = threadBlock().take(kTokenBytes);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string token(kTokenBytes * 2, '0');
+  for (std::size_t i = 0; i < kTokenBytes; ++i) {
+    token[2 * i] = kHex[bytes[i] >> 4];
+    token[2 * i + 1] = kHex[bytes[i] & 0xf];
+  }
+  return token;
+}
+
+}  // namespace dlock

@@ -1,0 +1,36 @@
+# scripts/lib/common.sh — shared by the project's scripts: package set-up and the build.
+# Source it; it defines functions only.
+
+DLOCK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+# The Debian packages the build, the tests and the demo need.
+DLOCK_PACKAGES=(cmake g++ make pkg-config libhiredis-dev libspdlog-dev doctest-dev
+                redis-server redis-sentinel redis-tools)
+
+log() { printf '[dlock] %s\n' "$*" >&2; }
+
+# Installs whichever of the packages (plus any given as arguments) are missing.
+ensure_packages() {
+  local missing=() pkg
+  for pkg in "${DLOCK_PACKAGES[@]}" "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing: ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The Debian package starts a system redis-server where an init system runs; we never use it,
+  # and tests pick their own ports anyway.
+}
+
+# configure_and_build <build-dir> [cmake args...]
+configure_and_build() {
+  local dir="$1"; shift
+  local werror=OFF
+  [ -n "${CI:-}" ] && werror=ON
+  cmake -S "$DLOCK_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE="${DLOCK_BUILD_TYPE:-RelWithDebInfo}" \
+        -DDLOCK_WARNINGS_AS_ERRORS="$werror" "$@" >/dev/null
+  cmake --build "$dir" -j"$(nproc)"
+}

@@ -1,0 +1,386 @@
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "Fixtures.h"
+#include "dlock/LockError.h"
+#include "dlock/Validation.h"
+#include "dlock/core/WaitStrategies.h"
+
+using namespace std::chrono_literals;
+using dlock::test::VirtualFixture;
+
+TEST_SUITE("DistributedLock") {
+  TEST_CASE("8 threads x 10000 locked increments of a plain counter end exact") {
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    auto lock = dlock::LockBuilder().backend(backend).leaseTime(10s).build();
+    long counter = 0;  // deliberately not atomic: only the lock protects it
+    std::vector<std::thread> workers;
+    for (int t = 0; t < 8; ++t) {
+      workers.emplace_back([&] {
+        for (int i = 0; i < 10000; ++i) {
+          lock->lock("counter");
+          const long seen = counter;
+          counter = seen + 1;
+          lock->unlock("counter");
+        }
+      });
+    }
+    for (auto& worker : workers) worker.join();
+    CHECK(counter == 80000);
+    CHECK(lock->stats().acquisitions == 80000);
+    CHECK(backend->size() == 0);
+  }
+
+  TEST_CASE("a holder that never unlocks loses its lease exactly at its TTL") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    REQUIRE(lock->tryLock("k"));
+    f.clock->advance(30s - 1ms);
+    CHECK(lock->isHeld("k"));
+    CHECK(f.backend->inspect("k").held);
+    CHECK(f.backend->inspect("k").remaining == 1ms);
+    f.clock->advance(1ms);
+    CHECK_FALSE(lock->isHeld("k"));
+    CHECK_FALSE(f.backend->inspect("k").held);
+    // Another thread (another owner) can take it now.
+    bool taken = false;
+    std::thread other([&] {
+      taken = lock->tryLock("k");
+      if (taken) lock->unlock("k");
+    });
+    other.join();
+    CHECK(taken);
+  }
+
+  TEST_CASE("unlock from a thread that does not hold the key throws NotOwnerError") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    REQUIRE(lock->tryLock("k"));
+    std::string error;
+    std::thread other([&] {
+      try {
+        lock->unlock("k");
+      } catch (const dlock::NotOwnerError& e) {
+        error = e.what();
+      }
+    });
+    other.join();
+    CHECK(error.find("not held by this thread") != std::string::npos);
+    CHECK(error.find("'k'") != std::string::npos);
+    CHECK(error.find("memory://") != std::string::npos);
+    CHECK(lock->isHeld("k"));  // the real holder is unaffected
+    lock->unlock("k");
+  }
+
+  TEST_CASE("unlock of a key never locked throws NotOwnerError and sends nothing") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    const auto calls = f.backend->calls();
+    CHECK_THROWS_AS(lock->unlock("never"), dlock::NotOwnerError);
+    CHECK(f.backend->calls() == calls);
+  }
+
+  TEST_CASE("unlock after the lease expired throws LockLostError and forgets the hold") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    REQUIRE(lock->tryLock("k"));
+    f.clock->advance(31s);
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+    CHECK(lock->holdCount("k") == 0);
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::NotOwnerError);
+    CHECK(lock->stats().lostLeases == 1);
+  }
+
+  TEST_CASE("unlock after another owner took the expired key throws LockLostError and leaves theirs") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    REQUIRE(lock->tryLock("k"));
+    f.clock->advance(30s);
+    std::string otherToken;
+    std::thread other([&] {
+      CHECK(lock->tryLock("k"));
+      otherToken = f.backend->holderOf("k");
+    });
+    other.join();
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+    CHECK(f.backend->holderOf("k") == otherToken);  // compare-and-delete spared the new owner
+  }
+
+  TEST_CASE("tryLock with a timeout on a held key returns false after the timeout, never sooner") {
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    auto lock = dlock::LockBuilder().backend(backend).leaseTime(10s).build();
+    REQUIRE(lock->tryLock("k"));
+    for (auto wait : {std::shared_ptr<dlock::IWait>(std::make_shared<dlock::NotifyWait>()),
+                      std::shared_ptr<dlock::IWait>(std::make_shared<dlock::FixedIntervalWait>()),
+                      std::shared_ptr<dlock::IWait>(std::make_shared<dlock::ExponentialBackoffWait>())}) {
+      auto contender = dlock::LockBuilder().backend(backend).leaseTime(10s).waitStrategy(wait).build();
+      const auto start = std::chrono::steady_clock::now();
+      CHECK_FALSE(contender->tryLock("k", 50ms));
+      const auto waited = std::chrono::steady_clock::now() - start;
+      CHECK(waited >= 50ms);
+      CHECK(waited < 2s);  // generous: only guards against waiting for the lease
+      CHECK(contender->stats().failedTries == 1);
+    }
+    lock->unlock("k");
+  }
+
+  TEST_CASE("tryLock without a timeout tries exactly once") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    auto other = f.leased(30s);
+    REQUIRE(lock->tryLock("k"));
+    const auto calls = f.backend->calls();
+    CHECK_FALSE(other->tryLock("k"));
+    CHECK(f.backend->calls() == calls + 1);
+  }
+
+  TEST_CASE("bad input gets InvalidArgumentError and the backend sees no call") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    const std::string oversized(dlock::kMaxKeyBytes + 1, 'x');
+    const auto calls = f.backend->calls();
+
+    CHECK_THROWS_AS(lock->lock(""), dlock::InvalidArgumentError);
+    CHECK_THROWS_AS((void)lock->tryLock(""), dlock::InvalidArgumentError);
+    CHECK_THROWS_AS((void)lock->tryLock("", 1s), dlock::InvalidArgumentError);
+    CHECK_THROWS_AS(lock->unlock(""), dlock::InvalidArgumentError);
+    CHECK_THROWS_AS((void)lock->acquire(""), dlock::InvalidArgumentError);
+    CHECK_THROWS_AS(lock->lock(oversized), dlock::InvalidArgumentError);
+    CHECK_THROWS_AS((void)lock->tryLock(oversized, 1s), dlock::InvalidArgumentError);
+    CHECK_THROWS_AS((void)lock->tryLock("k", 0ms), dlock::InvalidArgumentError);
+    CHECK_THROWS_AS((void)lock->tryLock("k", -5ms), dlock::InvalidArgumentError);
+    CHECK_THROWS_AS((void)lock->tryLock("k", 1s, 0ms), dlock::InvalidArgumentError);
+    CHECK_THROWS_AS((void)lock->tryLock("k", 1s, -1ms), dlock::InvalidArgumentError);
+    dlock::AcquireOptions negativeWait;
+    negativeWait.waitTime = -1ms;
+    CHECK_THROWS_AS((void)lock->acquire("k", negativeWait), dlock::InvalidArgumentError);
+    dlock::AcquireOptions zeroLease;
+    zeroLease.leaseTime = 0ms;
+    CHECK_THROWS_AS((void)lock->acquire("k", zeroLease), dlock::InvalidArgumentError);
+
+    CHECK(f.backend->calls() == calls);
+
+    // The messages say what was wrong.
+    try {
+      lock->lock(oversized);
+    } catch (const dlock::InvalidArgumentError& e) {
+      CHECK(std::string(e.what()).find("1025 bytes") != std::string::npos);
+    }
+    try {
+      (void)lock->tryLock("k", -5ms);
+    } catch (const dlock::InvalidArgumentError& e) {
+      CHECK(std::string(e.what()).find("timeout must be positive") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("a key of exactly the limit is accepted") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    const std::string longest(dlock::kMaxKeyBytes, 'x');
+    REQUIRE(lock->tryLock(longest));
+    lock->unlock(longest);
+  }
+
+  TEST_CASE("bad builder options get ConfigError") {
+    CHECK_THROWS_AS((void)dlock::LockBuilder().build(), dlock::ConfigError);
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    CHECK_THROWS_AS((void)dlock::LockBuilder().backend(backend).leaseTime(0ms).build(), dlock::ConfigError);
+    CHECK_THROWS_AS((void)dlock::LockBuilder().backend(backend).watchdogLease(-1ms).build(), dlock::ConfigError);
+    CHECK_THROWS_AS((void)dlock::LockBuilder().backend(backend).defaultKey("").build(), dlock::ConfigError);
+  }
+
+  TEST_CASE("keys with NUL, CRLF, spaces, braces and %s lock and unlock like any other") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    const std::vector<std::string> keys = {std::string("a\0b", 3), "line\r\nbreak", "with spaces", "{tag}", "%s%n%d",
+                                           std::string("\0", 1), "\xff\xfe"};
+    for (const auto& key : keys) {
+      REQUIRE(lock->tryLock(key));
+      CHECK(lock->isHeld(key));
+    }
+    CHECK(f.backend->size() == keys.size());
+    // Prefixes of binary keys are distinct keys.
+    CHECK_FALSE(lock->isHeld("a"));
+    for (const auto& key : keys) lock->unlock(key);
+    CHECK(f.backend->size() == 0);
+  }
+
+  TEST_CASE("one thread holding 100 keys unlocks each with its own token") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    std::set<std::string> tokens;
+    for (int i = 0; i < 100; ++i) {
+      const std::string key = "key:" + std::to_string(i);
+      REQUIRE(lock->tryLock(key));
+      tokens.insert(f.backend->holderOf(key));
+    }
+    CHECK(tokens.size() == 100);
+    for (int i = 99; i >= 0; --i) {
+      lock->unlock("key:" + std::to_string(i));  // a wrong token would raise LockLostError
+      CHECK(f.backend->size() == static_cast<std::size_t>(i));
+    }
+    CHECK(lock->stats().lostLeases == 0);
+  }
+
+  TEST_CASE("reentrant lock x3 needs unlock x3") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    lock->lock("k");
+    lock->lock("k");
+    CHECK(lock->tryLock("k"));
+    CHECK(lock->holdCount("k") == 3);
+    const std::string token = f.backend->holderOf("k");
+    lock->unlock("k");
+    lock->unlock("k");
+    CHECK(f.backend->holderOf("k") == token);  // still held: one hold left
+    CHECK(lock->isHeld("k"));
+    lock->unlock("k");
+    CHECK(f.backend->holderOf("k").empty());
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::NotOwnerError);
+    CHECK(lock->stats().acquisitions == 1);
+    CHECK(lock->stats().reentries == 2);
+  }
+
+  TEST_CASE("reentry on an ended lease throws LockLostError") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    lock->lock("k");
+    f.clock->advance(30s);
+    CHECK_THROWS_AS(lock->lock("k"), dlock::LockLostError);
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+  }
+
+  TEST_CASE("two locks on one backend are independent holders of the same key") {
+    VirtualFixture f;
+    auto first = f.leased(30s);
+    auto second = f.leased(30s);
+    REQUIRE(first->tryLock("k"));
+    CHECK_FALSE(second->tryLock("k"));  // same thread, different lock: no reentry across locks
+    CHECK_THROWS_AS(second->unlock("k"), dlock::NotOwnerError);
+    first->unlock("k");
+  }
+
+  TEST_CASE("fencing tokens strictly grow with each acquisition of a key") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    std::uint64_t previous = 0;
+    for (int i = 0; i < 10; ++i) {
+      lock->lock("k");
+      const std::uint64_t token = lock->fencingToken("k");
+      CHECK(token > previous);
+      previous = token;
+      lock->unlock("k");
+    }
+    CHECK_THROWS_AS((void)lock->fencingToken("k"), dlock::NotOwnerError);
+    // An expired lease taken over also moves the counter forward.
+    lock->lock("k");
+    const auto before = lock->fencingToken("k");
+    f.clock->advance(31s);
+    std::uint64_t taken = 0;
+    std::thread other([&] {
+      lock->lock("k");
+      taken = lock->fencingToken("k");
+      lock->unlock("k");
+    });
+    other.join();
+    CHECK(taken > before);
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+  }
+
+  TEST_CASE("a ConnectionError from the backend reaches the caller and leaves the holder unchanged") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+
+    SUBCASE("on acquire: nothing is held") {
+      f.backend->failNextCalls(1);
+      CHECK_THROWS_AS(lock->lock("k"), dlock::ConnectionError);
+      CHECK(lock->holdCount("k") == 0);
+      CHECK_FALSE(lock->isHeld("k"));
+      CHECK(f.backend->size() == 0);
+      CHECK(lock->tryLock("k"));  // and the lock works once the backend is back
+      lock->unlock("k");
+    }
+    SUBCASE("on tryLock with a timeout") {
+      f.backend->failNextCalls(2);
+      CHECK_THROWS_AS((void)lock->tryLock("k", 1s), dlock::ConnectionError);
+      CHECK(lock->holdCount("k") == 0);
+    }
+    SUBCASE("on unlock: the hold stays, so unlock can be retried") {
+      REQUIRE(lock->tryLock("k"));
+      const auto fence = lock->fencingToken("k");
+      f.backend->failNextCalls(1);
+      CHECK_THROWS_AS(lock->unlock("k"), dlock::ConnectionError);
+      CHECK(lock->holdCount("k") == 1);
+      CHECK(lock->isHeld("k"));
+      CHECK(lock->fencingToken("k") == fence);
+      CHECK_FALSE(f.backend->holderOf("k").empty());
+      lock->unlock("k");  // the retry releases it
+      CHECK(f.backend->holderOf("k").empty());
+      CHECK(lock->holdCount("k") == 0);
+    }
+    SUBCASE("on a reentrant unlock nothing is sent at all") {
+      lock->lock("k");
+      lock->lock("k");
+      f.backend->failNextCalls(1);
+      lock->unlock("k");  // count 2 -> 1, no call
+      CHECK(lock->holdCount("k") == 1);
+      CHECK_THROWS_AS(lock->unlock("k"), dlock::ConnectionError);  // now the failure lands
+      lock->unlock("k");
+    }
+  }
+
+  TEST_CASE("the default-key overloads use the configured default key") {
+    VirtualFixture f;
+    auto lock = dlock::LockBuilder().backend(f.backend).clock(f.clock).leaseTime(30s).defaultKey("jobs").build();
+    CHECK(lock->defaultKey() == "jobs");
+    lock->lock();
+    CHECK(lock->isHeld());
+    CHECK(lock->isHeld("jobs"));
+    CHECK(lock->tryLock());
+    CHECK(lock->tryLock(10ms));
+    CHECK(lock->holdCount("jobs") == 3);
+    CHECK(lock->fencingToken() == lock->fencingToken("jobs"));
+    lock->unlock();
+    lock->unlock();
+    lock->unlock();
+    CHECK_FALSE(lock->isHeld());
+  }
+
+  TEST_CASE("a waiter gets the key as soon as the holder releases it") {
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    auto lock = dlock::LockBuilder().backend(backend).leaseTime(60s).build();
+    REQUIRE(lock->tryLock("k"));
+    std::atomic<bool> acquired{false};
+    std::thread waiter([&] {
+      acquired = lock->tryLock("k", 30s);
+      if (acquired) lock->unlock("k");
+    });
+    std::this_thread::sleep_for(20ms);
+    CHECK_FALSE(acquired.load());
+    const auto released = std::chrono::steady_clock::now();
+    lock->unlock("k");
+    waiter.join();
+    CHECK(acquired.load());
+    CHECK(std::chrono::steady_clock::now() - released < 10s);  // well before the 60 s lease
+  }
+
+  TEST_CASE("stats count attempts, failed tries and waiting") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    auto other = f.leased(30s);
+    REQUIRE(lock->tryLock("k"));
+    CHECK_FALSE(other->tryLock("k"));
+    const auto stats = other->stats();
+    CHECK(stats.attempts == 1);
+    CHECK(stats.failedTries == 1);
+    CHECK(stats.acquisitions == 0);
+    lock->unlock("k");
+  }
+}

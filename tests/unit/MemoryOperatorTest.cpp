@@ -1,0 +1,119 @@
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "dlock/LockError.h"
+#include "dlock/memory/MemoryOperator.h"
+#include "dlock/memory/VirtualClock.h"
+
+using namespace std::chrono_literals;
+
+TEST_SUITE("MemoryOperator") {
+  TEST_CASE("a lease is exclusive until its TTL and reports the holder's remaining time") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    dlock::MemoryOperator backend(clock);
+    const auto first = backend.lock("k", "t1", 1000ms);
+    CHECK(first.acquired);
+    CHECK(first.fencingToken == 1);
+    clock->advance(400ms);
+    const auto busy = backend.lock("k", "t2", 1000ms);
+    CHECK_FALSE(busy.acquired);
+    CHECK(busy.holderTtl == 600ms);
+    clock->advance(600ms);
+    const auto second = backend.lock("k", "t2", 1000ms);
+    CHECK(second.acquired);
+    CHECK(second.fencingToken == 2);
+  }
+
+  TEST_CASE("unlock and extend check the token") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    dlock::MemoryOperator backend(clock);
+    REQUIRE(backend.lock("k", "mine", 1000ms).acquired);
+    CHECK_FALSE(backend.unlock("k", "theirs"));
+    CHECK_FALSE(backend.extend("k", "theirs", 5000ms));
+    CHECK(backend.extend("k", "mine", 5000ms));
+    clock->advance(4000ms);
+    CHECK(backend.inspect("k").held);
+    CHECK(backend.unlock("k", "mine"));
+    CHECK_FALSE(backend.unlock("k", "mine"));
+    CHECK_FALSE(backend.unlock("never", "mine"));
+  }
+
+  TEST_CASE("an expired lease can be neither extended nor released") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    dlock::MemoryOperator backend(clock);
+    REQUIRE(backend.lock("k", "mine", 1000ms).acquired);
+    clock->advance(1000ms);
+    CHECK_FALSE(backend.extend("k", "mine", 1000ms));
+    CHECK_FALSE(backend.unlock("k", "mine"));
+  }
+
+  TEST_CASE("extendAll answers per lease in one call") {
+    dlock::MemoryOperator backend;
+    REQUIRE(backend.lock("a", "ta", 1000ms).acquired);
+    REQUIRE(backend.lock("b", "tb", 1000ms).acquired);
+    const auto before = backend.calls();
+    const auto extended = backend.extendAll({{"a", "ta"}, {"b", "wrong"}, {"c", "tc"}}, 2000ms);
+    CHECK(extended == std::vector<bool>{true, false, false});
+    CHECK(backend.calls() == before + 1);
+  }
+
+  TEST_CASE("inspect reports the lease and the last fencing token") {
+    dlock::MemoryOperator backend;
+    CHECK_FALSE(backend.inspect("k").held);
+    CHECK(backend.inspect("k").fencingToken == 0);
+    REQUIRE(backend.lock("k", "t", 1000ms).acquired);
+    const auto info = backend.inspect("k");
+    CHECK(info.held);
+    CHECK(info.fencingToken == 1);
+    CHECK(info.remaining <= 1000ms);
+    CHECK(info.remaining > 0ms);
+  }
+
+  TEST_CASE("failNextCalls throws ConnectionError for exactly that many calls and touches nothing") {
+    dlock::MemoryOperator backend;
+    backend.failNextCalls(2);
+    CHECK_THROWS_AS((void)backend.lock("k", "t", 1000ms), dlock::ConnectionError);
+    CHECK_THROWS_AS((void)backend.inspect("k"), dlock::ConnectionError);
+    CHECK(backend.size() == 0);
+    CHECK(backend.lock("k", "t", 1000ms).acquired);
+    CHECK(backend.calls() == 3);
+  }
+
+  TEST_CASE("setLatency delays every call") {
+    dlock::MemoryOperator backend;
+    backend.setLatency(20ms);
+    const auto start = std::chrono::steady_clock::now();
+    (void)backend.lock("k", "t", 1000ms);
+    CHECK(std::chrono::steady_clock::now() - start >= 20ms);
+    backend.setLatency(0ms);
+  }
+
+  TEST_CASE("a watch sees a release made after it was taken, even before it waits") {
+    dlock::MemoryOperator backend;
+    REQUIRE(backend.lock("k", "t", 60000ms).acquired);
+    auto watch = backend.watch("k");
+    REQUIRE(watch != nullptr);
+    CHECK(backend.unlock("k", "t"));
+    CHECK(watch->waitForRelease(0ms));
+    CHECK_FALSE(watch->waitForRelease(10ms));  // consumed
+  }
+
+  TEST_CASE("a watch wakes its waiter on release, not on other keys") {
+    dlock::MemoryOperator backend;
+    REQUIRE(backend.lock("k", "t", 60000ms).acquired);
+    REQUIRE(backend.lock("other", "t", 60000ms).acquired);
+    auto watch = backend.watch("k");
+    std::thread releaser([&] {
+      std::this_thread::sleep_for(10ms);
+      CHECK(backend.unlock("other", "t"));
+      std::this_thread::sleep_for(10ms);
+      CHECK(backend.unlock("k", "t"));
+    });
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(watch->waitForRelease(10s));
+    CHECK(std::chrono::steady_clock::now() - start < 5s);
+    releaser.join();
+  }
+}
