@@ -1,0 +1,44 @@
+// RedisOptions.h — how dlock reaches a Redis server: the options shared by every Redis backend.
+//
+//   ConnectionOptions  one server: address, credentials, database, timeouts, keep-alive
+//   PoolOptions        how many connections, and how long a caller waits for a free one
+//
+// Plain values. A password is only ever sent in AUTH; it never appears in messages or logs.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace dlock {
+
+struct ConnectionOptions {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  // AUTH: `password` alone for requirepass, `user` and `password` for an ACL user.
+  std::string user;
+  std::string password;
+  int db = 0;  // SELECT on connect when non-zero
+  std::chrono::milliseconds connectTimeout{std::chrono::seconds(1)};
+  // Bounds every reply wait; a command that times out fails with ConnectionError.
+  std::chrono::milliseconds commandTimeout{std::chrono::seconds(1)};
+  bool keepAlive = true;  // TCP keep-alive, so a dead peer is noticed on idle connections
+
+  // "host:port", for messages.
+  [[nodiscard]] std::string address() const { return host + ":" + std::to_string(port); }
+};
+
+struct PoolOptions {
+  std::size_t size = 4;  // connections per server, opened on demand
+  // How long a caller waits for a free connection before ConnectionError; 0 means forever.
+  std::chrono::milliseconds waitTimeout{std::chrono::seconds(1)};
+  // After a connection fails, the next connect attempt to that server waits at least this long,
+  // doubling per consecutive failure up to `maxReconnectBackoff`.
+  std::chrono::milliseconds reconnectBackoff{std::chrono::milliseconds(10)};
+  std::chrono::milliseconds maxReconnectBackoff{std::chrono::seconds(1)};
+};
+
+// The Redis key of a user key is `<keyPrefix>{<user key>}`; companion keys share the hash tag.
+inline constexpr const char* kDefaultKeyPrefix = "dlock:";
+
+}  // namespace dlock

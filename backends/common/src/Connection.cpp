@@ -1,0 +1,93 @@
+#include "Connection.h"
+
+#include <sys/time.h>
+
+#include <cerrno>
+
+#include "Errors.h"
+#include "dlock/LockError.h"
+
+namespace dlock::detail {
+namespace {
+
+timeval toTimeval(std::chrono::milliseconds duration) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(duration.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((duration.count() % 1000) * 1000);
+  return tv;
+}
+
+}  // namespace
+
+Connection::Connection(const ConnectionOptions& options)
+    : address_(options.address()), commandTimeout_(options.commandTimeout) {
+  context_.reset(redisConnectWithTimeout(options.host.c_str(), options.port, toTimeval(options.connectTimeout)));
+  if (!context_) throw std::bad_alloc();
+  if (context_->err != 0) throwContextError(*context_, "connect to " + address_);
+  if (redisSetTimeout(context_.get(), toTimeval(options.commandTimeout)) != REDIS_OK) {
+    throwContextError(*context_, "set the command timeout on " + address_);
+  }
+  if (options.keepAlive && redisEnableKeepAlive(context_.get()) != REDIS_OK) {
+    throwContextError(*context_, "enable keep-alive on " + address_);
+  }
+  if (!options.password.empty() || !options.user.empty()) {
+    Argv auth = {"AUTH"};
+    if (!options.user.empty()) auth.push_back(options.user);
+    auth.push_back(options.password);
+    ReplyPtr reply = command(auth);
+    if (reply->type == REDIS_REPLY_ERROR) {
+      // The reply names no secret, but say which user so the operator knows where to look.
+      const std::string who = options.user.empty() ? "the default user" : "user '" + options.user + "'";
+      throw BackendError("dlock: AUTH as " + who + " on " + address_ + " failed: " + std::string(replyText(*reply)));
+    }
+  }
+  if (options.db != 0) {
+    const std::string db = std::to_string(options.db);
+    ReplyPtr reply = command({"SELECT", db});
+    if (reply->type == REDIS_REPLY_ERROR) throwReplyError(*reply, "SELECT " + db + " on " + address_);
+  }
+}
+
+Connection::~Connection() = default;
+
+void Connection::fail(const std::string& what) {
+  broken_ = true;
+  const int error = errno;
+  timedOut_ = context_->err == REDIS_ERR_IO &&
+              (error == EAGAIN || error == EWOULDBLOCK || std::string_view(context_->errstr).find("temporarily") !=
+                                                             std::string_view::npos);
+  throwContextError(*context_, what + " on " + address_);
+}
+
+void Connection::append(const Argv& argv) {
+  std::vector<const char*> pointers;
+  std::vector<size_t> lengths;
+  pointers.reserve(argv.size());
+  lengths.reserve(argv.size());
+  for (const auto& arg : argv) {
+    pointers.push_back(arg.data());
+    lengths.push_back(arg.size());
+  }
+  if (redisAppendCommandArgv(context_.get(), static_cast<int>(argv.size()), pointers.data(), lengths.data()) !=
+      REDIS_OK) {
+    fail(std::string(argv.empty() ? "command" : argv.front()));
+  }
+}
+
+ReplyPtr Connection::readReply() {
+  if (broken_) throw ConnectionError("dlock: the connection to " + address_ + " is broken");
+  void* raw = nullptr;
+  if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) fail("reading a reply");
+  return ReplyPtr(static_cast<redisReply*>(raw));
+}
+
+ReplyPtr Connection::command(const Argv& argv) {
+  append(argv);
+  return readReply();
+}
+
+void Connection::setReadTimeout(std::chrono::milliseconds timeout) {
+  if (redisSetTimeout(context_.get(), toTimeval(timeout)) != REDIS_OK) fail("setting the read timeout");
+}
+
+}  // namespace dlock::detail

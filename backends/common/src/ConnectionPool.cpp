@@ -1,0 +1,89 @@
+#include "ConnectionPool.h"
+
+#include <algorithm>
+
+#include "dlock/detail/Log.h"
+
+namespace dlock::detail {
+
+ConnectionPool::ConnectionPool(ConnectionOptions connection, PoolOptions pool)
+    : connection_(std::move(connection)), pool_(pool), address_(connection_.address()) {
+  if (pool_.size == 0) throw ConfigError("dlock: the pool size of " + address_ + " must be at least 1");
+}
+
+ConnectionPool::~ConnectionPool() = default;
+
+std::unique_ptr<Connection> ConnectionPool::open() {
+  try {
+    auto connection = std::make_unique<Connection>(connection_);
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (failedSince_) {
+      reconnects_.fetch_add(1, std::memory_order_relaxed);
+      logger()->warn("dlock: reconnected to {}", address_);
+    }
+    failures_ = 0;
+    failedSince_ = false;
+    return connection;
+  } catch (const ConnectionError& error) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    ++failures_;
+    failedSince_ = true;
+    lastError_ = error.what();
+    const std::chrono::milliseconds doubled(pool_.reconnectBackoff.count() << std::min(failures_ - 1, 16U));
+    const auto backoff = std::min(pool_.maxReconnectBackoff, doubled);
+    retryAt_ = std::chrono::steady_clock::now() + backoff;
+    throw;
+  }
+}
+
+ConnectionPool::Handle ConnectionPool::borrow() {
+  std::unique_lock<std::mutex> guard(mutex_);
+  const bool forever = pool_.waitTimeout.count() == 0;
+  const auto deadline = std::chrono::steady_clock::now() + pool_.waitTimeout;
+  while (true) {
+    if (!idle_.empty()) {
+      std::unique_ptr<Connection> connection = std::move(idle_.back());
+      idle_.pop_back();
+      return Handle(*this, std::move(connection), true);
+    }
+    if (open_ < pool_.size) {
+      if (failures_ > 0 && std::chrono::steady_clock::now() < retryAt_) {
+        throw ConnectionError(lastError_ + " (retrying after a back-off)");
+      }
+      ++open_;
+      guard.unlock();
+      try {
+        return Handle(*this, open(), false);
+      } catch (...) {
+        guard.lock();
+        --open_;
+        freed_.notify_one();
+        throw;
+      }
+    }
+    if (forever) {
+      freed_.wait(guard);
+    } else if (freed_.wait_until(guard, deadline) == std::cv_status::timeout && idle_.empty() &&
+               open_ >= pool_.size) {
+      throw ConnectionError("dlock: no free connection to " + address_ + " within " +
+                            std::to_string(pool_.waitTimeout.count()) + " ms (pool of " +
+                            std::to_string(pool_.size) + ")");
+    }
+  }
+}
+
+void ConnectionPool::giveBack(std::unique_ptr<Connection> connection) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (connection->broken()) {
+      --open_;
+      failedSince_ = true;
+      connection.reset();
+    } else {
+      idle_.push_back(std::move(connection));
+    }
+  }
+  freed_.notify_one();
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,100 @@
+// ConnectionPool.h — a small pool of connections to one server.
+//
+// Connections open on demand up to PoolOptions::size. borrow() waits at most waitTimeout for a
+// free one. A connection that failed is discarded when returned; after a failed connect the
+// next attempt waits out a back-off (doubling up to maxReconnectBackoff), failing fast with
+// ConnectionError meanwhile, so callers do not pile up on a dead server.
+// run() retries an operation once on a fresh connection when a pooled one turns out dead (the
+// server restarted while it sat idle): the command never reached the new server.
+// Owner: one operator. Thread safety: thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "Connection.h"
+#include "dlock/LockError.h"
+#include "dlock/common/RedisOptions.h"
+
+namespace dlock::detail {
+
+class ConnectionPool {
+ public:
+  // A borrowed connection, returned to the pool on destruction.
+  class Handle {
+   public:
+    Handle(ConnectionPool& pool, std::unique_ptr<Connection> connection, bool reused)
+        : pool_(&pool), connection_(std::move(connection)), reused_(reused) {}
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    Handle(Handle&& other) noexcept = default;
+    Handle& operator=(Handle&&) = delete;
+    ~Handle() {
+      if (connection_) pool_->giveBack(std::move(connection_));
+    }
+    Connection& operator*() const noexcept { return *connection_; }
+    Connection* operator->() const noexcept { return connection_.get(); }
+    // True when the connection had served before and sat idle in the pool.
+    [[nodiscard]] bool reused() const noexcept { return reused_; }
+
+   private:
+    ConnectionPool* pool_;
+    std::unique_ptr<Connection> connection_;
+    bool reused_;
+  };
+
+  ConnectionPool(ConnectionOptions connection, PoolOptions pool);
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
+  ~ConnectionPool();
+
+  // A connection; ConnectionError when the server cannot be reached or none frees up in time.
+  Handle borrow();
+
+  // Calls `operation(Connection&)` on a borrowed connection; if a reused connection fails with
+  // an I/O error other than a timeout, retries once on a fresh one.
+  template <class Operation>
+  auto run(Operation&& operation) -> decltype(operation(std::declval<Connection&>())) {
+    Handle handle = borrow();
+    if (!handle.reused()) return operation(*handle);
+    try {
+      return operation(*handle);
+    } catch (const ConnectionError&) {
+      if (!handle->broken() || handle->timedOut()) throw;
+    }
+    { Handle discard = std::move(handle); }
+    Handle fresh = borrow();
+    return operation(*fresh);
+  }
+
+  [[nodiscard]] const std::string& address() const noexcept { return address_; }
+  [[nodiscard]] const ConnectionOptions& connectionOptions() const noexcept { return connection_; }
+  // Connections opened after an earlier one failed.
+  [[nodiscard]] std::uint64_t reconnects() const noexcept { return reconnects_.load(std::memory_order_relaxed); }
+
+ private:
+  void giveBack(std::unique_ptr<Connection> connection);
+  std::unique_ptr<Connection> open();
+
+  const ConnectionOptions connection_;
+  const PoolOptions pool_;
+  const std::string address_;
+
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mutex_
+  std::size_t open_ = 0;                           // guarded by mutex_; idle + lent + connecting
+  unsigned failures_ = 0;                          // guarded by mutex_; consecutive
+  std::chrono::steady_clock::time_point retryAt_;  // guarded by mutex_
+  std::string lastError_;                          // guarded by mutex_
+  bool failedSince_ = false;                       // guarded by mutex_; next success is a reconnect
+  std::atomic<std::uint64_t> reconnects_{0};
+};
+
+}  // namespace dlock::detail

@@ -1,0 +1,72 @@
+#include "Replies.h"
+
+#include "Errors.h"
+#include "dlock/LockError.h"
+
+namespace dlock::detail {
+namespace {
+
+[[noreturn]] void unexpected(const std::string& where, const std::string& what) {
+  throw BackendError("dlock: " + where + ": unexpected reply: " + what);
+}
+
+void checkNotError(const redisReply& reply, const std::string& where) {
+  if (reply.type == REDIS_REPLY_ERROR) throwReplyError(reply, where);
+}
+
+long long integerAt(const redisReply& reply, std::size_t index, const std::string& where) {
+  const redisReply* element = reply.element[index];
+  if (element == nullptr || element->type != REDIS_REPLY_INTEGER) {
+    unexpected(where, "element " + std::to_string(index) + " is not an integer");
+  }
+  return element->integer;
+}
+
+const redisReply& pairOf(const redisReply& reply, const std::string& where) {
+  checkNotError(reply, where);
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 2 || reply.element == nullptr) {
+    unexpected(where, "expected an array of two integers");
+  }
+  return reply;
+}
+
+}  // namespace
+
+AcquireResult readAcquireReply(const redisReply& raw, const std::string& where) {
+  const redisReply& reply = pairOf(raw, where);
+  const long long status = integerAt(reply, 0, where);
+  const long long value = integerAt(reply, 1, where);
+  AcquireResult result;
+  if (status == 1) {
+    if (value < 1) unexpected(where, "acquired with fencing token " + std::to_string(value));
+    result.acquired = true;
+    result.fencingToken = static_cast<std::uint64_t>(value);
+  } else if (status == 0) {
+    // PTTL: -1 (no expiry: not one of ours) and -2 (vanished meanwhile) give no bound.
+    result.holderTtl = std::chrono::milliseconds(value > 0 ? value : 0);
+  } else {
+    unexpected(where, "status " + std::to_string(status));
+  }
+  return result;
+}
+
+bool readFlagReply(const redisReply& reply, const std::string& where) {
+  checkNotError(reply, where);
+  if (reply.type != REDIS_REPLY_INTEGER || (reply.integer != 0 && reply.integer != 1)) {
+    unexpected(where, "expected 0 or 1");
+  }
+  return reply.integer == 1;
+}
+
+LeaseInfo readInspectReply(const redisReply& raw, const std::string& where) {
+  const redisReply& reply = pairOf(raw, where);
+  const long long pttl = integerAt(reply, 0, where);
+  const long long fence = integerAt(reply, 1, where);
+  LeaseInfo info;
+  info.held = pttl > 0 || pttl == -1;  // -1: present without expiry (not written by dlock)
+  info.remaining = std::chrono::milliseconds(pttl > 0 ? pttl : 0);
+  info.fencingToken = fence > 0 ? static_cast<std::uint64_t>(fence) : 0;
+  return info;
+}
+
+}  // namespace dlock::detail

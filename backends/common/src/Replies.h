@@ -1,0 +1,21 @@
+// Replies.h — strict readers of our scripts' replies. Whatever the server sends, a reply that is
+// not exactly the expected shape is an error (BackendError), never a wrong "acquired"; error
+// replies are mapped by throwReplyError.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <string>
+
+#include "dlock/IOperator.h"
+
+namespace dlock::detail {
+
+// {1, fence >= 1} or {0, pttl}.
+AcquireResult readAcquireReply(const redisReply& reply, const std::string& where);
+// Integer 1 or 0.
+bool readFlagReply(const redisReply& reply, const std::string& where);
+// {pttl, fence}.
+LeaseInfo readInspectReply(const redisReply& reply, const std::string& where);
+
+}  // namespace dlock::detail

@@ -1,0 +1,101 @@
+#include "Scripts.h"
+
+#include "Sha1.h"
+
+namespace dlock::detail {
+namespace {
+
+Script makeScript(const char* name, std::string source) {
+  std::string sha = sha1Hex(source);
+  return Script{name, std::move(source), std::move(sha)};
+}
+
+Argv scriptArgv(std::string_view command, std::string_view body, const std::string& keyCount, const Argv& keys,
+                const Argv& args) {
+  Argv argv;
+  argv.reserve(3 + keys.size() + args.size());
+  argv.push_back(command);
+  argv.push_back(body);
+  argv.push_back(keyCount);
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+}  // namespace
+
+const Script& acquireScript() {
+  static const Script script = makeScript("acquire", R"lua(
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
+end
+if holder then
+  return {0, redis.call('PTTL', KEYS[1])}
+end
+redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+return {1, redis.call('INCR', KEYS[2])}
+)lua");
+  return script;
+}
+
+const Script& releaseScript() {
+  static const Script script = makeScript("release", R"lua(
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[2], '1')
+  return 1
+end
+return 0
+)lua");
+  return script;
+}
+
+const Script& extendScript() {
+  static const Script script = makeScript("extend", R"lua(
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+)lua");
+  return script;
+}
+
+const Script& inspectScript() {
+  static const Script script = makeScript("inspect", R"lua(
+return {redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0')}
+)lua");
+  return script;
+}
+
+ReplyPtr runScript(Connection& connection, const Script& script, const Argv& keys, const Argv& args) {
+  const std::string keyCount = std::to_string(keys.size());
+  ReplyPtr reply = connection.command(scriptArgv("EVALSHA", script.sha, keyCount, keys, args));
+  if (isErrorReply(*reply, "NOSCRIPT")) reply = connection.command(scriptArgv("EVAL", script.source, keyCount, keys, args));
+  return reply;
+}
+
+std::vector<ReplyPtr> runScriptPipelined(Connection& connection, const Script& script,
+                                         const std::vector<std::pair<Argv, Argv>>& calls) {
+  std::vector<ReplyPtr> replies;
+  replies.reserve(calls.size());
+  std::vector<std::string> keyCounts;
+  keyCounts.reserve(calls.size());
+  for (const auto& [keys, args] : calls) {
+    keyCounts.push_back(std::to_string(keys.size()));
+    connection.append(scriptArgv("EVALSHA", script.sha, keyCounts.back(), keys, args));
+  }
+  for (std::size_t i = 0; i < calls.size(); ++i) replies.push_back(connection.readReply());
+
+  std::vector<std::size_t> missing;
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (isErrorReply(*replies[i], "NOSCRIPT")) missing.push_back(i);
+  }
+  for (std::size_t i : missing) {
+    connection.append(scriptArgv("EVAL", script.source, keyCounts[i], calls[i].first, calls[i].second));
+  }
+  for (std::size_t i : missing) replies[i] = connection.readReply();
+  return replies;
+}
+
+}  // namespace dlock::detail

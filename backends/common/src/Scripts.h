@@ -1,0 +1,42 @@
+// Scripts.h — the Lua scripts of the lock protocol and how they are called.
+//
+//   acquire  KEYS: lock, fence   ARGV: token, ttl-ms
+//            → {1, fencing token} taken (or already ours: a retried acquire is idempotent)
+//            → {0, holder's PTTL} busy
+//   release  KEYS: lock          ARGV: token, channel
+//            → 1 deleted (and PUBLISHed on the channel), 0 not ours
+//   extend   KEYS: lock          ARGV: token, ttl-ms   → 1 extended, 0 not ours
+//   inspect  KEYS: lock, fence   → {PTTL, last fencing token}
+//
+// Scripts go by EVALSHA with locally computed digests; on NOSCRIPT (a restart, a failover,
+// SCRIPT FLUSH, a new cluster node) the call is repeated as EVAL, which also caches the script.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "Connection.h"
+
+namespace dlock::detail {
+
+struct Script {
+  const char* name;
+  std::string source;
+  std::string sha;
+};
+
+const Script& acquireScript();
+const Script& releaseScript();
+const Script& extendScript();
+const Script& inspectScript();
+
+// Runs `script` on `connection`; error replies other than NOSCRIPT are returned as they are.
+ReplyPtr runScript(Connection& connection, const Script& script, const Argv& keys, const Argv& args);
+
+// Runs `script` once per (keys, args) call in one pipeline: one round trip (two if the server
+// had lost the script). Replies in order.
+std::vector<ReplyPtr> runScriptPipelined(Connection& connection, const Script& script,
+                                         const std::vector<std::pair<Argv, Argv>>& calls);
+
+}  // namespace dlock::detail

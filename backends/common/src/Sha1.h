@@ -1,0 +1,12 @@
+// Sha1.h — SHA-1 as hex, for the EVALSHA digests of our scripts (computed locally, so the first
+// call needs no SCRIPT LOAD round trip). Not used for anything security-related.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace dlock::detail {
+
+[[nodiscard]] std::string sha1Hex(std::string_view data);
+
+}  // namespace dlock::detail

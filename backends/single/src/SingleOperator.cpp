@@ -1,0 +1,95 @@
+#include "dlock/single/SingleOperator.h"
+
+#include <string>
+
+#include "ConnectionPool.h"
+#include "KeyNames.h"
+#include "Replies.h"
+#include "Scripts.h"
+#include "dlock/LockError.h"
+#include "dlock/Validation.h"
+
+namespace dlock {
+
+class SingleOperator::Impl {
+ public:
+  explicit Impl(SingleOptions options)
+      : prefix_(std::move(options.keyPrefix)), pool_(std::move(options.connection), options.pool) {}
+
+  std::string where(const char* operation, std::string_view key) const {
+    return std::string(operation) + " " + detail::quoteKey(key) + " on " + pool_.address();
+  }
+
+  const std::string prefix_;
+  detail::ConnectionPool pool_;
+};
+
+SingleOperator::SingleOperator(SingleOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+SingleOperator::~SingleOperator() = default;
+
+AcquireResult SingleOperator::lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
+  const detail::KeyNames names = detail::keyNames(impl_->prefix_, key);
+  const std::string ttlText = std::to_string(ttl.count());
+  return impl_->pool_.run([&](detail::Connection& connection) {
+    const detail::ReplyPtr reply =
+        detail::runScript(connection, detail::acquireScript(), {names.lock, names.fence}, {token, ttlText});
+    return detail::readAcquireReply(*reply, impl_->where("lock", key));
+  });
+}
+
+bool SingleOperator::unlock(std::string_view key, std::string_view token) {
+  const detail::KeyNames names = detail::keyNames(impl_->prefix_, key);
+  return impl_->pool_.run([&](detail::Connection& connection) {
+    const detail::ReplyPtr reply =
+        detail::runScript(connection, detail::releaseScript(), {names.lock}, {token, names.channel});
+    return detail::readFlagReply(*reply, impl_->where("unlock", key));
+  });
+}
+
+bool SingleOperator::extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
+  const detail::KeyNames names = detail::keyNames(impl_->prefix_, key);
+  const std::string ttlText = std::to_string(ttl.count());
+  return impl_->pool_.run([&](detail::Connection& connection) {
+    const detail::ReplyPtr reply = detail::runScript(connection, detail::extendScript(), {names.lock}, {token, ttlText});
+    return detail::readFlagReply(*reply, impl_->where("extend", key));
+  });
+}
+
+std::vector<bool> SingleOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+  if (leases.empty()) return {};
+  const std::string ttlText = std::to_string(ttl.count());
+  std::vector<std::string> lockKeys;
+  lockKeys.reserve(leases.size());
+  std::vector<std::pair<detail::Argv, detail::Argv>> calls;
+  calls.reserve(leases.size());
+  for (const auto& lease : leases) lockKeys.push_back(detail::keyNames(impl_->prefix_, lease.key).lock);
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    calls.push_back({{lockKeys[i]}, {leases[i].token, ttlText}});
+  }
+  return impl_->pool_.run([&](detail::Connection& connection) {
+    const auto replies = detail::runScriptPipelined(connection, detail::extendScript(), calls);
+    std::vector<bool> extended;
+    extended.reserve(replies.size());
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      extended.push_back(detail::readFlagReply(*replies[i], impl_->where("extend", leases[i].key)));
+    }
+    return extended;
+  });
+}
+
+std::unique_ptr<IReleaseWatch> SingleOperator::watch(std::string_view /*key*/) { return nullptr; }
+
+LeaseInfo SingleOperator::inspect(std::string_view key) {
+  const detail::KeyNames names = detail::keyNames(impl_->prefix_, key);
+  return impl_->pool_.run([&](detail::Connection& connection) {
+    const detail::ReplyPtr reply = detail::runScript(connection, detail::inspectScript(), {names.lock, names.fence}, {});
+    return detail::readInspectReply(*reply, impl_->where("inspect", key));
+  });
+}
+
+std::string SingleOperator::describe() const { return "redis://" + impl_->pool_.address(); }
+
+std::uint64_t SingleOperator::reconnects() const noexcept { return impl_->pool_.reconnects(); }
+
+}  // namespace dlock

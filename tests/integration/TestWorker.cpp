@@ -1,0 +1,82 @@
+// dlock_test_worker — the other processes of multi-process tests (fork/exec, not threads).
+//
+//   increment URI KEY COUNTER N OUT   N locked read-modify-write increments of the Redis string
+//                                     COUNTER (GET then SET); appends "<counter seen> <fence>" per
+//                                     acquisition to OUT
+//   hold URI KEY TTL_MS               takes KEY with a fixed lease, prints "acquired <fence>",
+//                                     then waits for lines on stdin: "held?" → "held yes|no",
+//                                     "unlock" → "unlocked" or "error <type>"
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "RedisClient.h"
+#include "dlock/LockError.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::pair<std::string, int> hostPort(const std::string& uri) {
+  const auto start = uri.find("://") + 3;
+  const auto colon = uri.rfind(':');
+  return {uri.substr(start, colon - start), std::stoi(uri.substr(colon + 1))};
+}
+
+int increment(const std::string& uri, const std::string& key, const std::string& counter, int count,
+              const std::string& out) {
+  auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(10s).build();
+  const auto [host, port] = hostPort(uri);
+  dlock::test::RedisClient client(host, port);
+  std::ofstream log(out, std::ios::app);
+  for (int i = 0; i < count; ++i) {
+    lock->lock(key);
+    const auto value = client.ok({"GET", counter});
+    const long long seen = value.isNil() ? 0 : std::stoll(value.str);
+    client.ok({"SET", counter, std::to_string(seen + 1)});
+    log << seen << " " << lock->fencingToken(key) << "\n";
+    lock->unlock(key);
+  }
+  return 0;
+}
+
+int hold(const std::string& uri, const std::string& key, long long ttlMillis) {
+  auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(std::chrono::milliseconds(ttlMillis)).build();
+  lock->lock(key);
+  std::cout << "acquired " << lock->fencingToken(key) << std::endl;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line == "held?") {
+      std::cout << "held " << (lock->isHeld(key) ? "yes" : "no") << std::endl;
+    } else if (line == "unlock") {
+      try {
+        lock->unlock(key);
+        std::cout << "unlocked" << std::endl;
+      } catch (const dlock::LockLostError&) {
+        std::cout << "error LockLostError" << std::endl;
+      } catch (const dlock::LockError& error) {
+        std::cout << "error " << error.what() << std::endl;
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "increment" && argc == 7) return increment(argv[2], argv[3], argv[4], std::atoi(argv[5]), argv[6]);
+    if (mode == "hold" && argc == 5) return hold(argv[2], argv[3], std::atoll(argv[4]));
+    std::fprintf(stderr, "usage: dlock_test_worker increment URI KEY COUNTER N OUT | hold URI KEY TTL_MS\n");
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "dlock_test_worker: %s\n", error.what());
+    return 1;
+  }
+}

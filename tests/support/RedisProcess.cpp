@@ -1,0 +1,166 @@
+#include "RedisProcess.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include "RedisClient.h"
+
+namespace dlock::test {
+
+int freeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    ::close(fd);
+    throw std::runtime_error(std::string("cannot find a free port: ") + std::strerror(errno));
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+RedisProcess::RedisProcess(Options options) : options_(std::move(options)) {
+  if (const char* outside = std::getenv("DLOCK_TEST_REDIS"); outside != nullptr && *outside != '\0' &&
+                                                              options_.config.empty()) {
+    const std::string text = outside;
+    const auto colon = text.rfind(':');
+    host_ = text.substr(0, colon);
+    port_ = std::stoi(text.substr(colon + 1));
+    external_ = true;
+    waitUntilReady(std::chrono::seconds(2));
+    return;
+  }
+  char pattern[] = "/tmp/dlock-redis-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+  dir_ = pattern;
+  for (int attempt = 0;; ++attempt) {
+    port_ = freeLoopbackPort();
+    try {
+      start();
+      return;
+    } catch (const std::exception&) {
+      // Another process may have taken the port between our check and the server's bind.
+      if (attempt == 2) {
+        std::filesystem::remove_all(dir_);
+        throw;
+      }
+    }
+  }
+}
+
+RedisProcess::~RedisProcess() {
+  if (external_) return;
+  if (pid_ > 0) {
+    if (::kill(pid_, SIGCONT) == 0) ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+void RedisProcess::start() {
+  const std::string config = dir_ + "/redis.conf";
+  {
+    std::ofstream out(config);
+    out << "bind 127.0.0.1\nport " << port_ << "\nsave \"\"\nappendonly no\ndir " << dir_
+        << "\ndaemonize no\nlogfile " << dir_ << "/redis.log\nenable-debug-command yes\n";
+    for (const auto& line : options_.config) out << line << "\n";
+  }
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (child == 0) {
+    ::execlp(options_.executable.c_str(), options_.executable.c_str(), config.c_str(), static_cast<char*>(nullptr));
+    std::fprintf(stderr, "cannot run %s: %s (install redis-server)\n", options_.executable.c_str(), std::strerror(errno));
+    ::_exit(127);
+  }
+  pid_ = child;
+  try {
+    waitUntilReady(std::chrono::seconds(10));
+  } catch (...) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    throw;
+  }
+}
+
+void RedisProcess::waitUntilReady(std::chrono::milliseconds budget) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  std::string lastError = "no answer";
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!external_) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        std::string log;
+        std::ifstream in(dir_ + "/redis.log");
+        std::getline(in, log, '\0');
+        throw std::runtime_error("redis-server on port " + std::to_string(port_) + " exited at start (status " +
+                                 std::to_string(status) + "): " + log.substr(log.size() > 600 ? log.size() - 600 : 0));
+      }
+    }
+    try {
+      RedisClient client(host_, port_, std::chrono::milliseconds(200));
+      const Reply pong = client.command({"PING"});
+      // With requirepass, PING answers NOAUTH: the server is up all the same.
+      if (pong.str == "PONG" || pong.isError()) return;
+    } catch (const std::exception& error) {
+      lastError = error.what();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw std::runtime_error("redis-server on " + host_ + ":" + std::to_string(port_) + " did not answer PING: " +
+                           lastError);
+}
+
+void RedisProcess::kill() {
+  if (external_) throw std::runtime_error("RedisProcess: cannot kill an outside server (DLOCK_TEST_REDIS)");
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGCONT);
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+void RedisProcess::restart() {
+  if (external_) throw std::runtime_error("RedisProcess: cannot restart an outside server (DLOCK_TEST_REDIS)");
+  kill();
+  // The old socket may linger briefly; redis-server sets SO_REUSEADDR, so a few retries suffice.
+  for (int attempt = 0;; ++attempt) {
+    try {
+      start();
+      return;
+    } catch (const std::exception&) {
+      if (attempt == 20) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
+void RedisProcess::pause() {
+  if (external_ || pid_ <= 0) throw std::runtime_error("RedisProcess: nothing to pause");
+  ::kill(pid_, SIGSTOP);
+}
+
+void RedisProcess::resume() {
+  if (external_ || pid_ <= 0) throw std::runtime_error("RedisProcess: nothing to resume");
+  ::kill(pid_, SIGCONT);
+}
+
+}  // namespace dlock::test

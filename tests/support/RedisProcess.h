@@ -1,0 +1,60 @@
+// RedisProcess.h — a private redis-server for one test: a free loopback port, a config in a
+// temporary directory (no persistence), started, waited for (PING), and killed by pid and
+// cleaned up on destruction. hiredis's test.sh, in C++.
+//
+// Set DLOCK_TEST_REDIS=host:port to use an outside server instead (then stop/restart/pause are
+// refused). A missing redis-server or a server that does not answer is an error, never a skip.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace dlock::test {
+
+class RedisProcess {
+ public:
+  struct Options {
+    std::vector<std::string> config;  // extra redis.conf lines, e.g. "requirepass secret"
+    std::string executable = "redis-server";
+  };
+
+  RedisProcess() : RedisProcess(Options{}) {}
+  explicit RedisProcess(Options options);
+  RedisProcess(const RedisProcess&) = delete;
+  RedisProcess& operator=(const RedisProcess&) = delete;
+  ~RedisProcess();
+
+  [[nodiscard]] const std::string& host() const { return host_; }
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] std::string uri() const { return "redis://" + host_ + ":" + std::to_string(port_); }
+  [[nodiscard]] const std::string& directory() const { return dir_; }
+
+  // SIGKILL and reap; the port stays reserved for restart().
+  void kill();
+  // Starts again on the same port and config (after kill()).
+  void restart();
+  // SIGSTOP / SIGCONT: the server stops answering without closing connections.
+  void pause();
+  void resume();
+  [[nodiscard]] bool running() const { return pid_ > 0; }
+
+ private:
+  void start();
+  void waitUntilReady(std::chrono::milliseconds budget);
+
+  Options options_;
+  std::string host_ = "127.0.0.1";
+  int port_ = 0;
+  pid_t pid_ = -1;
+  std::string dir_;
+  bool external_ = false;
+};
+
+// A port on 127.0.0.1 with nothing listening now.
+int freeLoopbackPort();
+
+}  // namespace dlock::test
