@@ -1,6 +1,8 @@
 #include "LockCore.h"
 
+#include <algorithm>
 #include <atomic>
+#include <thread>
 #include <utility>
 
 #include "dlock/LockError.h"
@@ -43,7 +45,12 @@ LockCore::~LockCore() = default;
 AcquireResult LockCore::attempt(std::string_view key, const std::string& token, milliseconds ttl) {
   counters_.attempts.fetch_add(1, std::memory_order_relaxed);
   try {
-    return backend_->lock(key, token, ttl);
+    const SteadyTime start = std::chrono::steady_clock::now();
+    AcquireResult result = backend_->lock(key, token, ttl);
+    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    const std::int64_t previous = roundTripNanos_.load(std::memory_order_relaxed);
+    roundTripNanos_.store(previous == 0 ? took.count() : (previous * 7 + took.count()) / 8, std::memory_order_relaxed);
+    return result;
   } catch (const ConnectionError&) {
     // The command may have landed before the connection failed. Delete the key if it carries our
     // token, so a throwing acquire leaves nothing held; if that fails too, the lease ends at its TTL.
@@ -64,7 +71,10 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
   const std::string token = generateToken();
 
+  if (deadline != kTryOnce) yieldAfterContendedRelease(key, deadline);
+
   std::unique_ptr<IReleaseWatch> releases;
+  std::optional<WaiterQueue::Ticket> ticket;
   std::optional<SteadyTime> waitingSince;
   const auto stopWaiting = [&](SteadyTime now) {
     if (waitingSince) {
@@ -96,6 +106,17 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
       counters_.failedTries.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
+    if (!ticket) {
+      // Queue behind this process's other waiters for the key; only the head talks to the backend.
+      ticket.emplace(waiters_, key);
+      if (!ticket->waitForTurn(deadline)) {
+        const SteadyTime late = std::chrono::steady_clock::now();
+        stopWaiting(late);
+        counters_.failedTries.fetch_add(1, std::memory_order_relaxed);
+        return nullptr;
+      }
+      continue;  // our turn: the key may be free by now
+    }
     if (!releases && wait_->wantsReleaseWatch()) {
       releases = backend_->watch(key);
       // Subscribed after the failed attempt: try again at once, or a release in between is missed.
@@ -118,9 +139,10 @@ void LockCore::release(LeaseState& lease) {
                         ": the lease was lost while held (fencing token " + std::to_string(lease.fencingToken) +
                         "); the critical section was not protected");
   }
-  const bool released = backend_->unlock(lease.key, lease.token);  // a backend error keeps the lease
+  const ReleaseResult result = backend_->unlock(lease.key, lease.token);  // a backend error keeps the lease
   lease.finished.store(true, std::memory_order_release);
-  if (!released) {
+  if (result.released && result.notified > 0) noteContendedRelease(lease.key);
+  if (!result.released) {
     lease.lost.store(true, std::memory_order_release);
     counters_.lostLeases.fetch_add(1, std::memory_order_relaxed);
     log_->warn("dlock: unlock {} on {}: the lease had ended before unlock", quoteKey(lease.key),
@@ -151,6 +173,38 @@ bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
     lease.finished.store(true, std::memory_order_release);
   }
   return false;
+}
+
+void LockCore::noteContendedRelease(std::string_view key) {
+  // Two round trips: the release message reaches the waiter, and its acquire reaches the server.
+  const auto roundTrip = std::chrono::nanoseconds(roundTripNanos_.load(std::memory_order_relaxed));
+  const auto window = std::clamp<std::chrono::nanoseconds>(2 * roundTrip, std::chrono::microseconds(50),
+                                                           std::chrono::milliseconds(5));
+  const SteadyTime until = std::chrono::steady_clock::now() + window;
+  std::lock_guard<std::mutex> guard(yieldMutex_);
+  if (yieldUntil_.size() > 1024) {
+    const SteadyTime now = std::chrono::steady_clock::now();
+    for (auto it = yieldUntil_.begin(); it != yieldUntil_.end();) it = it->second <= now ? yieldUntil_.erase(it) : std::next(it);
+  }
+  const auto it = yieldUntil_.find(key);
+  if (it == yieldUntil_.end()) {
+    yieldUntil_.emplace(std::string(key), until);
+  } else {
+    it->second = until;
+  }
+}
+
+void LockCore::yieldAfterContendedRelease(std::string_view key, Deadline deadline) {
+  SteadyTime until;
+  {
+    std::lock_guard<std::mutex> guard(yieldMutex_);
+    const auto it = yieldUntil_.find(key);
+    if (it == yieldUntil_.end()) return;
+    until = it->second;
+    yieldUntil_.erase(it);
+  }
+  until = std::min(until, deadline);
+  if (until > std::chrono::steady_clock::now()) std::this_thread::sleep_until(until);
 }
 
 void LockCore::setLostHandler(ILock::LostHandler handler) {

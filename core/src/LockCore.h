@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <optional>
 #include <string_view>
 
 #include "LeaseState.h"
 #include "LockCounters.h"
+#include "WaiterQueue.h"
 #include "Watchdog.h"
 #include "dlock/Clock.h"
 #include "dlock/ILock.h"
@@ -61,6 +63,10 @@ class LockCore {
  private:
   AcquireResult attempt(std::string_view key, const std::string& token, std::chrono::milliseconds ttl);
   void reportLost(const LeaseState& lease);
+  // Fairness: after a release that reached waiters, this process holds back from the key for
+  // about two round trips, so a waiter can take it instead of the releaser barging back in.
+  void yieldAfterContendedRelease(std::string_view key, Deadline deadline);
+  void noteContendedRelease(std::string_view key);
 
   const std::uint64_t id_;
   const std::shared_ptr<IOperator> backend_;
@@ -72,6 +78,11 @@ class LockCore {
 
   std::mutex handlerMutex_;
   ILock::LostHandler lostHandler_;  // guarded by handlerMutex_
+
+  WaiterQueue waiters_;
+  std::atomic<std::int64_t> roundTripNanos_{0};  // smoothed duration of an acquire attempt
+  std::mutex yieldMutex_;
+  std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> yieldUntil_;  // guarded by yieldMutex_
 
   Watchdog watchdog_;  // last: its thread uses the members above
 };

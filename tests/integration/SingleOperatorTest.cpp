@@ -39,8 +39,8 @@ TEST_SUITE("SingleOperator") {
     CHECK(info.held);
     CHECK(info.fencingToken == 1);
 
-    CHECK_FALSE(backend->unlock("k", "token-2"));
-    CHECK(backend->unlock("k", "token-1"));
+    CHECK_FALSE(backend->unlock("k", "token-2").released);
+    CHECK(backend->unlock("k", "token-1").released);
     CHECK(client.ok({"EXISTS", "dlock:{k}"}).integer == 0);
     CHECK(backend->lock("k", "token-3", 5000ms).fencingToken == 2);
   }

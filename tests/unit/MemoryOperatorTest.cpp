@@ -30,14 +30,14 @@ TEST_SUITE("MemoryOperator") {
     auto clock = std::make_shared<dlock::VirtualClock>();
     dlock::MemoryOperator backend(clock);
     REQUIRE(backend.lock("k", "mine", 1000ms).acquired);
-    CHECK_FALSE(backend.unlock("k", "theirs"));
+    CHECK_FALSE(backend.unlock("k", "theirs").released);
     CHECK_FALSE(backend.extend("k", "theirs", 5000ms));
     CHECK(backend.extend("k", "mine", 5000ms));
     clock->advance(4000ms);
     CHECK(backend.inspect("k").held);
-    CHECK(backend.unlock("k", "mine"));
-    CHECK_FALSE(backend.unlock("k", "mine"));
-    CHECK_FALSE(backend.unlock("never", "mine"));
+    CHECK(backend.unlock("k", "mine").released);
+    CHECK_FALSE(backend.unlock("k", "mine").released);
+    CHECK_FALSE(backend.unlock("never", "mine").released);
   }
 
   TEST_CASE("an expired lease can be neither extended nor released") {
@@ -46,7 +46,7 @@ TEST_SUITE("MemoryOperator") {
     REQUIRE(backend.lock("k", "mine", 1000ms).acquired);
     clock->advance(1000ms);
     CHECK_FALSE(backend.extend("k", "mine", 1000ms));
-    CHECK_FALSE(backend.unlock("k", "mine"));
+    CHECK_FALSE(backend.unlock("k", "mine").released);
   }
 
   TEST_CASE("extendAll answers per lease in one call") {
@@ -95,7 +95,7 @@ TEST_SUITE("MemoryOperator") {
     REQUIRE(backend.lock("k", "t", 60000ms).acquired);
     auto watch = backend.watch("k");
     REQUIRE(watch != nullptr);
-    CHECK(backend.unlock("k", "t"));
+    CHECK(backend.unlock("k", "t").released);
     CHECK(watch->waitForRelease(0ms));
     CHECK_FALSE(watch->waitForRelease(10ms));  // consumed
   }
@@ -107,13 +107,38 @@ TEST_SUITE("MemoryOperator") {
     auto watch = backend.watch("k");
     std::thread releaser([&] {
       std::this_thread::sleep_for(10ms);
-      CHECK(backend.unlock("other", "t"));
+      CHECK(backend.unlock("other", "t").released);
       std::this_thread::sleep_for(10ms);
-      CHECK(backend.unlock("k", "t"));
+      CHECK(backend.unlock("k", "t").released);
     });
     const auto start = std::chrono::steady_clock::now();
     CHECK(watch->waitForRelease(10s));
     CHECK(std::chrono::steady_clock::now() - start < 5s);
     releaser.join();
+  }
+}
+
+TEST_SUITE("MemoryOperator") {
+  TEST_CASE("a release reports how many watchers it reached") {
+    dlock::MemoryOperator backend;
+    REQUIRE(backend.lock("k", "t", 60000ms).acquired);
+    CHECK(backend.unlock("k", "t").notified == 0);
+    REQUIRE(backend.lock("k", "t", 60000ms).acquired);
+    {
+      auto first = backend.watch("k");
+      auto second = backend.watch("k");
+      const auto result = backend.unlock("k", "t");
+      CHECK(result.released);
+      CHECK(result.notified == 2);
+    }
+    REQUIRE(backend.lock("k", "t", 60000ms).acquired);
+    CHECK(backend.unlock("k", "t").notified == 0);  // the watches are gone
+  }
+
+  TEST_CASE("raiseFence raises the counter but never lowers it") {
+    dlock::MemoryOperator backend;
+    CHECK(backend.raiseFence("k", 10) == 10);
+    CHECK(backend.raiseFence("k", 5) == 10);
+    CHECK(backend.lock("k", "t", 1000ms).fencingToken == 11);
   }
 }

@@ -81,7 +81,7 @@ TEST_SUITE("Watchdog") {
     auto intruder = f.leased(60s);
     std::thread other([&] {
       // Wait out our lease on the backend by forging its expiry: unlock with our token.
-      CHECK(f.backend->unlock("k", f.backend->holderOf("k")));
+      CHECK(f.backend->unlock("k", f.backend->holderOf("k")).released);
       CHECK(intruder->tryLock("k"));
     });
     other.join();

@@ -30,6 +30,14 @@ struct AcquireResult {
   std::chrono::milliseconds holderTtl{0};
 };
 
+// The outcome of one release.
+struct ReleaseResult {
+  bool released = false;  // false: the lease had ended or belongs to someone else
+  // How many subscribers the release message reached (waiters of this key, in any process);
+  // the lock uses it to give waiters a fair chance at the key.
+  std::uint32_t notified = 0;
+};
+
 // One lease in a batch renewal.
 struct LeaseRef {
   std::string_view key;
@@ -67,9 +75,9 @@ class IOperator {
   // One atomic attempt: take `key` for `token` for `ttl` if it is free.
   virtual AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) = 0;
 
-  // Compare-and-delete: true when `token` held `key` and the key is now free (waiters are
-  // notified); false when the lease had expired or belongs to someone else.
-  virtual bool unlock(std::string_view key, std::string_view token) = 0;
+  // Compare-and-delete: released when `token` held `key` and the key is now free (its waiters
+  // are notified); not released when the lease had expired or belongs to someone else.
+  virtual ReleaseResult unlock(std::string_view key, std::string_view token) = 0;
 
   // Compare-and-expire: true when `token` still holds `key`, whose lease now ends in `ttl`.
   virtual bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) = 0;
@@ -82,6 +90,11 @@ class IOperator {
     for (const auto& lease : leases) extended.push_back(extend(lease.key, lease.token, ttl));
     return extended;
   }
+
+  // Raises the key's fencing counter to at least `atLeast` (never lowers it); returns its value
+  // now. Redlock uses it to carry the highest token of a quorum forward, so tokens stay
+  // monotonic across overlapping quorums.
+  virtual std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) = 0;
 
   // Subscribes to release messages of `key`; nullptr when the backend has none (waiters poll).
   virtual std::unique_ptr<IReleaseWatch> watch(std::string_view /*key*/) { return nullptr; }

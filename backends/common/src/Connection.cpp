@@ -86,6 +86,26 @@ ReplyPtr Connection::command(const Argv& argv) {
   return readReply();
 }
 
+void Connection::flushWrites() {
+  int done = 0;
+  while (done == 0) {
+    if (redisBufferWrite(context_.get(), &done) != REDIS_OK) fail("writing");
+  }
+}
+
+void Connection::readAvailable() {
+  if (redisBufferRead(context_.get()) != REDIS_OK) fail("reading");
+}
+
+ReplyPtr Connection::takeBufferedReply() {
+  void* raw = nullptr;
+  if (redisReaderGetReply(context_->reader, &raw) != REDIS_OK) {
+    broken_ = true;
+    throw ConnectionError("dlock: protocol error reading from " + address_);
+  }
+  return ReplyPtr(static_cast<redisReply*>(raw));
+}
+
 void Connection::setReadTimeout(std::chrono::milliseconds timeout) {
   if (redisSetTimeout(context_.get(), toTimeval(timeout)) != REDIS_OK) fail("setting the read timeout");
 }

@@ -48,6 +48,13 @@ class Connection {
   [[nodiscard]] bool timedOut() const noexcept { return timedOut_; }
   [[nodiscard]] const std::string& address() const noexcept { return address_; }
 
+  // Non-blocking use by the subscriber: the socket, and the buffered-I/O steps of
+  // redisGetReply taken apart. Each throws ConnectionError (and breaks the connection) on failure.
+  [[nodiscard]] int fd() const noexcept { return context_->fd; }
+  void flushWrites();                  // writes everything appended so far
+  void readAvailable();                // reads what the socket has (call when poll says readable)
+  ReplyPtr takeBufferedReply();        // a complete reply already read, or nullptr
+
  private:
   [[noreturn]] void fail(const std::string& what);
 

@@ -1,5 +1,7 @@
 #include "Replies.h"
 
+#include <algorithm>
+
 #include "Errors.h"
 #include "dlock/LockError.h"
 
@@ -50,12 +52,29 @@ AcquireResult readAcquireReply(const redisReply& raw, const std::string& where) 
   return result;
 }
 
+ReleaseResult readReleaseReply(const redisReply& raw, const std::string& where) {
+  const redisReply& reply = pairOf(raw, where);
+  const long long status = integerAt(reply, 0, where);
+  const long long notified = integerAt(reply, 1, where);
+  if ((status != 0 && status != 1) || notified < 0) unexpected(where, "status " + std::to_string(status));
+  ReleaseResult result;
+  result.released = status == 1;
+  result.notified = static_cast<std::uint32_t>(std::min<long long>(notified, 1 << 30));
+  return result;
+}
+
 bool readFlagReply(const redisReply& reply, const std::string& where) {
   checkNotError(reply, where);
   if (reply.type != REDIS_REPLY_INTEGER || (reply.integer != 0 && reply.integer != 1)) {
     unexpected(where, "expected 0 or 1");
   }
   return reply.integer == 1;
+}
+
+std::uint64_t readCountReply(const redisReply& reply, const std::string& where) {
+  checkNotError(reply, where);
+  if (reply.type != REDIS_REPLY_INTEGER || reply.integer < 0) unexpected(where, "expected a non-negative integer");
+  return static_cast<std::uint64_t>(reply.integer);
 }
 
 LeaseInfo readInspectReply(const redisReply& raw, const std::string& where) {

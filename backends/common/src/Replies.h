@@ -13,8 +13,12 @@ namespace dlock::detail {
 
 // {1, fence >= 1} or {0, pttl}.
 AcquireResult readAcquireReply(const redisReply& reply, const std::string& where);
+// {1, subscribers} or {0, 0}.
+ReleaseResult readReleaseReply(const redisReply& reply, const std::string& where);
 // Integer 1 or 0.
 bool readFlagReply(const redisReply& reply, const std::string& where);
+// A non-negative integer.
+std::uint64_t readCountReply(const redisReply& reply, const std::string& where);
 // {pttl, fence}.
 LeaseInfo readInspectReply(const redisReply& reply, const std::string& where);
 

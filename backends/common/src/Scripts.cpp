@@ -43,10 +43,9 @@ const Script& releaseScript() {
   static const Script script = makeScript("release", R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], '1')
-  return 1
+  return {1, redis.call('PUBLISH', ARGV[2], '1')}
 end
-return 0
+return {0, 0}
 )lua");
   return script;
 }
@@ -64,6 +63,19 @@ return 0
 const Script& inspectScript() {
   static const Script script = makeScript("inspect", R"lua(
 return {redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0')}
+)lua");
+  return script;
+}
+
+const Script& raiseFenceScript() {
+  static const Script script = makeScript("raiseFence", R"lua(
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local wanted = tonumber(ARGV[1])
+if wanted > current then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return wanted
+end
+return current
 )lua");
   return script;
 }

@@ -4,9 +4,10 @@
 //            → {1, fencing token} taken (or already ours: a retried acquire is idempotent)
 //            → {0, holder's PTTL} busy
 //   release  KEYS: lock          ARGV: token, channel
-//            → 1 deleted (and PUBLISHed on the channel), 0 not ours
+//            → {1, subscribers reached} deleted and PUBLISHed on the channel; {0, 0} not ours
 //   extend   KEYS: lock          ARGV: token, ttl-ms   → 1 extended, 0 not ours
 //   inspect  KEYS: lock, fence   → {PTTL, last fencing token}
+//   raiseFence KEYS: fence       ARGV: at-least        → the counter, raised to at least ARGV[1]
 //
 // Scripts go by EVALSHA with locally computed digests; on NOSCRIPT (a restart, a failover,
 // SCRIPT FLUSH, a new cluster node) the call is repeated as EVAL, which also caches the script.
@@ -30,6 +31,7 @@ const Script& acquireScript();
 const Script& releaseScript();
 const Script& extendScript();
 const Script& inspectScript();
+const Script& raiseFenceScript();
 
 // Runs `script` on `connection`; error replies other than NOSCRIPT are returned as they are.
 ReplyPtr runScript(Connection& connection, const Script& script, const Argv& keys, const Argv& args);

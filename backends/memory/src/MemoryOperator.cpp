@@ -1,5 +1,6 @@
 #include "dlock/memory/MemoryOperator.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <optional>
@@ -19,6 +20,7 @@ struct MemoryOperator::State {
     std::optional<Entry> lease;
     std::uint64_t fence = 0;          // last fencing token handed out
     std::uint64_t releases = 0;       // bumped on every release, for watchers
+    std::uint32_t watchers = 0;       // live IReleaseWatch objects on this key
   };
 
   explicit State(std::shared_ptr<Clock> c) : clock(std::move(c)) {}
@@ -48,7 +50,19 @@ namespace {
 class MemoryReleaseWatch final : public IReleaseWatch {
  public:
   MemoryReleaseWatch(std::shared_ptr<MemoryOperator::State> state, std::string key)
-      : state_(std::move(state)), key_(std::move(key)), seen_(releasesNow()) {}
+      : state_(std::move(state)), key_(std::move(key)) {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    auto it = state_->keys.find(key_);
+    if (it == state_->keys.end()) it = state_->keys.emplace(key_, MemoryOperator::State::KeyState{}).first;
+    ++it->second.watchers;
+    seen_ = it->second.releases;
+  }
+  MemoryReleaseWatch(const MemoryReleaseWatch&) = delete;
+  MemoryReleaseWatch& operator=(const MemoryReleaseWatch&) = delete;
+  ~MemoryReleaseWatch() override {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    if (auto* key = state_->find(key_)) --key->watchers;
+  }
 
   bool waitForRelease(std::chrono::milliseconds timeout) override {
     std::unique_lock<std::mutex> guard(state_->mutex);
@@ -63,14 +77,10 @@ class MemoryReleaseWatch final : public IReleaseWatch {
     const auto* key = state_->find(key_);
     return key == nullptr ? 0 : key->releases;
   }
-  std::uint64_t releasesNow() const {
-    std::lock_guard<std::mutex> guard(state_->mutex);
-    return releasesLocked();
-  }
 
   const std::shared_ptr<MemoryOperator::State> state_;
   const std::string key_;
-  std::uint64_t seen_;
+  std::uint64_t seen_ = 0;
 };
 
 }  // namespace
@@ -110,19 +120,22 @@ AcquireResult MemoryOperator::lock(std::string_view key, std::string_view token,
   return result;
 }
 
-bool MemoryOperator::unlock(std::string_view key, std::string_view token) {
+ReleaseResult MemoryOperator::unlock(std::string_view key, std::string_view token) {
   beforeCall();
+  ReleaseResult result;
   {
     std::lock_guard<std::mutex> guard(state_->mutex);
     State::KeyState* entry = state_->find(key);
-    if (entry == nullptr) return false;
+    if (entry == nullptr) return result;
     const State::Entry* holder = state_->liveLease(*entry, state_->clock->now());
-    if (holder == nullptr || holder->token != token) return false;
+    if (holder == nullptr || holder->token != token) return result;
     entry->lease.reset();
     ++entry->releases;
+    result.released = true;
+    result.notified = entry->watchers;
   }
   state_->released.notify_all();
-  return true;
+  return result;
 }
 
 bool MemoryOperator::extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
@@ -151,6 +164,15 @@ std::vector<bool> MemoryOperator::extendAll(const std::vector<LeaseRef>& leases,
     extended.push_back(ours);
   }
   return extended;
+}
+
+std::uint64_t MemoryOperator::raiseFence(std::string_view key, std::uint64_t atLeast) {
+  beforeCall();
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  auto it = state_->keys.find(key);
+  if (it == state_->keys.end()) it = state_->keys.emplace(std::string(key), State::KeyState{}).first;
+  it->second.fence = std::max(it->second.fence, atLeast);
+  return it->second.fence;
 }
 
 std::unique_ptr<IReleaseWatch> MemoryOperator::watch(std::string_view key) {

@@ -6,6 +6,7 @@
 #include "KeyNames.h"
 #include "Replies.h"
 #include "Scripts.h"
+#include "Subscriber.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 
@@ -14,7 +15,9 @@ namespace dlock {
 class SingleOperator::Impl {
  public:
   explicit Impl(SingleOptions options)
-      : prefix_(std::move(options.keyPrefix)), pool_(std::move(options.connection), options.pool) {}
+      : prefix_(std::move(options.keyPrefix)),
+        pool_(options.connection, options.pool),
+        subscriber_([connection = options.connection] { return connection; }, options.pool) {}
 
   std::string where(const char* operation, std::string_view key) const {
     return std::string(operation) + " " + detail::quoteKey(key) + " on " + pool_.address();
@@ -22,6 +25,7 @@ class SingleOperator::Impl {
 
   const std::string prefix_;
   detail::ConnectionPool pool_;
+  detail::Subscriber subscriber_;
 };
 
 SingleOperator::SingleOperator(SingleOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
@@ -38,12 +42,15 @@ AcquireResult SingleOperator::lock(std::string_view key, std::string_view token,
   });
 }
 
-bool SingleOperator::unlock(std::string_view key, std::string_view token) {
+ReleaseResult SingleOperator::unlock(std::string_view key, std::string_view token) {
   const detail::KeyNames names = detail::keyNames(impl_->prefix_, key);
   return impl_->pool_.run([&](detail::Connection& connection) {
     const detail::ReplyPtr reply =
         detail::runScript(connection, detail::releaseScript(), {names.lock}, {token, names.channel});
-    return detail::readFlagReply(*reply, impl_->where("unlock", key));
+    ReleaseResult result = detail::readReleaseReply(*reply, impl_->where("unlock", key));
+    // Our own subscriber is not a waiter of another process.
+    if (result.notified > 0 && impl_->subscriber_.subscribed(names.channel)) --result.notified;
+    return result;
   });
 }
 
@@ -78,7 +85,18 @@ std::vector<bool> SingleOperator::extendAll(const std::vector<LeaseRef>& leases,
   });
 }
 
-std::unique_ptr<IReleaseWatch> SingleOperator::watch(std::string_view /*key*/) { return nullptr; }
+std::uint64_t SingleOperator::raiseFence(std::string_view key, std::uint64_t atLeast) {
+  const detail::KeyNames names = detail::keyNames(impl_->prefix_, key);
+  const std::string wanted = std::to_string(atLeast);
+  return impl_->pool_.run([&](detail::Connection& connection) {
+    const detail::ReplyPtr reply = detail::runScript(connection, detail::raiseFenceScript(), {names.fence}, {wanted});
+    return detail::readCountReply(*reply, impl_->where("raiseFence", key));
+  });
+}
+
+std::unique_ptr<IReleaseWatch> SingleOperator::watch(std::string_view key) {
+  return impl_->subscriber_.watch(detail::keyNames(impl_->prefix_, key).channel);
+}
 
 LeaseInfo SingleOperator::inspect(std::string_view key) {
   const detail::KeyNames names = detail::keyNames(impl_->prefix_, key);
@@ -90,6 +108,8 @@ LeaseInfo SingleOperator::inspect(std::string_view key) {
 
 std::string SingleOperator::describe() const { return "redis://" + impl_->pool_.address(); }
 
-std::uint64_t SingleOperator::reconnects() const noexcept { return impl_->pool_.reconnects(); }
+std::uint64_t SingleOperator::reconnects() const noexcept {
+  return impl_->pool_.reconnects() + impl_->subscriber_.reconnects();
+}
 
 }  // namespace dlock

@@ -27,16 +27,17 @@ class MemoryOperator final : public IOperator {
   ~MemoryOperator() override;
 
   AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
-  bool unlock(std::string_view key, std::string_view token) override;
+  ReleaseResult unlock(std::string_view key, std::string_view token) override;
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   // One call for the whole batch, as a Redis pipeline is one round trip.
   std::vector<bool> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
+  std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override;
   std::unique_ptr<IReleaseWatch> watch(std::string_view key) override;
   LeaseInfo inspect(std::string_view key) override;
   [[nodiscard]] std::string describe() const override { return "memory://"; }
 
   // Fault injection: the next `count` calls (lock, unlock, extend, extendAll, inspect) throw
-  // ConnectionError without touching any lease.
+  // ConnectionError without touching any lease. raiseFence counts too.
   void failNextCalls(unsigned count);
   // Fault injection: every call first sleeps `latency` (real time). Zero turns it off.
   void setLatency(std::chrono::milliseconds latency);

@@ -30,9 +30,10 @@ class SingleOperator final : public IOperator {
   ~SingleOperator() override;
 
   AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
-  bool unlock(std::string_view key, std::string_view token) override;
+  ReleaseResult unlock(std::string_view key, std::string_view token) override;
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   std::vector<bool> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
+  std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override;
   std::unique_ptr<IReleaseWatch> watch(std::string_view key) override;
   LeaseInfo inspect(std::string_view key) override;
   [[nodiscard]] std::string describe() const override;

@@ -1,0 +1,342 @@
+#include "Subscriber.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "Connection.h"
+#include "Reply.h"
+#include "dlock/LockError.h"
+#include "dlock/detail/Log.h"
+
+namespace dlock::detail {
+
+using Steady = std::chrono::steady_clock;
+
+struct Subscriber::State {
+  struct Channel {
+    unsigned refs = 0;           // live watches
+    bool requested = false;      // SUBSCRIBE sent (or queued) on the current connection
+    bool confirmed = false;      // the server confirmed it
+    std::string error;           // the server refused it
+    std::uint64_t releases = 0;  // messages received
+    Steady::time_point idleSince;
+  };
+
+  State(Target t, PoolOptions b, SubscriberOptions o)
+      : target(std::move(t)), backoff(b), options(o), wakeFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State() {
+    if (wakeFd >= 0) ::close(wakeFd);
+  }
+
+  const Target target;
+  const PoolOptions backoff;
+  const SubscriberOptions options;
+  const int wakeFd;
+
+  mutable std::mutex mutex;
+  std::condition_variable changed;
+  std::map<std::string, Channel> channels;             // guarded by mutex
+  std::vector<std::pair<bool, std::string>> pending;   // guarded by mutex; (subscribe?, channel)
+  std::uint64_t generation = 0;                        // guarded by mutex; bumped per connection loss
+  std::string address = "(not connected)";             // guarded by mutex
+  std::string lastError;                               // guarded by mutex
+  std::chrono::milliseconds confirmTimeout{std::chrono::seconds(2)};  // guarded by mutex
+  bool stopping = false;                               // guarded by mutex
+  bool dropRequested = false;                          // guarded by mutex
+  bool started = false;                                // guarded by mutex
+  std::thread thread;
+  std::atomic<std::uint64_t> reconnects{0};
+
+  const char* subscribeCommand() const { return options.sharded ? "SSUBSCRIBE" : "SUBSCRIBE"; }
+  const char* unsubscribeCommand() const { return options.sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE"; }
+
+  void wake() const {
+    const std::uint64_t one = 1;
+    (void)!::write(wakeFd, &one, sizeof one);
+  }
+
+  void run();
+  std::unique_ptr<Connection> connect(unsigned& failures, bool& everConnected);
+  void serve(Connection& connection);
+  void handle(const redisReply& reply, std::optional<Steady::time_point>& pingSentAt);
+  void onConnectionLost(const std::string& why);
+};
+
+namespace {
+
+class SubscriberWatch final : public IReleaseWatch {
+ public:
+  SubscriberWatch(std::shared_ptr<Subscriber::State> state, std::string channel, std::uint64_t seen,
+                  std::uint64_t generation)
+      : state_(std::move(state)), channel_(std::move(channel)), seen_(seen), generation_(generation) {}
+  SubscriberWatch(const SubscriberWatch&) = delete;
+  SubscriberWatch& operator=(const SubscriberWatch&) = delete;
+
+  ~SubscriberWatch() override {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    auto& channel = state_->channels[channel_];
+    if (channel.refs > 0 && --channel.refs == 0) channel.idleSince = Steady::now();
+  }
+
+  bool waitForRelease(std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::mutex> guard(state_->mutex);
+    const auto& channel = state_->channels[channel_];
+    // A lost connection counts as a release: one may have been missed, so the waiter retries.
+    const bool woke = state_->changed.wait_for(guard, timeout, [&] {
+      return channel.releases != seen_ || state_->generation != generation_ || state_->stopping;
+    });
+    seen_ = channel.releases;
+    generation_ = state_->generation;
+    return woke;
+  }
+
+ private:
+  const std::shared_ptr<Subscriber::State> state_;
+  const std::string channel_;
+  std::uint64_t seen_;
+  std::uint64_t generation_;
+};
+
+}  // namespace
+
+Subscriber::Subscriber(Target target, PoolOptions backoff, SubscriberOptions options)
+    : state_(std::make_shared<State>(std::move(target), backoff, options)) {
+  if (state_->wakeFd < 0) throw LockError("dlock: eventfd failed for the release subscriber");
+}
+
+Subscriber::~Subscriber() {
+  {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->wake();
+  state_->changed.notify_all();
+  if (state_->thread.joinable()) state_->thread.join();
+}
+
+std::unique_ptr<IReleaseWatch> Subscriber::watch(const std::string& name) {
+  std::unique_lock<std::mutex> guard(state_->mutex);
+  if (!state_->started) {
+    state_->started = true;
+    state_->thread = std::thread([state = state_.get()] { state->run(); });
+  }
+  auto& channel = state_->channels[name];
+  ++channel.refs;
+  if (!channel.requested) {
+    channel.requested = true;
+    channel.error.clear();
+    state_->pending.emplace_back(true, name);
+    state_->wake();
+  }
+  const auto deadline = Steady::now() + state_->confirmTimeout;
+  state_->changed.wait_until(guard, deadline,
+                             [&] { return channel.confirmed || !channel.error.empty() || state_->stopping; });
+  if (!channel.confirmed) {
+    if (--channel.refs == 0) channel.idleSince = Steady::now();
+    if (!channel.error.empty()) {
+      throw BackendError("dlock: " + std::string(state_->subscribeCommand()) + " on " + state_->address + ": " +
+                         channel.error);
+    }
+    throw ConnectionError("dlock: subscribing to release messages on " + state_->address + ": " +
+                          (state_->lastError.empty() ? "no confirmation in time" : state_->lastError));
+  }
+  return std::make_unique<SubscriberWatch>(state_, name, channel.releases, state_->generation);
+}
+
+bool Subscriber::subscribed(const std::string& name) const {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  const auto it = state_->channels.find(name);
+  return it != state_->channels.end() && it->second.confirmed;
+}
+
+void Subscriber::reconnect() {
+  {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    state_->dropRequested = true;
+  }
+  state_->wake();
+}
+
+std::uint64_t Subscriber::reconnects() const noexcept { return state_->reconnects.load(std::memory_order_relaxed); }
+
+std::unique_ptr<Connection> Subscriber::State::connect(unsigned& failures, bool& everConnected) {
+  try {
+    const ConnectionOptions where = target();
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      address = where.address();
+      confirmTimeout = where.connectTimeout + where.commandTimeout;
+    }
+    auto connection = std::make_unique<Connection>(where);
+    std::lock_guard<std::mutex> guard(mutex);
+    if (everConnected) {
+      reconnects.fetch_add(1, std::memory_order_relaxed);
+      logger()->warn("dlock: release subscriber reconnected to {}", address);
+    }
+    everConnected = true;
+    failures = 0;
+    lastError.clear();
+    dropRequested = false;
+    // Subscribe again to everything still watched; forget channels nobody watches.
+    pending.clear();
+    for (auto it = channels.begin(); it != channels.end();) {
+      if (it->second.refs == 0) {
+        it = channels.erase(it);
+        continue;
+      }
+      it->second.requested = true;
+      it->second.confirmed = false;
+      pending.emplace_back(true, it->first);
+      ++it;
+    }
+    return connection;
+  } catch (const std::exception& error) {
+    std::unique_lock<std::mutex> guard(mutex);
+    lastError = error.what();
+    ++failures;
+    changed.notify_all();  // let watch() callers see the failure instead of waiting it out
+    const std::chrono::milliseconds doubled(backoff.reconnectBackoff.count() << std::min(failures - 1, 16U));
+    changed.wait_for(guard, std::min(backoff.maxReconnectBackoff, doubled), [&] { return stopping; });
+    return nullptr;
+  }
+}
+
+void Subscriber::State::run() {
+  unsigned failures = 0;
+  bool everConnected = false;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      if (stopping) return;
+    }
+    std::unique_ptr<Connection> connection = connect(failures, everConnected);
+    if (!connection) continue;
+    try {
+      serve(*connection);
+      return;  // stopping
+    } catch (const std::exception& error) {
+      onConnectionLost(error.what());
+    }
+  }
+}
+
+void Subscriber::State::onConnectionLost(const std::string& why) {
+  std::lock_guard<std::mutex> guard(mutex);
+  if (!stopping) logger()->warn("dlock: release subscriber lost {}: {}", address, why);
+  lastError = why;
+  ++generation;
+  for (auto& [name, channel] : channels) {
+    channel.requested = false;
+    channel.confirmed = false;
+  }
+  changed.notify_all();
+}
+
+void Subscriber::State::serve(Connection& connection) {
+  Steady::time_point lastActivity = Steady::now();
+  std::optional<Steady::time_point> pingSentAt;
+  std::chrono::milliseconds commandTimeout;
+  {
+    std::lock_guard<std::mutex> guard(mutex);
+    commandTimeout = confirmTimeout;
+  }
+  while (true) {
+    std::vector<std::pair<bool, std::string>> toSend;
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      if (stopping) return;
+      if (dropRequested) {
+        dropRequested = false;
+        throw ConnectionError("reconnect requested");
+      }
+      // Unsubscribe channels idle for longer than the linger time.
+      const auto now = Steady::now();
+      for (auto& [name, channel] : channels) {
+        if (channel.refs == 0 && channel.confirmed && now - channel.idleSince >= options.linger) {
+          channel.requested = false;
+          channel.confirmed = false;
+          pending.emplace_back(false, name);
+        }
+      }
+      toSend.swap(pending);
+    }
+    for (const auto& [subscribe, name] : toSend) {
+      connection.append({subscribe ? subscribeCommand() : unsubscribeCommand(), name});
+    }
+    if (!toSend.empty()) connection.flushWrites();
+
+    while (ReplyPtr reply = connection.takeBufferedReply()) {
+      handle(*reply, pingSentAt);
+      lastActivity = Steady::now();
+    }
+
+    const auto now = Steady::now();
+    if (pingSentAt && now - *pingSentAt > commandTimeout) throw ConnectionError("no PING reply in time");
+    if (!pingSentAt && now - lastActivity >= options.pingInterval) {
+      connection.append({"PING"});
+      connection.flushWrites();
+      pingSentAt = now;
+    }
+    const auto nextCheck = pingSentAt ? *pingSentAt + commandTimeout : lastActivity + options.pingInterval;
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(nextCheck - now);
+    const int timeoutMs = static_cast<int>(std::clamp<long long>(wait.count() + 1, 1, 1000));
+
+    pollfd fds[2] = {{connection.fd(), POLLIN, 0}, {wakeFd, POLLIN, 0}};
+    const int ready = ::poll(fds, 2, timeoutMs);
+    if (ready < 0 && errno != EINTR) throw ConnectionError("poll failed");
+    if (ready <= 0) continue;
+    if ((fds[1].revents & POLLIN) != 0) {
+      std::uint64_t count = 0;
+      (void)!::read(wakeFd, &count, sizeof count);
+    }
+    if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) connection.readAvailable();
+  }
+}
+
+void Subscriber::State::handle(const redisReply& reply, std::optional<Steady::time_point>& pingSentAt) {
+  if (reply.type == REDIS_REPLY_ERROR) {
+    std::lock_guard<std::mutex> guard(mutex);
+    for (auto& [name, channel] : channels) {
+      if (channel.requested && !channel.confirmed) channel.error = std::string(replyText(reply));
+    }
+    changed.notify_all();
+    return;
+  }
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements < 1 || reply.element[0]->type != REDIS_REPLY_STRING) return;
+  const std::string_view kind = replyText(*reply.element[0]);
+  if (kind == "pong") {
+    pingSentAt.reset();
+    return;
+  }
+  if (reply.elements < 2 || reply.element[1]->type != REDIS_REPLY_STRING) return;
+  const std::string name(replyText(*reply.element[1]));
+  std::lock_guard<std::mutex> guard(mutex);
+  const auto it = channels.find(name);
+  if (it == channels.end()) return;
+  auto& channel = it->second;
+  if (kind == "message" || kind == "smessage") {
+    ++channel.releases;
+  } else if (kind == "subscribe" || kind == "ssubscribe") {
+    if (channel.requested) channel.confirmed = true;
+  } else if (kind == "unsubscribe" || kind == "sunsubscribe") {
+    if (channel.refs == 0 && !channel.requested) channels.erase(it);
+  } else {
+    return;
+  }
+  changed.notify_all();
+}
+
+}  // namespace dlock::detail

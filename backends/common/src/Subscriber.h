@@ -1,0 +1,61 @@
+// Subscriber.h — one pub/sub connection per server, shared by every waiter of an operator.
+//
+// watch(channel) subscribes (once per channel, however many waiters) and returns only when the
+// server has confirmed the subscription, so a release published after watch() returns is never
+// missed. A background thread owns the connection: it reads messages, PINGs when idle to notice
+// a dead server, and on any failure reconnects with back-off and subscribes again. A connection
+// loss wakes every waiter (a release may have been missed while disconnected), which then
+// simply tries again. Channels nobody watches any more stay subscribed for `linger`, so a hot
+// key does not pay SUBSCRIBE/UNSUBSCRIBE on every wait.
+// `sharded` uses SSUBSCRIBE/SUNSUBSCRIBE (Redis Cluster's sharded pub/sub).
+// Owner: one operator. Thread safety: thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "dlock/IOperator.h"
+#include "dlock/common/RedisOptions.h"
+
+namespace dlock::detail {
+
+struct SubscriberOptions {
+  bool sharded = false;
+  std::chrono::milliseconds pingInterval{std::chrono::seconds(1)};
+  std::chrono::milliseconds linger{std::chrono::seconds(5)};
+};
+
+class Subscriber {
+ public:
+  // Where to connect now; asked again at every reconnect (Sentinel: the current master).
+  using Target = std::function<ConnectionOptions()>;
+
+  Subscriber(Target target, PoolOptions backoff, SubscriberOptions options = {});
+  Subscriber(const Subscriber&) = delete;
+  Subscriber& operator=(const Subscriber&) = delete;
+  ~Subscriber();
+
+  // A watch on `channel`, subscribed and confirmed. ConnectionError when the subscription is
+  // not confirmed within the connect + command timeouts; BackendError when the server refuses it.
+  std::unique_ptr<IReleaseWatch> watch(const std::string& channel);
+
+  // True when this subscriber holds a confirmed subscription to `channel` (its own
+  // subscription then counts among a PUBLISH's receivers).
+  [[nodiscard]] bool subscribed(const std::string& channel) const;
+
+  // Drops the connection; the thread reconnects to target() (e.g. after a failover).
+  void reconnect();
+
+  // Connections re-opened after a failure.
+  [[nodiscard]] std::uint64_t reconnects() const noexcept;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace dlock::detail
