@@ -45,3 +45,140 @@ TEST_SUITE("SingleOperator") {
     CHECK(backend->lock("k", "token-3", 5000ms).fencingToken == 2);
   }
 }
+
+namespace {
+
+dlock::SingleOptions optionsFor(const RedisProcess& server) {
+  dlock::SingleOptions options;
+  options.connection.host = server.host();
+  options.connection.port = server.port();
+  options.connection.connectTimeout = 500ms;
+  options.connection.commandTimeout = 500ms;
+  return options;
+}
+
+}  // namespace
+
+TEST_SUITE("SingleOperator") {
+  TEST_CASE("binary keys are stored as exactly those bytes") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(10s).build();
+    const std::vector<std::string> keys = {std::string("nul\0byte", 8), "crlf\r\nSET x y\r\n", "with spaces",
+                                           "{braces}", "%s%n%x", std::string("\0", 1), "\xff\xfe\x80"};
+    for (const auto& key : keys) {
+      REQUIRE(lock->tryLock(key));
+      const std::string redisKey = "dlock:{" + key + "}";
+      const auto stored = client.ok({"GET", redisKey});
+      CHECK(stored.type == REDIS_REPLY_STRING);
+      CHECK(stored.str.size() == 32);  // our token
+      CHECK(client.ok({"PTTL", redisKey}).integer > 0);
+    }
+    // Nothing else was created: a CRLF in a key did not become a command.
+    CHECK(client.ok({"EXISTS", "x"}).integer == 0);
+    for (const auto& key : keys) lock->unlock(key);
+    CHECK(client.ok({"KEYS", "dlock:{*}"}).elements.empty());
+  }
+
+  TEST_CASE("no server listening gives ConnectionError within the connect timeout") {
+    auto options = optionsFor(RedisProcess());  // started and stopped: its port is now closed
+    options.connection.port = dlock::test::freeLoopbackPort();
+    dlock::SingleOperator backend(options);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_AS((void)backend.lock("k", "t", 1000ms), dlock::ConnectionError);
+    CHECK(std::chrono::steady_clock::now() - start < 2s);
+    try {
+      (void)backend.lock("k", "t", 1000ms);
+    } catch (const dlock::ConnectionError& error) {
+      CHECK(std::string(error.what()).find("127.0.0.1:" + std::to_string(options.connection.port)) !=
+            std::string::npos);
+    }
+  }
+
+  TEST_CASE("SCRIPT FLUSH between two calls: the next call reloads the script") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    REQUIRE(backend->lock("k", "t", 5000ms).acquired);
+    client.ok({"SCRIPT", "FLUSH"});
+    CHECK(backend->unlock("k", "t").released);
+    client.ok({"SCRIPT", "FLUSH"});
+    CHECK(backend->lock("k", "t", 5000ms).acquired);
+    client.ok({"SCRIPT", "FLUSH"});
+    CHECK(backend->extendAll({{"k", "t"}, {"other", "t"}}, 5000ms) == std::vector<bool>{true, false});
+    CHECK(client.commandCalls()["eval"] >= 3);
+  }
+
+  TEST_CASE("AUTH with a password, with an ACL user, and a wrong password") {
+    RedisProcess::Options config;
+    config.config = {"requirepass s3cret-pw", "user alice on >alice-pw ~dlock:* &dlock:* +@all"};
+    RedisProcess server(config);
+    const std::string address = server.host() + ":" + std::to_string(server.port());
+
+    auto withPassword = dlock::connect("redis://:s3cret-pw@" + address);
+    CHECK(withPassword->lock("a", "t", 5000ms).acquired);
+
+    auto asAlice = dlock::connect("redis://alice:alice-pw@" + address);
+    CHECK(asAlice->lock("b", "t", 5000ms).acquired);
+    CHECK(asAlice->unlock("b", "t").released);
+
+    auto wrong = dlock::connect("redis://alice:not-her-password@" + address);
+    try {
+      (void)wrong->lock("c", "t", 5000ms);
+      FAIL("a wrong password must fail");
+    } catch (const dlock::BackendError& error) {
+      const std::string what = error.what();
+      CHECK(what.find("AUTH as user 'alice'") != std::string::npos);
+      CHECK(what.find("WRONGPASS") != std::string::npos);
+      CHECK(what.find("not-her-password") == std::string::npos);
+    }
+    auto none = dlock::connect("redis://" + address);
+    CHECK_THROWS_AS((void)none->lock("d", "t", 5000ms), dlock::BackendError);  // NOAUTH
+  }
+
+  TEST_CASE("SELECT puts the keys in the configured database") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri() + "/3");
+    REQUIRE(backend->lock("k", "t", 5000ms).acquired);
+    CHECK(client.ok({"EXISTS", "dlock:{k}"}).integer == 0);
+    client.ok({"SELECT", "3"});
+    CHECK(client.ok({"EXISTS", "dlock:{k}"}).integer == 1);
+  }
+
+  TEST_CASE("a WRONGTYPE key gives BackendError, not a wrong answer") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    client.ok({"HSET", "dlock:{k}", "field", "value"});
+    auto backend = dlock::connect(server.uri());
+    CHECK_THROWS_AS((void)backend->lock("k", "t", 5000ms), dlock::BackendError);
+  }
+
+  TEST_CASE("extendAll renews a whole batch in one command") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    std::vector<std::string> tokens;
+    for (int i = 0; i < 300; ++i) {
+      REQUIRE(backend->lock("k" + std::to_string(i), "t" + std::to_string(i), 5000ms).acquired);
+    }
+    std::vector<dlock::LeaseRef> leases;
+    std::vector<std::string> keys;
+    keys.reserve(301);
+    tokens.reserve(301);
+    for (int i = 0; i < 300; ++i) {
+      keys.push_back("k" + std::to_string(i));
+      tokens.push_back("t" + std::to_string(i));
+    }
+    keys.push_back("missing");
+    tokens.push_back("t");
+    for (std::size_t i = 0; i < keys.size(); ++i) leases.push_back({keys[i], tokens[i]});
+    const auto before = client.commandCalls()["evalsha"];
+    const auto extended = backend->extendAll(leases, 60000ms);
+    CHECK(client.commandCalls()["evalsha"] - before == 1);
+    REQUIRE(extended.size() == 301);
+    CHECK(std::count(extended.begin(), extended.end(), true) == 300);
+    CHECK_FALSE(extended.back());
+    CHECK(client.ok({"PTTL", "dlock:{k299}"}).integer > 5000);
+  }
+}

@@ -3,8 +3,9 @@
 //   increment URI KEY COUNTER N OUT   N locked read-modify-write increments of the Redis string
 //                                     COUNTER (GET then SET); appends "<counter seen> <fence>" per
 //                                     acquisition to OUT
-//   hold URI KEY TTL_MS               takes KEY with a fixed lease, prints "acquired <fence>",
-//                                     then waits for lines on stdin: "held?" → "held yes|no",
+//   hold URI KEY lease|watchdog MS    takes KEY with a fixed lease of MS, or under the watchdog
+//                                     with a lease of MS; prints "acquired <fence>", then answers
+//                                     lines on stdin: "held?" → "held yes|no",
 //                                     "unlock" → "unlocked" or "error <type>"
 #include <cstdio>
 #include <cstdlib>
@@ -44,8 +45,15 @@ int increment(const std::string& uri, const std::string& key, const std::string&
   return 0;
 }
 
-int hold(const std::string& uri, const std::string& key, long long ttlMillis) {
-  auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(std::chrono::milliseconds(ttlMillis)).build();
+int hold(const std::string& uri, const std::string& key, const std::string& mode, long long millis) {
+  dlock::LockBuilder builder;
+  builder.backend(dlock::connect(uri));
+  if (mode == "watchdog") {
+    builder.watchdogLease(std::chrono::milliseconds(millis));
+  } else {
+    builder.leaseTime(std::chrono::milliseconds(millis));
+  }
+  auto lock = builder.build();
   lock->lock(key);
   std::cout << "acquired " << lock->fencingToken(key) << std::endl;
   std::string line;
@@ -72,8 +80,8 @@ int main(int argc, char** argv) {
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "increment" && argc == 7) return increment(argv[2], argv[3], argv[4], std::atoi(argv[5]), argv[6]);
-    if (mode == "hold" && argc == 5) return hold(argv[2], argv[3], std::atoll(argv[4]));
-    std::fprintf(stderr, "usage: dlock_test_worker increment URI KEY COUNTER N OUT | hold URI KEY TTL_MS\n");
+    if (mode == "hold" && argc == 6) return hold(argv[2], argv[3], argv[4], std::atoll(argv[5]));
+    std::fprintf(stderr, "usage: dlock_test_worker increment URI KEY COUNTER N OUT | hold URI KEY lease|watchdog MS\n");
     return 2;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "dlock_test_worker: %s\n", error.what());

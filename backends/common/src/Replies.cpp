@@ -71,6 +71,21 @@ bool readFlagReply(const redisReply& reply, const std::string& where) {
   return reply.integer == 1;
 }
 
+std::vector<bool> readFlagsReply(const redisReply& reply, std::size_t count, const std::string& where) {
+  checkNotError(reply, where);
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != count || (count > 0 && reply.element == nullptr)) {
+    unexpected(where, "expected an array of " + std::to_string(count) + " integers");
+  }
+  std::vector<bool> flags;
+  flags.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const long long value = integerAt(reply, i, where);
+    if (value != 0 && value != 1) unexpected(where, "element " + std::to_string(i) + " is not 0 or 1");
+    flags.push_back(value == 1);
+  }
+  return flags;
+}
+
 std::uint64_t readCountReply(const redisReply& reply, const std::string& where) {
   checkNotError(reply, where);
   if (reply.type != REDIS_REPLY_INTEGER || reply.integer < 0) unexpected(where, "expected a non-negative integer");

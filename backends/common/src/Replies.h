@@ -6,6 +6,7 @@
 #include <hiredis/hiredis.h>
 
 #include <string>
+#include <vector>
 
 #include "dlock/IOperator.h"
 
@@ -17,6 +18,8 @@ AcquireResult readAcquireReply(const redisReply& reply, const std::string& where
 ReleaseResult readReleaseReply(const redisReply& reply, const std::string& where);
 // Integer 1 or 0.
 bool readFlagReply(const redisReply& reply, const std::string& where);
+// An array of `count` integers 1 or 0.
+std::vector<bool> readFlagsReply(const redisReply& reply, std::size_t count, const std::string& where);
 // A non-negative integer.
 std::uint64_t readCountReply(const redisReply& reply, const std::string& where);
 // {pttl, fence}.

@@ -60,6 +60,21 @@ return 0
   return script;
 }
 
+const Script& extendManyScript() {
+  static const Script script = makeScript("extendMany", R"lua(
+local extended = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[i + 1] then
+    extended[i] = redis.call('PEXPIRE', key, ARGV[1])
+  else
+    extended[i] = 0
+  end
+end
+return extended
+)lua");
+  return script;
+}
+
 const Script& inspectScript() {
   static const Script script = makeScript("inspect", R"lua(
 return {redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0')}

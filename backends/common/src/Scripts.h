@@ -6,6 +6,8 @@
 //   release  KEYS: lock          ARGV: token, channel
 //            → {1, subscribers reached} deleted and PUBLISHed on the channel; {0, 0} not ours
 //   extend   KEYS: lock          ARGV: token, ttl-ms   → 1 extended, 0 not ours
+//   extendMany KEYS: locks...    ARGV: ttl-ms, tokens... → {1|0 per key}: the watchdog's batch in
+//            one command (keys in one slot only, so not on a cluster)
 //   inspect  KEYS: lock, fence   → {PTTL, last fencing token}
 //   raiseFence KEYS: fence       ARGV: at-least        → the counter, raised to at least ARGV[1]
 //
@@ -30,6 +32,7 @@ struct Script {
 const Script& acquireScript();
 const Script& releaseScript();
 const Script& extendScript();
+const Script& extendManyScript();
 const Script& inspectScript();
 const Script& raiseFenceScript();
 

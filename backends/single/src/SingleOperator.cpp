@@ -1,5 +1,6 @@
 #include "dlock/single/SingleOperator.h"
 
+#include <algorithm>
 #include <string>
 
 #include "ConnectionPool.h"
@@ -64,22 +65,30 @@ bool SingleOperator::extend(std::string_view key, std::string_view token, std::c
 }
 
 std::vector<bool> SingleOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+  // One extendMany call per chunk, all chunks in one pipeline: the watchdog's renewals cost one
+  // round trip and, up to kChunk leases, one command, however many keys are held.
+  constexpr std::size_t kChunk = 5000;
   if (leases.empty()) return {};
   const std::string ttlText = std::to_string(ttl.count());
   std::vector<std::string> lockKeys;
   lockKeys.reserve(leases.size());
-  std::vector<std::pair<detail::Argv, detail::Argv>> calls;
-  calls.reserve(leases.size());
   for (const auto& lease : leases) lockKeys.push_back(detail::keyNames(impl_->prefix_, lease.key).lock);
-  for (std::size_t i = 0; i < leases.size(); ++i) {
-    calls.push_back({{lockKeys[i]}, {leases[i].token, ttlText}});
+  std::vector<std::pair<detail::Argv, detail::Argv>> calls;
+  for (std::size_t start = 0; start < leases.size(); start += kChunk) {
+    const std::size_t end = std::min(leases.size(), start + kChunk);
+    detail::Argv keys(lockKeys.begin() + static_cast<std::ptrdiff_t>(start), lockKeys.begin() + static_cast<std::ptrdiff_t>(end));
+    detail::Argv args = {ttlText};
+    for (std::size_t i = start; i < end; ++i) args.push_back(leases[i].token);
+    calls.emplace_back(std::move(keys), std::move(args));
   }
+  const std::string where = "extend " + std::to_string(leases.size()) + " lease(s) on " + impl_->pool_.address();
   return impl_->pool_.run([&](detail::Connection& connection) {
-    const auto replies = detail::runScriptPipelined(connection, detail::extendScript(), calls);
+    const auto replies = detail::runScriptPipelined(connection, detail::extendManyScript(), calls);
     std::vector<bool> extended;
-    extended.reserve(replies.size());
-    for (std::size_t i = 0; i < replies.size(); ++i) {
-      extended.push_back(detail::readFlagReply(*replies[i], impl_->where("extend", leases[i].key)));
+    extended.reserve(leases.size());
+    for (std::size_t chunk = 0; chunk < replies.size(); ++chunk) {
+      const auto flags = detail::readFlagsReply(*replies[chunk], calls[chunk].first.size(), where);
+      extended.insert(extended.end(), flags.begin(), flags.end());
     }
     return extended;
   });

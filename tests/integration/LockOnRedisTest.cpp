@@ -1,0 +1,246 @@
+// The lock's promises against a real redis-server: mutual exclusion across processes, leases of
+// dead and frozen holders, outages, the watchdog at scale, and handles.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ChildProcess.h"
+#include "LogCapture.h"
+#include "RedisClient.h"
+#include "RedisProcess.h"
+#include "dlock/LockError.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+
+using namespace std::chrono_literals;
+using dlock::test::ChildProcess;
+using dlock::test::RedisClient;
+using dlock::test::RedisProcess;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+std::string tempFile(const std::string& name) {
+  return "/tmp/dlock-test-" + std::to_string(::getpid()) + "-" + name;
+}
+
+// Every dlock lock key (not the fence counters) has a TTL.
+void checkEveryLockKeyHasTtl(RedisClient& client) {
+  for (const auto& key : client.ok({"KEYS", "dlock:{*}"}).elements) {
+    if (key.str.size() >= 6 && key.str.compare(key.str.size() - 6, 6, ":fence") == 0) continue;
+    CHECK_MESSAGE(client.ok({"PTTL", key.str}).integer > 0, "no TTL on " << key.str);
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("LockOnRedis") {
+  TEST_CASE("4 processes x 2000 locked increments end exact, fencing tokens rising in acquisition order") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    std::vector<std::unique_ptr<ChildProcess>> workers;
+    std::vector<std::string> logs;
+    for (int i = 0; i < 4; ++i) {
+      logs.push_back(tempFile("increments-" + std::to_string(i)));
+      std::remove(logs.back().c_str());
+      workers.push_back(std::make_unique<ChildProcess>(
+          std::vector<std::string>{DLOCK_TEST_WORKER, "increment", server.uri(), "counter-lock", "counter", "2000", logs.back()}));
+    }
+    for (auto& worker : workers) CHECK(worker->wait() == 0);
+    CHECK(client.ok({"GET", "counter"}).str == "8000");
+
+    // Each line: the counter value seen under the lock, and that hold's fencing token. The counter
+    // orders the acquisitions; the tokens must rise in that order, in every process and overall.
+    std::map<long long, unsigned long long> tokenBySeen;
+    for (const auto& path : logs) {
+      std::ifstream in(path);
+      long long seen = 0;
+      unsigned long long token = 0;
+      unsigned long long previous = 0;
+      int lines = 0;
+      while (in >> seen >> token) {
+        CHECK(token > previous);
+        previous = token;
+        CHECK(tokenBySeen.emplace(seen, token).second);  // no value seen twice: no lost update
+        ++lines;
+      }
+      CHECK(lines == 2000);
+      std::remove(path.c_str());
+    }
+    REQUIRE(tokenBySeen.size() == 8000);
+    unsigned long long previous = 0;
+    bool rising = true;
+    for (const auto& [seen, token] : tokenBySeen) {
+      rising = rising && token > previous;
+      previous = token;
+    }
+    CHECK(rising);
+    checkEveryLockKeyHasTtl(client);
+  }
+
+  TEST_CASE("a holder killed with SIGKILL: its key is free after its TTL and not before") {
+    RedisProcess server;
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(10s).build();
+    ChildProcess holder({DLOCK_TEST_WORKER, "hold", server.uri(), "job", "lease", "2000"});
+    const auto line = holder.readLine();
+    REQUIRE(line.has_value());
+    REQUIRE(line->rfind("acquired", 0) == 0);
+    const auto acquiredBy = Steady::now();  // the holder's lease started before this
+    holder.signal(SIGKILL);
+    holder.wait();
+    CHECK_FALSE(lock->tryLock("job"));
+    std::this_thread::sleep_for(1000ms);
+    CHECK_FALSE(lock->tryLock("job"));  // ~1 s into a 2 s lease: still the dead holder's
+    REQUIRE(lock->tryLock("job", 5s));
+    CHECK(Steady::now() - acquiredBy >= 1900ms);  // not before its TTL (less the start-up slack)
+    lock->unlock("job");
+  }
+
+  TEST_CASE("a holder frozen past its lease loses the key and learns it after SIGCONT") {
+    RedisProcess server;
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(10s).build();
+    ChildProcess holder({DLOCK_TEST_WORKER, "hold", server.uri(), "job", "watchdog", "1500"});
+    const auto line = holder.readLine();
+    REQUIRE(line.has_value());
+    const unsigned long long firstToken = std::stoull(line->substr(std::string("acquired ").size()));
+    holder.writeLine("held?");
+    CHECK(holder.readLine() == std::optional<std::string>("held yes"));
+
+    holder.signal(SIGSTOP);  // the watchdog freezes with it
+    REQUIRE(lock->tryLock("job", 10s));
+    CHECK(lock->fencingToken("job") > firstToken);
+
+    holder.signal(SIGCONT);
+    holder.writeLine("held?");
+    CHECK(holder.readLine() == std::optional<std::string>("held no"));
+    holder.writeLine("unlock");
+    CHECK(holder.readLine() == std::optional<std::string>("error LockLostError"));
+    CHECK(lock->isHeld("job"));  // the new owner's lease was not touched
+    lock->unlock("job");
+  }
+
+  TEST_CASE("the server restarted mid-run: ConnectionError during the outage, then recovery") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri() + "?connect_timeout=300&command_timeout=300");
+    auto lock = dlock::LockBuilder().backend(backend).leaseTime(5s).build();
+    REQUIRE(lock->tryLock("a"));
+    lock->unlock("a");
+
+    server.kill();
+    CHECK_THROWS_AS((void)lock->tryLock("a"), dlock::ConnectionError);
+    CHECK_THROWS_AS((void)lock->tryLock("a", 200ms), dlock::ConnectionError);
+    CHECK(lock->holdCount("a") == 0);
+
+    server.restart();
+    // The same lock object recovers once the reconnect back-off has passed.
+    bool recovered = false;
+    const auto deadline = Steady::now() + 5s;
+    while (!recovered && Steady::now() < deadline) {
+      try {
+        recovered = lock->tryLock("a");
+      } catch (const dlock::ConnectionError&) {
+        std::this_thread::sleep_for(50ms);
+      }
+    }
+    REQUIRE(recovered);
+    RedisClient fresh(server.host(), server.port());
+    checkEveryLockKeyHasTtl(fresh);
+    lock->unlock("a");
+  }
+
+  TEST_CASE("an unlock that fails with ConnectionError keeps the hold and the retried unlock releases") {
+    RedisProcess server;
+    auto lock = dlock::LockBuilder()
+                    .backend(dlock::connect(server.uri() + "?connect_timeout=300&command_timeout=300"))
+                    .leaseTime(60s)
+                    .build();
+    REQUIRE(lock->tryLock("k"));
+    const auto token = lock->fencingToken("k");
+    {
+      RedisClient client(server.host(), server.port());
+      client.ok({"SAVE"});  // so the restarted server still has the lease
+    }
+    server.kill();
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::ConnectionError);
+    CHECK(lock->holdCount("k") == 1);
+    CHECK(lock->fencingToken("k") == token);
+    server.restart();
+    bool released = false;
+    const auto deadline = Steady::now() + 5s;
+    while (!released && Steady::now() < deadline) {
+      try {
+        lock->unlock("k");
+        released = true;
+      } catch (const dlock::ConnectionError&) {
+        std::this_thread::sleep_for(50ms);
+      }
+    }
+    REQUIRE(released);
+    RedisClient client(server.host(), server.port());
+    CHECK(client.ok({"EXISTS", "dlock:{k}"}).integer == 0);
+  }
+
+  TEST_CASE("1000 keys under the watchdog: renewals per interval do not grow with the key count") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    const auto renewalsFor = [&](int keys) {
+      auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).watchdogLease(600ms).build();
+      for (int i = 0; i < keys; ++i) REQUIRE(lock->tryLock("key:" + std::to_string(keys) + ":" + std::to_string(i)));
+      const auto before = client.commandCalls()["evalsha"];
+      const auto statsBefore = lock->stats();
+      std::this_thread::sleep_for(1000ms);  // five renewal intervals of 200 ms
+      const auto commands = client.commandCalls()["evalsha"] - before;
+      const auto stats = lock->stats();
+      const auto roundTrips = stats.renewalRoundTrips - statsBefore.renewalRoundTrips;
+      CHECK(stats.lostLeases == 0);
+      CHECK(stats.renewals - statsBefore.renewals >= static_cast<std::uint64_t>(keys) * 3);
+      for (int i = 0; i < keys; ++i) lock->unlock("key:" + std::to_string(keys) + ":" + std::to_string(i));
+      CHECK(commands == static_cast<long long>(roundTrips));  // one command per renewal batch
+      return roundTrips;
+    };
+    const auto few = renewalsFor(10);
+    const auto many = renewalsFor(1000);
+    CHECK(few >= 3);
+    CHECK(many <= few + 1);  // the same number of batches, give or take a tick
+  }
+
+  TEST_CASE("a handle moved to another thread is released there") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    dlock::Lease lease = lock->acquire("k");
+    REQUIRE(lease);
+    CHECK(lease.fencingToken() == 1);
+    CHECK(client.ok({"GET", "dlock:{k}"}).str == lease.token());
+    std::thread worker([moved = std::move(lease)]() mutable { moved.release(); });
+    worker.join();
+    CHECK(client.ok({"EXISTS", "dlock:{k}"}).integer == 0);
+  }
+
+  TEST_CASE("a handle destroyed while the server is down logs the failure and does not throw") {
+    RedisProcess server;
+    auto lock = dlock::LockBuilder()
+                    .backend(dlock::connect(server.uri() + "?connect_timeout=200&command_timeout=200"))
+                    .leaseTime(30s)
+                    .build();
+    dlock::test::LogCapture log;
+    {
+      dlock::Lease lease = lock->acquire("k");
+      REQUIRE(lease);
+      server.kill();
+    }  // must not throw
+    CHECK(log.text().find("releasing 'k' failed") != std::string::npos);
+  }
+}
