@@ -186,15 +186,18 @@ void LockCore::noteContendedRelease(std::string_view key) {
     const SteadyTime now = std::chrono::steady_clock::now();
     for (auto it = yieldUntil_.begin(); it != yieldUntil_.end();) it = it->second <= now ? yieldUntil_.erase(it) : std::next(it);
   }
+  // (yieldsPending_ is refreshed below, after the insert.)
   const auto it = yieldUntil_.find(key);
   if (it == yieldUntil_.end()) {
     yieldUntil_.emplace(std::string(key), until);
   } else {
     it->second = until;
   }
+  yieldsPending_.store(yieldUntil_.size(), std::memory_order_release);
 }
 
 void LockCore::yieldAfterContendedRelease(std::string_view key, Deadline deadline) {
+  if (yieldsPending_.load(std::memory_order_acquire) == 0) return;  // the uncontended path
   SteadyTime until;
   {
     std::lock_guard<std::mutex> guard(yieldMutex_);
@@ -202,6 +205,7 @@ void LockCore::yieldAfterContendedRelease(std::string_view key, Deadline deadlin
     if (it == yieldUntil_.end()) return;
     until = it->second;
     yieldUntil_.erase(it);
+    yieldsPending_.store(yieldUntil_.size(), std::memory_order_release);
   }
   until = std::min(until, deadline);
   if (until > std::chrono::steady_clock::now()) std::this_thread::sleep_until(until);

@@ -81,6 +81,7 @@ class LockCore {
 
   WaiterQueue waiters_;
   std::atomic<std::int64_t> roundTripNanos_{0};  // smoothed duration of an acquire attempt
+  std::atomic<std::size_t> yieldsPending_{0};  // yieldUntil_.size(), readable without the mutex
   std::mutex yieldMutex_;
   std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> yieldUntil_;  // guarded by yieldMutex_
 

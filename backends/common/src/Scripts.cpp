@@ -25,16 +25,16 @@ Argv scriptArgv(std::string_view command, std::string_view body, const std::stri
 }  // namespace
 
 const Script& acquireScript() {
+  // SET first: the uncontended path runs two commands. A retried acquire whose first try landed
+  // finds its own token and succeeds again, so a retry after a lost reply is safe.
   static const Script script = makeScript("acquire", R"lua(
-local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] then
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {1, redis.call('INCR', KEYS[2])}
+end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
   return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
 end
-if holder then
-  return {0, redis.call('PTTL', KEYS[1])}
-end
-redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
-return {1, redis.call('INCR', KEYS[2])}
+return {0, redis.call('PTTL', KEYS[1])}
 )lua");
   return script;
 }

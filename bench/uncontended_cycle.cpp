@@ -1,0 +1,94 @@
+// uncontended_cycle — lock+unlock cycles per second from one client, against the physical limit
+// measured in the same run on the same server: a raw hiredis loop of the same two round trips
+// (SET NX PX, then EVALSHA of a compare-and-delete script). Rounds alternate raw and dlock so
+// drift in the machine's load hits both alike; the median round of each is reported.
+// Usage: dlock_bench_uncontended_cycle redis://127.0.0.1:PORT [rounds] [seconds-per-round]
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "BenchReport.h"
+#include "RawRedis.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Round {
+  double cyclesPerSecond = 0;
+  std::vector<double> latenciesUs;
+};
+
+template <class Cycle>
+Round runRound(double seconds, Cycle&& cycle) {
+  Round round;
+  long long cycles = 0;
+  const auto start = Clock::now();
+  const auto end = start + std::chrono::duration<double>(seconds);
+  while (Clock::now() < end) {
+    const auto t0 = Clock::now();
+    cycle(cycles);
+    round.latenciesUs.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    ++cycles;
+  }
+  round.cyclesPerSecond = static_cast<double>(cycles) / dlock::bench::secondsSince(start);
+  return round;
+}
+
+Round median(std::vector<Round> rounds) {
+  std::sort(rounds.begin(), rounds.end(),
+            [](const Round& a, const Round& b) { return a.cyclesPerSecond < b.cyclesPerSecond; });
+  return rounds[rounds.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s redis://host:port [rounds] [seconds]\n", argv[0]);
+    return 2;
+  }
+  const std::string uri = argv[1];
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
+  const double seconds = argc > 3 ? std::atof(argv[3]) : 1.0;
+
+  dlock::bench::RawRedis raw(dlock::bench::parseRedisUri(uri));
+  const std::string releaseSha = raw.text(
+      {"SCRIPT", "LOAD", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"});
+  auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(std::chrono::seconds(30)).build();
+
+  const auto rawCycle = [&](long long i) {
+    const std::string token = "token-" + std::to_string(i);
+    freeReplyObject(raw.command({"SET", "bench:raw", token, "NX", "PX", "30000"}));
+    freeReplyObject(raw.command({"EVALSHA", releaseSha, "1", "bench:raw", token}));
+  };
+  const auto dlockCycle = [&](long long) {
+    lock->lock("bench:dlock");
+    lock->unlock("bench:dlock");
+  };
+  runRound(0.3, rawCycle);  // warm-up: connections, scripts, caches
+  runRound(0.3, dlockCycle);
+
+  std::vector<Round> rawRounds;
+  std::vector<Round> dlockRounds;
+  for (int r = 0; r < rounds; ++r) {
+    rawRounds.push_back(runRound(seconds, rawCycle));
+    dlockRounds.push_back(runRound(seconds, dlockCycle));
+  }
+  const Round rawMedian = median(rawRounds);
+  const Round dlockMedian = median(dlockRounds);
+  dlock::bench::JsonLine("uncontended_cycle")
+      .field("raw_cycles_per_s", rawMedian.cyclesPerSecond)
+      .field("dlock_cycles_per_s", dlockMedian.cyclesPerSecond)
+      .field("ratio", dlockMedian.cyclesPerSecond / rawMedian.cyclesPerSecond)
+      .field("raw_p50_us", dlock::bench::percentile(rawMedian.latenciesUs, 50))
+      .field("raw_p99_us", dlock::bench::percentile(rawMedian.latenciesUs, 99))
+      .field("dlock_p50_us", dlock::bench::percentile(dlockMedian.latenciesUs, 50))
+      .field("dlock_p99_us", dlock::bench::percentile(dlockMedian.latenciesUs, 99))
+      .field("rounds", static_cast<double>(rounds))
+      .print();
+  return 0;
+}
