@@ -135,6 +135,12 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
 void LockCore::release(LeaseState& lease) {
   if (lease.lost.load(std::memory_order_acquire)) {
     lease.finished.store(true, std::memory_order_release);
+    // Lost locally (renewals failed until the deadline) need not mean gone on the server: delete
+    // it if it still carries our token, so others need not wait out the TTL. Best effort.
+    try {
+      (void)backend_->unlock(lease.key, lease.token);
+    } catch (const std::exception&) {
+    }
     throw LockLostError("dlock: unlock " + quoteKey(lease.key) + " on " + backend_->describe() +
                         ": the lease was lost while held (fencing token " + std::to_string(lease.fencingToken) +
                         "); the critical section was not protected");

@@ -29,13 +29,13 @@ TEST_SUITE("MutexHandle") {
     auto lock = f.leased(30s);
     auto mutex = lock->mutex("k");
     std::atomic<int> owned{0};
+    std::unique_lock<dlock::MutexHandle> held(mutex);
     std::thread other([&] {
       std::unique_lock<dlock::MutexHandle> tried(mutex, std::try_to_lock);
       if (tried.owns_lock()) ++owned;
       std::unique_lock<dlock::MutexHandle> timed(mutex, std::defer_lock);
       if (timed.try_lock_for(20ms)) ++owned;
     });
-    std::unique_lock<dlock::MutexHandle> held(mutex);
     other.join();
     CHECK(owned == 0);  // held by this thread throughout
     held.unlock();

@@ -139,3 +139,46 @@ TEST_SUITE("Watchdog") {
     CHECK_FALSE(f.backend->inspect("k").held);  // expired instead of renewed forever
   }
 }
+
+namespace {
+
+// A backend whose renewals never get through although the server keeps the keys (a network
+// path that fails for the watchdog while the server is fine, with leases longer than we think).
+class UnrenewableOperator final : public dlock::IOperator {
+ public:
+  explicit UnrenewableOperator(std::shared_ptr<dlock::MemoryOperator> inner) : inner_(std::move(inner)) {}
+  dlock::AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
+    return inner_->lock(key, token, ttl * 10);
+  }
+  dlock::ReleaseResult unlock(std::string_view key, std::string_view token) override { return inner_->unlock(key, token); }
+  bool extend(std::string_view, std::string_view, std::chrono::milliseconds) override {
+    throw dlock::ConnectionError("renewal path down");
+  }
+  std::vector<bool> extendAll(const std::vector<dlock::LeaseRef>&, std::chrono::milliseconds) override {
+    throw dlock::ConnectionError("renewal path down");
+  }
+  std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override { return inner_->raiseFence(key, atLeast); }
+  dlock::LeaseInfo inspect(std::string_view key) override { return inner_->inspect(key); }
+  [[nodiscard]] std::string describe() const override { return "unrenewable://"; }
+
+ private:
+  std::shared_ptr<dlock::MemoryOperator> inner_;
+};
+
+}  // namespace
+
+TEST_SUITE("Watchdog") {
+  TEST_CASE("unlock of a lease lost to failed renewals still deletes it where the backend kept it") {
+    VirtualFixture f;
+    auto backend = std::make_shared<UnrenewableOperator>(f.backend);
+    auto lock = dlock::LockBuilder().backend(backend).clock(f.clock).watchdogLease(30s).build();
+    dlock::test::LogCapture log;
+    REQUIRE(lock->tryLock("k"));
+    for (int step = 0; step < 3; ++step) f.clock->advance(10s);
+    CHECK_FALSE(lock->isHeld("k"));              // lost locally at the lease end
+    CHECK(f.backend->inspect("k").held);         // but the server still has it
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+    CHECK_FALSE(f.backend->inspect("k").held);   // deleted, so nobody waits out its TTL
+    CHECK(log.text().find("renewal path down") != std::string::npos);
+  }
+}
