@@ -207,7 +207,9 @@ TEST_SUITE("LockOnRedis") {
       CHECK(stats.lostLeases == 0);
       CHECK(stats.renewals - statsBefore.renewals >= static_cast<std::uint64_t>(keys) * 3);
       for (int i = 0; i < keys; ++i) lock->unlock("key:" + std::to_string(keys) + ":" + std::to_string(i));
-      CHECK(commands == static_cast<long long>(roundTrips));  // one command per renewal batch
+      // One command per renewal batch; a batch may be in flight while the counters are read.
+      CHECK(commands <= static_cast<long long>(roundTrips));
+      CHECK(commands >= static_cast<long long>(roundTrips) - 1);
       return roundTrips;
     };
     const auto few = renewalsFor(10);
