@@ -101,15 +101,36 @@ int parseDb(std::string_view text, const std::string& redacted) {
 }  // namespace
 
 std::string redactUri(std::string_view uri) {
-  const auto scheme = uri.find("://");
-  if (scheme == std::string_view::npos) return std::string(uri);
+  std::string out(uri);
+  // Query options that carry secrets: mask their values.
+  const auto question = out.find('?');
+  if (question != std::string::npos) {
+    std::size_t start = question + 1;
+    while (start < out.size()) {
+      const auto amp = out.find('&', start);
+      const auto end = amp == std::string::npos ? out.size() : amp;
+      const auto eq = out.find('=', start);
+      if (eq != std::string::npos && eq < end && out.substr(start, eq - start).find("password") != std::string::npos) {
+        out.replace(eq + 1, end - eq - 1, "***");
+      }
+      const auto next = out.find('&', start);
+      if (next == std::string::npos) break;
+      start = next + 1;
+    }
+  }
+  // The password of the userinfo: scheme://user:PASSWORD@host.
+  const auto scheme = out.find("://");
+  if (scheme == std::string::npos) return out;
   const auto authorityStart = scheme + 3;
-  const auto authorityEnd = std::min(uri.find('/', authorityStart), uri.find('?', authorityStart));
-  const auto at = uri.rfind('@', authorityEnd == std::string_view::npos ? uri.size() : authorityEnd);
-  if (at == std::string_view::npos || at < authorityStart) return std::string(uri);
-  const auto colon = uri.find(':', authorityStart);
-  if (colon == std::string_view::npos || colon > at) return std::string(uri);  // user only
-  return std::string(uri.substr(0, colon + 1)) + "***" + std::string(uri.substr(at));
+  const auto authorityEnd = std::min(out.find('/', authorityStart), out.find('?', authorityStart));
+  const auto at = out.rfind('@', authorityEnd == std::string::npos ? out.size() : authorityEnd);
+  if (at == std::string::npos || at < authorityStart) return out;
+  const auto colon = out.find(':', authorityStart);
+  if (colon == std::string::npos || colon > at) {
+    // scheme://SECRET@host is the password-only spelling.
+    return out.substr(0, authorityStart) + "***" + out.substr(at);
+  }
+  return out.substr(0, colon + 1) + "***" + out.substr(at);
 }
 
 ParsedUri parseUri(std::string_view uri) {

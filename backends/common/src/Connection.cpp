@@ -20,7 +20,7 @@ timeval toTimeval(std::chrono::milliseconds duration) {
 }  // namespace
 
 Connection::Connection(const ConnectionOptions& options)
-    : address_(options.address()), commandTimeout_(options.commandTimeout) {
+    : address_(options.address()) {
   context_.reset(redisConnectWithTimeout(options.host.c_str(), options.port, toTimeval(options.connectTimeout)));
   if (!context_) throw std::bad_alloc();
   if (context_->err != 0) throwContextError(*context_, "connect to " + address_);

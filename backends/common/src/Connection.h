@@ -63,7 +63,6 @@ class Connection {
   };
   std::unique_ptr<redisContext, ContextDeleter> context_;
   std::string address_;
-  std::chrono::milliseconds commandTimeout_;
   bool broken_ = false;
   bool timedOut_ = false;
 };
