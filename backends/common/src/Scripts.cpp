@@ -40,10 +40,14 @@ return {0, redis.call('PTTL', KEYS[1])}
 }
 
 const Script& releaseScript() {
+  // PUBLISH before DEL: a script is not rolled back, so a PUBLISH the ACL denies must fail before
+  // the key is gone. The order is invisible otherwise: subscribers get the message only after
+  // the whole script has run.
   static const Script script = makeScript("release", R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
+  local notified = redis.call('PUBLISH', ARGV[2], '1')
   redis.call('DEL', KEYS[1])
-  return {1, redis.call('PUBLISH', ARGV[2], '1')}
+  return {1, notified}
 end
 return {0, 0}
 )lua");

@@ -1,0 +1,208 @@
+// Faults on a real server: connections killed mid-operation, a paused or sleeping server, error
+// replies (OOM, LOADING, NOPERM). Each gives a typed error, nothing hangs past its timeout, no
+// lock key is left without a TTL, and the client recovers when the fault ends.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "RedisClient.h"
+#include "RedisProcess.h"
+#include "dlock/LockError.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+
+using namespace std::chrono_literals;
+using dlock::test::RedisClient;
+using dlock::test::RedisProcess;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+const std::string kShortTimeouts = "?connect_timeout=300&command_timeout=300";
+
+void checkEveryLockKeyHasTtl(RedisClient& client) {
+  for (const auto& key : client.ok({"KEYS", "dlock:{*}"}).elements) {
+    if (key.str.size() >= 6 && key.str.compare(key.str.size() - 6, 6, ":fence") == 0) continue;
+    CHECK_MESSAGE(client.ok({"PTTL", key.str}).integer > 0, "no TTL on " << key.str);
+  }
+}
+
+// Retries `operation` while it throws ConnectionError (the fault is not over), for at most 5 s;
+// returns what it returned once it ran through.
+template <class Operation>
+bool recovers(Operation&& operation) {
+  const auto deadline = Steady::now() + 5s;
+  while (Steady::now() < deadline) {
+    try {
+      return operation();
+    } catch (const dlock::ConnectionError&) {
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  return false;
+}
+
+// One lock/unlock cycle of `key`; false when the key could not be had within a second.
+bool cycle(dlock::ILock& lock, const std::string& key) {
+  if (!lock.tryLock(key, 1s)) return false;
+  lock.unlock(key);
+  return true;
+}
+
+}  // namespace
+
+TEST_SUITE("Faults") {
+  TEST_CASE("connections killed mid-operation give ConnectionError and the client recovers") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri() + kShortTimeouts)).leaseTime(5s).build();
+    std::atomic<bool> stop{false};
+    std::atomic<int> cycles{0};
+    std::atomic<int> connectionErrors{0};
+    std::atomic<int> otherErrors{0};
+    std::thread worker([&] {
+      while (!stop) {
+        try {
+          if (!lock->tryLock("k", 1s)) continue;
+          try {
+            lock->unlock("k");
+          } catch (const dlock::ConnectionError&) {
+            ++connectionErrors;
+            lock->unlockQuietly("k");  // give up the hold; its lease ends on its own
+          }
+          ++cycles;
+        } catch (const dlock::ConnectionError&) {
+          ++connectionErrors;
+        } catch (const dlock::LockLostError&) {
+          // An unlock whose first attempt ran before its connection died (documented).
+          ++cycles;
+        } catch (...) {
+          ++otherErrors;
+        }
+      }
+    });
+    for (int kill = 0; kill < 30; ++kill) {
+      std::this_thread::sleep_for(20ms);
+      admin.command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+    }
+    stop = true;
+    worker.join();
+    CHECK(otherErrors == 0);
+    CHECK(cycles > 0);
+    MESSAGE("cycles " << cycles << ", connection errors " << connectionErrors);
+    checkEveryLockKeyHasTtl(admin);
+    CHECK(recovers([&] { return cycle(*lock, "after"); }));
+    for (int i = 0; i < 20; ++i) CHECK(cycle(*lock, "after"));
+  }
+
+  TEST_CASE("a server paused longer than the command timeout: ConnectionError in time, then recovery") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri() + kShortTimeouts)).leaseTime(3s).build();
+    REQUIRE(lock->tryLock("warm"));
+    lock->unlock("warm");
+    admin.ok({"CLIENT", "PAUSE", "1500", "ALL"});
+    const auto start = Steady::now();
+    CHECK_THROWS_AS((void)lock->tryLock("k"), dlock::ConnectionError);
+    // The attempt and its clean-up each wait at most the command timeout.
+    CHECK(Steady::now() - start < 1400ms);
+    CHECK(lock->holdCount("k") == 0);
+    std::this_thread::sleep_for(1500ms);  // the pause ends; the queued commands run
+    checkEveryLockKeyHasTtl(admin);
+    CHECK(recovers([&] { return cycle(*lock, "other"); }));
+  }
+
+  TEST_CASE("DEBUG SLEEP on the server: ConnectionError in time, then recovery") {
+    RedisProcess server;
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri() + kShortTimeouts)).leaseTime(3s).build();
+    std::thread sleeper([&] {
+      RedisClient admin(server.host(), server.port());
+      admin.command({"DEBUG", "SLEEP", "1.2"});
+    });
+    std::this_thread::sleep_for(100ms);
+    const auto start = Steady::now();
+    CHECK_THROWS_AS((void)lock->tryLock("k"), dlock::ConnectionError);
+    CHECK(Steady::now() - start < 1100ms);
+    sleeper.join();
+    RedisClient admin(server.host(), server.port());
+    checkEveryLockKeyHasTtl(admin);
+    CHECK(recovers([&] { return cycle(*lock, "other"); }));
+  }
+
+  TEST_CASE("maxmemory reached: OOM is a BackendError and nothing is held") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(5s).build();
+    admin.ok({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+    admin.ok({"CONFIG", "SET", "maxmemory", "1"});
+    try {
+      (void)lock->tryLock("k");
+      FAIL("an OOM reply must raise");
+    } catch (const dlock::BackendError& error) {
+      CHECK(std::string(error.what()).find("OOM") != std::string::npos);
+    }
+    CHECK(lock->holdCount("k") == 0);
+    admin.ok({"CONFIG", "SET", "maxmemory", "0"});
+    REQUIRE(lock->tryLock("k"));
+    lock->unlock("k");
+  }
+
+  TEST_CASE("a server still loading its data: LOADING is a ConnectionError until it is ready") {
+    RedisProcess::Options options;
+    // Microseconds per key loaded, and serve clients every KiB of loading (the default 2 MB would
+    // answer nobody until this small dataset is loaded): a loading window a client can see.
+    options.config = {"key-load-delay 100", "loading-process-events-interval-bytes 1024"};
+    RedisProcess server(options);
+    {
+      RedisClient admin(server.host(), server.port());
+      admin.ok({"DEBUG", "POPULATE", "20000"});
+      admin.ok({"SAVE"});
+    }
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri() + kShortTimeouts)).leaseTime(5s).build();
+    server.kill();
+    server.restart();  // answers (LOADING) at once, then loads for a few seconds
+    bool sawLoading = false;
+    try {
+      (void)lock->tryLock("k");
+    } catch (const dlock::ConnectionError& error) {
+      sawLoading = std::string(error.what()).find("LOADING") != std::string::npos;
+    }
+    CHECK(sawLoading);
+    CHECK(recovers([&] { return cycle(*lock, "k"); }));
+  }
+
+  TEST_CASE("an ACL user without EVALSHA or PUBLISH gets a BackendError naming the permission") {
+    RedisProcess::Options options;
+    options.config = {"user noeval on >pw ~* &* +@all -evalsha -eval", "user nopublish on >pw ~* &* +@all -publish"};
+    RedisProcess server(options);
+    RedisClient admin(server.host(), server.port());
+    const std::string address = server.host() + ":" + std::to_string(server.port());
+
+    auto noEval = dlock::LockBuilder().backend(dlock::connect("redis://noeval:pw@" + address)).leaseTime(5s).build();
+    try {
+      (void)noEval->tryLock("k");
+      FAIL("EVALSHA must be refused");
+    } catch (const dlock::BackendError& error) {
+      CHECK(std::string(error.what()).find("NOPERM") != std::string::npos);
+    }
+
+    auto noPublish = dlock::LockBuilder().backend(dlock::connect("redis://nopublish:pw@" + address)).leaseTime(5s).build();
+    REQUIRE(noPublish->tryLock("k"));
+    try {
+      noPublish->unlock("k");
+      FAIL("the release's PUBLISH must be refused");
+    } catch (const dlock::BackendError& error) {
+      CHECK(std::string(error.what()).find("can't run this command") != std::string::npos);
+    }
+    // The refused release changed nothing: still held, with its TTL, by the same hold.
+    CHECK(noPublish->holdCount("k") == 1);
+    CHECK(admin.ok({"PTTL", "dlock:{k}"}).integer > 0);
+    admin.ok({"ACL", "SETUSER", "nopublish", "+publish"});
+    noPublish->unlock("k");
+    CHECK(admin.ok({"EXISTS", "dlock:{k}"}).integer == 0);
+  }
+}
