@@ -50,8 +50,16 @@ AcquireResult LockCore::attempt(std::string_view key, const std::string& token, 
     const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
     const std::int64_t previous = roundTripNanos_.load(std::memory_order_relaxed);
     roundTripNanos_.store(previous == 0 ? took.count() : (previous * 7 + took.count()) / 8, std::memory_order_relaxed);
+    if (!result.acquired && log_->should_log(spdlog::level::debug)) {
+      log_->debug("dlock: {} on {} is held by another owner for {} ms more", quoteKey(key), backend_->describe(),
+                  result.holderTtl.count());
+    }
     return result;
-  } catch (const ConnectionError&) {
+  } catch (const LockError& error) {
+    if (log_->should_log(spdlog::level::debug)) {
+      log_->debug("dlock: acquiring {} on {} failed: {}", quoteKey(key), backend_->describe(), error.what());
+    }
+    if (dynamic_cast<const ConnectionError*>(&error) == nullptr) throw;
     // The command may have landed before the connection failed. Delete the key if it carries our
     // token, so a throwing acquire leaves nothing held; if that fails too, the lease ends at its TTL.
     try {

@@ -55,6 +55,44 @@ TEST_SUITE("Token") {
     }
   }
 
+  TEST_CASE("tokens from 4 processes (100000 in all) are all distinct") {
+    (void)dlock::generateToken();  // a partly used random block the children inherit
+    std::vector<std::pair<pid_t, int>> children;
+    for (int c = 0; c < 4; ++c) {
+      int fds[2];
+      REQUIRE(pipe(fds) == 0);
+      const pid_t child = fork();
+      REQUIRE(child >= 0);
+      if (child == 0) {
+        close(fds[0]);
+        std::string all;
+        for (int i = 0; i < 25000; ++i) all += dlock::generateToken();
+        std::size_t written = 0;
+        while (written < all.size()) {
+          const ssize_t n = write(fds[1], all.data() + written, all.size() - written);
+          if (n <= 0) _exit(1);
+          written += static_cast<std::size_t>(n);
+        }
+        _exit(0);
+      }
+      close(fds[1]);
+      children.emplace_back(child, fds[0]);
+    }
+    std::set<std::string> seen;
+    for (const auto& [child, fd] : children) {
+      std::string data;
+      char buffer[65536];
+      ssize_t n = 0;
+      while ((n = read(fd, buffer, sizeof buffer)) > 0) data.append(buffer, static_cast<std::size_t>(n));
+      close(fd);
+      int status = 0;
+      waitpid(child, &status, 0);
+      CHECK(data.size() == 25000U * 32U);
+      for (std::size_t i = 0; i + 32 <= data.size(); i += 32) seen.insert(data.substr(i, 32));
+    }
+    CHECK(seen.size() == 100000);
+  }
+
   TEST_CASE("a forked child never repeats its parent's tokens") {
     (void)dlock::generateToken();  // the parent has a partly used random block
     int pipeFds[2];

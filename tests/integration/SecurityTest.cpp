@@ -1,0 +1,83 @@
+// Secrets and hostile input: passwords never reach logs, messages or describe(); keys from users
+// are data, never commands or Lua.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "LogCapture.h"
+#include "RedisClient.h"
+#include "RedisProcess.h"
+#include "dlock/LockError.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+
+using namespace std::chrono_literals;
+using dlock::test::RedisClient;
+using dlock::test::RedisProcess;
+
+TEST_SUITE("Security") {
+  TEST_CASE("no password appears in log output, exception messages or describe()") {
+    const std::string secret = "Sup3r-Secret-Passw0rd";
+    RedisProcess::Options options;
+    options.config = {"requirepass another-password"};
+    RedisProcess server(options);
+    const std::string address = server.host() + ":" + std::to_string(server.port());
+    dlock::test::LogCapture log(spdlog::level::trace);
+    std::vector<std::string> messages;
+    const auto collect = [&](auto&& action) {
+      try {
+        action();
+      } catch (const std::exception& error) {
+        messages.emplace_back(error.what());
+      }
+    };
+
+    // A wrong password, as a user and as password-only.
+    for (const std::string& uri : {"redis://alice:" + secret + "@" + address, "redis://" + secret + "@" + address,
+                                   "redis://:" + secret + "@" + address + "?command_timeout=200"}) {
+      auto backend = dlock::connect(uri);
+      messages.push_back(backend->describe());
+      auto lock = dlock::LockBuilder().backend(backend).build();
+      collect([&] { (void)lock->tryLock("k"); });
+      collect([&] { (void)lock->tryLock("k", 100ms); });
+      collect([&] { (void)lock->acquire("k"); });
+    }
+    // A server that is not there.
+    auto down = dlock::connect("redis://user:" + secret + "@127.0.0.1:" + std::to_string(dlock::test::freeLoopbackPort()) +
+                               "?connect_timeout=100");
+    collect([&] { (void)down->lock("k", "t", 1000ms); });
+    // Malformed URIs carrying the password.
+    collect([&] { (void)dlock::connect("redis://user:" + secret + "@host:notaport"); });
+    collect([&] { (void)dlock::connect("redis://user:" + secret + "@host:1?bogus=1"); });
+    collect([&] { (void)dlock::connect("redis+sentinel://h:1/m?sentinel_password=" + secret + "&bogus=1"); });
+
+    REQUIRE(messages.size() >= 10);
+    for (const auto& message : messages) CHECK_MESSAGE(message.find(secret) == std::string::npos, message);
+    const std::string logged = log.text();
+    CHECK_FALSE(logged.empty());  // the failures were logged, so the check below means something
+    CHECK(logged.find(secret) == std::string::npos);
+  }
+
+  TEST_CASE("keys that look like commands or Lua are stored as data and run nothing") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    client.ok({"SET", "canary", "alive"});
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(10s).build();
+    const std::vector<std::string> keys = {
+        "') redis.call('FLUSHALL') --",
+        "]] redis.call('FLUSHALL') --[[",
+        "x\r\nFLUSHALL\r\n",
+        "*1\r\n$8\r\nFLUSHALL\r\n",
+        "%s%s%s%n",
+        "} FLUSHALL {",
+    };
+    for (const auto& key : keys) {
+      REQUIRE(lock->tryLock(key));
+      CHECK(client.ok({"GET", "dlock:{" + key + "}"}).str.size() == 32);
+      lock->unlock(key);
+    }
+    CHECK(client.ok({"GET", "canary"}).str == "alive");
+    CHECK(client.commandCalls().count("flushall") == 0);
+  }
+}
