@@ -15,8 +15,8 @@ namespace dlock {
 
 class SingleOperator::Impl {
  public:
-  explicit Impl(SingleOptions options)
-      : prefix_(std::move(options.keyPrefix)),
+  explicit Impl(const SingleOptions& options)
+      : prefix_(options.keyPrefix),
         pool_(options.connection, options.pool),
         subscriber_([connection = options.connection] { return connection; }, options.pool) {}
 
@@ -29,7 +29,7 @@ class SingleOperator::Impl {
   detail::Subscriber subscriber_;
 };
 
-SingleOperator::SingleOperator(SingleOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+SingleOperator::SingleOperator(SingleOptions options) : impl_(std::make_unique<Impl>(options)) {}
 
 SingleOperator::~SingleOperator() = default;
 
