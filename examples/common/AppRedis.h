@@ -42,13 +42,15 @@ class AppRedis {
       throw std::runtime_error("the examples keep their data on one server: give a redis:// URI, not " +
                                parsed.redacted);
     }
-    const timeval timeout{5, 0};
-    context_.reset(redisConnectWithTimeout(parsed.hosts[0].host.c_str(), parsed.hosts[0].port, timeout));
+    const timeval connectTimeout{5, 0};
+    // Longer than the market's 5 s BLPOP, so that one answers rather than timing out here.
+    const timeval commandTimeout{10, 0};
+    context_.reset(redisConnectWithTimeout(parsed.hosts[0].host.c_str(), parsed.hosts[0].port, connectTimeout));
     if (!context_ || context_->err != 0) {
       throw std::runtime_error("cannot connect to " + parsed.redacted + ": " +
                                (context_ ? context_->errstr : "out of memory"));
     }
-    redisSetTimeout(context_.get(), timeout);
+    redisSetTimeout(context_.get(), commandTimeout);
     if (!parsed.password.empty()) {
       Command auth{"AUTH"};
       if (!parsed.user.empty()) auth.push_back(parsed.user);
