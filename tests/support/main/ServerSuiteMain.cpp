@@ -1,4 +1,5 @@
-// The topology suite's main: Sentinel, Cluster and Redlock sets the tests start themselves.
+// The main of every suite whose tests talk to real servers they start themselves (integration,
+// topology, examples).
 // DLOCK_SKIP_INTEGRATION=1 is the only way to skip them; it says so and exits 77, which ctest
 // reports as Skipped. A missing or broken redis-server is a failure, never a skip.
 #define DOCTEST_CONFIG_IMPLEMENT
