@@ -191,7 +191,9 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
     lease.release();
     log.info("dlock: released {} on {}", key, uri);
   } catch (const dlock::LockLostError&) {
-    if (!lost) {
+    if (lost) {
+      log.info("dlock: nothing to release: the lease of {} was lost", key);
+    } else {
       log.error("dlock: the lease of {} on {} had ended before the command did: it ran unprotected", key, uri);
     }
     lost = true;
