@@ -48,12 +48,6 @@ std::set<int> openFds() {
   return fds;
 }
 
-int exitStatusOf(int waitStatus) {
-  if (WIFEXITED(waitStatus)) return WEXITSTATUS(waitStatus);
-  if (WIFSIGNALED(waitStatus)) return 128 + WTERMSIG(waitStatus);
-  return 1;
-}
-
 // RAII for the posix_spawn attribute objects.
 struct SpawnAttributes {
   posix_spawnattr_t attr{};
@@ -185,7 +179,12 @@ Supervisor::Outcome Supervisor::supervise(pid_t pid, bool terminate, std::chrono
     int waitStatus = 0;
     const pid_t reaped = ::waitpid(pid, &waitStatus, WNOHANG);
     if (reaped == pid) {
-      outcome.status = exitStatusOf(waitStatus);
+      if (WIFSIGNALED(waitStatus)) {
+        outcome.signal = WTERMSIG(waitStatus);
+        outcome.status = 128 + outcome.signal;
+      } else {
+        outcome.status = WEXITSTATUS(waitStatus);
+      }
       return outcome;
     }
     if (reaped < 0 && errno != EINTR) throwErrno("waitpid");

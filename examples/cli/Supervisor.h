@@ -31,6 +31,7 @@ class Supervisor {
   // How a supervised command ended.
   struct Outcome {
     int status = 0;       // its exit status, or 128 + N when killed by signal N
+    int signal = 0;       // N when killed by signal N, else 0
     bool lost = false;    // the lease was lost while it ran
   };
 

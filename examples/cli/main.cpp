@@ -84,9 +84,11 @@ std::string shellText(const std::vector<std::string>& command) {
   return text;
 }
 
-std::string describeStatus(int status) {
-  if (status > 128 && status < 128 + 65) return "was killed by signal " + std::to_string(status - 128);
-  return "exited with status " + std::to_string(status);
+std::string describe(const Supervisor::Outcome& outcome) {
+  if (outcome.signal != 0) {
+    return "was killed by signal " + std::to_string(outcome.signal) + " (" + strsignal(outcome.signal) + ")";
+  }
+  return "exited with status " + std::to_string(outcome.status);
 }
 
 // Waits for the key in slices, so that SIGINT, SIGTERM or SIGHUP while waiting is noticed within
@@ -184,7 +186,7 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
     };
   }
   const Supervisor::Outcome outcome = supervisor.supervise(pid, terminate, options.grace, callbacks);
-  log.info("dlock: the command {}", describeStatus(outcome.status));
+  log.info("dlock: the command {}", describe(outcome));
 
   bool lost = outcome.lost;
   try {

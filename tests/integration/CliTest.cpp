@@ -39,6 +39,8 @@ namespace {
 // group, so whatever it started is killed with it if a check fails half-way.
 class Cli {
  public:
+  static constexpr int kInheritedFd = 9;
+
   explicit Cli(const std::vector<std::string>& args, const std::vector<std::string>& environment = {}) {
     std::vector<std::string> argv{DLOCK_CLI};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -67,6 +69,11 @@ class Cli {
       ::dup2(devNull, STDIN_FILENO);
       ::dup2(out[1], STDOUT_FILENO);
       ::dup2(err[1], STDERR_FILENO);
+      // dlock starts with 0, 1, 2 and 9 (a descriptor its caller passes on) open, nothing else.
+      ::dup2(devNull, kInheritedFd);
+      for (int fd = 3; fd < 1024; ++fd) {
+        if (fd != kInheritedFd) ::close(fd);
+      }
       ::execve(argvPtrs[0], argvPtrs.data(), envPtrs.data());
       ::_exit(126);
     }
@@ -400,11 +407,33 @@ TEST_SUITE("Cli") {
     Cli notExecutable({"--uri", server.uri(), key, "--", "/etc/hostname"});
     CHECK(notExecutable.wait() == 126);
 
+    // The command starts with no signal blocked and SIGPIPE at its default, whatever dlock does
+    // for itself: each of these ends the shell.
+    Cli pipeSignal({"--uri", server.uri(), key, "--", "sh", "-c", "kill -PIPE $$; echo survived"});
+    CHECK(pipeSignal.wait() == 128 + SIGPIPE);
+    CHECK(pipeSignal.out().empty());
+    for (const char* signal : {"TERM", "INT", "HUP", "CHLD"}) {
+      CAPTURE(signal);
+      Cli unblocked({"--uri", server.uri(), key, "--", "sh", "-c",
+                     std::string("trap 'echo caught' ") + signal + "; kill -" + signal + " $$; exit 5"});
+      CHECK(unblocked.wait() == 5);
+      CHECK(unblocked.out() == "caught\n");
+    }
+
     // And the key is free after each of them.
     auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
     const bool free = lock->tryLock(key);
     CHECK(free);
     if (free) lock->unlock(key);
+  }
+
+  TEST_CASE("the command gets the descriptors dlock was given, none of dlock's own") {
+    RedisProcess server;
+    const std::string key = testKey("descriptors");
+    // Under the watchdog, with a connection to Redis open in dlock while the command runs.
+    Cli run({"--uri", server.uri(), "--ttl", "300ms", key, "--", "sh", "-c", "sleep 0.2; ls /proc/$$/fd"});
+    CHECK(run.wait() == 0);
+    CHECK(run.out() == "0\n1\n2\n" + std::to_string(Cli::kInheritedFd) + "\n");
   }
 
   TEST_CASE("dlock status shows held or free, the remaining lease and the fencing token") {
