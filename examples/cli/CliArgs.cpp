@@ -320,17 +320,18 @@ handed out for it (0: never locked).
 Exit status:
   COMMAND's status, or 128+N when COMMAND was killed by signal N
   1    KEY was not had in time (-E N changes it)
-  3    the lease was lost while COMMAND ran: it was not protected (--lost-exit-code N)
+  3    the lease was lost while COMMAND ran: it was not protected (--lost-exit-code N),
+       also with --on-lost ignore
   2    bad arguments or URI
   125  dlock failed: backend unreachable, or an error reply
   126  COMMAND cannot be executed; 127 COMMAND not found
 
 Examples:
-  # A nightly job on every host; the first to start runs it, the others skip it at once.
+  # A cron job started on every host at once: one runs it, the others skip it while it runs.
   dlock --no-wait --uri redis://locks.internal:6379 nightly-report -- /usr/local/bin/report
 
   # Wait at most 2 minutes for the migration lock; exit 75 if it is still held by then.
-  export DLOCK_URI=redis://deploy@10.0.0.5:6379/2
+  export DLOCK_URI=redis://10.0.0.5:6379/2
   dlock --wait 2m -E 75 db-migrate -- ./migrate.sh --apply
 
   # Who holds it, and for how long?

@@ -145,7 +145,8 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
   dlock::Lease lease = acquireInterruptibly(*lock, options, supervisor, interrupt);
   if (!interrupt) interrupt = supervisor.takeInterrupt();
   if (interrupt) {
-    log.info("dlock: signal {} while waiting for {}; not running the command", *interrupt, key);
+    log.info("dlock: signal {} ({}) while waiting for {}; not running the command", *interrupt,
+             strsignal(*interrupt), key);
     lease = dlock::Lease();  // releases, if the last slice got the key
     Supervisor::dieBySignal(*interrupt);
   }
