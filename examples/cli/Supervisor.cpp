@@ -148,9 +148,10 @@ Supervisor::Outcome Supervisor::supervise(pid_t pid, bool terminate, std::chrono
                                           const Callbacks& callbacks) {
   using std::chrono::milliseconds;
   Outcome outcome;
-  std::optional<Steady::time_point> killAt;
+  constexpr Steady::time_point kNever = Steady::time_point::max();
+  Steady::time_point killAt = kNever;  // SIGKILL then, after a SIGTERM for a lost lease
   const bool ticking = callbacks.tickEvery.count() > 0 && callbacks.onTick;
-  Steady::time_point nextTick = ticking ? Steady::now() + callbacks.tickEvery : Steady::time_point::max();
+  Steady::time_point nextTick = ticking ? Steady::now() + callbacks.tickEvery : kNever;
 
   for (;;) {
     // Passed-on signals first, then the lost notice, then the child's exit: a notice that came
@@ -190,18 +191,18 @@ Supervisor::Outcome Supervisor::supervise(pid_t pid, bool terminate, std::chrono
     if (reaped < 0 && errno != EINTR) throwErrno("waitpid");
 
     const Steady::time_point now = Steady::now();
-    if (killAt && now >= *killAt) {
+    if (now >= killAt) {
       ::kill(pid, SIGKILL);
-      killAt.reset();
+      killAt = kNever;
     }
     if (ticking && now >= nextTick) {
       callbacks.onTick();
       nextTick = now + callbacks.tickEvery;
     }
 
-    const Steady::time_point wakeAt = std::min(nextTick, killAt.value_or(Steady::time_point::max()));
+    const Steady::time_point wakeAt = std::min(nextTick, killAt);
     int timeout = -1;
-    if (wakeAt != Steady::time_point::max()) {
+    if (wakeAt != kNever) {
       const auto left = std::chrono::ceil<milliseconds>(wakeAt - Steady::now()).count();
       timeout = static_cast<int>(std::clamp<milliseconds::rep>(left, 0, 60'000));
     }

@@ -101,18 +101,18 @@ dlock::Lease acquireInterruptibly(dlock::ILock& lock, const CliOptions& options,
     once.waitTime = milliseconds(0);
     return lock.acquire(options.key, once);
   }
-  const std::optional<Steady::time_point> deadline =
-      options.wait ? std::optional<Steady::time_point>(Steady::now() + *options.wait) : std::nullopt;
+  const bool bounded = options.wait.has_value();
+  const Steady::time_point deadline = bounded ? Steady::now() + *options.wait : Steady::time_point::max();
   for (;;) {
     if ((interrupt = supervisor.takeInterrupt())) return dlock::Lease();
     dlock::AcquireOptions slice;
     slice.waitTime = kSlice;
-    if (deadline) {
-      const auto left = std::chrono::ceil<milliseconds>(*deadline - Steady::now());
+    if (bounded) {
+      const auto left = std::chrono::ceil<milliseconds>(deadline - Steady::now());
       slice.waitTime = std::clamp(left, milliseconds(0), kSlice);  // 0 on the last: one more try
     }
     dlock::Lease lease = lock.acquire(options.key, slice);
-    if (lease || (deadline && Steady::now() >= *deadline)) return lease;
+    if (lease || (bounded && Steady::now() >= deadline)) return lease;
   }
 }
 
