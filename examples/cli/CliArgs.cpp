@@ -1,0 +1,405 @@
+#include "CliArgs.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <map>
+
+#include "dlock/Validation.h"
+#include "dlock/core/Uri.h"
+
+namespace dlock::cli {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::optional<int> parseExitCode(std::string_view text) {
+  int value = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || value < 0 || value > 255) return std::nullopt;
+  return value;
+}
+
+// Options and whether they take a value. Short forms follow flock(1): -n, -w, -E.
+struct OptionSpec {
+  const char* name;
+  bool takesValue;
+  bool forStatus;  // meaningful for `dlock status KEY` too
+};
+
+const std::map<std::string, OptionSpec>& optionSpecs() {
+  static const std::map<std::string, OptionSpec> specs = {
+      {"--uri", {"--uri", true, true}},
+      {"--ttl", {"--ttl", true, false}},
+      {"--wait", {"--wait", true, false}},
+      {"-w", {"--wait", true, false}},
+      {"--no-wait", {"--no-wait", false, false}},
+      {"-n", {"--no-wait", false, false}},
+      {"--conflict-exit-code", {"--conflict-exit-code", true, false}},
+      {"-E", {"--conflict-exit-code", true, false}},
+      {"--lost-exit-code", {"--lost-exit-code", true, false}},
+      {"--on-lost", {"--on-lost", true, false}},
+      {"--grace", {"--grace", true, false}},
+      {"--verbose", {"--verbose", false, true}},
+      {"-v", {"--verbose", false, true}},
+      {"--help", {"--help", false, true}},
+      {"-h", {"--help", false, true}},
+      {"--version", {"--version", false, true}},
+  };
+  return specs;
+}
+
+milliseconds durationArgument(const std::string& option, const std::string& value) {
+  const auto duration = parseDuration(value);
+  if (!duration) {
+    throw UsageError(option + ": '" + value + "' is not a duration (e.g. 500ms, 30s, 2m)");
+  }
+  return *duration;
+}
+
+int exitCodeArgument(const std::string& option, const std::string& value) {
+  const auto code = parseExitCode(value);
+  if (!code) throw UsageError(option + ": '" + value + "' is not an exit status from 0 to 255");
+  return *code;
+}
+
+void checkKeyArgument(const std::string& key) {
+  if (key.empty()) throw UsageError("KEY is empty");
+  if (key.size() > kMaxKeyBytes) {
+    throw UsageError("KEY has " + std::to_string(key.size()) + " bytes, more than the limit of " +
+                     std::to_string(kMaxKeyBytes));
+  }
+}
+
+// The end of a URI's authority (where userinfo may be), from `start` (just after "://").
+std::size_t authorityEnd(std::string_view text, std::size_t start) {
+  const auto end = text.find_first_of("/?#; \t\n", start);
+  return end == std::string_view::npos ? text.size() : end;
+}
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percentDecoded(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hexValue(text[i + 1]) >= 0 && hexValue(text[i + 2]) >= 0) {
+      out += static_cast<char>(hexValue(text[i + 1]) * 16 + hexValue(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// Where the value of query parameter `name` starts and ends, for every occurrence in `text`.
+template <class Visit>
+void forEachQueryValue(std::string_view text, std::string_view name, Visit visit) {
+  std::size_t pos = 0;
+  while ((pos = text.find(name, pos)) != std::string_view::npos) {
+    const bool atParameterStart = pos > 0 && (text[pos - 1] == '?' || text[pos - 1] == '&');
+    const std::size_t equals = pos + name.size();
+    pos = equals;
+    if (!atParameterStart || equals >= text.size() || text[equals] != '=') continue;
+    const std::size_t valueStart = equals + 1;
+    std::size_t valueEnd = text.find_first_of("&;# \t\n", valueStart);
+    if (valueEnd == std::string_view::npos) valueEnd = text.size();
+    visit(valueStart, valueEnd);
+  }
+}
+
+}  // namespace
+
+std::optional<milliseconds> parseDuration(std::string_view text) {
+  // Number: digits with an optional fraction. Unit: ms, s, m, h; none means seconds.
+  std::size_t i = 0;
+  std::uint64_t whole = 0;
+  std::uint64_t fraction = 0;
+  std::uint64_t fractionScale = 1;
+  std::size_t digits = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++digits) {
+    whole = whole * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    if (whole > 1'000'000'000'000ULL) return std::nullopt;
+  }
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    std::size_t fractionDigits = 0;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++fractionDigits) {
+      if (fractionDigits < 9) {  // beyond a nanosecond of precision, digits no longer matter
+        fraction = fraction * 10 + static_cast<std::uint64_t>(text[i] - '0');
+        fractionScale *= 10;
+      }
+    }
+    if (fractionDigits == 0) return std::nullopt;
+    digits += fractionDigits;
+  }
+  if (digits == 0) return std::nullopt;
+  const std::string_view unit = text.substr(i);
+  std::uint64_t unitMillis = 0;
+  if (unit == "ms") {
+    unitMillis = 1;
+  } else if (unit.empty() || unit == "s") {
+    unitMillis = 1000;
+  } else if (unit == "m") {
+    unitMillis = 60'000;
+  } else if (unit == "h") {
+    unitMillis = 3'600'000;
+  } else {
+    return std::nullopt;
+  }
+  const auto limit = static_cast<std::uint64_t>(kMaxDuration.count());
+  if (whole > limit / unitMillis) return std::nullopt;
+  // fraction / fractionScale of a unit, rounded up to a whole millisecond.
+  const std::uint64_t fractionMillis = (fraction * unitMillis + fractionScale - 1) / fractionScale;
+  const std::uint64_t total = whole * unitMillis + fractionMillis;
+  if (total > limit) return std::nullopt;
+  return milliseconds(static_cast<milliseconds::rep>(total));
+}
+
+std::string formatDuration(milliseconds duration) {
+  const auto count = duration.count();
+  if (count != 0 && count % 3'600'000 == 0) return std::to_string(count / 3'600'000) + "h";
+  if (count != 0 && count % 60'000 == 0) return std::to_string(count / 60'000) + "m";
+  if (count != 0 && count % 1000 == 0) return std::to_string(count / 1000) + "s";
+  return std::to_string(count) + "ms";
+}
+
+CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEnvironment) {
+  CliOptions options;
+  if (uriFromEnvironment != nullptr && *uriFromEnvironment != '\0') options.uri = uriFromEnvironment;
+
+  std::vector<std::string> positionals;
+  std::vector<std::string> runOnlyOptions;  // given, and meaningless for `status`
+  bool separator = false;
+  bool waitGiven = false;
+  bool noWaitGiven = false;
+
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      separator = true;
+      options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') {
+      positionals.push_back(arg);
+      continue;
+    }
+    // --name=value or --name value.
+    std::string name = arg;
+    std::optional<std::string> value;
+    if (const auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    const auto spec = optionSpecs().find(name);
+    if (spec == optionSpecs().end()) throw UsageError("unknown option '" + name + "'");
+    const std::string canonical = spec->second.name;
+    if (spec->second.takesValue) {
+      if (!value) {
+        if (i + 1 >= args.size() || args[i + 1] == "--") throw UsageError(canonical + " needs a value");
+        value = args[++i];
+      }
+    } else if (value) {
+      throw UsageError(canonical + " takes no value");
+    }
+    if (!spec->second.forStatus) runOnlyOptions.push_back(canonical);
+
+    if (canonical == "--help") {
+      options.mode = Mode::Help;
+      return options;
+    }
+    if (canonical == "--version") {
+      options.mode = Mode::Version;
+      return options;
+    }
+    if (canonical == "--uri") {
+      if (value->empty()) throw UsageError("--uri is empty");
+      options.uri = *value;
+    } else if (canonical == "--ttl") {
+      options.ttl = durationArgument(canonical, *value);
+      if (options.ttl < kMinTtl) {
+        throw UsageError("--ttl must be at least " + formatDuration(kMinTtl) + ", got '" + *value + "'");
+      }
+    } else if (canonical == "--wait") {
+      options.wait = durationArgument(canonical, *value);
+      waitGiven = true;
+    } else if (canonical == "--no-wait") {
+      options.wait = milliseconds(0);
+      noWaitGiven = true;
+    } else if (canonical == "--conflict-exit-code") {
+      options.conflictExitCode = exitCodeArgument(canonical, *value);
+    } else if (canonical == "--lost-exit-code") {
+      options.lostExitCode = exitCodeArgument(canonical, *value);
+    } else if (canonical == "--on-lost") {
+      if (*value == "terminate") {
+        options.onLost = OnLost::Terminate;
+      } else if (*value == "ignore") {
+        options.onLost = OnLost::Ignore;
+      } else {
+        throw UsageError("--on-lost: '" + *value + "' is neither 'terminate' nor 'ignore'");
+      }
+    } else if (canonical == "--grace") {
+      options.grace = durationArgument(canonical, *value);
+    } else if (canonical == "--verbose") {
+      options.verbose = true;
+    }
+  }
+  if (waitGiven && noWaitGiven) throw UsageError("--wait and --no-wait exclude each other");
+
+  // `dlock status KEY` has no "--"; `dlock status -- CMD` locks the key "status".
+  if (!separator && !positionals.empty() && positionals.front() == "status") {
+    if (positionals.size() != 2) throw UsageError("status takes one KEY");
+    if (!runOnlyOptions.empty()) throw UsageError(runOnlyOptions.front() + " does not apply to status");
+    options.mode = Mode::Status;
+    options.key = positionals[1];
+    checkKeyArgument(options.key);
+    return options;
+  }
+
+  if (positionals.empty()) throw UsageError("no KEY");
+  if (positionals.size() > 1 || !separator) {
+    throw UsageError(separator ? "expected one KEY before '--', got " + std::to_string(positionals.size())
+                               : "expected '--' between KEY and COMMAND");
+  }
+  if (options.command.empty()) throw UsageError("no COMMAND after '--'");
+  if (options.command.front().empty()) throw UsageError("COMMAND is empty");
+  options.mode = Mode::Run;
+  options.key = positionals.front();
+  checkKeyArgument(options.key);
+  return options;
+}
+
+std::string usageText() {
+  return "Usage: dlock [OPTIONS] KEY -- COMMAND [ARGS...]\n"
+         "       dlock [--uri URI] status KEY\n"
+         "Try 'dlock --help' for more information.\n";
+}
+
+std::string helpText() {
+  return R"(Usage: dlock [OPTIONS] KEY -- COMMAND [ARGS...]
+       dlock [--uri URI] status KEY
+       dlock --help | --version
+
+Runs COMMAND while holding the distributed lock KEY: flock(1) across hosts. Of all the dlock
+commands on the same backend, only one at a time runs its COMMAND under KEY. The lease is
+renewed while COMMAND runs; SIGINT, SIGTERM and SIGHUP sent to dlock are passed on to COMMAND;
+the lock is released when COMMAND ends, and dlock exits with COMMAND's status (128+N when it was
+killed by signal N).
+
+Options:
+      --uri URI          the backend (default: $DLOCK_URI, else redis://127.0.0.1:6379):
+                           redis://[user:password@]host:port[/db], memory://, and the sentinel,
+                           cluster and redlock forms this build supports; passwords are never
+                           printed
+      --ttl D            the lease, renewed every third of it while COMMAND runs (default 30s)
+  -w, --wait D           give up when KEY is not had within D (default: wait as long as it takes)
+  -n, --no-wait          give up at once when KEY is held
+  -E, --conflict-exit-code N
+                         exit status when KEY was not had (default 1)
+      --lost-exit-code N exit status when the lease was lost while COMMAND ran (default 3)
+      --on-lost terminate|ignore
+                         on a lost lease, stop COMMAND (SIGTERM, then SIGKILL after the grace
+                         period; the default), or let it finish
+      --grace D          time between SIGTERM and SIGKILL on a lost lease (default 5s)
+  -v, --verbose          log acquisition, renewals and release on stderr
+  -h, --help             show this help and exit
+      --version          show the version and exit
+
+Durations: 500ms, 30s, 2m, 1h, 1.5s; a bare number is seconds.
+
+dlock status KEY prints whether KEY is held, its remaining lease, and the last fencing token
+handed out for it (0: never locked).
+
+Exit status:
+  COMMAND's status, or 128+N when COMMAND was killed by signal N
+  1    KEY was not had in time (-E N changes it)
+  3    the lease was lost while COMMAND ran: it was not protected (--lost-exit-code N),
+       also with --on-lost ignore
+  2    bad arguments or URI
+  125  dlock failed: backend unreachable, or an error reply
+  126  COMMAND cannot be executed; 127 COMMAND not found
+
+Examples:
+  # A cron job started on every host at once: one runs it, the others skip it while it runs.
+  dlock --no-wait --uri redis://locks.internal:6379 nightly-report -- /usr/local/bin/report
+
+  # Wait at most 2 minutes for the migration lock; exit 75 if it is still held by then.
+  export DLOCK_URI=redis://10.0.0.5:6379/2
+  dlock --wait 2m -E 75 db-migrate -- ./migrate.sh --apply
+
+  # Who holds it, and for how long?
+  dlock status db-migrate
+)";
+}
+
+std::string displayUri(std::string_view uri) {
+  std::string out = redactUri(uri);
+  // Mask what redactUri leaves: a password-only userinfo, and every member of a list.
+  for (std::size_t pos = out.find("://"); pos != std::string::npos; pos = out.find("://", pos)) {
+    const std::size_t start = pos + 3;
+    const std::size_t end = authorityEnd(out, start);
+    const std::size_t at = out.rfind('@', end == 0 ? 0 : end - 1);
+    pos = start;
+    if (at == std::string::npos || at < start || at >= end) continue;
+    const std::size_t colon = out.find(':', start);
+    if (colon != std::string::npos && colon < at) {
+      out.replace(colon + 1, at - colon - 1, "***");
+    } else {
+      out.replace(start, at - start, "***");
+    }
+  }
+  std::vector<std::pair<std::size_t, std::size_t>> values;
+  forEachQueryValue(out, "sentinel_password", [&](std::size_t b, std::size_t e) { values.emplace_back(b, e); });
+  for (auto it = values.rbegin(); it != values.rend(); ++it) out.replace(it->first, it->second - it->first, "***");
+  return out;
+}
+
+std::vector<std::string> uriSecrets(std::string_view text) {
+  std::vector<std::string> secrets;
+  const auto add = [&](std::string_view secret) {
+    if (secret.empty()) return;
+    secrets.emplace_back(secret);
+    const std::string decoded = percentDecoded(secret);
+    if (decoded != secret && !decoded.empty()) secrets.push_back(decoded);
+  };
+  // Generous on purpose: the userinfo runs to the last '@' of the member, so a password holding a
+  // raw '/', '?' or '#' (which breaks the URI, and so reaches an error message) is still found.
+  for (std::size_t pos = text.find("://"); pos != std::string_view::npos; pos = text.find("://", pos)) {
+    const std::size_t start = pos + 3;
+    pos = start;
+    std::size_t end = text.find_first_of("; \t\n", start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::size_t at = end == start ? std::string_view::npos : text.rfind('@', end - 1);
+    if (at == std::string_view::npos || at < start) continue;
+    const std::string_view userinfo = text.substr(start, at - start);
+    if (userinfo.find("://") != std::string_view::npos) continue;  // a list's member: found next
+    const std::size_t colon = userinfo.find(':');
+    add(colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1));
+  }
+  forEachQueryValue(text, "sentinel_password", [&](std::size_t b, std::size_t e) { add(text.substr(b, e - b)); });
+  // Longest first, so a secret containing another is masked whole.
+  std::sort(secrets.begin(), secrets.end(), [](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() > b.size() : a < b;
+  });
+  secrets.erase(std::unique(secrets.begin(), secrets.end()), secrets.end());
+  return secrets;
+}
+
+std::string scrubSecrets(std::string text, const std::vector<std::string>& secrets) {
+  for (const auto& secret : secrets) {
+    if (secret.empty()) continue;
+    for (std::size_t pos = text.find(secret); pos != std::string::npos; pos = text.find(secret, pos + 3)) {
+      text.replace(pos, secret.size(), "***");
+    }
+  }
+  return text;
+}
+
+}  // namespace dlock::cli

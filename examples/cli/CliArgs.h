@@ -1,0 +1,92 @@
+// CliArgs.h — the command line of the `dlock` command, parsed into plain values.
+//
+//   CliOptions     what one invocation asks for: run a command under a lock, show a key's status,
+//                  print the help or the version
+//   parseArgs()    argv (without argv[0]) and $DLOCK_URI → CliOptions; UsageError when malformed
+//   parseDuration  "500ms", "30s", "2m", "1h", "1.5s", "10" (seconds) → milliseconds
+//   displayUri     a URI as dlock prints it, every password masked
+//   uriSecrets / scrubSecrets   the passwords inside URIs, and text with them masked: a second
+//                  line of defence for messages dlock did not compose itself
+//
+// No I/O and no backend here, so all of it is unit-tested (tests/unit/CliArgsTest.cpp).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlock::cli {
+
+// Exit codes of dlock itself; everything else is the command's own status.
+inline constexpr int kExitUsage = 2;         // bad arguments or a bad URI
+inline constexpr int kExitFailure = 125;     // dlock failed: backend unreachable or an error reply
+inline constexpr int kExitCannotRun = 126;   // the command exists but cannot be executed
+inline constexpr int kExitNotFound = 127;    // the command was not found
+
+inline constexpr const char* kDefaultUri = "redis://127.0.0.1:6379";
+
+// Bad arguments: the message says which, without the program name.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Mode { Run, Status, Help, Version };
+
+// What happens to the command when its lease is lost while it runs.
+enum class OnLost {
+  Terminate,  // SIGTERM, then SIGKILL after the grace period
+  Ignore,     // let it run on (dlock still exits with the lost code)
+};
+
+struct CliOptions {
+  Mode mode = Mode::Run;
+  std::string uri = kDefaultUri;  // --uri, else $DLOCK_URI, else kDefaultUri
+  std::string key;
+  std::vector<std::string> command;  // Run: COMMAND [ARGS...]
+  // The lease the watchdog keeps renewing (every third of it) while the command runs.
+  std::chrono::milliseconds ttl{std::chrono::seconds(30)};
+  // How long to wait for the key. Unset: as long as it takes; zero: try once (--no-wait).
+  std::optional<std::chrono::milliseconds> wait;
+  int conflictExitCode = 1;
+  int lostExitCode = 3;
+  OnLost onLost = OnLost::Terminate;
+  // After SIGTERM on a lost lease, how long the command has before SIGKILL.
+  std::chrono::milliseconds grace{std::chrono::seconds(5)};
+  bool verbose = false;
+};
+
+inline constexpr std::chrono::milliseconds kMinTtl{10};
+inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(24 * 365);
+
+// Parses the arguments after argv[0]. `uriFromEnvironment` is $DLOCK_URI (nullptr or empty when
+// unset). UsageError names the offending argument.
+[[nodiscard]] CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEnvironment);
+
+// "500ms", "30s", "2m", "1h", with an optional decimal fraction ("1.5s"); a bare number is
+// seconds, as flock -w and timeout(1) take. Rounded up to whole milliseconds. Nullopt when
+// malformed, negative or longer than kMaxDuration; zero is returned as zero.
+[[nodiscard]] std::optional<std::chrono::milliseconds> parseDuration(std::string_view text);
+
+// A duration as the shortest exact text: "2m", "30s", "1500ms".
+[[nodiscard]] std::string formatDuration(std::chrono::milliseconds duration);
+
+// The help text (--help) and the one-line usage (after a usage error).
+[[nodiscard]] std::string helpText();
+[[nodiscard]] std::string usageText();
+
+// The URI for messages: dlock::redactUri, and also the password-only form (redis://secret@host),
+// every member of a redlock list, and sentinel_password=... masked.
+[[nodiscard]] std::string displayUri(std::string_view uri);
+
+// The passwords inside every URI found in `text` (userinfo and sentinel_password), raw and
+// percent-decoded, longest first.
+[[nodiscard]] std::vector<std::string> uriSecrets(std::string_view text);
+
+// `text` with every occurrence of each secret replaced by "***".
+[[nodiscard]] std::string scrubSecrets(std::string text, const std::vector<std::string>& secrets);
+
+}  // namespace dlock::cli

@@ -1,0 +1,83 @@
+// Supervisor.h — runs COMMAND as dlock's child and watches it: passes SIGINT, SIGTERM and SIGHUP
+// on to it, stops it when the lease is lost, and reports how it ended.
+//
+// The forwarded signals and SIGCHLD are blocked in every thread and read from a signalfd by one
+// loop (Linux), so construct the Supervisor before any thread starts: threads inherit the mask,
+// and the watchdog and subscriber threads of the lock must not take these signals. The lease-lost
+// notice arrives from the watchdog thread through a pipe, into the same loop.
+//
+// The child gets the signal mask and SIGPIPE disposition dlock started with, and none of the file
+// descriptors dlock opened itself (connections to Redis, the signalfd, the pipe); descriptors
+// dlock inherited are passed on, as flock(1) does.
+// Owner: main(). Thread safety: notifyLost() from any thread; everything else from the thread
+// that constructed it.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace dlock::cli {
+
+class Supervisor {
+ public:
+  // How a supervised command ended.
+  struct Outcome {
+    int status = 0;       // its exit status, or 128 + N when killed by signal N
+    int signal = 0;       // N when killed by signal N, else 0
+    bool lost = false;    // the lease was lost while it ran
+  };
+
+  struct Callbacks {
+    // The lease was lost (once); before the command is stopped.
+    std::function<void(std::uint64_t fencingToken)> onLost;
+    // Called about every `tickEvery` while the command runs (zero: never).
+    std::function<void()> onTick;
+    std::chrono::milliseconds tickEvery{0};
+  };
+
+  // The failure of spawn(): the errno of exec or fork.
+  struct SpawnError {
+    int error = 0;
+  };
+
+  Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+  ~Supervisor();
+
+  // The lease is gone. Any thread; async-signal-safe (one write to a pipe).
+  void notifyLost(std::uint64_t fencingToken) noexcept;
+
+  // A SIGINT, SIGTERM or SIGHUP received so far (while waiting for the lock), without blocking.
+  [[nodiscard]] std::optional<int> takeInterrupt();
+
+  // Starts the command (PATH search as execvp). The pid, or the errno of a failed start.
+  [[nodiscard]] pid_t spawn(const std::vector<std::string>& command, SpawnError& error);
+
+  // Runs until the child `pid` exits. On a lost lease: callbacks.onLost, then, when `terminate`,
+  // SIGTERM and SIGKILL `grace` later.
+  [[nodiscard]] Outcome supervise(pid_t pid, bool terminate, std::chrono::milliseconds grace,
+                                  const Callbacks& callbacks);
+
+  // Ends dlock by `signo` with its default action (so a parent shell sees the signal); falls back
+  // to exit(128 + signo) if that did not end the process.
+  [[noreturn]] static void dieBySignal(int signo);
+
+ private:
+  std::set<int> inheritedFds_;  // open when dlock started: the caller's, passed on to the child
+  sigset_t startMask_{};        // the signal mask dlock started with
+  bool pipeIgnoredAtStart_ = false;
+  int signalFd_ = -1;
+  int lostRead_ = -1;
+  int lostWrite_ = -1;
+};
+
+}  // namespace dlock::cli

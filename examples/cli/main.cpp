@@ -1,0 +1,258 @@
+// dlock — runs a command while holding a distributed lock: flock(1) across hosts.
+//
+//   dlock [OPTIONS] KEY -- COMMAND [ARGS...]     see `dlock --help`
+//   dlock [--uri URI] status KEY
+//
+// The parts: CliArgs (the command line), Supervisor (the child, its signals, the lost lease) and
+// this file, which wires them to an ILock. Messages go through the `dlock` spdlog logger, whose
+// sink masks every password found in the arguments before anything reaches the terminal.
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "CliArgs.h"
+#include "Supervisor.h"
+#include "dlock/ILock.h"
+#include "dlock/LockError.h"
+#include "dlock/Validation.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+
+namespace {
+
+using namespace dlock::cli;
+using std::chrono::milliseconds;
+using Steady = std::chrono::steady_clock;
+
+// Writes formatted log lines to stderr with the secrets masked.
+class ScrubbingStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit ScrubbingStderrSink(std::vector<std::string> secrets) : secrets_(std::move(secrets)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);
+    const std::string text = scrubSecrets(std::string(formatted.data(), formatted.size()), secrets_);
+    std::fwrite(text.data(), 1, text.size(), stderr);
+  }
+  void flush_() override { std::fflush(stderr); }
+
+ private:
+  const std::vector<std::string> secrets_;
+};
+
+// The `dlock` logger, registered before the library looks it up, so the library's warnings come
+// out here too. --verbose adds dlock's own account at info (the library's debug lines would
+// repeat it).
+std::shared_ptr<spdlog::logger> makeLogger(bool verbose, std::vector<std::string> secrets) {
+  auto logger = std::make_shared<spdlog::logger>("dlock", std::make_shared<ScrubbingStderrSink>(std::move(secrets)));
+  logger->set_pattern(verbose ? "[%H:%M:%S.%e] %v" : "%v");
+  logger->set_level(verbose ? spdlog::level::info : spdlog::level::warn);
+  spdlog::register_logger(logger);
+  return logger;
+}
+
+// A command line for messages, arguments quoted where a shell would need it.
+std::string shellText(const std::vector<std::string>& command) {
+  std::string text;
+  for (const auto& arg : command) {
+    if (!text.empty()) text += ' ';
+    const bool plain = !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_./=:,+@%", c) != nullptr;
+    });
+    if (plain) {
+      text += arg;
+      continue;
+    }
+    text += '\'';
+    for (const char c : arg) text += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    text += '\'';
+  }
+  return text;
+}
+
+std::string describe(const Supervisor::Outcome& outcome) {
+  if (outcome.signal != 0) {
+    return "was killed by signal " + std::to_string(outcome.signal) + " (" + strsignal(outcome.signal) + ")";
+  }
+  return "exited with status " + std::to_string(outcome.status);
+}
+
+// Waits for the key in slices, so that SIGINT, SIGTERM or SIGHUP while waiting is noticed within
+// one slice and dlock can stop cleanly. An empty lease: not had in time, or interrupted.
+dlock::Lease acquireInterruptibly(dlock::ILock& lock, const CliOptions& options, Supervisor& supervisor,
+                                  std::optional<int>& interrupt) {
+  constexpr milliseconds kSlice{100};
+  if (options.wait && options.wait->count() == 0) {
+    dlock::AcquireOptions once;
+    once.waitTime = milliseconds(0);
+    return lock.acquire(options.key, once);
+  }
+  const bool bounded = options.wait.has_value();
+  const Steady::time_point deadline = bounded ? Steady::now() + *options.wait : Steady::time_point::max();
+  for (;;) {
+    if ((interrupt = supervisor.takeInterrupt())) return dlock::Lease();
+    dlock::AcquireOptions slice;
+    slice.waitTime = kSlice;
+    if (bounded) {
+      const auto left = std::chrono::ceil<milliseconds>(deadline - Steady::now());
+      slice.waitTime = std::clamp(left, milliseconds(0), kSlice);  // 0 on the last: one more try
+    }
+    dlock::Lease lease = lock.acquire(options.key, slice);
+    if (lease || (bounded && Steady::now() >= deadline)) return lease;
+  }
+}
+
+int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<std::string>& secrets) {
+  const dlock::LeaseInfo info = dlock::connect(options.uri)->inspect(options.key);
+  std::string text;
+  text += "key:           " + dlock::detail::quoteKey(options.key) + "\n";
+  text += "backend:       " + displayUri(options.uri) + "\n";
+  text += std::string("held:          ") + (info.held ? "yes" : "no") + "\n";
+  text += "remaining:     " + (info.held ? formatDuration(info.remaining) : std::string("-")) + "\n";
+  text += "fencing token: " + std::to_string(info.fencingToken) + "\n";
+  text = scrubSecrets(std::move(text), secrets);
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    log.error("dlock: writing the status failed: {}", std::strerror(errno));
+    return kExitFailure;
+  }
+  return 0;
+}
+
+int runLocked(const CliOptions& options, spdlog::logger& log) {
+  // First, before the lock starts any thread: every thread must block the supervised signals.
+  Supervisor supervisor;
+
+  const std::string key = dlock::detail::quoteKey(options.key);
+  const std::string uri = displayUri(options.uri);
+  auto lock = dlock::LockBuilder().backend(dlock::connect(options.uri)).watchdogLease(options.ttl).build();
+  lock->onLockLost([&supervisor](std::string_view, std::uint64_t fencingToken) { supervisor.notifyLost(fencingToken); });
+
+  std::optional<int> interrupt;
+  dlock::Lease lease = acquireInterruptibly(*lock, options, supervisor, interrupt);
+  if (!interrupt) interrupt = supervisor.takeInterrupt();
+  if (interrupt) {
+    log.info("dlock: signal {} ({}) while waiting for {}; not running the command", *interrupt,
+             strsignal(*interrupt), key);
+    lease = dlock::Lease();  // releases, if the last slice got the key
+    Supervisor::dieBySignal(*interrupt);
+  }
+  if (!lease) {
+    const milliseconds waited = options.wait.value_or(milliseconds(0));
+    log.info("dlock: {} on {} is held by another owner; gave up {}", key, uri,
+             waited.count() == 0 ? std::string("at once") : "after " + formatDuration(waited));
+    return options.conflictExitCode;
+  }
+  log.info("dlock: acquired {} on {} (fencing token {}; lease {}, renewed every {})", key, uri, lease.fencingToken(),
+           formatDuration(options.ttl), formatDuration(options.ttl / 3));
+
+  Supervisor::SpawnError spawnError;
+  const pid_t pid = supervisor.spawn(options.command, spawnError);
+  if (pid < 0) {
+    log.error("dlock: cannot run '{}': {}", options.command.front(), std::strerror(spawnError.error));
+    lease = dlock::Lease();  // releases quietly
+    return spawnError.error == ENOENT ? kExitNotFound : kExitCannotRun;
+  }
+  log.info("dlock: running {} (pid {})", shellText(options.command), pid);
+
+  const bool terminate = options.onLost == OnLost::Terminate;
+  Supervisor::Callbacks callbacks;
+  callbacks.onLost = [&](std::uint64_t fencingToken) {
+    log.error("dlock: lost the lock {} on {} (fencing token {}) while the command ran; {}", key, uri, fencingToken,
+              terminate ? "stopping it (SIGTERM, then SIGKILL after " + formatDuration(options.grace) + ")"
+                        : std::string("letting it finish"));
+  };
+  std::uint64_t renewalsSeen = 0;
+  if (options.verbose) {
+    callbacks.tickEvery = std::max(milliseconds(1), options.ttl / 6);
+    callbacks.onTick = [&] {
+      const std::uint64_t renewals = lock->stats().renewals;
+      if (renewals == renewalsSeen) return;
+      renewalsSeen = renewals;
+      log.info("dlock: renewed the lease of {} for {} ({} renewals so far)", key, formatDuration(options.ttl),
+               renewals);
+    };
+  }
+  const Supervisor::Outcome outcome = supervisor.supervise(pid, terminate, options.grace, callbacks);
+  log.info("dlock: the command {}", describe(outcome));
+
+  bool lost = outcome.lost;
+  try {
+    lease.release();
+    log.info("dlock: released {} on {}", key, uri);
+  } catch (const dlock::LockLostError&) {
+    if (lost) {
+      log.info("dlock: nothing to release: the lease of {} was lost", key);
+    } else {
+      log.error("dlock: the lease of {} on {} had ended before the command did: it ran unprotected", key, uri);
+    }
+    lost = true;
+  } catch (const dlock::LockError& error) {
+    log.warn("dlock: releasing {} failed: {}; the lease ends on its own within {}", key, error.what(),
+             formatDuration(options.ttl));
+  }
+  return lost ? options.lostExitCode : outcome.status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  const char* uriFromEnvironment = std::getenv("DLOCK_URI");
+
+  // Every password in the arguments or $DLOCK_URI, masked in everything dlock prints.
+  std::vector<std::string> secrets;
+  for (const auto& arg : args) {
+    for (auto& secret : uriSecrets(arg)) secrets.push_back(std::move(secret));
+  }
+  if (uriFromEnvironment != nullptr) {
+    for (auto& secret : uriSecrets(uriFromEnvironment)) secrets.push_back(std::move(secret));
+  }
+  std::sort(secrets.begin(), secrets.end(), [](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() > b.size() : a < b;
+  });
+
+  CliOptions options;
+  try {
+    options = parseArgs(args, uriFromEnvironment);
+  } catch (const UsageError& error) {
+    const std::string text = scrubSecrets("dlock: " + std::string(error.what()) + "\n", secrets) + usageText();
+    std::fputs(text.c_str(), stderr);
+    return kExitUsage;
+  }
+  switch (options.mode) {
+    case Mode::Help:
+      std::fputs(helpText().c_str(), stdout);
+      return 0;
+    case Mode::Version:
+      std::printf("dlock %s\n", DLOCK_VERSION);
+      return 0;
+    case Mode::Run:
+    case Mode::Status:
+      break;
+  }
+
+  const auto log = makeLogger(options.verbose, secrets);
+  try {
+    return options.mode == Mode::Status ? runStatus(options, *log, secrets) : runLocked(options, *log);
+  } catch (const dlock::ConfigError& error) {
+    log->error("{}", error.what());
+    return kExitUsage;
+  } catch (const std::exception& error) {
+    log->error("{}", error.what());
+    return kExitFailure;
+  }
+}

@@ -1,0 +1,607 @@
+// The `dlock` command against a real redis-server: mutual exclusion between commands, conflicts,
+// signals, exit statuses, `status`, a lease lost under a running command, usage errors, and
+// passwords kept out of every output.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "RedisClient.h"
+#include "RedisProcess.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+
+extern char** environ;
+
+using namespace std::chrono_literals;
+using dlock::test::RedisClient;
+using dlock::test::RedisProcess;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+// One run of the dlock command, with its stdout and stderr captured. It runs in its own process
+// group, so whatever it started is killed with it if a check fails half-way.
+class Cli {
+ public:
+  static constexpr int kInheritedFd = 9;
+
+  explicit Cli(const std::vector<std::string>& args, const std::vector<std::string>& environment = {}) {
+    std::vector<std::string> argv{DLOCK_CLI};
+    argv.insert(argv.end(), args.begin(), args.end());
+    // The caller's environment without DLOCK_URI, plus `environment`; built before fork.
+    std::vector<std::string> env;
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+      if (std::strncmp(*entry, "DLOCK_URI=", 10) != 0) env.emplace_back(*entry);
+    }
+    env.insert(env.end(), environment.begin(), environment.end());
+    std::vector<char*> argvPtrs;
+    for (auto& arg : argv) argvPtrs.push_back(arg.data());
+    argvPtrs.push_back(nullptr);
+    std::vector<char*> envPtrs;
+    for (auto& entry : env) envPtrs.push_back(entry.data());
+    envPtrs.push_back(nullptr);
+
+    int out[2];
+    int err[2];
+    REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+    REQUIRE(::pipe2(err, O_CLOEXEC) == 0);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      const int devNull = ::open("/dev/null", O_RDONLY);
+      ::dup2(devNull, STDIN_FILENO);
+      ::dup2(out[1], STDOUT_FILENO);
+      ::dup2(err[1], STDERR_FILENO);
+      // dlock starts with 0, 1, 2 and 9 (a descriptor its caller passes on) open, nothing else.
+      ::dup2(devNull, kInheritedFd);
+      for (int fd = 3; fd < 1024; ++fd) {
+        if (fd != kInheritedFd) ::close(fd);
+      }
+      ::execve(argvPtrs[0], argvPtrs.data(), envPtrs.data());
+      ::_exit(126);
+    }
+    ::setpgid(pid_, pid_);  // also here, so a signal to the group cannot race the child's own call
+    ::close(out[1]);
+    ::close(err[1]);
+    outFd_ = out[0];
+    errFd_ = err[0];
+    started_ = Steady::now();
+  }
+  Cli(const Cli&) = delete;
+  Cli& operator=(const Cli&) = delete;
+  ~Cli() {
+    if (!exited_) {
+      ::kill(-pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (outFd_ >= 0) ::close(outFd_);
+    if (errFd_ >= 0) ::close(errFd_);
+  }
+
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  void signal(int signo) const { ::kill(pid_, signo); }
+
+  // The next line the command (or dlock) wrote to stdout; nullopt at EOF or after `timeout`.
+  std::optional<std::string> readLine(std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = Steady::now() + timeout;
+    for (;;) {
+      const auto newline = out_.find('\n', lineStart_);
+      if (newline != std::string::npos) {
+        std::string line = out_.substr(lineStart_, newline - lineStart_);
+        lineStart_ = newline + 1;
+        return line;
+      }
+      if (Steady::now() >= deadline || !pump(deadline)) return std::nullopt;
+    }
+  }
+
+  // Waits for dlock to exit, collecting its output: its exit status (128 + N when killed by
+  // signal N), or -1 when it was still running after `timeout` (then it is killed).
+  int wait(std::chrono::milliseconds timeout = 20s) {
+    const auto deadline = Steady::now() + timeout;
+    while (!exited_) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        finished_ = Steady::now();
+        status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      if (Steady::now() >= deadline) {
+        ::kill(-pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        exited_ = true;
+        finished_ = Steady::now();
+        status_ = -1;
+        return status_;
+      }
+      pump(std::min(deadline, Steady::now() + 20ms));
+    }
+    // Output still in the pipes; a grandchild may hold them open a little longer.
+    const auto drainUntil = Steady::now() + 2s;
+    while (Steady::now() < drainUntil && pump(drainUntil)) {
+    }
+    return status_;
+  }
+
+  [[nodiscard]] const std::string& out() const { return out_; }
+  [[nodiscard]] const std::string& err() const { return err_; }
+  // From start to exit (wait() must have returned).
+  [[nodiscard]] std::chrono::milliseconds elapsed() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(finished_ - started_);
+  }
+  [[nodiscard]] Steady::time_point finishedAt() const { return finished_; }
+
+ private:
+  // Reads what is available until `deadline`; false once both pipes are at EOF.
+  bool pump(Steady::time_point deadline) {
+    pollfd fds[2] = {{outFd_, POLLIN, 0}, {errFd_, POLLIN, 0}};
+    if (outFd_ < 0 && errFd_ < 0) return false;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Steady::now()).count();
+    if (::poll(fds, 2, static_cast<int>(std::max<long long>(0, left))) <= 0) return true;
+    readInto(fds[0], outFd_, out_);
+    readInto(fds[1], errFd_, err_);
+    return outFd_ >= 0 || errFd_ >= 0;
+  }
+  static void readInto(const pollfd& polled, int& fd, std::string& into) {
+    if (fd < 0 || (polled.revents & (POLLIN | POLLHUP | POLLERR)) == 0) return;
+    char chunk[4096];
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n > 0) {
+      into.append(chunk, static_cast<std::size_t>(n));
+    } else {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+
+  pid_t pid_ = -1;
+  int outFd_ = -1;
+  int errFd_ = -1;
+  std::string out_;
+  std::string err_;
+  std::size_t lineStart_ = 0;
+  bool exited_ = false;
+  int status_ = -1;
+  Steady::time_point started_;
+  Steady::time_point finished_;
+};
+
+std::string testKey(const std::string& name) { return "dlock-test:{" + std::to_string(::getpid()) + ":" + name + "}"; }
+
+// The Redis key holding the owner token of a dlock key (the default prefix).
+std::string redisKey(const std::string& key) { return "dlock:{" + key + "}"; }
+
+std::string tempFile(const std::string& name) {
+  const std::string path = "/tmp/dlock-cli-test-" + std::to_string(::getpid()) + "-" + name;
+  std::remove(path.c_str());
+  return path;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool exists(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+// A shell command that prints "ready", then sleeps in short steps for at most `seconds`
+// (so nothing outlives a failed test for long), running `onTerm` on SIGTERM.
+std::vector<std::string> readyThenSleep(const std::string& onTerm, int seconds = 10) {
+  const std::string script = "trap '" + onTerm + "' TERM; echo ready; i=0; while [ $i -lt " +
+                             std::to_string(seconds * 20) + " ]; do sleep 0.05; i=$((i+1)); done; exit 99";
+  return {"sh", "-c", script};
+}
+
+// Checks the marks of `file`: "start X" and "end X" lines; true when every start is directly
+// followed by its own end (no two sections overlapped). Counts the sections in `sections`.
+bool marksNeverInterleave(const std::string& file, int& sections) {
+  std::ifstream in(file);
+  std::string what;
+  std::string who;
+  std::optional<std::string> open;
+  bool ok = true;
+  sections = 0;
+  while (in >> what >> who) {
+    if (what == "start") {
+      if (open) ok = false;
+      open = who;
+    } else if (what == "end") {
+      if (!open || *open != who) ok = false;
+      open.reset();
+      ++sections;
+    }
+  }
+  return ok && !open;
+}
+
+std::vector<std::string> markingCommand(const std::string& who, const std::string& file) {
+  return {"sh", "-c", "echo \"start $1\" >> \"$2\"; sleep 0.2; echo \"end $1\" >> \"$2\"", "sh", who, file};
+}
+
+std::vector<std::string> concat(std::vector<std::string> head, const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+}  // namespace
+
+TEST_SUITE("Cli") {
+  TEST_CASE("commands under one key started together never overlap") {
+    RedisProcess server;
+    const std::string key = testKey("exclusive");
+
+    // The check sees overlap when there is some: the same commands without dlock interleave.
+    const std::string unguarded = tempFile("unguarded");
+    {
+      std::vector<pid_t> pids;
+      for (int i = 0; i < 3; ++i) {
+        const auto command = markingCommand("u" + std::to_string(i), unguarded);
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+          std::vector<char*> argv;
+          for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
+          argv.push_back(nullptr);
+          ::execvp("sh", argv.data());
+          ::_exit(127);
+        }
+        pids.push_back(pid);
+      }
+      for (const pid_t pid : pids) ::waitpid(pid, nullptr, 0);
+      int sections = 0;
+      CHECK_FALSE(marksNeverInterleave(unguarded, sections));
+      std::remove(unguarded.c_str());
+    }
+
+    const std::string marks = tempFile("marks");
+    for (int round = 0; round < 3; ++round) {
+      std::vector<std::unique_ptr<Cli>> runs;
+      for (int i = 0; i < 3; ++i) {
+        const std::string who = std::to_string(round) + "." + std::to_string(i);
+        runs.push_back(std::make_unique<Cli>(concat({"--uri", server.uri(), key, "--"}, markingCommand(who, marks))));
+      }
+      for (auto& run : runs) {
+        CHECK(run->wait() == 0);
+        CHECK(run->err().empty());
+      }
+    }
+    int sections = 0;
+    CHECK(marksNeverInterleave(marks, sections));
+    CHECK(sections == 9);
+    std::remove(marks.c_str());
+  }
+
+  TEST_CASE("a held key: --no-wait gives the conflict code at once, a --wait that times out too") {
+    RedisProcess server;
+    const std::string key = testKey("conflict");
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    dlock::Lease held = lock->acquire(key);
+    REQUIRE(held);
+    const std::string ran = tempFile("conflict-ran");
+
+    Cli noWait({"--uri", server.uri(), "--no-wait", key, "--", "touch", ran});
+    CHECK(noWait.wait() == 1);
+    CHECK(noWait.elapsed() < 2s);
+    CHECK_FALSE(exists(ran));
+    CHECK(noWait.err().empty());  // a conflict is quiet, as with flock
+
+    Cli customCode({"--uri", server.uri(), "-n", "-E", "42", key, "--", "touch", ran});
+    CHECK(customCode.wait() == 42);
+
+    Cli timedOut({"--uri", server.uri(), "--wait", "300ms", key, "--", "touch", ran});
+    CHECK(timedOut.wait() == 1);
+    CHECK(timedOut.elapsed() >= 300ms);
+    CHECK(timedOut.elapsed() < 3s);
+    CHECK_FALSE(exists(ran));
+
+    Cli verbose({"--uri", server.uri(), "-n", "-v", key, "--", "touch", ran});
+    CHECK(verbose.wait() == 1);
+    CHECK(verbose.err().find("is held by another owner; gave up at once") != std::string::npos);
+
+    held.release();
+    Cli free({"--uri", server.uri(), "--no-wait", key, "--", "touch", ran});
+    CHECK(free.wait() == 0);
+    CHECK(exists(ran));
+    std::remove(ran.c_str());
+  }
+
+  TEST_CASE("a waiting dlock gets the key when its holder releases it") {
+    RedisProcess server;
+    const std::string key = testKey("handoff");
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    dlock::Lease held = lock->acquire(key);
+    REQUIRE(held);
+    Cli waiter({"--uri", server.uri(), "--wait", "10s", key, "--", "echo", "ran"});
+    CHECK_FALSE(waiter.readLine(400ms).has_value());  // still waiting
+    held.release();
+    CHECK(waiter.readLine(5s) == "ran");
+    CHECK(waiter.wait() == 0);
+  }
+
+  TEST_CASE("SIGTERM to dlock reaches the command, dlock exits with its status and releases the key") {
+    RedisProcess server;
+    const std::string key = testKey("sigterm");
+    const std::string mark = tempFile("sigterm-mark");
+    Cli run(concat({"--uri", server.uri(), key, "--"}, readyThenSleep("echo got-term > " + mark + "; exit 7")));
+    REQUIRE(run.readLine() == "ready");
+
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    CHECK_FALSE(lock->tryLock(key));  // held by dlock while the command runs
+
+    run.signal(SIGTERM);
+    CHECK(run.wait() == 7);
+    CHECK(readFile(mark) == "got-term\n");
+    const bool free = lock->tryLock(key);  // released: free at once
+    CHECK(free);
+    if (free) lock->unlock(key);
+    std::remove(mark.c_str());
+  }
+
+  TEST_CASE("SIGTERM while waiting for the key ends dlock by that signal, the command never run") {
+    RedisProcess server;
+    const std::string key = testKey("interrupted");
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    dlock::Lease held = lock->acquire(key);
+    REQUIRE(held);
+    const std::string ran = tempFile("interrupted-ran");
+    Cli waiter({"--uri", server.uri(), key, "--", "touch", ran});
+    std::this_thread::sleep_for(300ms);
+    waiter.signal(SIGTERM);
+    const auto signalled = Steady::now();
+    CHECK(waiter.wait(5s) == 128 + SIGTERM);
+    CHECK(waiter.finishedAt() - signalled < 1s);
+    CHECK_FALSE(exists(ran));
+    CHECK(held.isHeld());
+  }
+
+  TEST_CASE("a command killed by a passed-on SIGINT, SIGTERM or SIGHUP gives 128 + the signal") {
+    RedisProcess server;
+    const std::string key = testKey("killed");
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    for (const int signo : {SIGINT, SIGTERM, SIGHUP}) {
+      CAPTURE(signo);
+      Cli run({"--uri", server.uri(), key, "--", "sh", "-c", "echo ready; exec sleep 10"});
+      REQUIRE(run.readLine() == "ready");
+      run.signal(signo);
+      CHECK(run.wait(5s) == 128 + signo);
+      CHECK(run.elapsed() < 5s);
+      const bool free = lock->tryLock(key);
+      CHECK(free);
+      if (free) lock->unlock(key);
+    }
+  }
+
+  TEST_CASE("the command's exit status passes through, 126 and 127 when it cannot run") {
+    RedisProcess server;
+    const std::string key = testKey("status");
+    Cli fortyTwo({"--uri", server.uri(), key, "--", "sh", "-c", "exit 42"});
+    CHECK(fortyTwo.wait() == 42);
+    Cli zero({"--uri", server.uri(), key, "--", "true"});
+    CHECK(zero.wait() == 0);
+    Cli missing({"--uri", server.uri(), key, "--", "/nonexistent/dlock-test-command"});
+    CHECK(missing.wait() == 127);
+    CHECK(missing.err().find("cannot run '/nonexistent/dlock-test-command'") != std::string::npos);
+    Cli notExecutable({"--uri", server.uri(), key, "--", "/etc/hostname"});
+    CHECK(notExecutable.wait() == 126);
+
+    // The command starts with no signal blocked and SIGPIPE at its default, whatever dlock does
+    // for itself: each of these ends the shell.
+    Cli pipeSignal({"--uri", server.uri(), key, "--", "sh", "-c", "kill -PIPE $$; echo survived"});
+    CHECK(pipeSignal.wait() == 128 + SIGPIPE);
+    CHECK(pipeSignal.out().empty());
+    for (const char* signal : {"TERM", "INT", "HUP", "CHLD"}) {
+      CAPTURE(signal);
+      Cli unblocked({"--uri", server.uri(), key, "--", "sh", "-c",
+                     std::string("trap 'echo caught' ") + signal + "; kill -" + signal + " $$; exit 5"});
+      CHECK(unblocked.wait() == 5);
+      CHECK(unblocked.out() == "caught\n");
+    }
+
+    // And the key is free after each of them.
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    const bool free = lock->tryLock(key);
+    CHECK(free);
+    if (free) lock->unlock(key);
+  }
+
+  TEST_CASE("the command gets the descriptors dlock was given, none of dlock's own") {
+    RedisProcess server;
+    const std::string key = testKey("descriptors");
+    // Under the watchdog, with a connection to Redis open in dlock while the command runs.
+    Cli run({"--uri", server.uri(), "--ttl", "300ms", key, "--", "sh", "-c", "sleep 0.2; ls /proc/$$/fd"});
+    CHECK(run.wait() == 0);
+    CHECK(run.out() == "0\n1\n2\n" + std::to_string(Cli::kInheritedFd) + "\n");
+  }
+
+  TEST_CASE("dlock status shows held or free, the remaining lease and the fencing token") {
+    RedisProcess server;
+    const std::string key = testKey("inspect");
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).watchdogLease(20s).build();
+
+    Cli never({"--uri", server.uri(), "status", key});
+    CHECK(never.wait() == 0);
+    CHECK(never.out().find("held:          no\n") != std::string::npos);
+    CHECK(never.out().find("fencing token: 0\n") != std::string::npos);
+
+    (void)lock->acquire(key);  // fencing token 1, released at once
+    dlock::Lease held = lock->acquire(key);
+    REQUIRE(held);
+    const std::uint64_t token = held.fencingToken();
+    CHECK(token == 2);
+
+    Cli whileHeld({"status", key}, {"DLOCK_URI=" + server.uri()});  // the URI from the environment
+    CHECK(whileHeld.wait() == 0);
+    const std::string& out = whileHeld.out();
+    CAPTURE(out);
+    CHECK(out.find("key:           '" + key + "'\n") != std::string::npos);
+    CHECK(out.find("backend:       " + server.uri() + "\n") != std::string::npos);
+    CHECK(out.find("held:          yes\n") != std::string::npos);
+    CHECK(out.find("fencing token: " + std::to_string(token) + "\n") != std::string::npos);
+    const auto remainingAt = out.find("remaining:     ");
+    REQUIRE(remainingAt != std::string::npos);
+    const long long remaining = std::stoll(out.substr(remainingAt + 15));
+    CHECK(out.substr(out.find_first_not_of("0123456789", remainingAt + 15), 3) == "ms\n");
+    CHECK(remaining > 10000);
+    CHECK(remaining <= 20000);
+
+    held.release();
+    Cli afterRelease({"--uri", server.uri(), "status", key});
+    CHECK(afterRelease.wait() == 0);
+    CHECK(afterRelease.out().find("held:          no\nremaining:     -\nfencing token: " + std::to_string(token) +
+                                  "\n") != std::string::npos);
+  }
+
+  TEST_CASE("a lease lost while the command runs: message, command terminated, the lost exit code") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    const std::string key = testKey("lost");
+    const std::string mark = tempFile("lost-mark");
+
+    SUBCASE("the default: SIGTERM, exit code 3") {
+      Cli run(concat({"--uri", server.uri(), "--ttl", "300ms", key, "--"},
+                     readyThenSleep("echo got-term > " + mark + "; exit 0")));
+      REQUIRE(run.readLine() == "ready");
+      CHECK(client.ok({"DEL", redisKey(key)}).integer == 1);  // behind its back
+      const auto deleted = Steady::now();
+      CHECK(run.wait() == 3);
+      CHECK(run.finishedAt() - deleted < 2s);
+      CHECK(readFile(mark) == "got-term\n");
+      CHECK(run.err().find("dlock: lost the lock '" + key + "' on " + server.uri()) != std::string::npos);
+      CHECK(run.err().find("stopping it (SIGTERM, then SIGKILL after 5s)") != std::string::npos);
+    }
+    SUBCASE("a command that ignores SIGTERM gets SIGKILL after the grace period, and a chosen code") {
+      Cli run(concat({"--uri", server.uri(), "--ttl", "300ms", "--grace", "300ms", "--lost-exit-code", "9", key, "--"},
+                     readyThenSleep("")));  // trap '' TERM: ignored
+      REQUIRE(run.readLine() == "ready");
+      CHECK(client.ok({"DEL", redisKey(key)}).integer == 1);
+      const auto deleted = Steady::now();
+      CHECK(run.wait() == 9);
+      CHECK(run.finishedAt() - deleted >= 300ms);
+      CHECK(run.finishedAt() - deleted < 3s);
+      CHECK(run.err().find("dlock: lost the lock") != std::string::npos);
+    }
+    SUBCASE("--on-lost ignore lets the command finish, and still reports the loss") {
+      Cli run({"--uri", server.uri(), "--ttl", "300ms", "--on-lost", "ignore", key, "--", "sh", "-c",
+               "echo ready; sleep 0.7; echo finished > " + mark});
+      REQUIRE(run.readLine() == "ready");
+      CHECK(client.ok({"DEL", redisKey(key)}).integer == 1);
+      CHECK(run.wait() == 3);
+      CHECK(readFile(mark) == "finished\n");
+      CHECK(run.err().find("letting it finish") != std::string::npos);
+    }
+    std::remove(mark.c_str());
+  }
+
+  TEST_CASE("--verbose logs the acquisition, the renewals and the release") {
+    RedisProcess server;
+    const std::string key = testKey("verbose");
+    Cli run({"--uri", server.uri(), "--verbose", "--ttl", "150ms", key, "--", "sleep", "0.5"});
+    CHECK(run.wait() == 0);
+    const std::string& err = run.err();
+    CAPTURE(err);
+    CHECK(err.find("dlock: acquired '" + key + "' on " + server.uri() + " (fencing token 1; lease 150ms") !=
+          std::string::npos);
+    CHECK(err.find("dlock: running sleep 0.5") != std::string::npos);
+    CHECK(err.find("dlock: renewed the lease of '" + key + "'") != std::string::npos);
+    CHECK(err.find("dlock: the command exited with status 0") != std::string::npos);
+    CHECK(err.find("dlock: released '" + key + "'") != std::string::npos);
+  }
+
+  TEST_CASE("--help exits 0, bad arguments exit 2 with the usage, an unreachable server 125") {
+    Cli help({"--help"});
+    CHECK(help.wait() == 0);
+    CHECK(help.out().rfind("Usage: dlock [OPTIONS] KEY -- COMMAND [ARGS...]", 0) == 0);
+    CHECK(help.out().find("Examples:") != std::string::npos);
+
+    for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+             {}, {"k"}, {"k", "--"}, {"--ttl", "5x", "k", "--", "true"}, {"--bogus", "k", "--", "true"},
+             {"-E", "300", "k", "--", "true"}, {"--on-lost", "maybe", "k", "--", "true"}, {"status"}}) {
+      Cli run(bad);
+      CHECK(run.wait() == 2);
+      CHECK(run.out().empty());
+      CHECK(run.err().rfind("dlock: ", 0) == 0);
+      CHECK(run.err().find("Usage: dlock") != std::string::npos);
+    }
+
+    Cli badUri({"--uri", "nope://x", "k", "--", "true"});
+    CHECK(badUri.wait() == 2);
+    CHECK(badUri.err().find("dlock: bad URI 'nope://x'") != std::string::npos);
+
+    const std::string nobody = "redis://127.0.0.1:" + std::to_string(dlock::test::freeLoopbackPort());
+    Cli unreachable({"--uri", nobody, "k", "--", "true"});
+    CHECK(unreachable.wait() == 125);
+    CHECK_FALSE(unreachable.err().empty());
+    Cli unreachableStatus({"--uri", nobody, "status", "k"});
+    CHECK(unreachableStatus.wait() == 125);
+  }
+
+  TEST_CASE("a password in the URI never appears in any output") {
+    const std::string password = "Pw-9f3c-secret";
+    RedisProcess server(RedisProcess::Options{{"requirepass " + password}, "redis-server"});
+    const std::string port = std::to_string(server.port());
+    const std::string uri = "redis://:" + password + "@127.0.0.1:" + port;
+    const std::string key = testKey("password");
+    const auto checkClean = [&](Cli& run) {
+      CAPTURE(run.out());
+      CAPTURE(run.err());
+      CHECK(run.out().find(password) == std::string::npos);
+      CHECK(run.err().find(password) == std::string::npos);
+      CHECK(run.err().find("Pw-9f3c") == std::string::npos);
+    };
+
+    Cli verbose({"--uri", uri, "-v", "--ttl", "150ms", key, "--", "sleep", "0.2"});
+    CHECK(verbose.wait() == 0);
+    CHECK(verbose.err().find("on redis://:***@127.0.0.1:" + port) != std::string::npos);
+    checkClean(verbose);
+
+    Cli fromEnvironment({"-v", key, "--", "true"}, {"DLOCK_URI=" + uri});
+    CHECK(fromEnvironment.wait() == 0);
+    CHECK(fromEnvironment.err().find("redis://:***@127.0.0.1:" + port) != std::string::npos);
+    checkClean(fromEnvironment);
+
+    Cli status({"--uri", uri, "status", key});
+    CHECK(status.wait() == 0);
+    CHECK(status.out().find("backend:       redis://:***@127.0.0.1:" + port + "\n") != std::string::npos);
+    checkClean(status);
+
+    // The password-only spelling, in a URI rejected before any connection: the message quotes it.
+    Cli badOption({"--uri", "redis://" + password + "@127.0.0.1:" + port + "?bogus=1", key, "--", "true"});
+    CHECK(badOption.wait() == 2);
+    CHECK(badOption.err().find("unknown option 'bogus'") != std::string::npos);
+    checkClean(badOption);
+
+    // A wrong password: the server refuses, dlock says so.
+    Cli wrong({"--uri", "redis://:" + password + "-wrong@127.0.0.1:" + port, key, "--", "true"});
+    CHECK(wrong.wait() == 125);
+    CHECK_FALSE(wrong.err().empty());
+    checkClean(wrong);
+
+    // A bad argument next to a password.
+    Cli usage({"--uri", uri, "--ttl", "x", key, "--", "true"});
+    CHECK(usage.wait() == 2);
+    checkClean(usage);
+  }
+}

@@ -1,0 +1,11 @@
+// Locks and unlocks a key on the in-memory backend through the installed dlock.
+#include <dlock/connect.h>
+#include <dlock/core/LockBuilder.h>
+
+int main() {
+  auto lock = dlock::LockBuilder().backend(dlock::connect("memory://")).build();
+  if (!lock->tryLock("package-test")) return 1;
+  const bool held = lock->isHeld("package-test");
+  lock->unlock("package-test");
+  return held && !lock->isHeld("package-test") ? 0 : 1;
+}

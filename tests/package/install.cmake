@@ -1,0 +1,58 @@
+# Installs the build in BUILD_DIR into PREFIX (emptied first, with the consumer build trees named
+# in CLEAN), then checks what was installed: the package files are all there, and no installed
+# text names the source or build tree, or the build-only dlock_internal.
+#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DPREFIX=... -DLIBDIR=lib -DINCLUDEDIR=include
+#         [-DCONFIG=...] [-DCLEAN=a;b] -P install.cmake
+foreach(var BUILD_DIR SOURCE_DIR PREFIX LIBDIR INCLUDEDIR)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "install.cmake: ${var} is not set")
+  endif()
+endforeach()
+
+get_filename_component(package_build_dir "${PREFIX}" DIRECTORY)
+file(REMOVE_RECURSE "${PREFIX}")
+foreach(dir IN LISTS CLEAN)
+  file(REMOVE_RECURSE "${package_build_dir}/${dir}")
+endforeach()
+
+unset(ENV{DESTDIR})
+set(config_args "")
+if(CONFIG)
+  set(config_args --config "${CONFIG}")
+endif()
+execute_process(COMMAND "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${PREFIX}" ${config_args}
+  RESULT_VARIABLE result OUTPUT_QUIET)
+if(NOT result EQUAL 0)
+  message(FATAL_ERROR "cmake --install ${BUILD_DIR} --prefix ${PREFIX} failed: ${result}")
+endif()
+
+foreach(file
+    ${INCLUDEDIR}/dlock/ILock.h
+    ${INCLUDEDIR}/dlock/connect.h
+    ${INCLUDEDIR}/dlock/core/LockBuilder.h
+    ${INCLUDEDIR}/dlock/macros.h
+    ${LIBDIR}/cmake/dlock/dlockConfig.cmake
+    ${LIBDIR}/cmake/dlock/dlockConfigVersion.cmake
+    ${LIBDIR}/cmake/dlock/dlockTargets.cmake
+    ${LIBDIR}/cmake/dlock/FindHiredis.cmake
+    ${LIBDIR}/pkgconfig/dlock.pc)
+  if(NOT EXISTS "${PREFIX}/${file}")
+    message(FATAL_ERROR "not installed: ${file}")
+  endif()
+endforeach()
+if(EXISTS "${PREFIX}/${INCLUDEDIR}/dlock/detail")
+  message(FATAL_ERROR "the build-only headers (api/internal, dlock/detail/) were installed")
+endif()
+
+file(GLOB_RECURSE texts "${PREFIX}/*.cmake" "${PREFIX}/*.pc" "${PREFIX}/*.h")
+foreach(file IN LISTS texts)
+  file(READ "${file}" content)
+  foreach(needle "${SOURCE_DIR}" "${BUILD_DIR}" "dlock_internal")
+    string(FIND "${content}" "${needle}" at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "${file} contains '${needle}'")
+    endif()
+  endforeach()
+endforeach()
+list(LENGTH texts count)
+message(STATUS "installed into ${PREFIX}; ${count} package files checked")

@@ -1,0 +1,191 @@
+// The `dlock` command line (examples/cli/CliArgs): options, modes, durations, usage errors, and
+// the masking of passwords in URIs.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "cli/CliArgs.h"
+
+using namespace std::chrono_literals;
+using dlock::cli::CliOptions;
+using dlock::cli::Mode;
+using dlock::cli::OnLost;
+using dlock::cli::parseArgs;
+using dlock::cli::parseDuration;
+using dlock::cli::UsageError;
+
+namespace {
+
+CliOptions parse(const std::vector<std::string>& args, const char* environment = nullptr) {
+  return parseArgs(args, environment);
+}
+
+// The UsageError message of parsing `args`; empty when it parsed.
+std::string usageErrorOf(const std::vector<std::string>& args) {
+  try {
+    (void)parseArgs(args, nullptr);
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_SUITE("CliArgs") {
+  TEST_CASE("KEY -- COMMAND takes the defaults: wait as long as it takes, 30s lease, codes 1 and 3") {
+    const CliOptions options = parse({"nightly", "--", "backup.sh", "--full"});
+    CHECK(options.mode == Mode::Run);
+    CHECK(options.key == "nightly");
+    CHECK(options.command == std::vector<std::string>{"backup.sh", "--full"});
+    CHECK(options.uri == "redis://127.0.0.1:6379");
+    CHECK(options.ttl == 30s);
+    CHECK_FALSE(options.wait.has_value());
+    CHECK(options.conflictExitCode == 1);
+    CHECK(options.lostExitCode == 3);
+    CHECK(options.onLost == OnLost::Terminate);
+    CHECK(options.grace == 5s);
+    CHECK_FALSE(options.verbose);
+  }
+
+  TEST_CASE("every option, in both --name value and --name=value forms, before and after KEY") {
+    const CliOptions options =
+        parse({"--uri", "redis://10.1.2.3:7000/2", "--ttl=2m", "k", "--wait", "1.5s", "--conflict-exit-code=75",
+               "--lost-exit-code", "9", "--on-lost", "ignore", "--grace=250ms", "--verbose", "--", "make", "--", "x"});
+    CHECK(options.uri == "redis://10.1.2.3:7000/2");
+    CHECK(options.ttl == 2min);
+    CHECK(options.key == "k");
+    CHECK(options.wait == 1500ms);
+    CHECK(options.conflictExitCode == 75);
+    CHECK(options.lostExitCode == 9);
+    CHECK(options.onLost == OnLost::Ignore);
+    CHECK(options.grace == 250ms);
+    CHECK(options.verbose);
+    CHECK(options.command == std::vector<std::string>{"make", "--", "x"});  // only the first -- separates
+  }
+
+  TEST_CASE("flock's short forms -n, -w and -E, and -v") {
+    const CliOptions noWait = parse({"-n", "-E", "0", "-v", "k", "--", "true"});
+    CHECK(noWait.wait == 0ms);
+    CHECK(noWait.conflictExitCode == 0);
+    CHECK(noWait.verbose);
+    CHECK(parse({"-w", "10", "k", "--", "true"}).wait == 10s);
+    CHECK(parse({"--wait", "0", "k", "--", "true"}).wait == 0ms);
+  }
+
+  TEST_CASE("$DLOCK_URI is the default URI and --uri overrides it") {
+    CHECK(parse({"k", "--", "true"}, "memory://").uri == "memory://");
+    CHECK(parse({"k", "--", "true"}, "").uri == "redis://127.0.0.1:6379");
+    CHECK(parse({"--uri", "redis://127.0.0.1:7001", "k", "--", "true"}, "memory://").uri == "redis://127.0.0.1:7001");
+  }
+
+  TEST_CASE("status KEY takes --uri and --verbose only, and 'status' before -- is an ordinary key") {
+    const CliOptions status = parse({"--uri", "memory://", "status", "db-migrate"});
+    CHECK(status.mode == Mode::Status);
+    CHECK(status.key == "db-migrate");
+    CHECK(parse({"status", "k", "-v"}).verbose);
+
+    const CliOptions run = parse({"status", "--", "true"});
+    CHECK(run.mode == Mode::Run);
+    CHECK(run.key == "status");
+
+    CHECK(usageErrorOf({"status"}) == "status takes one KEY");
+    CHECK(usageErrorOf({"status", "a", "b"}) == "status takes one KEY");
+    CHECK(usageErrorOf({"--ttl", "1s", "status", "k"}) == "--ttl does not apply to status");
+    CHECK(usageErrorOf({"status", "k", "-n"}) == "--no-wait does not apply to status");
+  }
+
+  TEST_CASE("--help and --version win over the rest of the line") {
+    CHECK(parse({"--help"}).mode == Mode::Help);
+    CHECK(parse({"k", "-h", "--", "true"}).mode == Mode::Help);
+    CHECK(parse({"--version"}).mode == Mode::Version);
+    CHECK(dlock::cli::helpText().find("Usage: dlock [OPTIONS] KEY -- COMMAND") == 0);
+    CHECK(dlock::cli::helpText().find("Examples:") != std::string::npos);
+  }
+
+  TEST_CASE("malformed lines are usage errors that name the problem") {
+    CHECK(usageErrorOf({}) == "no KEY");
+    CHECK(usageErrorOf({"k"}) == "expected '--' between KEY and COMMAND");
+    CHECK(usageErrorOf({"k", "cmd"}) == "expected '--' between KEY and COMMAND");
+    CHECK(usageErrorOf({"k", "--"}) == "no COMMAND after '--'");
+    CHECK(usageErrorOf({"k", "--", ""}) == "COMMAND is empty");
+    CHECK(usageErrorOf({"a", "b", "--", "true"}) == "expected one KEY before '--', got 2");
+    CHECK(usageErrorOf({"--", "true"}) == "no KEY");
+    CHECK(usageErrorOf({"", "--", "true"}) == "KEY is empty");
+    CHECK(usageErrorOf({std::string(1025, 'k'), "--", "true"}) ==
+          "KEY has 1025 bytes, more than the limit of 1024");
+    CHECK(usageErrorOf({"--bogus", "k", "--", "true"}) == "unknown option '--bogus'");
+    CHECK(usageErrorOf({"-x", "k", "--", "true"}) == "unknown option '-x'");
+    CHECK(usageErrorOf({"k", "--", "true", "--ttl"}).empty());  // after --, all belongs to COMMAND
+    CHECK(usageErrorOf({"k", "--ttl"}) == "--ttl needs a value");
+    CHECK(usageErrorOf({"k", "--ttl", "--", "true"}) == "--ttl needs a value");
+    CHECK(usageErrorOf({"--no-wait=1", "k", "--", "true"}) == "--no-wait takes no value");
+    CHECK(usageErrorOf({"--uri=", "k", "--", "true"}) == "--uri is empty");
+    CHECK(usageErrorOf({"--ttl", "5x", "k", "--", "true"}) == "--ttl: '5x' is not a duration (e.g. 500ms, 30s, 2m)");
+    CHECK(usageErrorOf({"--ttl", "5ms", "k", "--", "true"}) == "--ttl must be at least 10ms, got '5ms'");
+    CHECK(usageErrorOf({"-w", "-1", "k", "--", "true"}) == "--wait: '-1' is not a duration (e.g. 500ms, 30s, 2m)");
+    CHECK(usageErrorOf({"-E", "256", "k", "--", "true"}) == "--conflict-exit-code: '256' is not an exit status from 0 to 255");
+    CHECK(usageErrorOf({"--lost-exit-code", "x", "k", "--", "true"}) ==
+          "--lost-exit-code: 'x' is not an exit status from 0 to 255");
+    CHECK(usageErrorOf({"--on-lost", "kill", "k", "--", "true"}) ==
+          "--on-lost: 'kill' is neither 'terminate' nor 'ignore'");
+    CHECK(usageErrorOf({"-n", "-w", "1s", "k", "--", "true"}) == "--wait and --no-wait exclude each other");
+  }
+
+  TEST_CASE("durations take ms, s, m, h, fractions and bare seconds, and refuse garbage and overflow") {
+    CHECK(parseDuration("500ms") == 500ms);
+    CHECK(parseDuration("30s") == 30s);
+    CHECK(parseDuration("2m") == 2min);
+    CHECK(parseDuration("1h") == 1h);
+    CHECK(parseDuration("1.5s") == 1500ms);
+    CHECK(parseDuration("0.25m") == 15s);
+    CHECK(parseDuration("10") == 10s);
+    CHECK(parseDuration("0") == 0ms);
+    CHECK(parseDuration(".5s") == 500ms);
+    CHECK(parseDuration("0.0001s") == 1ms);  // rounded up: a positive duration never becomes 0
+    CHECK(parseDuration("1.2345ms") == 2ms);
+    CHECK(parseDuration("8760h") == 8760h);
+    for (const char* bad : {"", "s", "ms", "-1s", "+1s", "1.", "1.5.2s", "1 s", " 1s", "1S", "1sec", "1d",
+                            "1e3", "0x10", "8761h", "99999999999999999999", "1000000000000000s"}) {
+      CAPTURE(bad);
+      CHECK_FALSE(parseDuration(bad).has_value());
+    }
+    CHECK(dlock::cli::formatDuration(120000ms) == "2m");
+    CHECK(dlock::cli::formatDuration(30000ms) == "30s");
+    CHECK(dlock::cli::formatDuration(1500ms) == "1500ms");
+    CHECK(dlock::cli::formatDuration(7200000ms) == "2h");
+    CHECK(dlock::cli::formatDuration(0ms) == "0ms");
+  }
+
+  TEST_CASE("displayUri masks every password form, list members and sentinel_password") {
+    using dlock::cli::displayUri;
+    CHECK(displayUri("redis://127.0.0.1:6379/2") == "redis://127.0.0.1:6379/2");
+    CHECK(displayUri("redis://app:hunter2@10.0.0.5:6379") == "redis://app:***@10.0.0.5:6379");
+    CHECK(displayUri("redis://:hunter2@10.0.0.5:6379") == "redis://:***@10.0.0.5:6379");
+    CHECK(displayUri("redis://hunter2@10.0.0.5:6379/1") == "redis://***@10.0.0.5:6379/1");  // password only
+    CHECK(displayUri("redis+sentinel://u:pw1@h1:26379,h2:26379/mymaster?sentinel_password=pw2&prefix=x") ==
+          "redis+sentinel://u:***@h1:26379,h2:26379/mymaster?sentinel_password=***&prefix=x");
+    CHECK(displayUri("redlock://redis://:a1@h1:1;redis://h2:2;redis://b2@h3:3") ==
+          "redlock://redis://:***@h1:1;redis://h2:2;redis://***@h3:3");
+    CHECK(displayUri("memory://") == "memory://");
+  }
+
+  TEST_CASE("uriSecrets finds the passwords raw and decoded, and scrubSecrets masks them all") {
+    using dlock::cli::scrubSecrets;
+    using dlock::cli::uriSecrets;
+    CHECK(uriSecrets("redis://127.0.0.1:6379").empty());
+    CHECK(uriSecrets("redis://app@h").size() == 1);  // password-only form: "app" is the password
+    CHECK(uriSecrets("redis://u:p%40ss@h:1") == std::vector<std::string>{"p%40ss", "p@ss"});
+    CHECK(uriSecrets("redis://:pa/ss@h:1") == std::vector<std::string>{"pa/ss"});  // malformed, found anyway
+    CHECK(uriSecrets("redlock://redis://:one@h1:1;redis://:two2@h2:2") == std::vector<std::string>{"two2", "one"});
+    CHECK(uriSecrets("redis+sentinel://h:1/m?sentinel_password=s3&prefix=p") == std::vector<std::string>{"s3"});
+
+    const auto secrets = uriSecrets("redis://u:p%40ss@h:1");
+    CHECK(scrubSecrets("bad URI 'redis://u:p%40ss@h:1', auth p@ss failed", secrets) ==
+          "bad URI 'redis://u:***@h:1', auth *** failed");
+    CHECK(scrubSecrets("xxxx", {"xx"}) == "******");
+    CHECK(scrubSecrets("nothing here", {}) == "nothing here");
+  }
+}
