@@ -35,8 +35,9 @@ cluster_start_node() {
       printf 'daemonize no\nlogfile %s/redis.log\n' "$dir"
       printf 'cluster-enabled yes\ncluster-config-file %s/nodes.conf\n' "$dir"
       printf 'cluster-node-timeout %s\ncluster-announce-ip 127.0.0.1\n' "$timeout"
-      # A replica may always take over in tests, however long its master was away.
-      printf 'cluster-replica-validity-factor 0\n'
+      # A replica may always take over in tests, however long its master was away, and
+      # replicas sync at once rather than after the default 5 s.
+      printf 'cluster-replica-validity-factor 0\nrepl-diskless-sync-delay 0\n'
     } > "$dir/redis.conf"
     # Not on our stdout: callers read the port through a command substitution.
     redis-server "$dir/redis.conf" > /dev/null 2>&1 < /dev/null &
@@ -78,6 +79,25 @@ cluster_wait_ok() {
   return 1
 }
 
+# cluster_wait_replicas PORT... — waits until every node that is a replica reports its link to
+# its master up (ROLE: slave … connected).
+cluster_wait_replicas() {
+  local port tries role
+  for port in "$@"; do
+    for tries in $(seq 300); do
+      role=$(redis-cli -h 127.0.0.1 -p "$port" role 2>/dev/null | tr -d '\r' | tr '\n' ' ')
+      case "$role" in
+        slave*connected*|master*) break ;;
+      esac
+      sleep 0.1
+    done
+    case "$role" in
+      slave*connected*|master*) ;;
+      *) echo "cluster_wait_replicas: 127.0.0.1:$port did not sync: $role" >&2; return 1 ;;
+    esac
+  done
+}
+
 # cluster_start DIR [MASTERS [REPLICAS_PER_MASTER [NODE_TIMEOUT_MS]]] — defaults 3 1 1000.
 # Three or more masters go through `redis-cli --cluster create --cluster-replicas R`; fewer
 # (redis-cli refuses them) are assigned by hand: CLUSTER MEET, ADDSLOTSRANGE, REPLICATE.
@@ -111,13 +131,15 @@ cluster_start() {
       redis-cli -h 127.0.0.1 -p "${CLUSTER_PORTS[$m]}" cluster addslotsrange "$start" "$end" > /dev/null
     done
     cluster_wait_ok "${CLUSTER_PORTS[@]}" || return 1
+    local reply
     for i in $(seq "$masters" $(( total - 1 ))); do
       m=$(( (i - masters) % masters ))
       id=$(redis-cli -h 127.0.0.1 -p "${CLUSTER_PORTS[$m]}" cluster myid | tr -d '\r')
-      redis-cli -h 127.0.0.1 -p "${CLUSTER_PORTS[$i]}" cluster replicate "$id" > /dev/null
+      reply=$(redis-cli -h 127.0.0.1 -p "${CLUSTER_PORTS[$i]}" cluster replicate "$id" 2>&1 | tr -d '\r')
+      [ "$reply" = "OK" ] || { echo "cluster_start: CLUSTER REPLICATE on ${CLUSTER_PORTS[$i]}: $reply" >&2; return 1; }
     done
   fi
-  cluster_wait_ok "${CLUSTER_PORTS[@]}"
+  cluster_wait_ok "${CLUSTER_PORTS[@]}" && cluster_wait_replicas "${CLUSTER_PORTS[@]}"
 }
 
 # cluster_uri DIR — redis+cluster://127.0.0.1:p1,127.0.0.1:p2,... from DIR/cluster.ports.
