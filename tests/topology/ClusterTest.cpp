@@ -225,7 +225,7 @@ TEST_SUITE("ClusterOperator") {
     auto waiterBackend = operatorFor(cluster, {masters[1]});
     for (std::size_t i = 0; i < keys.size(); ++i) CHECK(holderBackend->nodeFor(keys[i]) == cluster.address(masters[i]));
 
-    SUBCASE("lock and unlock go to the key's master") {
+    {  // lock and unlock go to the key's master
       for (std::size_t i = 0; i < keys.size(); ++i) {
         CAPTURE(keys[i]);
         const auto taken = holderBackend->lock(keys[i], "token-a", 5000ms);
@@ -244,7 +244,7 @@ TEST_SUITE("ClusterOperator") {
       }
     }
 
-    SUBCASE("a release reaches the waiters of its key through sharded pub/sub on its master") {
+    {  // a release reaches the waiters of its key through sharded pub/sub on its master
       for (std::size_t i = 0; i < keys.size(); ++i) {
         CAPTURE(keys[i]);
         REQUIRE(holderBackend->lock(keys[i], "token-a", 10000ms).acquired);
@@ -286,16 +286,16 @@ TEST_SUITE("ClusterOperator") {
       }
     }
 
-    SUBCASE("the watchdog renews leases on every master") {
-      auto lock = dlock::LockBuilder().backend(holderBackend).watchdogLease(600ms).build();
+    {  // the watchdog renews leases on every master
+      auto lock = dlock::LockBuilder().backend(holderBackend).watchdogLease(1000ms).build();
       for (const auto& key : keys) REQUIRE(lock->tryLock(key));
-      std::this_thread::sleep_for(1500ms);  // 2.5 leases
+      std::this_thread::sleep_for(2500ms);  // 2.5 leases
       for (std::size_t i = 0; i < keys.size(); ++i) {
         CAPTURE(keys[i]);
         CHECK(lock->isHeld(keys[i]));
         const auto pttl = cluster.client(masters[i]).ok({"PTTL", "dlock:{" + keys[i] + "}"}).integer;
         CHECK(pttl > 0);
-        CHECK(pttl <= 600);
+        CHECK(pttl <= 1000);
         CHECK_FALSE(waiterBackend->lock(keys[i], "token-b", 1000ms).acquired);
       }
       const auto stats = lock->stats();
@@ -389,6 +389,9 @@ TEST_SUITE("ClusterOperator") {
     auto backend = std::make_shared<dlock::ClusterOperator>(options);
     auto watcherBackend = operatorFor(cluster, {masters[2]});
 
+    auto lateBackend = operatorFor(cluster, {masters[2]});
+    REQUIRE(lateBackend->nodeFor(key) == cluster.address(source));  // its map, soon stale
+
     REQUIRE(backend->lock(key, "token-1", 30000ms).acquired);
     auto watch = watcherBackend->watch(key);  // subscribed on the source
 
@@ -427,10 +430,17 @@ TEST_SUITE("ClusterOperator") {
     watcherBackend->refreshSlots();
     CHECK(watch->waitForRelease(2000ms));  // re-subscribed on the target: a release may have been missed
     CHECK_FALSE(watch->waitForRelease(50ms));
+    // A new watch from a stale map: SSUBSCRIBE on the source meets MOVED, the map is refreshed and
+    // the subscription lands on the target.
+    const auto lateMovedBefore = cluster.errorCount(source, "MOVED");
+    auto late = lateBackend->watch(key);
+    CHECK(cluster.errorCount(source, "MOVED") == lateMovedBefore + 1);
+    CHECK(lateBackend->nodeFor(key) == cluster.address(target));
     const auto released = backend->unlock(key, "token-2");
     CHECK(released.released);
-    CHECK(released.notified == 1);
+    CHECK(released.notified == 2);
     CHECK(watch->waitForRelease(2000ms));
+    CHECK(late->waitForRelease(2000ms));
   }
 
   TEST_CASE("a slot migrated live while four processes contend for its key: no errors, exact count") {
@@ -595,6 +605,8 @@ TEST_SUITE("ClusterOperator") {
     for (auto& thread : clients) thread.join();
 
     CHECK(promoted != victim);
+    // The promoted replica had no scripts cached: NOSCRIPT, then EVAL.
+    CHECK(cluster.errorCount(promoted, "NOSCRIPT") > 0);
     CHECK(backend->nodeFor(victimKey) == cluster.address(promoted));
     std::size_t before = 0, during = 0, after = 0, afterOnVictim = 0, connectionErrors = 0;
     for (const auto& outcome : outcomes) {

@@ -82,6 +82,16 @@ bool suggestsNewTopology(const redisReply& reply) {
          detail::isErrorReply(reply, "MASTERDOWN") || detail::isErrorReply(reply, "LOADING");
 }
 
+// True when the Subscriber's BackendError carries a redirection or a "not now" reply: its
+// message ends with the server's reply ("dlock: SSUBSCRIBE on host:port: MOVED 42 host:port").
+bool refusedForNow(const BackendError& error) {
+  const std::string_view text = error.what();
+  for (const char* reply : {": MOVED ", ": ASK ", ": TRYAGAIN", ": CLUSTERDOWN", ": LOADING", ": MASTERDOWN"}) {
+    if (text.find(reply) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 std::string validPrefix(std::string prefix) {
   if (prefix.find_first_of("{}") != std::string::npos) {
     throw ConfigError("dlock: ClusterOptions::keyPrefix " + detail::quoteKey(prefix) +
@@ -461,11 +471,13 @@ ClusterOperator::Impl::Subscription ClusterOperator::Impl::subscribe(std::uint16
     const auto subscriber = subscriberFor(current.node);
     try {
       return Subscription{subscriber->watch(channel), current.node, seenEpoch};
-    } catch (const BackendError&) {
-      // Refused, most likely MOVED: our map is stale. The subscriber keeps a refused channel
-      // marked as requested until its connection is renewed, so renew it.
+    } catch (const BackendError& error) {
+      // Refused. The subscriber keeps a refused channel marked as requested until its connection
+      // is renewed, so renew it. MOVED means our map is stale; a cluster between states answers
+      // like a server that cannot serve now (ConnectionError, as for commands).
       subscriber->reconnect();
-      if (attempt > 0) throw;
+      if (!refusedForNow(error)) throw;
+      if (attempt > 0) throw ConnectionError(error.what());
       refresh(current.version);
     } catch (const ConnectionError&) {
       if (attempt > 0 || !ownerChanged(slot, current)) throw;
