@@ -13,17 +13,27 @@
 // Redirections and retries, within one call:
 //   MOVED              the map is refreshed (and the slot set to the node named), then retried
 //   ASK                retried once on the node named, right after ASKING on the same connection
-//   TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN
+//   TRYAGAIN, CLUSTERDOWN (and the other "not now" replies: LOADING, MASTERDOWN, READONLY, BUSY)
 //                      retried with a doubling back-off (5 ms .. 100 ms) until the retry budget
-//                      (ClusterOptions::retryBudget) is spent, then ConnectionError
+//                      (ClusterOptions::retryBudget) is spent, then ConnectionError; all but
+//                      TRYAGAIN and BUSY also refresh the map
 //   a node unreachable the map is refreshed; if another node now owns the slot (a failover),
 //                      retried there, otherwise ConnectionError
-// At most 16 redirections per call.
+// At most 16 redirections per call. A refused SSUBSCRIBE is handled alike: MOVED refreshes the
+// map and subscribes on the slot's owner.
+//
+// Failover: when a master dies, calls on its slots fail with ConnectionError until the cluster
+// has promoted a replica and a node reports it (about cluster-node-timeout plus an election);
+// with cluster-require-full-coverage (the default) the whole cluster answers CLUSTERDOWN
+// meanwhile, which also ends in ConnectionError once the budget is spent.
 //
 // Release messages go through sharded pub/sub: the release script SPUBLISHes on the key's channel
 // (same slot), and waiters SSUBSCRIBE through one subscriber per master, chosen by slot. A watch
 // follows its slot: once the map shows another owner (after MOVED or a failover) it subscribes
-// there and reports a possible release, so the waiter tries again.
+// there and reports a possible release, so the waiter tries again. Around a slot migration a
+// release may go unheard (published on the target after ASKING while waiters listen on the
+// source, or after Redis dropped the source's shard subscriptions on hand-over): such waiters
+// wake at their wait strategy's recheck bound (NotifyWait: 1 s) and try again.
 //
 // extendAll groups leases by master: one pipelined round trip per node.
 // Owner: shared. Thread safety: thread-safe.
