@@ -1,0 +1,604 @@
+#include "dlock/cluster/ClusterOperator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "ClusterReplies.h"
+#include "ClusterScripts.h"
+#include "ConnectionPool.h"
+#include "Errors.h"
+#include "Replies.h"
+#include "Scripts.h"
+#include "Subscriber.h"
+#include "dlock/LockError.h"
+#include "dlock/Validation.h"
+#include "dlock/cluster/ClusterKeys.h"
+#include "dlock/detail/Log.h"
+
+namespace dlock {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr unsigned kMaxRedirects = 16;
+constexpr milliseconds kFirstBackoff{5};
+constexpr milliseconds kMaxBackoff{100};
+// A watch that could not follow its slot to a new owner sleeps this long before the waiter retries.
+constexpr milliseconds kRewatchPause{100};
+
+// One node of the cluster, master or not, and its pool. Never destroyed before the operator, so
+// the router hands out plain pointers.
+struct Node {
+  Node(detail::NodeAddress where, const ConnectionOptions& connection, const PoolOptions& poolOptions)
+      : address(std::move(where)),
+        name(address.text()),
+        options(withAddress(connection, address)),
+        pool(options, poolOptions) {}
+
+  static ConnectionOptions withAddress(ConnectionOptions connection, const detail::NodeAddress& address) {
+    connection.host = address.host;
+    connection.port = address.port;
+    return connection;
+  }
+
+  const detail::NodeAddress address;
+  const std::string name;  // "host:port"
+  const ConnectionOptions options;
+  detail::ConnectionPool pool;
+};
+
+// One script call of the lock protocol, and what it is for (messages).
+struct ScriptCall {
+  const char* operation;
+  std::string_view key;
+  const detail::Script& script;
+  detail::Argv keys;
+  detail::Argv args;
+};
+
+// A reply that is not a redirection, and the node that sent it.
+struct Answer {
+  detail::ReplyPtr reply;
+  Node* node = nullptr;
+};
+
+// Sleeps out the next back-off step, never past `deadline`; false when the deadline has passed.
+bool backOff(Steady::time_point deadline, milliseconds& backoff) {
+  const auto now = Steady::now();
+  if (now >= deadline) return false;
+  std::this_thread::sleep_for(std::min<Steady::duration>(backoff, deadline - now));
+  backoff = std::min(backoff * 2, kMaxBackoff);
+  return true;
+}
+
+// Error replies after which the slot map is worth asking again: the node or the slot changed role.
+bool suggestsNewTopology(const redisReply& reply) {
+  return detail::isErrorReply(reply, "CLUSTERDOWN") || detail::isErrorReply(reply, "READONLY") ||
+         detail::isErrorReply(reply, "MASTERDOWN") || detail::isErrorReply(reply, "LOADING");
+}
+
+// True when the Subscriber's BackendError carries a redirection or a "not now" reply: its
+// message ends with the server's reply ("dlock: SSUBSCRIBE on host:port: MOVED 42 host:port").
+bool refusedForNow(const BackendError& error) {
+  const std::string_view text = error.what();
+  for (const char* reply : {": MOVED ", ": ASK ", ": TRYAGAIN", ": CLUSTERDOWN", ": LOADING", ": MASTERDOWN"}) {
+    if (text.find(reply) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+std::string validPrefix(std::string prefix) {
+  if (prefix.find_first_of("{}") != std::string::npos) {
+    throw ConfigError("dlock: ClusterOptions::keyPrefix " + detail::quoteKey(prefix) +
+                      " contains '{' or '}', which would capture the hash tag of every key");
+  }
+  return prefix;
+}
+
+}  // namespace
+
+class ClusterOperator::Impl : public std::enable_shared_from_this<ClusterOperator::Impl> {
+ public:
+  struct Route {
+    Node* node = nullptr;       // the slot's master in the map; null when none serves it
+    std::uint64_t version = 0;  // the map it came from
+  };
+  struct Subscription {
+    std::unique_ptr<IReleaseWatch> watch;
+    Node* node = nullptr;
+    std::uint64_t epoch = 0;
+  };
+
+  explicit Impl(ClusterOptions options);
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() = default;
+
+  // Runs `call` on the master of `slot`, following redirections and retrying transient errors
+  // (see the header). Any reply but a redirection is returned, error replies included.
+  Answer execute(std::uint16_t slot, const ScriptCall& call);
+
+  // The slot's master from the map, asking the cluster first when there is no map yet.
+  Route route(std::uint16_t slot);
+  // Asks the cluster for the map unless it changed since `seen` (another call refreshed it).
+  void refresh(std::uint64_t seen);
+  void refreshQuietly(std::uint64_t seen) noexcept;
+  // After a failure on `route`: true when a refreshed map names another master for the slot.
+  bool ownerChanged(std::uint16_t slot, const Route& route);
+  // The node at `address`, made (with its pool) on first sight.
+  Node* nodeAt(const detail::NodeAddress& address);
+  Node* ownerOf(std::uint16_t slot) const;
+  std::uint64_t epoch() const;
+  std::uint64_t version() const;
+  std::uint64_t reconnects() const;
+
+  // A confirmed sharded subscription to `channel` on the master of `slot`.
+  Subscription subscribe(std::uint16_t slot, const std::string& channel);
+  bool subscribedOn(Node* node, const std::string& channel) const;
+
+  std::string where(const char* operation, std::string_view key, const Node& node) const {
+    return std::string(operation) + " " + detail::quoteKey(key) + " on " + node.name;
+  }
+
+  const std::string prefix_;
+  const ConnectionOptions connection_;
+  const PoolOptions pool_;
+  const milliseconds budget_;
+  std::string describe_;
+  std::atomic<std::uint64_t> refreshes_{0};
+
+ private:
+  Node* nodeAtLocked(const detail::NodeAddress& address);
+  std::shared_ptr<detail::Subscriber> subscriberFor(Node* node);
+  void apply(const std::vector<detail::SlotRange>& ranges, const Node& source);
+
+  mutable std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<Node>> nodes_;  // guarded by mutex_; by "host:port", never erased
+  std::vector<Node*> seeds_;                            // fixed after construction
+  std::vector<Node*> slots_;                            // guarded by mutex_; kClusterSlots entries
+  std::uint64_t version_ = 0;                           // guarded by mutex_; maps applied
+  std::uint64_t epoch_ = 0;                             // guarded by mutex_; bumped when a slot changes owner
+  std::map<Node*, std::shared_ptr<detail::Subscriber>> subscribers_;  // guarded by mutex_; masters only
+  std::mutex refreshMutex_;                                           // one CLUSTER SLOTS at a time
+};
+
+namespace {
+
+// A release watch that follows its slot: when the map names another master for it, it
+// subscribes there and reports a possible release (one may have gone to the new master).
+class ClusterWatch final : public IReleaseWatch {
+ public:
+  ClusterWatch(std::shared_ptr<ClusterOperator::Impl> impl, std::uint16_t slot, std::string channel,
+               ClusterOperator::Impl::Subscription subscription)
+      : impl_(std::move(impl)), slot_(slot), channel_(std::move(channel)), current_(std::move(subscription)) {}
+
+  bool waitForRelease(milliseconds timeout) override {
+    if (current_.watch == nullptr || impl_->epoch() != current_.epoch) {
+      if (current_.watch == nullptr || impl_->ownerOf(slot_) != current_.node) {
+        current_.watch.reset();
+        try {
+          current_ = impl_->subscribe(slot_, channel_);
+        } catch (const LockError& error) {
+          // The waiter's next attempt meets the same trouble and reports it; do not spin.
+          detail::logger()->debug("dlock: release watch on slot {} not moved yet: {}", slot_, error.what());
+          std::this_thread::sleep_for(std::min(timeout, kRewatchPause));
+        }
+        return true;
+      }
+      current_.epoch = impl_->epoch();
+    }
+    return current_.watch->waitForRelease(timeout);
+  }
+
+ private:
+  const std::shared_ptr<ClusterOperator::Impl> impl_;
+  const std::uint16_t slot_;
+  const std::string channel_;
+  ClusterOperator::Impl::Subscription current_;
+};
+
+}  // namespace
+
+ClusterOperator::Impl::Impl(ClusterOptions options)
+    : prefix_(validPrefix(std::move(options.keyPrefix))),
+      connection_(options.connection),
+      pool_(options.pool),
+      budget_(options.retryBudget.value_or(options.connection.commandTimeout)),
+      slots_(kClusterSlots, nullptr) {
+  if (options.seeds.empty()) throw ConfigError("dlock: ClusterOptions::seeds is empty; give at least one node");
+  if (connection_.db != 0) {
+    throw ConfigError("dlock: ClusterOptions::connection.db is " + std::to_string(connection_.db) +
+                      "; a cluster has only database 0");
+  }
+  if (pool_.size == 0) throw ConfigError("dlock: ClusterOptions::pool.size must be at least 1");
+  if (budget_.count() <= 0) throw ConfigError("dlock: ClusterOptions::retryBudget must be positive");
+  describe_ = "redis+cluster://";
+  for (const auto& seed : options.seeds) {
+    if (seed.host.empty() || seed.port <= 0 || seed.port > 65535) {
+      throw ConfigError("dlock: ClusterOptions::seeds has an invalid address '" + seed.host + ":" +
+                        std::to_string(seed.port) + "'");
+    }
+    Node* node = nodeAtLocked(detail::NodeAddress{seed.host, seed.port});
+    if (std::find(seeds_.begin(), seeds_.end(), node) == seeds_.end()) {
+      if (!seeds_.empty()) describe_ += ",";
+      describe_ += node->name;
+      seeds_.push_back(node);
+    }
+  }
+}
+
+Node* ClusterOperator::Impl::nodeAtLocked(const detail::NodeAddress& address) {
+  auto& slot = nodes_[address.text()];
+  if (!slot) slot = std::make_unique<Node>(address, connection_, pool_);
+  return slot.get();
+}
+
+Node* ClusterOperator::Impl::nodeAt(const detail::NodeAddress& address) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return nodeAtLocked(address);
+}
+
+Node* ClusterOperator::Impl::ownerOf(std::uint16_t slot) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return slots_[slot];
+}
+
+std::uint64_t ClusterOperator::Impl::epoch() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return epoch_;
+}
+
+std::uint64_t ClusterOperator::Impl::version() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return version_;
+}
+
+std::uint64_t ClusterOperator::Impl::reconnects() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  std::uint64_t total = 0;
+  for (const auto& [name, node] : nodes_) total += node->pool.reconnects();
+  for (const auto& [node, subscriber] : subscribers_) total += subscriber->reconnects();
+  return total;
+}
+
+ClusterOperator::Impl::Route ClusterOperator::Impl::route(std::uint16_t slot) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (version_ > 0) return Route{slots_[slot], version_};
+  }
+  refresh(0);
+  std::lock_guard<std::mutex> guard(mutex_);
+  return Route{slots_[slot], version_};
+}
+
+void ClusterOperator::Impl::refresh(std::uint64_t seen) {
+  std::lock_guard<std::mutex> single(refreshMutex_);
+  std::vector<Node*> candidates;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (version_ != seen) return;  // refreshed meanwhile by another call
+    // The masters we know first, then the seeds, then every other node we have heard of.
+    const auto add = [&](Node* node) {
+      if (node != nullptr && std::find(candidates.begin(), candidates.end(), node) == candidates.end()) {
+        candidates.push_back(node);
+      }
+    };
+    for (Node* node : slots_) add(node);
+    for (Node* node : seeds_) add(node);
+    for (const auto& [name, node] : nodes_) add(node.get());
+  }
+  std::string failures;
+  bool unreachable = false;
+  for (Node* node : candidates) {
+    const std::string where = "CLUSTER SLOTS on " + node->name;
+    try {
+      auto ranges = node->pool.run([&](detail::Connection& connection) {
+        const detail::ReplyPtr reply = connection.command({"CLUSTER", "SLOTS"});
+        if (reply->type == REDIS_REPLY_ERROR) detail::throwReplyError(*reply, where);
+        return detail::parseClusterSlots(*reply, node->address.host, where);
+      });
+      if (ranges.empty()) {
+        failures += "; " + node->name + ": serves no slots";
+        continue;
+      }
+      apply(ranges, *node);
+      return;
+    } catch (const ConnectionError& error) {
+      unreachable = true;
+      failures += std::string("; ") + error.what();
+    } catch (const BackendError& error) {
+      failures += std::string("; ") + error.what();
+    }
+  }
+  const std::string message = "dlock: no node of " + describe_ + " gave a slot map" + failures;
+  if (unreachable) throw ConnectionError(message);
+  throw BackendError(message);
+}
+
+void ClusterOperator::Impl::refreshQuietly(std::uint64_t seen) noexcept {
+  try {
+    refresh(seen);
+  } catch (const std::exception& error) {
+    try {
+      detail::logger()->debug("dlock: refreshing the slot map of {} failed: {}", describe_, error.what());
+    } catch (...) {
+    }
+  }
+}
+
+void ClusterOperator::Impl::apply(const std::vector<detail::SlotRange>& ranges, const Node& source) {
+  std::vector<std::shared_ptr<detail::Subscriber>> retired;  // destroyed outside the lock
+  std::size_t moved = 0;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    std::vector<Node*> fresh(kClusterSlots, nullptr);
+    for (const auto& range : ranges) {
+      Node* master = nodeAtLocked(range.master);
+      std::fill(fresh.begin() + range.first, fresh.begin() + range.last + 1, master);
+    }
+    for (std::size_t slot = 0; slot < kClusterSlots; ++slot) {
+      if (fresh[slot] != slots_[slot]) ++moved;
+    }
+    slots_.swap(fresh);
+    ++version_;
+    if (moved > 0) ++epoch_;
+    for (auto it = subscribers_.begin(); it != subscribers_.end();) {
+      if (std::find(slots_.begin(), slots_.end(), it->first) == slots_.end()) {
+        retired.push_back(std::move(it->second));
+        it = subscribers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  refreshes_.fetch_add(1, std::memory_order_relaxed);
+  if (moved > 0 && refreshes_.load(std::memory_order_relaxed) > 1) {
+    detail::logger()->info("dlock: the slot map of {} changed ({} slots moved; map from {})", describe_, moved,
+                           source.name);
+  }
+}
+
+bool ClusterOperator::Impl::ownerChanged(std::uint16_t slot, const Route& route) {
+  refreshQuietly(route.version);
+  Node* now = ownerOf(slot);
+  return now != nullptr && now != route.node;
+}
+
+Answer ClusterOperator::Impl::execute(std::uint16_t slot, const ScriptCall& call) {
+  const auto deadline = Steady::now() + budget_;
+  milliseconds backoff = kFirstBackoff;
+  unsigned redirects = 0;
+  Node* askTarget = nullptr;
+  while (true) {
+    Route current;
+    const bool asking = askTarget != nullptr;
+    if (asking) {
+      current.node = askTarget;
+      askTarget = nullptr;
+    } else {
+      current = route(slot);
+    }
+    if (current.node == nullptr) {
+      // No master serves the slot in our map (being reassigned): wait for one within the budget.
+      if (!backOff(deadline, backoff)) {
+        throw ConnectionError("dlock: " + std::string(call.operation) + " " + detail::quoteKey(call.key) + " on " +
+                              describe_ + ": no node serves slot " + std::to_string(slot) + " (retried for " +
+                              std::to_string(budget_.count()) + " ms)");
+      }
+      refreshQuietly(current.version);
+      continue;
+    }
+    Node& node = *current.node;
+    detail::ReplyPtr reply;
+    try {
+      reply = node.pool.run([&](detail::Connection& connection) {
+        return asking ? detail::runScriptAsking(connection, call.script, call.keys, call.args)
+                      : detail::runScript(connection, call.script, call.keys, call.args);
+      });
+    } catch (const ConnectionError&) {
+      // The master may be gone and its replica promoted: follow the slot if the map says so.
+      if (asking || Steady::now() >= deadline || !ownerChanged(slot, current)) throw;
+      continue;
+    }
+    if (reply->type != REDIS_REPLY_ERROR) return Answer{std::move(reply), &node};
+    if (const auto redirect = detail::parseRedirect(*reply, node.address.host)) {
+      if (++redirects > kMaxRedirects) {
+        throw ConnectionError("dlock: " + where(call.operation, call.key, node) + ": more than " +
+                              std::to_string(kMaxRedirects) +
+                              " redirections, the last: " + std::string(detail::replyText(*reply)));
+      }
+      Node* target = nodeAt(redirect->target);
+      if (redirect->ask) {
+        askTarget = target;
+      } else {
+        // Ask for the whole map (other slots have probably moved too), then trust the MOVED,
+        // which is newer than any node's view that has not caught up yet.
+        refreshQuietly(current.version);
+        std::lock_guard<std::mutex> guard(mutex_);
+        if (slots_[redirect->slot] != target) {
+          slots_[redirect->slot] = target;
+          ++epoch_;
+        }
+      }
+      continue;
+    }
+    if (detail::isTransientErrorReply(*reply)) {
+      if (suggestsNewTopology(*reply)) refreshQuietly(current.version);
+      if (backOff(deadline, backoff)) continue;
+    }
+    return Answer{std::move(reply), &node};  // the reply reader maps the error
+  }
+}
+
+std::shared_ptr<detail::Subscriber> ClusterOperator::Impl::subscriberFor(Node* node) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto& subscriber = subscribers_[node];
+  if (!subscriber) {
+    detail::SubscriberOptions options;
+    options.sharded = true;
+    subscriber = std::make_shared<detail::Subscriber>([target = node->options] { return target; }, pool_, options);
+  }
+  return subscriber;
+}
+
+bool ClusterOperator::Impl::subscribedOn(Node* node, const std::string& channel) const {
+  std::shared_ptr<detail::Subscriber> subscriber;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    const auto it = subscribers_.find(node);
+    if (it == subscribers_.end()) return false;
+    subscriber = it->second;
+  }
+  return subscriber->subscribed(channel);
+}
+
+ClusterOperator::Impl::Subscription ClusterOperator::Impl::subscribe(std::uint16_t slot, const std::string& channel) {
+  for (int attempt = 0;; ++attempt) {
+    const std::uint64_t seenEpoch = epoch();
+    Route current = route(slot);
+    if (current.node == nullptr) {
+      refresh(current.version);
+      current = route(slot);
+      if (current.node == nullptr) {
+        throw ConnectionError("dlock: no node of " + describe_ + " serves slot " + std::to_string(slot));
+      }
+    }
+    const auto subscriber = subscriberFor(current.node);
+    try {
+      return Subscription{subscriber->watch(channel), current.node, seenEpoch};
+    } catch (const BackendError& error) {
+      // Refused. The subscriber keeps a refused channel marked as requested until its connection
+      // is renewed, so renew it. MOVED means our map is stale; a cluster between states answers
+      // like a server that cannot serve now (ConnectionError, as for commands).
+      subscriber->reconnect();
+      if (!refusedForNow(error)) throw;
+      if (attempt > 0) throw ConnectionError(error.what());
+      refresh(current.version);
+    } catch (const ConnectionError&) {
+      if (attempt > 0 || !ownerChanged(slot, current)) throw;
+    }
+  }
+}
+
+ClusterOperator::ClusterOperator(ClusterOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}
+
+ClusterOperator::~ClusterOperator() = default;
+
+AcquireResult ClusterOperator::lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
+  const ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
+  const std::string ttlText = std::to_string(ttl.count());
+  const Answer answer =
+      impl_->execute(names.slot, {"lock", key, detail::acquireScript(), {names.lock, names.fence}, {token, ttlText}});
+  return detail::readAcquireReply(*answer.reply, impl_->where("lock", key, *answer.node));
+}
+
+ReleaseResult ClusterOperator::unlock(std::string_view key, std::string_view token) {
+  const ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
+  const Answer answer =
+      impl_->execute(names.slot, {"unlock", key, detail::shardedReleaseScript(), {names.lock}, {token, names.channel}});
+  ReleaseResult result = detail::readReleaseReply(*answer.reply, impl_->where("unlock", key, *answer.node));
+  // Our own subscriber is not a waiter of another process.
+  if (result.notified > 0 && impl_->subscribedOn(answer.node, names.channel)) --result.notified;
+  return result;
+}
+
+bool ClusterOperator::extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
+  const ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
+  const std::string ttlText = std::to_string(ttl.count());
+  const Answer answer =
+      impl_->execute(names.slot, {"extend", key, detail::extendScript(), {names.lock}, {token, ttlText}});
+  return detail::readFlagReply(*answer.reply, impl_->where("extend", key, *answer.node));
+}
+
+std::vector<bool> ClusterOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+  std::vector<bool> extended(leases.size(), false);
+  if (leases.empty()) return extended;
+  const std::string ttlText = std::to_string(ttl.count());
+  std::vector<std::string> lockKeys;
+  lockKeys.reserve(leases.size());
+  std::map<Node*, std::vector<std::size_t>> byNode;
+  std::vector<std::size_t> oneByOne;  // leases the batch could not settle: the routed path retries them
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    ClusterKeyNames names = clusterKeyNames(impl_->prefix_, leases[i].key);
+    lockKeys.push_back(std::move(names.lock));
+    const Impl::Route route = impl_->route(names.slot);
+    if (route.node == nullptr) {
+      oneByOne.push_back(i);
+    } else {
+      byNode[route.node].push_back(i);
+    }
+  }
+  for (const auto& [node, indexes] : byNode) {
+    std::vector<std::pair<detail::Argv, detail::Argv>> calls;
+    calls.reserve(indexes.size());
+    for (const std::size_t i : indexes) calls.push_back({{lockKeys[i]}, {leases[i].token, ttlText}});
+    std::vector<detail::ReplyPtr> replies;
+    try {
+      replies = node->pool.run([&](detail::Connection& connection) {
+        return detail::runScriptPipelined(connection, detail::extendScript(), calls);
+      });
+    } catch (const ConnectionError&) {
+      oneByOne.insert(oneByOne.end(), indexes.begin(), indexes.end());
+      continue;
+    }
+    for (std::size_t j = 0; j < indexes.size(); ++j) {
+      const redisReply& reply = *replies[j];
+      const std::size_t i = indexes[j];
+      if (detail::parseRedirect(reply, node->address.host) || detail::isTransientErrorReply(reply)) {
+        oneByOne.push_back(i);
+      } else {
+        extended[i] = detail::readFlagReply(reply, impl_->where("extend", leases[i].key, *node));
+      }
+    }
+  }
+  std::sort(oneByOne.begin(), oneByOne.end());
+  for (const std::size_t i : oneByOne) extended[i] = extend(leases[i].key, leases[i].token, ttl);
+  return extended;
+}
+
+std::uint64_t ClusterOperator::raiseFence(std::string_view key, std::uint64_t atLeast) {
+  const ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
+  const std::string wanted = std::to_string(atLeast);
+  const Answer answer =
+      impl_->execute(names.slot, {"raiseFence", key, detail::raiseFenceScript(), {names.fence}, {wanted}});
+  return detail::readCountReply(*answer.reply, impl_->where("raiseFence", key, *answer.node));
+}
+
+std::unique_ptr<IReleaseWatch> ClusterOperator::watch(std::string_view key) {
+  ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
+  Impl::Subscription subscription = impl_->subscribe(names.slot, names.channel);
+  return std::make_unique<ClusterWatch>(impl_, names.slot, std::move(names.channel), std::move(subscription));
+}
+
+LeaseInfo ClusterOperator::inspect(std::string_view key) {
+  const ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
+  const Answer answer =
+      impl_->execute(names.slot, {"inspect", key, detail::inspectScript(), {names.lock, names.fence}, {}});
+  return detail::readInspectReply(*answer.reply, impl_->where("inspect", key, *answer.node));
+}
+
+std::string ClusterOperator::describe() const { return impl_->describe_; }
+
+void ClusterOperator::refreshSlots() { impl_->refresh(impl_->version()); }
+
+std::string ClusterOperator::nodeFor(std::string_view key) {
+  const ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
+  const Impl::Route route = impl_->route(names.slot);
+  if (route.node == nullptr) {
+    throw ConnectionError("dlock: no node of " + impl_->describe_ + " serves slot " + std::to_string(names.slot));
+  }
+  return route.node->name;
+}
+
+std::uint64_t ClusterOperator::reconnects() const noexcept { return impl_->reconnects(); }
+
+std::uint64_t ClusterOperator::slotRefreshes() const noexcept {
+  return impl_->refreshes_.load(std::memory_order_relaxed);
+}
+
+}  // namespace dlock

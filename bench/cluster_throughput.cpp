@@ -1,0 +1,365 @@
+// cluster_throughput — lock throughput over many keys on a Redis Cluster of 1 master and of 3
+// masters, against the physical limit measured in the same run: a raw hiredis loop making the
+// same round trips (SET NX PX, then EVALSHA of a compare-and-delete) to each key's master.
+//
+//   cluster_throughput [--seconds S] [--rounds R] [--threads T] [--keys K] [--uri1 URI] [--uri3 URI]
+//
+// The raw loop and dlock alternate for R rounds of S/R seconds each, and the median round of each
+// is reported, so both see the same background load.
+// Each thread takes and releases its own share of the K keys in turn (no contention: this
+// measures routing and round trips, not waiting). Without --uri1/--uri3 the program starts the
+// clusters itself with scripts/cluster-start (no replicas) in a temporary directory and stops
+// them with scripts/cluster-stop. One JSON line per result on stdout:
+//   {"bench":"cluster_throughput","masters":3,"client":"dlock","threads":4,"keys":1000,
+//    "rounds":3,"seconds":0.67,"cycles":…,"cycles_per_sec":…,"p50_us":…,"p99_us":…[,"vs_raw":…]}
+// A cycle is one lock and one unlock; p50/p99 are of whole cycles.
+#include <hiredis/hiredis.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlock/LockError.h"
+#include "dlock/cluster/ClusterKeys.h"
+#include "dlock/cluster/ClusterOperator.h"
+#include "dlock/connect.h"
+
+namespace {
+
+using Steady = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+struct Settings {
+  double seconds = 2.0;
+  int rounds = 3;
+  int threads = 4;
+  int keys = 1000;
+  std::string uri1;
+  std::string uri3;
+};
+
+struct Result {
+  std::uint64_t cycles = 0;
+  double seconds = 0;
+  double p50us = 0;
+  double p99us = 0;
+  [[nodiscard]] double rate() const { return seconds > 0 ? static_cast<double>(cycles) / seconds : 0; }
+};
+
+// Runs `argv` and returns its standard output; throws when it fails.
+std::string run(std::vector<std::string> argv) {
+  int pipeFds[2];
+  if (::pipe(pipeFds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (child == 0) {
+    ::dup2(pipeFds[1], STDOUT_FILENO);
+    ::close(pipeFds[0]);
+    ::close(pipeFds[1]);
+    std::vector<char*> args;
+    for (auto& arg : argv) args.push_back(arg.data());
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(pipeFds[1]);
+  std::string out;
+  char buffer[512];
+  ssize_t got = 0;
+  while ((got = ::read(pipeFds[0], buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<std::size_t>(got));
+  ::close(pipeFds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error(argv[0] + " failed");
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+// A cluster started by scripts/cluster-start, stopped (by pid) on destruction.
+class ScriptCluster {
+ public:
+  explicit ScriptCluster(int masters) {
+    char pattern[] = "/tmp/dlock-bench-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir_ = pattern;
+    try {
+      uri_ = run({std::string(DLOCK_SOURCE_DIR) + "/scripts/cluster-start", dir_, "--masters", std::to_string(masters),
+                  "--replicas", "0"});
+    } catch (...) {
+      stop();
+      throw;
+    }
+  }
+  ScriptCluster(const ScriptCluster&) = delete;
+  ScriptCluster& operator=(const ScriptCluster&) = delete;
+  ~ScriptCluster() { stop(); }
+  [[nodiscard]] const std::string& uri() const { return uri_; }
+
+ private:
+  void stop() noexcept {
+    try {
+      (void)run({std::string(DLOCK_SOURCE_DIR) + "/scripts/cluster-stop", dir_});
+    } catch (...) {
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::string dir_;
+  std::string uri_;
+};
+
+struct Address {
+  std::string host;
+  int port;
+};
+
+// host:port pairs of redis+cluster://h1:p1,h2:p2
+std::vector<Address> seedsOf(const std::string& uri) {
+  std::vector<Address> seeds;
+  std::string rest = uri.substr(uri.find("://") + 3);
+  rest = rest.substr(0, rest.find_first_of("/?"));
+  std::size_t start = 0;
+  while (start < rest.size()) {
+    const auto comma = rest.find(',', start);
+    const std::string item = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const auto colon = item.rfind(':');
+    seeds.push_back(Address{item.substr(0, colon), std::stoi(item.substr(colon + 1))});
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return seeds;
+}
+
+struct ContextDeleter {
+  void operator()(redisContext* context) const { redisFree(context); }
+};
+using Context = std::unique_ptr<redisContext, ContextDeleter>;
+struct ReplyDeleter {
+  void operator()(redisReply* reply) const { freeReplyObject(reply); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+Context connectTo(const Address& address) {
+  Context context(redisConnect(address.host.c_str(), address.port));
+  if (!context || context->err != 0) throw std::runtime_error("cannot connect to " + address.host);
+  return context;
+}
+
+ReplyPtr command(redisContext& context, const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lengths;
+  for (const auto& arg : args) {
+    argv.push_back(arg.data());
+    lengths.push_back(arg.size());
+  }
+  ReplyPtr reply(
+      static_cast<redisReply*>(redisCommandArgv(&context, static_cast<int>(argv.size()), argv.data(), lengths.data())));
+  if (!reply) throw std::runtime_error(std::string("hiredis: ") + context.errstr);
+  if (reply->type == REDIS_REPLY_ERROR) throw std::runtime_error(std::string("reply: ") + reply->str);
+  return reply;
+}
+
+// The master port of every slot, from CLUSTER SLOTS on the first seed.
+std::vector<int> slotPorts(const std::string& uri) {
+  Context context = connectTo(seedsOf(uri).front());
+  ReplyPtr reply = command(*context, {"CLUSTER", "SLOTS"});
+  std::vector<int> ports(dlock::kClusterSlots, 0);
+  for (size_t i = 0; i < reply->elements; ++i) {
+    const redisReply* range = reply->element[i];
+    const int port = static_cast<int>(range->element[2]->element[1]->integer);
+    for (long long slot = range->element[0]->integer; slot <= range->element[1]->integer; ++slot) {
+      ports[static_cast<std::size_t>(slot)] = port;
+    }
+  }
+  return ports;
+}
+
+// The same compare-and-delete as dlock's cluster release, for the raw loop.
+constexpr const char* kRelease =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) "
+    "return {1, redis.call('SPUBLISH', ARGV[2], '1')} end return {0, 0}";
+
+double percentile(std::vector<double>& samples, double q) {
+  if (samples.empty()) return 0;
+  const auto index = static_cast<std::size_t>(q * static_cast<double>(samples.size() - 1));
+  std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(index), samples.end());
+  return samples[index];
+}
+
+// Runs `cycle(thread, n)` on every thread for the configured time; `cycle` returns false on failure.
+template <class Cycle>
+Result measure(const Settings& settings, Cycle cycle) {
+  std::atomic<bool> stop{false};
+  std::atomic<bool> failed{false};
+  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(settings.threads));
+  std::vector<std::thread> threads;
+  const auto start = Steady::now();
+  for (int t = 0; t < settings.threads; ++t) {
+    threads.emplace_back([&, t] {
+      auto& mine = latencies[static_cast<std::size_t>(t)];
+      for (std::uint64_t n = 0; !stop.load(std::memory_order_relaxed); ++n) {
+        const auto begin = Steady::now();
+        if (!cycle(t, n)) {
+          failed = true;
+          return;
+        }
+        mine.push_back(std::chrono::duration<double, std::micro>(Steady::now() - begin).count());
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(settings.seconds / settings.rounds));
+  stop = true;
+  for (auto& thread : threads) thread.join();
+  if (failed) throw std::runtime_error("a cycle failed");
+  Result result;
+  result.seconds = std::chrono::duration<double>(Steady::now() - start).count();
+  std::vector<double> all;
+  for (const auto& mine : latencies) all.insert(all.end(), mine.begin(), mine.end());
+  result.cycles = all.size();
+  result.p50us = percentile(all, 0.50);
+  result.p99us = percentile(all, 0.99);
+  return result;
+}
+
+std::string keyName(const Settings& settings, int thread, std::uint64_t n) {
+  const int perThread = std::max(1, settings.keys / settings.threads);
+  return "bench:" + std::to_string(thread * perThread + static_cast<int>(n % static_cast<std::uint64_t>(perThread)));
+}
+
+Result measureDlock(const Settings& settings, const std::string& uri) {
+  dlock::ClusterOptions options;
+  for (const auto& seed : seedsOf(uri)) options.seeds.push_back(dlock::ClusterSeed{seed.host, seed.port});
+  options.pool.size = static_cast<std::size_t>(settings.threads);
+  dlock::ClusterOperator backend(options);
+  return measure(settings, [&](int thread, std::uint64_t n) {
+    const std::string key = keyName(settings, thread, n);
+    const std::string token = "token-" + std::to_string(thread) + "-" + std::to_string(n);
+    try {
+      if (!backend.lock(key, token, 10s).acquired) return false;
+      return backend.unlock(key, token).released;
+    } catch (const dlock::LockError& error) {
+      std::fprintf(stderr, "dlock: %s\n", error.what());
+      return false;
+    }
+  });
+}
+
+Result measureRaw(const Settings& settings, const std::string& uri) {
+  const std::vector<int> ports = slotPorts(uri);
+  std::string sha;
+  {
+    std::map<int, bool> loaded;
+    for (const int port : ports) {
+      if (loaded[port]) continue;
+      loaded[port] = true;
+      Context context = connectTo(Address{"127.0.0.1", port});
+      sha = command(*context, {"SCRIPT", "LOAD", kRelease})->str;
+    }
+  }
+  // One connection per thread and master, as a pool would give.
+  std::vector<std::map<int, Context>> connections(static_cast<std::size_t>(settings.threads));
+  return measure(settings, [&](int thread, std::uint64_t n) {
+    const auto names = dlock::clusterKeyNames("dlock:", keyName(settings, thread, n));
+    const int port = ports[names.slot];
+    auto& context = connections[static_cast<std::size_t>(thread)][port];
+    try {
+      if (!context) context = connectTo(Address{"127.0.0.1", port});
+      const std::string token = "token-" + std::to_string(thread) + "-" + std::to_string(n);
+      if (command(*context, {"SET", names.lock, token, "NX", "PX", "10000"})->type != REDIS_REPLY_STATUS) return false;
+      const ReplyPtr released = command(*context, {"EVALSHA", sha, "1", names.lock, token, names.channel});
+      return released->type == REDIS_REPLY_ARRAY && released->element[0]->integer == 1;
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "raw: %s\n", error.what());
+      return false;
+    }
+  });
+}
+
+void print(const Settings& settings, int masters, const char* client, const Result& result, double vsRaw) {
+  std::printf(
+      "{\"bench\":\"cluster_throughput\",\"masters\":%d,\"client\":\"%s\",\"threads\":%d,\"keys\":%d,"
+      "\"rounds\":%d,\"seconds\":%.2f,\"cycles\":%llu,\"cycles_per_sec\":%.0f,\"p50_us\":%.1f,\"p99_us\":%.1f",
+      masters, client, settings.threads, settings.keys, settings.rounds, result.seconds,
+      static_cast<unsigned long long>(result.cycles), result.rate(), result.p50us, result.p99us);
+  if (vsRaw > 0) std::printf(",\"vs_raw\":%.3f", vsRaw);
+  std::printf("}\n");
+  std::fflush(stdout);
+}
+
+Result median(std::vector<Result> rounds) {
+  std::sort(rounds.begin(), rounds.end(), [](const Result& a, const Result& b) { return a.rate() < b.rate(); });
+  return rounds[rounds.size() / 2];
+}
+
+void bench(const Settings& settings, int masters, const std::string& uri) {
+  std::vector<Result> raw;
+  std::vector<Result> lock;
+  for (int round = 0; round < settings.rounds; ++round) {
+    raw.push_back(measureRaw(settings, uri));
+    lock.push_back(measureDlock(settings, uri));
+  }
+  const Result rawMedian = median(raw);
+  const Result lockMedian = median(lock);
+  print(settings, masters, "raw", rawMedian, 0);
+  print(settings, masters, "dlock", lockMedian, rawMedian.rate() > 0 ? lockMedian.rate() / rawMedian.rate() : 0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings settings;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool hasValue = i + 1 < argc;
+    if (arg == "--seconds" && hasValue) {
+      settings.seconds = std::atof(argv[++i]);
+    } else if (arg == "--rounds" && hasValue) {
+      settings.rounds = std::atoi(argv[++i]);
+    } else if (arg == "--threads" && hasValue) {
+      settings.threads = std::atoi(argv[++i]);
+    } else if (arg == "--keys" && hasValue) {
+      settings.keys = std::atoi(argv[++i]);
+    } else if (arg == "--uri1" && hasValue) {
+      settings.uri1 = argv[++i];
+    } else if (arg == "--uri3" && hasValue) {
+      settings.uri3 = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--seconds S] [--rounds R] [--threads T] [--keys K] [--uri1 URI] [--uri3 URI]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if (settings.seconds <= 0 || settings.rounds <= 0 || settings.threads <= 0 || settings.keys < settings.threads) {
+    std::fprintf(stderr, "cluster_throughput: need seconds > 0, rounds > 0, threads > 0 and keys >= threads\n");
+    return 2;
+  }
+  try {
+    for (const int masters : {1, 3}) {
+      const std::string& given = masters == 1 ? settings.uri1 : settings.uri3;
+      if (!given.empty()) {
+        bench(settings, masters, given);
+      } else {
+        const ScriptCluster cluster(masters);
+        bench(settings, masters, cluster.uri());
+      }
+    }
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "cluster_throughput: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}

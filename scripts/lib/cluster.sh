@@ -1,0 +1,171 @@
+# scripts/lib/cluster.sh — a private Redis Cluster on loopback for scripts and benchmarks:
+# nodes on free ports (each with its cluster bus port, port + 10000, free too), no persistence,
+# a short cluster-node-timeout, every node announcing 127.0.0.1. Started in the background,
+# stopped by pid. Source it; it defines functions only.
+#
+# Layout of DIR: node-<i>/ (redis.conf, nodes.conf, redis.log, server.pid, server.port) per node,
+# and DIR/cluster.ports (one port per line, masters first as created).
+
+# cluster_free_port — prints a port in 20000..45535 where neither it nor its bus port
+# (port + 10000) answers, and which no node of this run took already.
+cluster_free_port() {
+  local port attempt
+  for attempt in $(seq 50); do
+    port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 25536 ))
+    case " ${CLUSTER_TAKEN_PORTS:-} " in *" $port "*|*" $((port + 10000)) "*) continue ;; esac
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$((port + 10000))") 2>/dev/null; then continue; fi
+    echo "$port"
+    return 0
+  done
+  echo "cluster_free_port: no free port pair found" >&2
+  return 1
+}
+
+# cluster_start_node NODE_DIR NODE_TIMEOUT_MS — starts one cluster-enabled redis-server whose
+# files live in NODE_DIR; prints its port. Retries on another port if the server cannot bind.
+cluster_start_node() {
+  local dir="$1" timeout="$2" attempt port pid tries
+  mkdir -p "$dir"
+  for attempt in 1 2 3 4 5; do
+    port=$(cluster_free_port) || return 1
+    rm -f "$dir/nodes.conf"
+    {
+      printf 'bind 127.0.0.1\nport %s\nsave ""\nappendonly no\ndir %s\n' "$port" "$dir"
+      printf 'daemonize no\nlogfile %s/redis.log\n' "$dir"
+      printf 'cluster-enabled yes\ncluster-config-file %s/nodes.conf\n' "$dir"
+      printf 'cluster-node-timeout %s\ncluster-announce-ip 127.0.0.1\n' "$timeout"
+      # A replica may always take over in tests, however long its master was away, and
+      # replicas sync at once rather than after the default 5 s.
+      printf 'cluster-replica-validity-factor 0\nrepl-diskless-sync-delay 0\n'
+    } > "$dir/redis.conf"
+    # Not on our stdout: callers read the port through a command substitution.
+    redis-server "$dir/redis.conf" > /dev/null 2>&1 < /dev/null &
+    pid=$!
+    for tries in $(seq 200); do
+      if redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG; then
+        echo "$pid" > "$dir/server.pid"
+        echo "$port" > "$dir/server.port"
+        echo "$port"
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  echo "cluster_start_node: could not start redis-server in $dir" >&2
+  tail -n 20 "$dir/redis.log" >&2 2>/dev/null || true
+  return 1
+}
+
+# cluster_wait_ok PORT... — waits until every node reports cluster_state:ok and knows them all.
+cluster_wait_ok() {
+  local count=$# port tries ok info
+  for tries in $(seq 300); do
+    ok=1
+    for port in "$@"; do
+      info=$(redis-cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | tr -d '\r')
+      if ! grep -q '^cluster_state:ok$' <<<"$info" || ! grep -q "^cluster_known_nodes:$count\$" <<<"$info"; then
+        ok=0
+        break
+      fi
+    done
+    [ "$ok" -eq 1 ] && return 0
+    sleep 0.1
+  done
+  echo "cluster_wait_ok: the cluster did not become ready" >&2
+  return 1
+}
+
+# cluster_wait_replicas PORT... — waits until every node that is a replica reports its link to
+# its master up (ROLE: slave … connected).
+cluster_wait_replicas() {
+  local port tries role
+  for port in "$@"; do
+    for tries in $(seq 300); do
+      role=$(redis-cli -h 127.0.0.1 -p "$port" role 2>/dev/null | tr -d '\r' | tr '\n' ' ')
+      case "$role" in
+        slave*connected*|master*) break ;;
+      esac
+      sleep 0.1
+    done
+    case "$role" in
+      slave*connected*|master*) ;;
+      *) echo "cluster_wait_replicas: 127.0.0.1:$port did not sync: $role" >&2; return 1 ;;
+    esac
+  done
+}
+
+# cluster_start DIR [MASTERS [REPLICAS_PER_MASTER [NODE_TIMEOUT_MS]]] — defaults 3 1 1000.
+# Three or more masters go through `redis-cli --cluster create --cluster-replicas R`; fewer
+# (redis-cli refuses them) are assigned by hand: CLUSTER MEET, ADDSLOTSRANGE, REPLICATE.
+# Sets CLUSTER_PORTS (masters first) and prints nothing; returns non-zero on failure, leaving
+# whatever started recorded in DIR for cluster_stop.
+cluster_start() {
+  local dir="$1" masters="${2:-3}" replicas="${3:-1}" timeout="${4:-1000}"
+  local total=$(( masters * (1 + replicas) )) i port
+  mkdir -p "$dir"
+  CLUSTER_PORTS=()
+  CLUSTER_TAKEN_PORTS=""
+  : > "$dir/cluster.ports"
+  for i in $(seq 0 $(( total - 1 ))); do
+    port=$(cluster_start_node "$dir/node-$i" "$timeout") || return 1
+    CLUSTER_PORTS+=("$port")
+    CLUSTER_TAKEN_PORTS="$CLUSTER_TAKEN_PORTS $port $((port + 10000))"
+    echo "$port" >> "$dir/cluster.ports"
+  done
+  if [ "$masters" -ge 3 ]; then
+    local addresses=()
+    for port in "${CLUSTER_PORTS[@]}"; do addresses+=("127.0.0.1:$port"); done
+    redis-cli --cluster create "${addresses[@]}" --cluster-replicas "$replicas" --cluster-yes \
+      > "$dir/create.log" 2>&1 || { cat "$dir/create.log" >&2; return 1; }
+  else
+    local first="${CLUSTER_PORTS[0]}" per=$(( 16384 / masters )) m start end id
+    for port in "${CLUSTER_PORTS[@]:1}"; do
+      redis-cli -h 127.0.0.1 -p "$first" cluster meet 127.0.0.1 "$port" > /dev/null
+    done
+    for m in $(seq 0 $(( masters - 1 ))); do
+      start=$(( m * per )); end=$(( m == masters - 1 ? 16383 : (m + 1) * per - 1 ))
+      redis-cli -h 127.0.0.1 -p "${CLUSTER_PORTS[$m]}" cluster addslotsrange "$start" "$end" > /dev/null
+    done
+    cluster_wait_ok "${CLUSTER_PORTS[@]}" || return 1
+    local reply
+    for i in $(seq "$masters" $(( total - 1 ))); do
+      m=$(( (i - masters) % masters ))
+      id=$(redis-cli -h 127.0.0.1 -p "${CLUSTER_PORTS[$m]}" cluster myid | tr -d '\r')
+      reply=$(redis-cli -h 127.0.0.1 -p "${CLUSTER_PORTS[$i]}" cluster replicate "$id" 2>&1 | tr -d '\r')
+      [ "$reply" = "OK" ] || { echo "cluster_start: CLUSTER REPLICATE on ${CLUSTER_PORTS[$i]}: $reply" >&2; return 1; }
+    done
+  fi
+  cluster_wait_ok "${CLUSTER_PORTS[@]}" && cluster_wait_replicas "${CLUSTER_PORTS[@]}"
+}
+
+# cluster_uri DIR — redis+cluster://127.0.0.1:p1,127.0.0.1:p2,... from DIR/cluster.ports.
+cluster_uri() {
+  local dir="$1" uri="" port
+  while read -r port; do
+    uri="${uri:+$uri,}127.0.0.1:$port"
+  done < "$dir/cluster.ports"
+  echo "redis+cluster://$uri"
+}
+
+# cluster_stop DIR — stops every node started in DIR, by its recorded pid.
+cluster_stop() {
+  local dir="$1" node pid pids=()
+  for node in "$dir"/node-*; do
+    [ -f "$node/server.pid" ] || continue
+    pid=$(cat "$node/server.pid")
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -CONT "$pid" 2>/dev/null || true
+      kill "$pid" 2>/dev/null || true
+      pids+=("$pid")
+    fi
+    rm -f "$node/server.pid"
+  done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    kill -9 "$pid" 2>/dev/null || true
+  done
+}

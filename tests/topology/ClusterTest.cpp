@@ -1,0 +1,680 @@
+// ClusterOperator against real Redis Clusters (tests/support/ClusterTopology): routing over all
+// masters, odd keys, batch renewal, a live slot migration under contention from four processes,
+// a master killed and failed over, dead seeds.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ClusterTopology.h"
+#include "RedisClient.h"
+#include "RedisProcess.h"
+#include "dlock/LockError.h"
+#include "dlock/cluster/ClusterKeys.h"
+#include "dlock/cluster/ClusterOperator.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+
+using namespace std::chrono_literals;
+using namespace std::string_literals;
+using dlock::test::ClusterTopology;
+using dlock::test::RedisClient;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kPrefix = "dlock:";
+
+// `count` user keys, named `stem` + a number, whose locks live on `master`.
+std::vector<std::string> keysOn(const std::vector<std::size_t>& owners, std::size_t master, const std::string& stem,
+                                std::size_t count) {
+  std::vector<std::string> keys;
+  for (int i = 0; keys.size() < count; ++i) {
+    const std::string key = stem + std::to_string(i);
+    if (owners[dlock::clusterKeyNames(kPrefix, key).slot] == master) keys.push_back(key);
+  }
+  return keys;
+}
+
+dlock::ClusterOptions optionsFor(const ClusterTopology& cluster, const std::vector<std::size_t>& seeds) {
+  dlock::ClusterOptions options;
+  for (const std::size_t seed : seeds) options.seeds.push_back(dlock::ClusterSeed{"127.0.0.1", cluster.port(seed)});
+  return options;
+}
+
+std::shared_ptr<dlock::ClusterOperator> operatorFor(const ClusterTopology& cluster,
+                                                    const std::vector<std::size_t>& seeds = {0}) {
+  return std::make_shared<dlock::ClusterOperator>(optionsFor(cluster, seeds));
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A dlock_test_worker process; stdout and stderr go to `log`.
+pid_t spawnWorker(const std::vector<std::string>& args, const std::string& log) {
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (child == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+    }
+    std::vector<std::string> all = {DLOCK_TEST_WORKER};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& arg : all) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    ::execv(DLOCK_TEST_WORKER, argv.data());
+    ::_exit(127);
+  }
+  return child;
+}
+
+// The exit status of `pid`, or -1 (after SIGKILL) when it runs past `budget`.
+int waitForExit(pid_t pid, std::chrono::milliseconds budget) {
+  const auto deadline = Steady::now() + budget;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (Steady::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+long long counterValue(RedisClient& client, const std::string& key) {
+  const auto value = client.ok({"GET", key});
+  return value.isNil() ? 0 : std::stoll(value.str);
+}
+
+struct TempDir {
+  TempDir() {
+    char pattern[] = "/tmp/dlock-cluster-test-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path = pattern;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  std::string path;
+};
+
+}  // namespace
+
+TEST_SUITE("ClusterOperator") {
+  TEST_CASE("options are checked before anything is sent") {
+    dlock::ClusterOptions none;
+    CHECK_THROWS_AS(dlock::ClusterOperator{none}, dlock::ConfigError);
+    dlock::ClusterOptions braces;
+    braces.seeds = {{"127.0.0.1", 7000}};
+    braces.keyPrefix = "app{x}:";
+    CHECK_THROWS_AS(dlock::ClusterOperator{braces}, dlock::ConfigError);
+    dlock::ClusterOptions db;
+    db.seeds = {{"127.0.0.1", 7000}};
+    db.connection.db = 2;
+    CHECK_THROWS_AS(dlock::ClusterOperator{db}, dlock::ConfigError);
+    dlock::ClusterOptions budget;
+    budget.seeds = {{"127.0.0.1", 7000}};
+    budget.retryBudget = 0ms;
+    CHECK_THROWS_AS(dlock::ClusterOperator{budget}, dlock::ConfigError);
+    const auto fromUri = dlock::connect("redis+cluster://user:secret@127.0.0.1:7000,127.0.0.1:7001?prefix=app:");
+    CHECK(fromUri->describe() == "redis+cluster://127.0.0.1:7000,127.0.0.1:7001");
+  }
+
+  TEST_CASE("with every seed dead, a call fails with ConnectionError naming them") {
+    const int first = dlock::test::freeLoopbackPort();
+    const int second = dlock::test::freeLoopbackPort();
+    auto backend =
+        dlock::connect("redis+cluster://127.0.0.1:" + std::to_string(first) + ",127.0.0.1:" + std::to_string(second));
+    const auto start = Steady::now();
+    try {
+      (void)backend->lock("k", "token", 1000ms);
+      FAIL("lock on a dead cluster returned");
+    } catch (const dlock::ConnectionError& error) {
+      const std::string message = error.what();
+      CHECK(message.find("127.0.0.1:" + std::to_string(first)) != std::string::npos);
+      CHECK(message.find("127.0.0.1:" + std::to_string(second)) != std::string::npos);
+    }
+    CHECK(Steady::now() - start < 5s);
+  }
+
+  TEST_CASE("key slots agree with the server's CLUSTER KEYSLOT, binary keys included") {
+    dlock::test::RedisProcess::Options options;
+    options.config = {"cluster-enabled yes", "cluster-config-file nodes.conf",
+                      "cluster-port " + std::to_string(dlock::test::freeLoopbackPort())};
+    dlock::test::RedisProcess node(options);
+    RedisClient client(node.host(), node.port());
+    std::vector<std::string> keys = {"123456789",
+                                     "{user1000}.following",
+                                     "{user1000}.followers",
+                                     "foo{}{bar}",
+                                     "foo{{bar}}zap",
+                                     "foo{bar}{zap}",
+                                     "{}",
+                                     "}{",
+                                     "{",
+                                     "}",
+                                     "somekey",
+                                     "\0"s,
+                                     "\r\n",
+                                     "a\0{b}"s,
+                                     "{\0}"s,
+                                     "\xff\xfe{\x80}"};
+    std::mt19937 random(20240611);
+    const std::string alphabet = "{}ab\0\r\n\xff:"s;
+    for (int i = 0; i < 300; ++i) {
+      std::string key(random() % 24, '\0');
+      for (auto& c : key) {
+        // Mostly braces and a few other bytes, so tags of every shape occur; some fully random bytes.
+        c = i % 3 == 0 ? static_cast<char>(random() % 256) : alphabet[random() % alphabet.size()];
+      }
+      keys.push_back(key);
+    }
+    for (const auto& key : keys) {
+      CAPTURE(key);
+      CHECK(dlock::keyHashSlot(key) == client.ok({"CLUSTER", "KEYSLOT", key}).integer);
+    }
+    // The server agrees that every lock's names share one slot, odd user keys included.
+    for (const auto& key : {"}x"s, "{}"s, "a{b}c"s, "x}{y"s, "\0{\r\n}"s, "plain"s, "{user1000}.following"s}) {
+      CAPTURE(key);
+      const auto names = dlock::clusterKeyNames(kPrefix, key);
+      CHECK(client.ok({"CLUSTER", "KEYSLOT", names.lock}).integer == names.slot);
+      CHECK(client.ok({"CLUSTER", "KEYSLOT", names.fence}).integer == names.slot);
+      CHECK(client.ok({"CLUSTER", "KEYSLOT", names.channel}).integer == names.slot);
+    }
+    // Control: the plain `<prefix>{<key>}` names of "}x" would be split across two slots.
+    CHECK(client.ok({"CLUSTER", "KEYSLOT", "dlock:{}x}"}).integer !=
+          client.ok({"CLUSTER", "KEYSLOT", "dlock:{}x}:fence"}).integer);
+  }
+
+  TEST_CASE("keys on all three masters lock, unlock, wake waiters and renew") {
+    ClusterTopology cluster;
+    const auto owners = cluster.slotOwners();
+    const auto masters = cluster.masters();
+    REQUIRE(masters.size() == 3);
+    std::vector<std::string> keys;
+    for (const std::size_t master : masters) keys.push_back(keysOn(owners, master, "spread-", 1).front());
+
+    auto holderBackend = operatorFor(cluster, {masters[0]});
+    auto waiterBackend = operatorFor(cluster, {masters[1]});
+    for (std::size_t i = 0; i < keys.size(); ++i) CHECK(holderBackend->nodeFor(keys[i]) == cluster.address(masters[i]));
+
+    {  // lock and unlock go to the key's master
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        CAPTURE(keys[i]);
+        const auto taken = holderBackend->lock(keys[i], "token-a", 5000ms);
+        REQUIRE(taken.acquired);
+        CHECK(taken.fencingToken == 1);
+        RedisClient owner = cluster.client(masters[i]);  // no redirection: the keys are there
+        CHECK(owner.ok({"GET", "dlock:{" + keys[i] + "}"}).str == "token-a");
+        CHECK(owner.ok({"GET", "dlock:{" + keys[i] + "}:fence"}).str == "1");
+        CHECK_FALSE(waiterBackend->lock(keys[i], "token-b", 5000ms).acquired);
+        CHECK(holderBackend->inspect(keys[i]).held);
+        CHECK_FALSE(holderBackend->unlock(keys[i], "token-b").released);
+        CHECK(holderBackend->unlock(keys[i], "token-a").released);
+        CHECK(owner.ok({"EXISTS", "dlock:{" + keys[i] + "}"}).integer == 0);
+        CHECK(waiterBackend->lock(keys[i], "token-b", 5000ms).fencingToken == 2);
+        CHECK(waiterBackend->unlock(keys[i], "token-b").released);
+      }
+    }
+
+    {  // a release reaches the waiters of its key through sharded pub/sub on its master
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        CAPTURE(keys[i]);
+        REQUIRE(holderBackend->lock(keys[i], "token-a", 10000ms).acquired);
+        auto watch = waiterBackend->watch(keys[i]);
+        REQUIRE(watch != nullptr);
+        CHECK_FALSE(watch->waitForRelease(50ms));
+        const auto released = holderBackend->unlock(keys[i], "token-a");
+        CHECK(released.released);
+        CHECK(released.notified == 1);  // the waiter's SSUBSCRIBE on that master
+        const auto start = Steady::now();
+        CHECK(watch->waitForRelease(2000ms));
+        CHECK(Steady::now() - start < 500ms);
+      }
+      // Through ILock: waiters on every master acquire right after the release, well before the
+      // holder's 10 s lease would end and before NotifyWait's 1 s recheck.
+      auto holder = dlock::LockBuilder().backend(holderBackend).leaseTime(10s).build();
+      auto waiter = dlock::LockBuilder().backend(waiterBackend).leaseTime(10s).build();
+      for (const auto& key : keys) REQUIRE(holder->tryLock(key));
+      std::vector<Steady::time_point> acquiredAt(keys.size());
+      std::vector<int> acquired(keys.size(), 0);
+      std::vector<std::thread> waiters;
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        waiters.emplace_back([&, i] {
+          if (waiter->tryLock(keys[i], 20s)) {
+            acquiredAt[i] = Steady::now();
+            acquired[i] = 1;
+            waiter->unlock(keys[i]);
+          }
+        });
+      }
+      std::this_thread::sleep_for(300ms);
+      const auto releasedAt = Steady::now();
+      for (const auto& key : keys) holder->unlock(key);
+      for (auto& thread : waiters) thread.join();
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        CAPTURE(keys[i]);
+        REQUIRE(acquired[i] == 1);
+        CHECK(acquiredAt[i] - releasedAt < 500ms);
+      }
+    }
+
+    {  // the watchdog renews leases on every master
+      auto lock = dlock::LockBuilder().backend(holderBackend).watchdogLease(1000ms).build();
+      for (const auto& key : keys) REQUIRE(lock->tryLock(key));
+      std::this_thread::sleep_for(2500ms);  // 2.5 leases
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        CAPTURE(keys[i]);
+        CHECK(lock->isHeld(keys[i]));
+        const auto pttl = cluster.client(masters[i]).ok({"PTTL", "dlock:{" + keys[i] + "}"}).integer;
+        CHECK(pttl > 0);
+        CHECK(pttl <= 1000);
+        CHECK_FALSE(waiterBackend->lock(keys[i], "token-b", 1000ms).acquired);
+      }
+      const auto stats = lock->stats();
+      CHECK(stats.renewals >= 3 * keys.size());
+      CHECK(stats.lostLeases == 0);
+      for (const auto& key : keys) lock->unlock(key);
+    }
+  }
+
+  TEST_CASE("user keys with braces and other odd bytes keep the lock and its fence in one slot") {
+    ClusterTopology cluster;
+    auto backend = operatorFor(cluster);
+    const std::vector<std::string> keys = {"}x",   "{",    "}",         "{}",     "a{b}c",
+                                           "x}{y", "{{}}", "\0{\r\n}"s, "%s{%n}", "{user1000}.following"};
+    const auto owners = cluster.slotOwners();
+    for (const auto& key : keys) {
+      CAPTURE(key);
+      const auto taken = backend->lock(key, "token-a", 10000ms);
+      REQUIRE(taken.acquired);
+      CHECK(taken.fencingToken == 1);
+      CHECK_FALSE(backend->lock(key, "token-b", 10000ms).acquired);
+      // Both names on the slot's master, read without redirection.
+      const auto names = dlock::clusterKeyNames(kPrefix, key);
+      RedisClient owner = cluster.client(owners[names.slot]);
+      CHECK(owner.ok({"GET", names.lock}).str == "token-a");
+      CHECK(owner.ok({"GET", names.fence}).str == "1");
+      CHECK(backend->inspect(key).held);
+      CHECK(backend->raiseFence(key, 5) == 5);
+    }
+    std::vector<dlock::LeaseRef> leases;
+    for (const auto& key : keys) leases.push_back(dlock::LeaseRef{key, "token-a"});
+    const auto extended = backend->extendAll(leases, 20000ms);
+    CHECK(std::count(extended.begin(), extended.end(), true) == static_cast<long>(keys.size()));
+    for (const auto& key : keys) {
+      CAPTURE(key);
+      CHECK(backend->unlock(key, "token-a").released);
+      CHECK(backend->lock(key, "token-c", 1000ms).fencingToken == 6);
+    }
+  }
+
+  TEST_CASE("extendAll renews leases spread over the masters in one call, answers in order") {
+    ClusterTopology cluster;
+    const auto owners = cluster.slotOwners();
+    const auto masters = cluster.masters();
+    auto backend = operatorFor(cluster);
+    std::vector<std::string> keys;
+    for (const std::size_t master : masters) {
+      for (const auto& key : keysOn(owners, master, "batch-" + std::to_string(master) + "-", 3)) keys.push_back(key);
+    }
+    std::shuffle(keys.begin(), keys.end(), std::mt19937(7));
+    for (const auto& key : keys) REQUIRE(backend->lock(key, "token", 2000ms).acquired);
+    std::vector<dlock::LeaseRef> leases;
+    for (const auto& key : keys) leases.push_back(dlock::LeaseRef{key, "token"});
+    leases[4].token = "not-the-owner";
+    (void)backend->extendAll(leases, 30000ms);  // scripts cached on every node by now
+
+    std::vector<long long> before;
+    std::vector<long long> movedBefore;
+    for (const std::size_t master : masters) {
+      before.push_back(cluster.client(master).commandCalls()["evalsha"]);
+      movedBefore.push_back(cluster.errorCount(master, "MOVED"));
+    }
+    const auto extended = backend->extendAll(leases, 30000ms);
+    REQUIRE(extended.size() == keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      CAPTURE(keys[i]);
+      CHECK(extended[i] == (i != 4));
+      const auto pttl = cluster.client(owners[dlock::clusterKeyNames(kPrefix, keys[i]).slot])
+                            .ok({"PTTL", "dlock:{" + keys[i] + "}"})
+                            .integer;
+      CHECK(pttl > (i != 4 ? 20000 : -1000));
+      CHECK(pttl <= (i != 4 ? 30000 : 2000));
+    }
+    // Each master got exactly its own three renewals: routed by slot, no redirection.
+    for (std::size_t m = 0; m < masters.size(); ++m) {
+      CHECK(cluster.client(masters[m]).commandCalls()["evalsha"] - before[m] == 3);
+      CHECK(cluster.errorCount(masters[m], "MOVED") == movedBefore[m]);
+    }
+  }
+
+  TEST_CASE("a half-migrated slot: ASK to the target, TRYAGAIN up to the budget, MOVED once it is handed over") {
+    ClusterTopology cluster;
+    const auto owners = cluster.slotOwners();
+    const auto masters = cluster.masters();
+    const std::size_t source = masters[0];
+    const std::size_t target = masters[1];
+    const std::string key = keysOn(owners, source, "ask-", 1).front();
+    const std::uint16_t slot = dlock::clusterKeyNames(kPrefix, key).slot;
+    auto options = optionsFor(cluster, {masters[2]});
+    options.retryBudget = 400ms;
+    auto backend = std::make_shared<dlock::ClusterOperator>(options);
+    auto watcherBackend = operatorFor(cluster, {masters[2]});
+
+    auto lateBackend = operatorFor(cluster, {masters[2]});
+    REQUIRE(lateBackend->nodeFor(key) == cluster.address(source));  // its map, soon stale
+
+    REQUIRE(backend->lock(key, "token-1", 30000ms).acquired);
+    auto watch = watcherBackend->watch(key);  // subscribed on the source
+
+    REQUIRE(cluster.openMigration(slot, target) == source);
+    cluster.moveKeys(slot, source, target);
+    // Lock and fence now sit on the target, which serves them only after ASKING.
+    CHECK(cluster.client(source).ok({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}).integer == 0);
+    CHECK(cluster.client(target).ok({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}).integer == 2);
+
+    // The source no longer has the key: ASK, and the release runs on the target after ASKING.
+    const auto askBefore = cluster.errorCount(source, "ASK");
+    CHECK(backend->inspect(key).held);
+    CHECK(backend->extend(key, "token-1", 30000ms));
+    CHECK(backend->unlock(key, "token-1").released);
+    CHECK(cluster.errorCount(source, "ASK") >= askBefore + 3);
+
+    // A free lock cannot be taken while its fence sits on the target of an open slot: the target
+    // answers TRYAGAIN ("multiple keys, some missing") until the budget is spent.
+    const auto start = Steady::now();
+    CHECK_THROWS_AS((void)backend->lock(key, "token-2", 30000ms), dlock::ConnectionError);
+    const auto waited = Steady::now() - start;
+    CHECK(waited >= 350ms);
+    CHECK(waited < 3s);
+    CHECK(cluster.errorCount(target, "TRYAGAIN") > 0);
+
+    // Handed over: MOVED, a refreshed map, and the fence carried on.
+    cluster.finishMigration(slot, source, target);
+    const auto movedBefore = cluster.errorCount(source, "MOVED");
+    const auto taken = backend->lock(key, "token-2", 30000ms);
+    REQUIRE(taken.acquired);
+    CHECK(taken.fencingToken == 2);
+    CHECK(cluster.errorCount(source, "MOVED") == movedBefore + 1);
+    CHECK(backend->nodeFor(key) == cluster.address(target));
+
+    // The watch made on the source follows the slot once its operator's map shows the move.
+    watcherBackend->refreshSlots();
+    CHECK(watch->waitForRelease(2000ms));  // re-subscribed on the target: a release may have been missed
+    CHECK_FALSE(watch->waitForRelease(50ms));
+    // A new watch from a stale map: SSUBSCRIBE on the source meets MOVED, the map is refreshed and
+    // the subscription lands on the target.
+    const auto lateMovedBefore = cluster.errorCount(source, "MOVED");
+    auto late = lateBackend->watch(key);
+    CHECK(cluster.errorCount(source, "MOVED") == lateMovedBefore + 1);
+    CHECK(lateBackend->nodeFor(key) == cluster.address(target));
+    const auto released = backend->unlock(key, "token-2");
+    CHECK(released.released);
+    CHECK(released.notified == 2);
+    CHECK(watch->waitForRelease(2000ms));
+    CHECK(late->waitForRelease(2000ms));
+  }
+
+  TEST_CASE("a slot migrated live while four processes contend for its key: no errors, exact count") {
+    ClusterTopology cluster;
+    const auto owners = cluster.slotOwners();
+    const auto masters = cluster.masters();
+    const std::size_t source = masters[0];
+    const std::size_t target = masters[1];
+    const std::size_t counterNode = masters[2];
+    const std::string key = keysOn(owners, source, "migrating-", 1).front();
+    const std::uint16_t slot = dlock::clusterKeyNames(kPrefix, key).slot;
+    // The counter stays put on a third master, which the workers also use as their only seed (the
+    // worker reads the counter through a plain client of its URI's host).
+    std::string counter;
+    for (int i = 0; counter.empty(); ++i) {
+      const std::string candidate = "counter-" + std::to_string(i);
+      if (owners[dlock::keyHashSlot(candidate)] == counterNode) counter = candidate;
+    }
+    const std::string uri = "redis+cluster://" + cluster.address(counterNode) + "?command_timeout=3s";
+    RedisClient counterClient = cluster.client(counterNode);
+
+    constexpr int kWorkers = 4;
+    constexpr int kEach = 400;
+    TempDir dir;
+    std::vector<pid_t> workers;
+    for (int w = 0; w < kWorkers; ++w) {
+      const std::string base = dir.path + "/worker-" + std::to_string(w);
+      workers.push_back(
+          spawnWorker({"increment", uri, key, counter, std::to_string(kEach), base + ".out"}, base + ".log"));
+    }
+    const auto countedBy = [&](long long wanted, std::chrono::milliseconds budget) {
+      const auto deadline = Steady::now() + budget;
+      while (counterValue(counterClient, counter) < wanted && Steady::now() < deadline)
+        std::this_thread::sleep_for(10ms);
+      return counterValue(counterClient, counter);
+    };
+    REQUIRE(countedBy(100, 30s) >= 100);
+
+    const auto errors = [&](std::size_t node) {
+      return cluster.errorCount(node, "ASK") + cluster.errorCount(node, "TRYAGAIN");
+    };
+    const auto movedBefore = cluster.errorCount(source, "MOVED");
+    const auto halfMovedBefore = errors(source) + errors(target);
+    cluster.migrateSlot(slot, target, 150ms);
+    const long long countAtHandOver = counterValue(counterClient, counter);
+
+    std::vector<int> exits;
+    for (const pid_t pid : workers) exits.push_back(waitForExit(pid, 120s));
+    for (int w = 0; w < kWorkers; ++w) {
+      const std::string base = dir.path + "/worker-" + std::to_string(w);
+      CAPTURE(readFile(base + ".log"));
+      CHECK(exits[static_cast<std::size_t>(w)] == 0);
+    }
+    MESSAGE("count at hand-over " << countAtHandOver << " of " << kWorkers * kEach << "; ASK+TRYAGAIN +"
+                                  << errors(source) + errors(target) - halfMovedBefore << ", MOVED +"
+                                  << cluster.errorCount(source, "MOVED") - movedBefore);
+    CHECK(counterValue(counterClient, counter) == kWorkers * kEach);
+    // The workers were still at it when the slot was handed over, and met it half-moved.
+    CHECK(countAtHandOver < kWorkers * kEach);
+    CHECK(errors(source) + errors(target) > halfMovedBefore);
+    CHECK(cluster.errorCount(source, "MOVED") > movedBefore);
+    CHECK(cluster.ownerOf(slot) == target);
+
+    // Every increment saw the previous one, and fencing tokens grew with the count.
+    std::vector<std::pair<long long, unsigned long long>> seen;  // (counter seen, fencing token)
+    for (int w = 0; w < kWorkers; ++w) {
+      std::ifstream in(dir.path + "/worker-" + std::to_string(w) + ".out");
+      long long value = 0;
+      unsigned long long fence = 0;
+      while (in >> value >> fence) seen.emplace_back(value, fence);
+    }
+    std::sort(seen.begin(), seen.end());
+    REQUIRE(seen.size() == static_cast<std::size_t>(kWorkers * kEach));
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      if (seen[i].first != static_cast<long long>(i)) {
+        FAIL_CHECK("increment " << i << " saw counter " << seen[i].first);
+        break;
+      }
+      if (i > 0 && seen[i].second <= seen[i - 1].second) {
+        FAIL_CHECK("fencing token " << seen[i].second << " after " << seen[i - 1].second << " at increment " << i);
+        break;
+      }
+    }
+    // The fence counter moved with its slot.
+    CHECK(cluster.client(target).ok({"GET", "dlock:{" + key + "}:fence"}).str == std::to_string(seen.back().second));
+  }
+
+  TEST_CASE(
+      "a master killed with SIGKILL: its replica takes over and clients continue, with only ConnectionError "
+      "meanwhile") {
+    ClusterTopology cluster;
+    const auto owners = cluster.slotOwners();
+    const auto masters = cluster.masters();
+    const std::size_t victim = masters[0];
+    std::vector<std::string> keys;
+    for (const std::size_t master : masters) {
+      for (const auto& key : keysOn(owners, master, "failover-", 2)) keys.push_back(key);
+    }
+    const std::string victimKey = keys.front();
+
+    auto options = optionsFor(cluster, {masters[1], masters[2]});
+    options.retryBudget = 300ms;
+    options.connection.connectTimeout = 300ms;
+    options.connection.commandTimeout = 500ms;
+    auto backend = std::make_shared<dlock::ClusterOperator>(options);
+    auto waiterBackend = std::make_shared<dlock::ClusterOperator>(options);
+    {
+      // The waiter's operator subscribes on the victim before it dies.
+      REQUIRE(backend->lock(victimKey, "before", 5000ms).acquired);
+      auto watch = waiterBackend->watch(victimKey);
+      REQUIRE(backend->unlock(victimKey, "before").notified == 1);
+      CHECK(watch->waitForRelease(2000ms));
+    }
+
+    struct Outcome {
+      Steady::time_point start;
+      std::size_t key;
+      int kind;  // 0 answered, 1 ConnectionError, 2 anything else
+      std::string error;
+    };
+    std::mutex mutex;
+    std::vector<Outcome> outcomes;
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> clients;
+    for (int t = 0; t < 2; ++t) {
+      clients.emplace_back([&, t] {
+        for (std::size_t n = static_cast<std::size_t>(t); !stop; ++n) {
+          const std::size_t k = n % keys.size();
+          const std::string token = "t" + std::to_string(t) + "-" + std::to_string(n);
+          Outcome outcome{Steady::now(), k, 0, {}};
+          try {
+            if (backend->lock(keys[k], token, 2000ms).acquired) (void)backend->unlock(keys[k], token);
+          } catch (const dlock::ConnectionError& error) {
+            outcome.kind = 1;
+            outcome.error = error.what();
+          } catch (const std::exception& error) {
+            outcome.kind = 2;
+            outcome.error = error.what();
+          }
+          {
+            std::lock_guard<std::mutex> guard(mutex);
+            outcomes.push_back(std::move(outcome));
+          }
+          std::this_thread::sleep_for(5ms);
+        }
+      });
+    }
+    std::this_thread::sleep_for(500ms);
+    const auto killedAt = Steady::now();
+    cluster.kill(victim);
+    std::size_t promoted = victim;
+    try {
+      promoted = cluster.waitForFailover(victim, 30s);
+    } catch (...) {
+      stop = true;
+      for (auto& thread : clients) thread.join();
+      throw;
+    }
+    const auto failedOverAt = Steady::now();
+    std::this_thread::sleep_for(1500ms);
+    stop = true;
+    for (auto& thread : clients) thread.join();
+
+    CHECK(promoted != victim);
+    // The promoted replica had no scripts cached: NOSCRIPT, then EVAL.
+    CHECK(cluster.errorCount(promoted, "NOSCRIPT") > 0);
+    CHECK(backend->nodeFor(victimKey) == cluster.address(promoted));
+    std::size_t before = 0, during = 0, after = 0, afterOnVictim = 0, connectionErrors = 0;
+    for (const auto& outcome : outcomes) {
+      if (outcome.kind == 2) FAIL_CHECK("not a ConnectionError: " << outcome.error);
+      if (outcome.kind == 1) ++connectionErrors;
+      if (outcome.start < killedAt) {
+        ++before;
+        if (outcome.kind != 0) FAIL_CHECK("before the kill: " << outcome.error);
+      } else if (outcome.start < failedOverAt + 300ms) {
+        ++during;
+      } else {
+        ++after;
+        if (outcome.kind != 0) FAIL_CHECK("after the failover: " << outcome.error);
+        if (outcome.kind == 0 && owners[dlock::clusterKeyNames(kPrefix, keys[outcome.key]).slot] == victim) {
+          ++afterOnVictim;
+        }
+      }
+    }
+    MESSAGE("calls: " << before << " before the kill, " << during << " during the failover (" << connectionErrors
+                      << " ConnectionError), " << after << " after; failover took "
+                      << std::chrono::duration_cast<std::chrono::milliseconds>(failedOverAt - killedAt).count()
+                      << " ms");
+    CHECK(before > 0);
+    CHECK(after > 0);
+    CHECK(afterOnVictim > 0);
+
+    // A waiter whose subscription died with the victim hands off on the promoted master.
+    auto holder = dlock::LockBuilder().backend(backend).leaseTime(10s).build();
+    auto waiter = dlock::LockBuilder().backend(waiterBackend).leaseTime(10s).build();
+    REQUIRE(holder->tryLock(victimKey, 5s));
+    std::atomic<bool> acquired{false};
+    Steady::time_point acquiredAt;
+    std::thread waiting([&] {
+      try {
+        if (waiter->tryLock(victimKey, 20s)) {
+          acquiredAt = Steady::now();
+          acquired = true;
+          waiter->unlock(victimKey);
+        }
+      } catch (const std::exception& error) {
+        MESSAGE("waiter: " << error.what());
+      }
+    });
+    std::this_thread::sleep_for(300ms);
+    const auto releasedAt = Steady::now();
+    holder->unlock(victimKey);
+    waiting.join();
+    REQUIRE(acquired);
+    CHECK(acquiredAt - releasedAt < 500ms);
+  }
+
+  TEST_CASE("dead seeds at start: the operator learns the cluster from the next one") {
+    ClusterTopology cluster;
+    const auto owners = cluster.slotOwners();
+    const auto masters = cluster.masters();
+    const auto replicas = cluster.replicasOf(masters[0]);
+    REQUIRE_FALSE(replicas.empty());
+    cluster.kill(replicas.front());
+    const int nobody = dlock::test::freeLoopbackPort();
+    auto backend = dlock::connect("redis+cluster://127.0.0.1:" + std::to_string(nobody) + "," +
+                                  cluster.address(replicas.front()) + "," + cluster.address(masters[2]));
+    for (const std::size_t master : masters) {
+      const std::string key = keysOn(owners, master, "seeded-", 1).front();
+      CAPTURE(key);
+      const auto taken = backend->lock(key, "token", 5000ms);
+      CHECK(taken.acquired);
+      CHECK(cluster.client(master).ok({"GET", "dlock:{" + key + "}"}).str == "token");
+      CHECK(backend->unlock(key, "token").released);
+    }
+  }
+}
