@@ -8,10 +8,13 @@ namespace dlock::detail {
 
 const Script& shardedReleaseScript() {
   static const Script script = [] {
+    // SPUBLISH before DEL, as in the single-server release: a refused SPUBLISH (ACL, a channel
+    // in another slot) must fail before the key is gone, since scripts are not rolled back.
     std::string source = R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
+  local notified = redis.call('SPUBLISH', ARGV[2], '1')
   redis.call('DEL', KEYS[1])
-  return {1, redis.call('SPUBLISH', ARGV[2], '1')}
+  return {1, notified}
 end
 return {0, 0}
 )lua";
