@@ -101,6 +101,20 @@ int parseDb(std::string_view text, const std::string& redacted) {
 }  // namespace
 
 std::string redactUri(std::string_view uri) {
+  // redlock://uri;uri;... : each member is a URI of its own.
+  const auto schemeEnd = uri.find("://");
+  if (schemeEnd != std::string_view::npos && uri.find("://", schemeEnd + 3) != std::string_view::npos) {
+    std::string out(uri.substr(0, schemeEnd + 3));
+    std::string_view members = uri.substr(schemeEnd + 3);
+    while (true) {
+      const auto semi = members.find(';');
+      out += redactUri(members.substr(0, semi));
+      if (semi == std::string_view::npos) break;
+      out += ';';
+      members.remove_prefix(semi + 1);
+    }
+    return out;
+  }
   std::string out(uri);
   // Query options that carry secrets: mask their values.
   const auto question = out.find('?');

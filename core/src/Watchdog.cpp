@@ -87,6 +87,11 @@ void Watchdog::renew(const std::vector<std::shared_ptr<LeaseState>>& batch) {
     return;
   }
 
+  if (logger()->should_log(spdlog::level::debug)) {
+    logger()->debug("dlock: renewed {} of {} lease(s) on {} for {} ms",
+                    std::count(extended.begin(), extended.end(), true), batch.size(), backend_->describe(),
+                    lease_.count());
+  }
   for (std::size_t i = 0; i < batch.size(); ++i) {
     LeaseState& lease = *batch[i];
     if (i < extended.size() && extended[i]) {

@@ -101,5 +101,8 @@ TEST_SUITE("Uri") {
     CHECK(dlock::redactUri("redis+sentinel://s:1/m?sentinel_password=" + secret + "&x=1") ==
           "redis+sentinel://s:1/m?sentinel_password=***&x=1");
     CHECK(dlock::redactUri("redis://h:1") == "redis://h:1");
+    CHECK(dlock::redactUri("redlock://redis://a:" + secret + "@h:1;redis://h:2;redis://:" + secret + "@h:3") ==
+          "redlock://redis://a:***@h:1;redis://h:2;redis://:***@h:3");
+    CHECK(configErrorOf("redlock://redis://a:" + secret + "@h:0;redis://h:2").find(secret) == std::string::npos);
   }
 }

@@ -1,5 +1,7 @@
 #include "Connection.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/time.h>
 
 #include <cerrno>
@@ -9,6 +11,24 @@
 
 namespace dlock::detail {
 namespace {
+
+// hiredis writes with write(2), so a server that closed the connection raises SIGPIPE, whose
+// default action kills the process. As gRPC does, ignore it process-wide — but only when the
+// application left the default in place; a handler or an explicit setting is respected.
+void ignoreSigpipeByDefault() {
+  static const bool done = [] {
+    struct sigaction current {};
+    if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL &&
+        (current.sa_flags & SA_SIGINFO) == 0) {
+      struct sigaction ignore {};
+      ignore.sa_handler = SIG_IGN;
+      ::sigemptyset(&ignore.sa_mask);
+      (void)::sigaction(SIGPIPE, &ignore, nullptr);
+    }
+    return true;
+  }();
+  (void)done;
+}
 
 timeval toTimeval(std::chrono::milliseconds duration) {
   timeval tv{};
@@ -24,6 +44,10 @@ Connection::Connection(const ConnectionOptions& options)
   context_.reset(redisConnectWithTimeout(options.host.c_str(), options.port, toTimeval(options.connectTimeout)));
   if (!context_) throw std::bad_alloc();
   if (context_->err != 0) throwContextError(*context_, "connect to " + address_);
+  // A child the application forks and execs must not inherit our Redis connections.
+  const int flags = ::fcntl(context_->fd, F_GETFD);
+  if (flags >= 0) (void)::fcntl(context_->fd, F_SETFD, flags | FD_CLOEXEC);
+  ignoreSigpipeByDefault();
   if (redisSetTimeout(context_.get(), toTimeval(options.commandTimeout)) != REDIS_OK) {
     throwContextError(*context_, "set the command timeout on " + address_);
   }
