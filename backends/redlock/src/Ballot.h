@@ -1,10 +1,11 @@
 // Ballot.h — the nodes' answers to one request that RedlockOperator fanned out.
 //
-// The caller creates a Ballot, marks the nodes it asks, posts one task per node (each calls
-// answer() or fail() exactly once) and then close()s it: close() waits until the caller's
-// `decided` predicate holds, no asked node is still pending, or a deadline passes, and hands the
-// votes back. Answers that arrive after close() are dropped (a late watch is destroyed, a late
-// acquire is undone by the release the operator posts after it).
+// The caller creates a Ballot, marks the nodes it asks, and posts one task per node; each task
+// calls answer() or fail() exactly once. The caller then wait()s until its `decided` predicate
+// holds, no asked node is pending, or a deadline passes, and reads the votes with snapshot().
+// Answers keep arriving after the wait; a later snapshot() sees them (the operator uses that to
+// learn how a late acquire ended). take() moves the votes out and drops later answers, for
+// values that cannot be copied (a late watch is then destroyed by its task).
 // Owner: shared by the caller and the node tasks. Thread safety: thread-safe.
 #pragma once
 
@@ -41,12 +42,6 @@ class Ballot {
   using Votes = std::vector<Vote<T>>;
   using Clock = std::chrono::steady_clock;
 
-  struct Closed {
-    Votes votes;
-    // True when close() gave up at its deadline with asked nodes still pending.
-    bool timedOut = false;
-  };
-
   explicit Ballot(std::size_t nodes) : votes_(nodes) {}
   Ballot(const Ballot&) = delete;
   Ballot& operator=(const Ballot&) = delete;
@@ -60,7 +55,7 @@ class Ballot {
   void answer(std::size_t node, T value) {
     {
       std::lock_guard<std::mutex> guard(mutex_);
-      if (closed_) return;  // `value` is destroyed on return, outside the lock
+      if (taken_) return;  // `value` is destroyed on return, outside the lock
       votes_[node].state = VoteState::Answered;
       votes_[node].value = std::move(value);
     }
@@ -70,7 +65,7 @@ class Ballot {
   void fail(std::size_t node, std::string error, bool backendError, bool unsent = false) {
     {
       std::lock_guard<std::mutex> guard(mutex_);
-      if (closed_) return;
+      if (taken_) return;
       votes_[node].state = VoteState::Failed;
       votes_[node].error = std::move(error);
       votes_[node].backendError = backendError;
@@ -79,22 +74,31 @@ class Ballot {
     changed_.notify_all();
   }
 
-  // Waits until `decided(votes)` is true, no vote is pending, or `deadline`; then closes.
+  // Waits until `decided(votes)` is true, no vote is pending, or `deadline`. True when it gave up
+  // at the deadline with votes still pending and undecided.
   template <class Decided>
-  Closed close(Clock::time_point deadline, Decided decided) {
+  bool wait(Clock::time_point deadline, Decided decided) {
     std::unique_lock<std::mutex> guard(mutex_);
     const auto settled = [&] { return decided(static_cast<const Votes&>(votes_)) || !anyPending(); };
-    const bool done = changed_.wait_until(guard, deadline, settled);
-    closed_ = true;
-    Closed result;
-    result.timedOut = !done;
-    result.votes = std::move(votes_);
-    return result;
+    return !changed_.wait_until(guard, deadline, settled);
   }
 
-  // close() that waits for every asked node (or the deadline).
-  Closed closeWhenAllAnswered(Clock::time_point deadline) {
-    return close(deadline, [](const Votes&) { return false; });
+  // wait() for every asked node (or the deadline).
+  bool waitForAll(Clock::time_point deadline) {
+    return wait(deadline, [](const Votes&) { return false; });
+  }
+
+  // The votes now.
+  [[nodiscard]] Votes snapshot() const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return votes_;
+  }
+
+  // The votes now, moved out; later answers are dropped.
+  Votes take() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    taken_ = true;
+    return std::move(votes_);
   }
 
  private:
@@ -102,10 +106,10 @@ class Ballot {
     return std::any_of(votes_.begin(), votes_.end(), [](const Vote<T>& v) { return v.state == VoteState::Pending; });
   }
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
-  Votes votes_;          // guarded by mutex_
-  bool closed_ = false;  // guarded by mutex_
+  Votes votes_;         // guarded by mutex_
+  bool taken_ = false;  // guarded by mutex_
 };
 
 }  // namespace dlock::detail

@@ -138,39 +138,56 @@ class RedlockOperator::Impl {
     throw ConnectionError(message);
   }
 
-  // Releases (key, token) on every node after a failed attempt whose votes were `lockVotes`, and
-  // waits (at most nodeTimeout) for the nodes that took the key or have not answered yet. Nodes
-  // where the key may survive are remembered as suspects until the lease would have ended.
-  void rollback(std::string_view key, std::string_view token, const std::vector<Vote<AcquireResult>>& lockVotes,
-                Steady::time_point start, milliseconds ttl, std::size_t shard) {
-    auto ballot = send<ReleaseResult>(all_, shard, std::nullopt,
-                                      [k = std::string(key), t = std::string(token)](IOperator& member) {
-                                        return member.unlock(k, t);
-                                      });
-    const auto mustConfirm = [&](std::size_t i) {
-      const Vote<AcquireResult>& vote = lockVotes[i];
-      return vote.state == VoteState::Pending || (vote.state == VoteState::Answered && vote.value.acquired);
-    };
-    const auto closed = ballot->close(Steady::now() + options_.nodeTimeout, [&](const auto& votes) {
+  struct Rollback {
+    std::vector<Vote<AcquireResult>> acquires;  // the attempt's votes, late answers included
+    std::vector<Vote<ReleaseResult>> releases;
+  };
+
+  // Releases (key, token) on every node after a failed attempt, and waits (at most nodeTimeout)
+  // for the nodes whose acquire took the key or had not answered when the attempt was decided.
+  // A release reaches each node after that node's acquire (same worker thread), so once it has
+  // answered, the acquire's outcome is known too. Nodes where our key may survive are remembered
+  // as suspects until the lease would have ended.
+  Rollback rollback(std::string_view key, std::string_view token, const Ballot<AcquireResult>& acquires,
+                    const std::vector<Vote<AcquireResult>>& decidedOn, Steady::time_point start, milliseconds ttl,
+                    std::size_t shard) {
+    auto releases = send<ReleaseResult>(all_, shard, std::nullopt,
+                                        [k = std::string(key), t = std::string(token)](IOperator& member) {
+                                          return member.unlock(k, t);
+                                        });
+    (void)releases->wait(Steady::now() + options_.nodeTimeout, [&](const auto& votes) {
       for (std::size_t i = 0; i < votes.size(); ++i) {
-        if (mustConfirm(i) && votes[i].state == VoteState::Pending) return false;
+        const Vote<AcquireResult>& vote = decidedOn[i];
+        const bool mayHoldIt =
+            vote.state == VoteState::Pending || (vote.state == VoteState::Answered && vote.value.acquired);
+        if (mayHoldIt && votes[i].state == VoteState::Pending) return false;
       }
       return true;
     });
+    Rollback result{acquires.snapshot(), releases->snapshot()};
     std::vector<std::size_t> lingering;
-    for (std::size_t i = 0; i < lockVotes.size(); ++i) {
-      const Vote<AcquireResult>& vote = lockVotes[i];
-      const Vote<ReleaseResult>& release = closed.votes[i];
-      if (vote.state == VoteState::Answered) {
-        // The acquire finished: the key is ours there only if it said so, and the release
-        // (which ran after it) settles it once answered.
-        if (vote.value.acquired && release.state != VoteState::Answered) lingering.push_back(i);
-      } else if (!(vote.state == VoteState::Failed && vote.unsent)) {
-        // The acquire failed or timed out and may still land: only a release that deleted it is sure.
-        if (!(release.state == VoteState::Answered && release.value.released)) lingering.push_back(i);
+    for (std::size_t i = 0; i < result.acquires.size(); ++i) {
+      const Vote<AcquireResult>& acquire = result.acquires[i];
+      const Vote<ReleaseResult>& release = result.releases[i];
+      const bool deleted = release.state == VoteState::Answered && release.value.released;
+      switch (acquire.state) {
+        case VoteState::NotAsked:
+          break;
+        case VoteState::Answered:
+          // The acquire finished, so a release that answered settled it.
+          if (acquire.value.acquired && release.state != VoteState::Answered) lingering.push_back(i);
+          break;
+        case VoteState::Failed:
+          // It may have landed before it failed (a timeout): only a release that deleted it is sure.
+          if (!acquire.unsent && !deleted) lingering.push_back(i);
+          break;
+        case VoteState::Pending:
+          if (!deleted) lingering.push_back(i);
+          break;
       }
     }
     if (!lingering.empty()) addSuspects(key, token, lingering, start + ttl);
+    return result;
   }
 
   // Nodes that may still hold (key, token) from an earlier attempt whose release was not
@@ -206,17 +223,19 @@ class RedlockOperator::Impl {
     for (std::size_t node : nodes) entry[node] = std::max(entry[node], until);
   }
 
-  // When the key is expected to be free on a quorum, from a failed attempt's votes: nodes we
-  // took are free (released by the rollback), a holder's node after its TTL; failed nodes are
-  // unknown. 0 when unknown; 1 ms when a quorum looks free already (retry soon).
-  milliseconds quorumFreeIn(const std::vector<Vote<AcquireResult>>& votes) const {
+  // When the key is expected to be free on a quorum, after a failed attempt and its rollback:
+  // nodes the rollback released (or that our acquire had and the release reached) are free, a
+  // holder's node after its TTL; other nodes are unknown. 0 when unknown; at least 1 ms.
+  milliseconds quorumFreeIn(const Rollback& rollback) const {
     std::vector<milliseconds> known;
-    for (const auto& vote : votes) {
-      if (vote.state != VoteState::Answered) continue;
-      if (vote.value.acquired) {
+    for (std::size_t i = 0; i < rollback.acquires.size(); ++i) {
+      const Vote<AcquireResult>& acquire = rollback.acquires[i];
+      const Vote<ReleaseResult>& release = rollback.releases[i];
+      const bool answered = acquire.state == VoteState::Answered;
+      if (release.state == VoteState::Answered && (release.value.released || (answered && acquire.value.acquired))) {
         known.push_back(milliseconds(0));
-      } else if (vote.value.holderTtl.count() > 0) {
-        known.push_back(vote.value.holderTtl);
+      } else if (answered && !acquire.value.acquired && acquire.value.holderTtl.count() > 0) {
+        known.push_back(acquire.value.holderTtl);
       }
     }
     if (known.size() < quorum_) return milliseconds(0);
@@ -234,7 +253,7 @@ class RedlockOperator::Impl {
 
     const Steady::time_point start = Steady::now();
     const milliseconds waited = std::min(options_.nodeTimeout, validFor);
-    const auto closed =
+    const auto ballot =
         send<std::vector<bool>>(all_, shardOf(leases.front().key), start + waited,
                                 [owned, ttl, batch](IOperator& member) -> std::vector<bool> {
                                   if (!batch) return {member.extend(owned->front().first, owned->front().second, ttl)};
@@ -248,17 +267,18 @@ class RedlockOperator::Impl {
                                                        std::to_string(refs.size()) + " leases");
                                   }
                                   return extended;
-                                })
-            ->closeWhenAllAnswered(start + waited);
+                                });
+    (void)ballot->waitForAll(start + waited);
+    const auto votes = ballot->snapshot();
     const bool valid = Steady::now() - start < validFor;
 
     std::size_t failed = 0;
-    for (const auto& vote : closed.votes) failed += vote.state == VoteState::Answered ? 0 : 1;
+    for (const auto& vote : votes) failed += vote.state == VoteState::Answered ? 0 : 1;
     std::vector<bool> result(leases.size(), false);
     std::optional<std::size_t> undecided;
     for (std::size_t j = 0; j < leases.size(); ++j) {
       std::size_t yes = 0;
-      for (const auto& vote : closed.votes) yes += vote.state == VoteState::Answered && vote.value[j] ? 1 : 0;
+      for (const auto& vote : votes) yes += vote.state == VoteState::Answered && vote.value[j] ? 1 : 0;
       if (!valid) continue;  // the extension may already have run out somewhere: lost
       if (yes >= quorum_) {
         result[j] = true;
@@ -269,7 +289,7 @@ class RedlockOperator::Impl {
     if (undecided) {
       throwUndecided(operation, leases[*undecided].key,
                      "too few nodes answered to tell whether a quorum still holds the lease",
-                     failuresOf(closed.votes, members_, waited));
+                     failuresOf(votes, members_, waited));
     }
     return result;
   }
@@ -377,25 +397,22 @@ AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token
   const auto counts = [&](const Vote<AcquireResult>& vote, std::size_t i) {
     return vote.state == VoteState::Answered && vote.value.acquired && !suspect[i];
   };
-  auto closed = d.send<AcquireResult>(d.all_, shard, start + waited,
-                                      [k = ownedKey, t = std::string(token), ttl](IOperator& member) {
-                                        return member.lock(k, t, ttl);
-                                      })
-                    ->close(start + waited, [&](const std::vector<Vote<AcquireResult>>& votes) {
-                      std::size_t yes = 0;
-                      std::size_t no = 0;
-                      for (std::size_t i = 0; i < votes.size(); ++i) {
-                        if (counts(votes[i], i)) {
-                          ++yes;
-                        } else if (votes[i].state != VoteState::Pending) {
-                          ++no;
-                        }
-                      }
-                      return yes >= quorum || no > nodes - quorum;  // decided either way
-                    });
-  std::vector<Vote<AcquireResult>>& votes = closed.votes;
+  const auto acquires = d.send<AcquireResult>(d.all_, shard, start + waited,
+                                              [k = ownedKey, t = std::string(token), ttl](IOperator& member) {
+                                                return member.lock(k, t, ttl);
+                                              });
+  // Every node gets its chance (up to the deadline), so the key and the fencing token end up on
+  // as many nodes as possible; only a certain failure ends the wait early.
+  const bool timedOut = acquires->wait(start + waited, [&](const std::vector<Vote<AcquireResult>>& votes) {
+    std::size_t no = 0;
+    for (std::size_t i = 0; i < votes.size(); ++i) {
+      if (votes[i].state != VoteState::Pending && !counts(votes[i], i)) ++no;
+    }
+    return no > nodes - quorum;
+  });
+  const std::vector<Vote<AcquireResult>> votes = acquires->snapshot();
   // Nodes still pending at the deadline failed, unless the deadline was the validity's.
-  const bool pendingFailed = closed.timedOut && !cutByValidity;
+  const bool pendingFailed = timedOut && !cutByValidity;
 
   std::vector<std::size_t> taken;  // nodes that count toward the quorum
   std::size_t failed = 0;          // nodes that could not answer
@@ -416,30 +433,24 @@ AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token
     std::size_t fenced = taken.size() - lagging.size();
     if (!lagging.empty()) {
       const Steady::time_point now = Steady::now();
-      const Steady::time_point raiseBy = std::min(now + d.options_.nodeTimeout, start + validFor);
+      const bool raiseCutByValidity = start + validFor <= now + d.options_.nodeTimeout;
+      const Steady::time_point raiseBy = raiseCutByValidity ? start + validFor : now + d.options_.nodeTimeout;
       if (now < raiseBy) {
-        const std::size_t already = fenced;
-        auto raised = d.send<std::uint64_t>(lagging, shard, raiseBy,
-                                            [k = ownedKey, fence](IOperator& member) {
-                                              return member.raiseFence(k, fence);
-                                            })
-                          ->close(raiseBy, [&](const std::vector<Vote<std::uint64_t>>& raises) {
-                            std::size_t done = already;
-                            for (const auto& vote : raises) {
-                              done += vote.state == VoteState::Answered && vote.value >= fence ? 1 : 0;
-                            }
-                            return done >= quorum;
-                          });
-        const bool raisePendingFailed = raised.timedOut && raiseBy == now + d.options_.nodeTimeout;
+        const auto raises = d.send<std::uint64_t>(lagging, shard, raiseBy, [k = ownedKey, fence](IOperator& member) {
+          return member.raiseFence(k, fence);
+        });
+        const bool raiseTimedOut = raises->waitForAll(raiseBy);
+        const auto raised = raises->snapshot();
         for (std::size_t i : lagging) {
-          const Vote<std::uint64_t>& vote = raised.votes[i];
+          const Vote<std::uint64_t>& vote = raised[i];
           if (vote.state == VoteState::Answered && vote.value >= fence) {
             ++fenced;
-          } else if (vote.state == VoteState::Failed || (vote.state == VoteState::Pending && raisePendingFailed)) {
+          } else if (vote.state == VoteState::Failed ||
+                     (vote.state == VoteState::Pending && raiseTimedOut && !raiseCutByValidity)) {
             ++failed;
           }
         }
-        if (fenced < quorum) raiseFailures = failuresOf(raised.votes, d.members_, d.options_.nodeTimeout);
+        if (fenced < quorum) raiseFailures = failuresOf(raised, d.members_, d.options_.nodeTimeout);
       }
     }
     const Steady::duration elapsed = Steady::now() - start;
@@ -454,12 +465,12 @@ AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token
       return result;
     }
     why = elapsed >= validFor ? "the validity time ran out" : "the fencing token could not be carried to a quorum";
-  } else if (closed.timedOut && cutByValidity) {
+  } else if (timedOut && cutByValidity) {
     why = "the validity time ran out";
   }
 
   // Not acquired: release on every node, so no partial hold blocks the others.
-  d.rollback(key, token, votes, start, ttl, shard);
+  const Impl::Rollback undone = d.rollback(key, token, *acquires, votes, start, ttl, shard);
   if (failed > nodes - quorum) {
     Failures failures = failuresOf(votes, d.members_, waited);
     if (raiseFailures) {
@@ -473,9 +484,9 @@ AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token
                      failures);
   }
   AcquireResult result;
-  result.holderTtl = d.quorumFreeIn(votes);
+  result.holderTtl = d.quorumFreeIn(undone);
   if (d.log_->should_log(spdlog::level::debug)) {
-    d.log_->debug("dlock: redlock did not acquire {} ({} of {} nodes, quorum {}): {}; retry in {} ms",
+    d.log_->debug("dlock: redlock did not acquire {} ({} of {} nodes, quorum {}): {}; free in {} ms",
                   detail::quoteKey(key), taken.size(), nodes, quorum, why, result.holderTtl.count());
   }
   return result;
@@ -485,15 +496,16 @@ ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view tok
   Impl& d = *impl_;
   const milliseconds waited = d.options_.nodeTimeout;
   // Releases are never dropped unsent: a late one still frees the node for others.
-  const auto closed = d.send<ReleaseResult>(d.all_, d.shardOf(key), std::nullopt,
+  const auto ballot = d.send<ReleaseResult>(d.all_, d.shardOf(key), std::nullopt,
                                             [k = std::string(key), t = std::string(token)](IOperator& member) {
                                               return member.unlock(k, t);
-                                            })
-                          ->closeWhenAllAnswered(Steady::now() + waited);
+                                            });
+  (void)ballot->waitForAll(Steady::now() + waited);
+  const auto votes = ballot->snapshot();
   std::size_t released = 0;
   std::size_t failed = 0;
   ReleaseResult result;
-  for (const auto& vote : closed.votes) {
+  for (const auto& vote : votes) {
     if (vote.state != VoteState::Answered) {
       ++failed;
       continue;
@@ -510,7 +522,7 @@ ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view tok
   d.throwUndecided("unlock", key,
                    "released on " + std::to_string(released) + " nodes; too few answered to tell whether a quorum "
                    "still held the lease",
-                   failuresOf(closed.votes, d.members_, waited));
+                   failuresOf(votes, d.members_, waited));
 }
 
 bool RedlockOperator::extend(std::string_view key, std::string_view token, milliseconds ttl) {
@@ -526,21 +538,22 @@ std::uint64_t RedlockOperator::raiseFence(std::string_view key, std::uint64_t at
   Impl& d = *impl_;
   const milliseconds waited = d.options_.nodeTimeout;
   const Steady::time_point until = Steady::now() + waited;
-  const auto closed = d.send<std::uint64_t>(d.all_, d.shardOf(key), until,
+  const auto ballot = d.send<std::uint64_t>(d.all_, d.shardOf(key), until,
                                             [k = std::string(key), atLeast](IOperator& member) {
                                               return member.raiseFence(k, atLeast);
-                                            })
-                          ->closeWhenAllAnswered(until);
+                                            });
+  (void)ballot->waitForAll(until);
+  const auto votes = ballot->snapshot();
   std::size_t raised = 0;
   std::uint64_t highest = atLeast;
-  for (const auto& vote : closed.votes) {
+  for (const auto& vote : votes) {
     if (vote.state != VoteState::Answered) continue;
     ++raised;
     highest = std::max(highest, vote.value);
   }
   if (raised >= d.quorum_) return highest;
   d.throwUndecided("raiseFence", key, "only " + std::to_string(raised) + " nodes raised the fencing counter",
-                   failuresOf(closed.votes, d.members_, waited));
+                   failuresOf(votes, d.members_, waited));
 }
 
 std::unique_ptr<IReleaseWatch> RedlockOperator::watch(std::string_view key) {
@@ -548,13 +561,14 @@ std::unique_ptr<IReleaseWatch> RedlockOperator::watch(std::string_view key) {
   // Subscribing may take a connect and a round trip.
   const milliseconds waited = 2 * d.options_.nodeTimeout;
   const Steady::time_point until = Steady::now() + waited;
-  auto closed = d.send<std::unique_ptr<IReleaseWatch>>(d.all_, d.shardOf(key), until,
-                                                       [k = std::string(key)](IOperator& member) {
-                                                         return member.watch(k);
-                                                       })
-                    ->closeWhenAllAnswered(until);
+  const auto ballot = d.send<std::unique_ptr<IReleaseWatch>>(d.all_, d.shardOf(key), until,
+                                                             [k = std::string(key)](IOperator& member) {
+                                                               return member.watch(k);
+                                                             });
+  (void)ballot->waitForAll(until);
+  auto votes = ballot->take();  // a watch made later is destroyed by its task
   std::vector<std::unique_ptr<IReleaseWatch>> watches;
-  for (auto& vote : closed.votes) {
+  for (auto& vote : votes) {
     if (vote.state == VoteState::Answered && vote.value) watches.push_back(std::move(vote.value));
   }
   if (watches.size() < d.members_.size() && d.log_->should_log(spdlog::level::debug)) {
@@ -569,13 +583,14 @@ LeaseInfo RedlockOperator::inspect(std::string_view key) {
   Impl& d = *impl_;
   const milliseconds waited = d.options_.nodeTimeout;
   const Steady::time_point until = Steady::now() + waited;
-  const auto closed = d.send<LeaseInfo>(d.all_, d.shardOf(key), until,
-                                        [k = std::string(key)](IOperator& member) { return member.inspect(k); })
-                          ->closeWhenAllAnswered(until);
+  const auto ballot = d.send<LeaseInfo>(d.all_, d.shardOf(key), until,
+                                        [k = std::string(key)](IOperator& member) { return member.inspect(k); });
+  (void)ballot->waitForAll(until);
+  const auto votes = ballot->snapshot();
   std::size_t answered = 0;
   std::vector<milliseconds> remaining;  // of the nodes that hold the key
   LeaseInfo info;
-  for (const auto& vote : closed.votes) {
+  for (const auto& vote : votes) {
     if (vote.state != VoteState::Answered) continue;
     ++answered;
     info.fencingToken = std::max(info.fencingToken, vote.value.fencingToken);
@@ -593,7 +608,7 @@ LeaseInfo RedlockOperator::inspect(std::string_view key) {
   d.throwUndecided("inspect", key,
                    std::to_string(answered) + " nodes answered, " + std::to_string(remaining.size()) +
                        " hold the key: not enough to tell whether a quorum holds it",
-                   failuresOf(closed.votes, d.members_, waited));
+                   failuresOf(votes, d.members_, waited));
 }
 
 std::string RedlockOperator::describe() const { return impl_->description_; }
