@@ -7,10 +7,10 @@
 
 namespace dlock::detail {
 
-NodeWorkers::NodeWorkers(std::size_t nodes, std::size_t threadsPerNode) : threadsPerNode_(threadsPerNode) {
-  workers_.reserve(nodes * threadsPerNode);
+NodeWorkers::NodeWorkers(std::size_t nodes, std::size_t lanesPerNode) : lanesPerNode_(lanesPerNode) {
+  workers_.reserve(nodes * lanesPerNode);
   try {
-    for (std::size_t i = 0; i < nodes * threadsPerNode; ++i) {
+    for (std::size_t i = 0; i < nodes * lanesPerNode; ++i) {
       workers_.push_back(std::make_unique<Worker>());
       Worker& worker = *workers_.back();
       worker.thread = std::thread([&worker] { run(worker); });
@@ -43,8 +43,8 @@ NodeWorkers::~NodeWorkers() {
   }
 }
 
-void NodeWorkers::post(std::size_t node, std::size_t shard, Task task) {
-  Worker& worker = *workers_.at(node * threadsPerNode_ + shard % threadsPerNode_);
+void NodeWorkers::post(std::size_t node, std::size_t lane, Task task) {
+  Worker& worker = *workers_.at(node * lanesPerNode_ + lane % lanesPerNode_);
   {
     std::lock_guard<std::mutex> guard(worker.mutex);
     worker.queue.push_back(std::move(task));

@@ -1,8 +1,8 @@
 // NodeWorkers.h — the fixed worker threads through which RedlockOperator talks to its nodes.
 //
-// Each node has its own threads (`threadsPerNode` of them), each with its own queue, so a slow
-// or dead node holds up only its own work, never another node's. post(node, shard, task) runs
-// `task` on thread `shard` of `node`; tasks posted to one (node, shard) run one at a time in the
+// Each node has its own threads (`lanesPerNode` of them), each with its own queue, so a slow or
+// dead node holds up only its own work, never another node's. post(node, lane, task) runs
+// `task` on thread `lane` of `node`; tasks posted to one (node, lane) run one at a time in the
 // order posted, which the operator relies on: a release posted after an acquire of the same key
 // reaches that node after the acquire finished.
 // Owner: one RedlockOperator. Thread safety: thread-safe.
@@ -24,15 +24,15 @@ class NodeWorkers {
   // A task must not throw; NodeWorkers logs and drops an exception that escapes one.
   using Task = std::function<void()>;
 
-  NodeWorkers(std::size_t nodes, std::size_t threadsPerNode);
+  NodeWorkers(std::size_t nodes, std::size_t lanesPerNode);
   NodeWorkers(const NodeWorkers&) = delete;
   NodeWorkers& operator=(const NodeWorkers&) = delete;
   // Finishes the tasks running now, drops the queued ones, joins every thread.
   ~NodeWorkers();
 
-  void post(std::size_t node, std::size_t shard, Task task);
+  void post(std::size_t node, std::size_t lane, Task task);
 
-  [[nodiscard]] std::size_t threadsPerNode() const noexcept { return threadsPerNode_; }
+  [[nodiscard]] std::size_t lanesPerNode() const noexcept { return lanesPerNode_; }
 
  private:
   struct Worker {
@@ -45,8 +45,8 @@ class NodeWorkers {
 
   static void run(Worker& worker);
 
-  const std::size_t threadsPerNode_;
-  std::vector<std::unique_ptr<Worker>> workers_;  // node * threadsPerNode_ + shard
+  const std::size_t lanesPerNode_;
+  std::vector<std::unique_ptr<Worker>> workers_;  // node * lanesPerNode_ + lane
 };
 
 }  // namespace dlock::detail

@@ -25,8 +25,10 @@ using detail::Vote;
 using detail::VoteState;
 
 constexpr std::size_t kMaxThreadsPerNode = 64;
-// Suspect entries are swept of expired ones once the map grows past this.
-constexpr std::size_t kSuspectSweepSize = 256;
+// The remembered per-(key, token) node sets are swept of expired entries past this size.
+constexpr std::size_t kSweepSize = 256;
+// How long an undecided release remembers the nodes that did release, for a retry.
+constexpr std::chrono::minutes kPartialReleaseMemory{5};
 
 long long millisOf(Steady::duration duration) {
   return std::chrono::duration_cast<milliseconds>(duration).count();
@@ -73,7 +75,11 @@ class RedlockOperator::Impl {
         all_(allNodes(members_.size())),
         description_(describeMembers(members_)),
         log_(detail::logger()),
-        workers_(members_.size(), options_.threadsPerNode) {}
+        workers_(members_.size(), options_.threadsPerNode + 1) {}
+
+  // The lane of release subscriptions: its own thread per node, because subscribing to a dead
+  // node can block for the member's whole connect timeout, which must not delay requests.
+  std::size_t watchLane() const { return options_.threadsPerNode; }
 
   // Each key goes to one worker thread per node, so requests for it reach the node in order.
   std::size_t shardOf(std::string_view key) const {
@@ -195,7 +201,7 @@ class RedlockOperator::Impl {
   // started with the earlier attempt, so it must not count toward this attempt's quorum.
   std::vector<bool> suspectsOf(std::string_view key, std::string_view token, Steady::time_point now) {
     std::vector<bool> suspect(members_.size(), false);
-    std::lock_guard<std::mutex> guard(suspectsMutex_);
+    std::lock_guard<std::mutex> guard(memoryMutex_);
     if (suspects_.empty()) return suspect;
     const auto it = suspects_.find(suspectKey(key, token));
     if (it == suspects_.end()) return suspect;
@@ -210,8 +216,8 @@ class RedlockOperator::Impl {
 
   void addSuspects(std::string_view key, std::string_view token, const std::vector<std::size_t>& nodes,
                    Steady::time_point until) {
-    std::lock_guard<std::mutex> guard(suspectsMutex_);
-    if (suspects_.size() >= kSuspectSweepSize) {
+    std::lock_guard<std::mutex> guard(memoryMutex_);
+    if (suspects_.size() >= kSweepSize) {
       const Steady::time_point now = Steady::now();
       for (auto it = suspects_.begin(); it != suspects_.end();) {
         const bool live = std::any_of(it->second.begin(), it->second.end(), [&](auto t) { return t > now; });
@@ -221,6 +227,32 @@ class RedlockOperator::Impl {
     auto& entry = suspects_[suspectKey(key, token)];
     entry.resize(members_.size());
     for (std::size_t node : nodes) entry[node] = std::max(entry[node], until);
+  }
+
+  // The nodes that released (key, token) in an earlier unlock whose outcome was undecided, so a
+  // retried unlock counts them (they answer "not released" now, the key being gone there).
+  std::vector<bool> releasedBefore(std::string_view key, std::string_view token) {
+    std::lock_guard<std::mutex> guard(memoryMutex_);
+    if (partialReleases_.empty()) return std::vector<bool>(members_.size(), false);
+    const auto it = partialReleases_.find(suspectKey(key, token));
+    if (it == partialReleases_.end()) return std::vector<bool>(members_.size(), false);
+    return it->second.first;
+  }
+
+  // Remembers `released` for a retry (a non-empty set), or forgets (an empty one: decided).
+  void rememberReleased(std::string_view key, std::string_view token, const std::vector<bool>& released) {
+    std::lock_guard<std::mutex> guard(memoryMutex_);
+    if (released.empty()) {
+      if (!partialReleases_.empty()) partialReleases_.erase(suspectKey(key, token));
+      return;
+    }
+    const Steady::time_point now = Steady::now();
+    if (partialReleases_.size() >= kSweepSize) {
+      for (auto it = partialReleases_.begin(); it != partialReleases_.end();) {
+        it = it->second.second > now ? std::next(it) : partialReleases_.erase(it);
+      }
+    }
+    partialReleases_[suspectKey(key, token)] = {released, now + kPartialReleaseMemory};
   }
 
   // When the key is expected to be free on a quorum, after a failed attempt and its rollback:
@@ -321,8 +353,11 @@ class RedlockOperator::Impl {
     return std::to_string(key.size()) + ":" + std::string(key) + std::string(token);
   }
 
-  std::mutex suspectsMutex_;
-  std::map<std::string, std::vector<Steady::time_point>> suspects_;  // guarded by suspectsMutex_; per node
+  std::mutex memoryMutex_;
+  // Per (key, token): until when each node may still hold it from an undone attempt.
+  std::map<std::string, std::vector<Steady::time_point>> suspects_;  // guarded by memoryMutex_
+  // Per (key, token): the nodes that released it in an undecided unlock, and until when to remember.
+  std::map<std::string, std::pair<std::vector<bool>, Steady::time_point>> partialReleases_;  // guarded by memoryMutex_
 
  public:
   // Last: destroyed (joined) first, while everything its tasks might touch still exists.
@@ -495,6 +530,7 @@ AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token
 ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view token) {
   Impl& d = *impl_;
   const milliseconds waited = d.options_.nodeTimeout;
+  std::vector<bool> released = d.releasedBefore(key, token);
   // Releases are never dropped unsent: a late one still frees the node for others.
   const auto ballot = d.send<ReleaseResult>(d.all_, d.shardOf(key), std::nullopt,
                                             [k = std::string(key), t = std::string(token)](IOperator& member) {
@@ -502,26 +538,28 @@ ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view tok
                                             });
   (void)ballot->waitForAll(Steady::now() + waited);
   const auto votes = ballot->snapshot();
-  std::size_t released = 0;
   std::size_t failed = 0;
   ReleaseResult result;
-  for (const auto& vote : votes) {
+  for (std::size_t i = 0; i < votes.size(); ++i) {
+    const auto& vote = votes[i];
     if (vote.state != VoteState::Answered) {
-      ++failed;
+      failed += released[i] ? 0 : 1;
       continue;
     }
-    released += vote.value.released ? 1 : 0;
+    if (vote.value.released) released[i] = true;
     // A waiter subscribes on every node; the largest count is the best guess of how many there are.
     result.notified = std::max(result.notified, vote.value.notified);
   }
-  if (released >= d.quorum_) {
-    result.released = true;
+  const auto releasedCount = static_cast<std::size_t>(std::count(released.begin(), released.end(), true));
+  if (releasedCount >= d.quorum_ || releasedCount + failed < d.quorum_) {
+    d.rememberReleased(key, token, {});
+    result.released = releasedCount >= d.quorum_;
     return result;
   }
-  if (released + failed < d.quorum_) return result;
+  d.rememberReleased(key, token, released);
   d.throwUndecided("unlock", key,
-                   "released on " + std::to_string(released) + " nodes; too few answered to tell whether a quorum "
-                   "still held the lease",
+                   "released on " + std::to_string(releasedCount) + " nodes; too few answered to tell whether a "
+                   "quorum still held the lease (a retry counts the nodes already released)",
                    failuresOf(votes, d.members_, waited));
 }
 
@@ -558,14 +596,21 @@ std::uint64_t RedlockOperator::raiseFence(std::string_view key, std::uint64_t at
 
 std::unique_ptr<IReleaseWatch> RedlockOperator::watch(std::string_view key) {
   Impl& d = *impl_;
-  // Subscribing may take a connect and a round trip.
-  const milliseconds waited = 2 * d.options_.nodeTimeout;
-  const Steady::time_point until = Steady::now() + waited;
-  const auto ballot = d.send<std::unique_ptr<IReleaseWatch>>(d.all_, d.shardOf(key), until,
+  const Steady::time_point start = Steady::now();
+  const auto ballot = d.send<std::unique_ptr<IReleaseWatch>>(d.all_, d.watchLane(), start + 2 * d.options_.nodeTimeout,
                                                              [k = std::string(key)](IOperator& member) {
                                                                return member.watch(k);
                                                              });
-  (void)ballot->waitForAll(until);
+  // A release that matters (the holder's) deletes the key on a quorum of nodes and is published
+  // on each of them, so watches on any quorum of nodes see it: two quorums share a node. So the
+  // wait ends as soon as a quorum is watched, without waiting out dead nodes; subscribing being a
+  // connect and a round trip, it may take up to twice the node timeout.
+  (void)ballot->wait(start + 2 * d.options_.nodeTimeout, [&](const auto& votes) {
+    const auto watched = std::count_if(votes.begin(), votes.end(), [](const auto& vote) {
+      return vote.state == VoteState::Answered && vote.value != nullptr;
+    });
+    return static_cast<std::size_t>(watched) >= d.quorum_;
+  });
   auto votes = ballot->take();  // a watch made later is destroyed by its task
   std::vector<std::unique_ptr<IReleaseWatch>> watches;
   for (auto& vote : votes) {

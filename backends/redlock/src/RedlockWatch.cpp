@@ -12,15 +12,18 @@ bool RedlockWatch::waitForRelease(std::chrono::milliseconds timeout) {
   const Steady::time_point deadline = Steady::now() + std::max(timeout, std::chrono::milliseconds(0));
   while (true) {
     // A release already seen by any member counts at once.
-    for (auto& member : members_) {
-      if (member->waitForRelease(std::chrono::milliseconds(0))) return true;
-    }
+    bool seen = false;
+    for (auto& member : members_) seen = member->waitForRelease(std::chrono::milliseconds(0)) || seen;
+    if (seen) return true;  // every member consulted: one release shows on several nodes
     const Steady::time_point now = Steady::now();
     if (now >= deadline) return false;
     const auto slice = std::min(kSlice, std::chrono::ceil<std::chrono::milliseconds>(deadline - now));
     IReleaseWatch& member = *members_[next_];
     next_ = (next_ + 1) % members_.size();
-    if (member.waitForRelease(slice)) return true;
+    if (member.waitForRelease(slice)) {
+      for (auto& other : members_) (void)other->waitForRelease(std::chrono::milliseconds(0));
+      return true;
+    }
   }
 }
 

@@ -4,8 +4,9 @@
 // publishes the release, so a waiter needs to hear it from any one node. waitForRelease() blocks
 // on one member watch at a time for at most kSlice, checking the others (without blocking)
 // between slices: a release is usually seen at once (the member being waited on got it too) and
-// at worst kSlice late. A member on a dead node simply never fires; one whose connection drops
-// reports a release, as every watch does when it may have missed one.
+// at worst kSlice late. When it returns true it has consumed what every member had seen, since
+// one release shows on several nodes. A member on a dead node simply never fires; one whose
+// connection drops reports a release, as every watch does when it may have missed one.
 // Owner: one waiter. Thread safety: not thread-safe (IReleaseWatch's contract).
 #pragma once
 

@@ -45,8 +45,9 @@ struct RedlockOptions {
   // Clock drift allowance subtracted from every validity time: ttl * factor + margin.
   double clockDriftFactor = 0.01;
   std::chrono::milliseconds clockDriftMargin{std::chrono::milliseconds(2)};
-  // Worker threads per node. Requests for one key always go to the same thread of a node, so a
-  // node sees them in the order they were made (a release never overtakes its acquire).
+  // Request threads per node (each node also has one thread for release subscriptions).
+  // Requests for one key always go to the same thread of a node, so a node sees them in the
+  // order they were made (a release never overtakes its acquire).
   std::size_t threadsPerNode = 2;
 };
 
@@ -54,7 +55,7 @@ class RedlockOperator final : public IOperator {
  public:
   // At least 3 members, none null, no operator twice (an odd count is the sensible choice: an
   // even one tolerates no more failures than the odd count below it). ConfigError otherwise, or
-  // when an option is out of range. Starts nodes * threadsPerNode worker threads.
+  // when an option is out of range. Starts nodes * (threadsPerNode + 1) worker threads.
   RedlockOperator(std::vector<std::shared_ptr<IOperator>> members, RedlockOptions options = {});
   // Stops the workers. Releases still queued for unreachable nodes are dropped; those leases end
   // at their TTL.
