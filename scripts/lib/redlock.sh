@@ -6,8 +6,9 @@
 # Starts COUNT (default 5) servers; sets REDLOCK_URI (redlock://127.0.0.1:P1,...) and writes it
 # to DIR/redlock.uri. On failure stops the servers it started and returns non-zero.
 redlock_start() {
-  local dir="$1" count="${2:-5}" i hosts=""
-  mkdir -p "$dir"
+  local dir count="${2:-5}" i hosts=""
+  # Absolute: each server's config names its files, and redis-server changes into its dir.
+  dir="$(mkdir -p "$1" && cd "$1" && pwd)" || return 1
   for i in $(seq "$count"); do
     if ! redis_start "$dir/node$i" "enable-debug-command yes"; then
       redlock_stop "$dir"
@@ -19,11 +20,16 @@ redlock_start() {
   echo "$REDLOCK_URI" > "$dir/redlock.uri"
 }
 
-# redlock_stop DIR — stops every server that redlock_start started in DIR, by recorded pid.
+# redlock_stop DIR — stops every server that redlock_start started in DIR, by recorded pid; all
+# at once, since each stop waits until its server has exited.
 redlock_stop() {
   local dir="$1" node
+  local waiting=()
   for node in "$dir"/node*; do
-    [ -d "$node" ] && redis_stop "$node"
+    [ -d "$node" ] || continue
+    redis_stop "$node" &
+    waiting+=("$!")
   done
+  [ ${#waiting[@]} -eq 0 ] || wait "${waiting[@]}"
   rm -f "$dir/redlock.uri"
 }
