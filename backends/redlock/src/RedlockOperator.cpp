@@ -229,6 +229,12 @@ class RedlockOperator::Impl {
     for (std::size_t node : nodes) entry[node] = std::max(entry[node], until);
   }
 
+  // After a successful acquisition: the earlier attempts' leftovers are ours and no longer matter.
+  void forgetSuspects(std::string_view key, std::string_view token) {
+    std::lock_guard<std::mutex> guard(memoryMutex_);
+    if (!suspects_.empty()) suspects_.erase(suspectKey(key, token));
+  }
+
   // The nodes that released (key, token) in an earlier unlock whose outcome was undecided, so a
   // retried unlock counts them (they answer "not released" now, the key being gone there).
   std::vector<bool> releasedBefore(std::string_view key, std::string_view token) {
@@ -490,6 +496,7 @@ AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token
     }
     const Steady::duration elapsed = Steady::now() - start;
     if (fenced >= quorum && elapsed < validFor) {
+      if (std::find(suspect.begin(), suspect.end(), true) != suspect.end()) d.forgetSuspects(key, token);
       if (d.log_->should_log(spdlog::level::debug)) {
         d.log_->debug("dlock: redlock acquired {} on {} of {} nodes (fencing token {}, {} ms of {} ms used)",
                       detail::quoteKey(key), taken.size(), nodes, fence, millisOf(elapsed), ttl.count());

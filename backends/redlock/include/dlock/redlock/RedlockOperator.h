@@ -4,7 +4,8 @@
 // (usually one SingleOperator per independent Redis server; N = 5 recommended) and sends every
 // request to all of them in parallel, through a small fixed set of worker threads it owns. A
 // request counts as done on a node when that node answers within RedlockOptions::nodeTimeout;
-// a node that fails, is down or answers later is a failed vote.
+// a node that fails, is down or answers later is a failed vote, and delays a call by at most that.
+// Calls to the members run on the operator's own worker threads, per node (see README.md).
 //
 //   lock      acquired when a quorum (N/2 + 1) took the key and the validity time
 //             (ttl - elapsed - drift, drift = ttl * 0.01 + 2 ms) is still positive; otherwise the
@@ -13,7 +14,7 @@
 //   extend    needs a quorum and a positive validity; extendAll does one call per node per batch.
 //   fencing   the highest token of the quorum, written back (raiseFence) to the quorum before it
 //             is returned, so tokens grow across acquisitions whose quorums differ.
-//   watch     one watch per reachable node; wakes on the first release seen on any of them.
+//   watch     watches on (at least) a quorum of nodes; wakes on the first release seen on any.
 //   inspect   the quorum view of the key.
 //
 // Errors: a failed vote is not an error by itself. ConnectionError (BackendError when every
@@ -74,7 +75,9 @@ class RedlockOperator final : public IOperator {
   std::vector<bool> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
   // Raises the counter on every node; returns the highest value once a quorum has it.
   std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override;
-  // nullptr when no node could subscribe.
+  // Returns once a quorum of nodes is subscribed (a release deletes the key on a quorum and is
+  // published on each of those nodes, and two quorums share a node), or after 2 * nodeTimeout
+  // with what it has; nullptr when no node could subscribe.
   std::unique_ptr<IReleaseWatch> watch(std::string_view key) override;
   // held: a quorum holds the key; remaining: until fewer than a quorum hold it; fencingToken:
   // the highest counter among the nodes that answered. ConnectionError when fewer than a quorum
