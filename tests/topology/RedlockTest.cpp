@@ -347,7 +347,7 @@ TEST_SUITE("Redlock") {
     CHECK(set.holding("k") == 0);
   }
 
-  TEST_CASE("scripts/redlock-start starts five servers and prints their URI; redlock-stop stops them") {
+  TEST_CASE("scripts/redlock-start starts five servers and prints their URI, and redlock-stop stops them") {
     char pattern[] = "/tmp/dlock-redlock-script-XXXXXX";
     REQUIRE(::mkdtemp(pattern) != nullptr);
     const std::string dir = pattern;

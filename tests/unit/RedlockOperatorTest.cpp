@@ -400,7 +400,7 @@ TEST_SUITE("RedlockOperator") {
     CHECK(n.holding("c", "t") == 0);
   }
 
-  TEST_CASE("extend needs a quorum; extendAll makes one call per node per batch") {
+  TEST_CASE("extend needs a quorum, and extendAll makes one call per node per batch") {
     MemoryNodes n;
     REQUIRE(n.redlock->lock("a", "ta", 10s).acquired);
     REQUIRE(n.redlock->lock("b", "tb", 10s).acquired);
