@@ -86,14 +86,13 @@ class Worker {
   explicit Worker(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {DLOCK_TEST_WORKER};
     argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> raw;  // built before fork: the child only calls execv
+    for (auto& arg : argv) raw.push_back(arg.data());
+    raw.push_back(nullptr);
     pid_ = ::fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
-      std::vector<char*> raw;
-      for (auto& arg : argv) raw.push_back(arg.data());
-      raw.push_back(nullptr);
       ::execv(raw[0], raw.data());
-      std::perror("execv dlock_test_worker");
       ::_exit(127);
     }
   }

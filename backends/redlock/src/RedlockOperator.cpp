@@ -245,7 +245,7 @@ class RedlockOperator::Impl {
     return it->second.first;
   }
 
-  // Remembers `released` for a retry (a non-empty set), or forgets (an empty one: decided).
+  // Remembers `released` for a retry (a non-empty vector), or forgets (an empty one).
   void rememberReleased(std::string_view key, std::string_view token, const std::vector<bool>& released) {
     std::lock_guard<std::mutex> guard(memoryMutex_);
     if (released.empty()) {
@@ -563,7 +563,7 @@ ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view tok
     result.released = releasedCount >= d.quorum_;
     return result;
   }
-  d.rememberReleased(key, token, released);
+  d.rememberReleased(key, token, releasedCount > 0 ? released : std::vector<bool>());
   d.throwUndecided("unlock", key,
                    "released on " + std::to_string(releasedCount) + " nodes; too few answered to tell whether a "
                    "quorum still held the lease (a retry counts the nodes already released)",
