@@ -1,11 +1,13 @@
 #include "dlock/connect.h"
 
+#include <algorithm>
 #include <string>
 
 #include "dlock/LockError.h"
 #include "dlock/cluster/ClusterOperator.h"
 #include "dlock/core/Uri.h"
 #include "dlock/memory/MemoryOperator.h"
+#include "dlock/redlock/RedlockOperator.h"
 #include "dlock/single/SingleOperator.h"
 
 namespace dlock {
@@ -47,6 +49,56 @@ std::shared_ptr<IOperator> connectCluster(const ParsedUri& uri) {
   return std::make_shared<ClusterOperator>(std::move(options));
 }
 
+// A redis:// node of a redlock: its connect, command and pool-wait timeouts default to node_timeout.
+std::shared_ptr<IOperator> connectRedlockNode(const ParsedUri& uri, const UriHost& host,
+                                              std::chrono::milliseconds nodeTimeout) {
+  SingleOptions options;
+  options.connection = connectionFrom(uri, host);
+  options.connection.connectTimeout = uri.duration("connect_timeout", nodeTimeout);
+  options.connection.commandTimeout = uri.duration("command_timeout", nodeTimeout);
+  options.pool = poolFrom(uri);
+  options.pool.waitTimeout = uri.duration("pool_wait", nodeTimeout);
+  options.keyPrefix = uri.text("prefix", kDefaultKeyPrefix);
+  return std::make_shared<SingleOperator>(std::move(options));
+}
+
+// redlock://[user:pass@]h1:p1,h2:p2,...[?opts]: one node per host, node_timeout for all.
+// redlock://<uri>;<uri>;...: one node per member URI; node_timeout in a redis:// member's query
+// is that node's, and the redlock waits for the slowest one's.
+std::shared_ptr<IOperator> connectRedlock(const ParsedUri& uri) {
+  RedlockOptions options;
+  std::vector<std::shared_ptr<IOperator>> members;
+  if (uri.members.empty()) {
+    options.nodeTimeout = uri.duration("node_timeout", options.nodeTimeout);
+    for (const auto& host : uri.hosts) members.push_back(connectRedlockNode(uri, host, options.nodeTimeout));
+  } else {
+    std::chrono::milliseconds slowest{0};
+    for (const auto& text : uri.members) {
+      const ParsedUri member = parseUri(text);
+      const auto nodeTimeout = member.duration("node_timeout", RedlockOptions().nodeTimeout);
+      slowest = std::max(slowest, nodeTimeout);
+      members.push_back(member.scheme == "redis" ? connectRedlockNode(member, member.hosts.front(), nodeTimeout)
+                                                 : connect(text));
+    }
+    options.nodeTimeout = slowest;
+  }
+  std::vector<std::string> seen;
+  for (const auto& member : members) {
+    const std::string where = member->describe();
+    if (where != "memory://" && std::find(seen.begin(), seen.end(), where) != seen.end()) {
+      throw ConfigError("dlock: bad URI '" + uri.redacted + "': " + where + " appears twice in the redlock");
+    }
+    seen.push_back(where);
+  }
+  try {
+    return std::make_shared<RedlockOperator>(std::move(members), options);
+  } catch (const ConfigError& error) {
+    std::string_view problem = error.what();
+    if (problem.substr(0, 7) == "dlock: ") problem.remove_prefix(7);
+    throw ConfigError("dlock: bad URI '" + uri.redacted + "': " + std::string(problem));
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<IOperator> connect(std::string_view text) {
@@ -54,6 +106,7 @@ std::shared_ptr<IOperator> connect(std::string_view text) {
   if (uri.scheme == "memory") return std::make_shared<MemoryOperator>();
   if (uri.scheme == "redis") return connectSingle(uri);
   if (uri.scheme == "redis+cluster") return connectCluster(uri);
+  if (uri.scheme == "redlock") return connectRedlock(uri);
   throw ConfigError("dlock: bad URI '" + uri.redacted + "': the " + uri.scheme +
                     " backend is not available in this build of dlock");
 }

@@ -1,8 +1,10 @@
 // dlock_test_worker — the other processes of multi-process tests (fork/exec, not threads).
 //
-//   increment URI KEY COUNTER N OUT   N locked read-modify-write increments of the Redis string
+//   increment URI KEY COUNTER N OUT [HOST:PORT]
+//                                     N locked read-modify-write increments of the Redis string
 //                                     COUNTER (GET then SET); appends "<counter seen> <fence>" per
-//                                     acquisition to OUT
+//                                     acquisition to OUT. COUNTER lives on HOST:PORT when given
+//                                     (a redlock URI names several servers), else on URI's server
 //   hold URI KEY lease|watchdog MS    takes KEY with a fixed lease of MS, or under the watchdog
 //                                     with a lease of MS; prints "acquired <fence>", then answers
 //                                     lines on stdin: "held?" → "held yes|no",
@@ -29,9 +31,9 @@ std::pair<std::string, int> hostPort(const std::string& uri) {
 }
 
 int increment(const std::string& uri, const std::string& key, const std::string& counter, int count,
-              const std::string& out) {
+              const std::string& out, const std::string& counterAt) {
   auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(10s).build();
-  const auto [host, port] = hostPort(uri);
+  const auto [host, port] = hostPort(counterAt.empty() ? uri : "redis://" + counterAt);
   dlock::test::RedisClient client(host, port);
   std::ofstream log(out, std::ios::app);
   for (int i = 0; i < count; ++i) {
@@ -79,9 +81,12 @@ int hold(const std::string& uri, const std::string& key, const std::string& mode
 int main(int argc, char** argv) {
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
-    if (mode == "increment" && argc == 7) return increment(argv[2], argv[3], argv[4], std::atoi(argv[5]), argv[6]);
+    if (mode == "increment" && (argc == 7 || argc == 8)) {
+      return increment(argv[2], argv[3], argv[4], std::atoi(argv[5]), argv[6], argc == 8 ? argv[7] : "");
+    }
     if (mode == "hold" && argc == 6) return hold(argv[2], argv[3], argv[4], std::atoll(argv[5]));
-    std::fprintf(stderr, "usage: dlock_test_worker increment URI KEY COUNTER N OUT | hold URI KEY lease|watchdog MS\n");
+    std::fprintf(stderr,
+                 "usage: dlock_test_worker increment URI KEY COUNTER N OUT [HOST:PORT] | hold URI KEY lease|watchdog MS\n");
     return 2;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "dlock_test_worker: %s\n", error.what());
