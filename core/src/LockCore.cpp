@@ -97,8 +97,9 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
     if (result.acquired) {
       stopWaiting(std::chrono::steady_clock::now());
       counters_.acquisitions.fetch_add(1, std::memory_order_relaxed);
+      const milliseconds valid = result.validity.count() > 0 ? std::min(result.validity, ttl) : ttl;
       auto lease = std::make_shared<LeaseState>(std::string(key), token, result.fencingToken, ttl, renewed,
-                                                sentAt + ttl);
+                                                sentAt + valid);
       if (renewed) watchdog_.add(lease);
       if (log_->should_log(spdlog::level::debug)) {
         log_->debug("dlock: acquired {} on {} (fencing token {})", quoteKey(key), backend_->describe(),

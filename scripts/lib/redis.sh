@@ -8,6 +8,7 @@
 redis_start() {
   local dir="$1"; shift
   mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)  # redis-server changes into `dir`: relative paths would break
   local attempt port pid line
   for attempt in 1 2 3 4 5; do
     port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
@@ -39,16 +40,24 @@ redis_start() {
   return 1
 }
 
+# True while `pid` runs (a zombie, dead but not yet reaped, does not count).
+redis_alive() {
+  local state
+  state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != "Z" ]
+}
+
 # redis_stop DIR — stops the server started in DIR, by its recorded pid.
 redis_stop() {
   local dir="$1" pid
   [ -f "$dir/server.pid" ] || return 0
   pid=$(cat "$dir/server.pid")
-  if kill -0 "$pid" 2>/dev/null; then
+  if redis_alive "$pid"; then
     kill -CONT "$pid" 2>/dev/null || true
     kill "$pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    for _ in $(seq 100); do redis_alive "$pid" || break; sleep 0.05; done
     kill -9 "$pid" 2>/dev/null || true
   fi
+  wait "$pid" 2>/dev/null || true  # reap it when this shell started it
   rm -f "$dir/server.pid"
 }

@@ -384,3 +384,45 @@ TEST_SUITE("DistributedLock") {
     lock->unlock("k");
   }
 }
+
+namespace {
+
+// A backend that grants shorter validity than the lease asked for, as Redlock does.
+class ShortValidityOperator final : public dlock::IOperator {
+ public:
+  explicit ShortValidityOperator(std::shared_ptr<dlock::MemoryOperator> inner) : inner_(std::move(inner)) {}
+  dlock::AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
+    auto result = inner_->lock(key, token, ttl);
+    if (result.acquired) result.validity = ttl - 2s;
+    return result;
+  }
+  dlock::ReleaseResult unlock(std::string_view key, std::string_view token) override { return inner_->unlock(key, token); }
+  bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
+    return inner_->extend(key, token, ttl);
+  }
+  std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override { return inner_->raiseFence(key, atLeast); }
+  dlock::LeaseInfo inspect(std::string_view key) override { return inner_->inspect(key); }
+  [[nodiscard]] std::string describe() const override { return "short-validity://"; }
+
+ private:
+  std::shared_ptr<dlock::MemoryOperator> inner_;
+};
+
+}  // namespace
+
+TEST_SUITE("DistributedLock") {
+  TEST_CASE("the local lease deadline honours the validity the backend reports") {
+    VirtualFixture f;
+    auto lock = dlock::LockBuilder()
+                    .backend(std::make_shared<ShortValidityOperator>(f.backend))
+                    .clock(f.clock)
+                    .leaseTime(30s)
+                    .build();
+    REQUIRE(lock->tryLock("k"));
+    f.clock->advance(28s - 1ms);
+    CHECK(lock->isHeld("k"));
+    f.clock->advance(1ms);
+    CHECK_FALSE(lock->isHeld("k"));  // 2 s before the backend's own expiry
+    CHECK(f.backend->inspect("k").held);
+  }
+}

@@ -25,6 +25,9 @@ struct AcquireResult {
   // When acquired: a number that strictly grows with every acquisition of this key, for storage
   // layers that must reject writes from a holder whose lease has ended.
   std::uint64_t fencingToken = 0;
+  // When acquired: how long, from the moment the attempt was sent, the lease is known to hold;
+  // zero means the whole ttl. Redlock reports less (the ttl minus its clock-drift allowance).
+  std::chrono::milliseconds validity{0};
   // When not acquired: the holder's remaining lease, which bounds how long a waiter must sleep;
   // zero when unknown.
   std::chrono::milliseconds holderTtl{0};

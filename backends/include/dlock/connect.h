@@ -4,11 +4,13 @@
 //   redis://[user:pass@]host:port[/db][?opts]   one server
 //   redis+sentinel://[user:pass@]h1:p1,h2:p2/master[/db][?opts]
 //   redis+cluster://[user:pass@]h1:p1,h2:p2[?opts]
-//   redlock://<uri>;<uri>;...                   Redlock over independent servers
+//   redlock://[user:pass@]h1:p1,h2:p2,h3:p3[?opts]   Redlock, one node per host
+//   redlock://<uri>;<uri>;...                   Redlock over member URIs of any kind
 //
-// Query options (redis*): connect_timeout, command_timeout (milliseconds or with ms/s suffix),
-// pool_size, pool_wait, prefix. A malformed URI → ConfigError naming the problem (never the
-// password). Backends not built into this dlock are refused with ConfigError.
+// Query options (redis*): connect_timeout, command_timeout, pool_wait (milliseconds, or with an
+// ms or s suffix), pool_size, prefix; redis+sentinel: sentinel_user, sentinel_password,
+// wait_replicas, wait_timeout; redlock: node_timeout (each node's connect/command timeout unless
+// those are given). A malformed URI → ConfigError naming the problem (never the password).
 #pragma once
 
 #include <memory>

@@ -504,6 +504,7 @@ AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token
       AcquireResult result;
       result.acquired = true;
       result.fencingToken = fence;
+      result.validity = validFor;  // from `start`: the nodes' leases began no earlier
       return result;
     }
     why = elapsed >= validFor ? "the validity time ran out" : "the fencing token could not be carried to a quorum";
