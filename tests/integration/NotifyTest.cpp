@@ -9,6 +9,7 @@
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
+#include "dlock/single/SingleOperator.h"
 
 using namespace std::chrono_literals;
 using dlock::test::RedisClient;
@@ -114,5 +115,17 @@ TEST_SUITE("Notify") {
     c.holder->unlock("k");
     for (auto& w : waiters) w.join();
     CHECK(acquired == 6);
+  }
+}
+
+TEST_SUITE("Notify") {
+  TEST_CASE("a waiter on a dead server gets ConnectionError at once, not after the confirmation time") {
+    dlock::SingleOptions options;
+    options.connection.port = dlock::test::freeLoopbackPort();
+    options.connection.connectTimeout = 100ms;
+    dlock::SingleOperator backend(options);
+    const auto start = Steady::now();
+    CHECK_THROWS_AS((void)backend.watch("k"), dlock::ConnectionError);
+    CHECK(Steady::now() - start < 1500ms);  // the confirmation allowance is 2 s before any connect
   }
 }

@@ -51,6 +51,7 @@ struct Subscriber::State {
   std::map<std::string, Channel> channels;             // guarded by mutex
   std::vector<std::pair<bool, std::string>> pending;   // guarded by mutex; (subscribe?, channel)
   std::uint64_t generation = 0;                        // guarded by mutex; bumped per connection loss
+  std::uint64_t connectFailures = 0;                   // guarded by mutex; failed connect attempts
   std::string address = "(not connected)";             // guarded by mutex
   std::string lastError;                               // guarded by mutex
   std::chrono::milliseconds confirmTimeout{std::chrono::seconds(2)};  // guarded by mutex
@@ -141,9 +142,13 @@ std::unique_ptr<IReleaseWatch> Subscriber::watch(const std::string& name) {
     state_->pending.emplace_back(true, name);
     state_->wake();
   }
+  // Wait for the confirmation, but not past a failed connect: a dead server fails fast.
   const auto deadline = Steady::now() + state_->confirmTimeout;
-  state_->changed.wait_until(guard, deadline,
-                             [&] { return channel.confirmed || !channel.error.empty() || state_->stopping; });
+  const std::uint64_t failuresBefore = state_->connectFailures;
+  state_->changed.wait_until(guard, deadline, [&] {
+    return channel.confirmed || !channel.error.empty() || state_->stopping ||
+           state_->connectFailures != failuresBefore;
+  });
   if (!channel.confirmed) {
     if (--channel.refs == 0) channel.idleSince = Steady::now();
     if (!channel.error.empty()) {
@@ -207,6 +212,7 @@ std::unique_ptr<Connection> Subscriber::State::connect(unsigned& failures, bool&
     std::unique_lock<std::mutex> guard(mutex);
     lastError = error.what();
     ++failures;
+    ++connectFailures;
     changed.notify_all();  // let watch() callers see the failure instead of waiting it out
     const std::chrono::milliseconds doubled(backoff.reconnectBackoff.count() << std::min(failures - 1, 16U));
     changed.wait_for(guard, std::min(backoff.maxReconnectBackoff, doubled), [&] { return stopping; });
