@@ -39,13 +39,26 @@ _sentinel_kill() {
   kill -9 "$pid" 2>/dev/null || true
 }
 
-# _sentinel_free_port — prints a port on 127.0.0.1 where nothing answers now.
+# _sentinel_free_port — prints a port on 127.0.0.1 where nothing answers now, below Linux's
+# usual range of ephemeral ports (32768 and up), where outgoing connections take theirs.
 _sentinel_free_port() {
   local port
   while true; do
-    port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+    port=$(( 20000 + RANDOM % 12768 ))
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return 0; }
   done
+}
+
+# _sentinel_answers PID PORT — waits (up to 10 s) until the server PID answers PING on PORT;
+# false if it exits first (e.g. its port was taken meanwhile).
+_sentinel_answers() {
+  local pid="$1" port="$2"
+  for _ in $(seq 200); do
+    redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -qE 'PONG|NOAUTH' && return 0
+    _sentinel_alive "$pid" || return 1
+    sleep 0.05
+  done
+  return 1
 }
 
 # _sentinel_id — 40 hex digits: a sentinel's run id, fixed in its config so that each sentinel
@@ -77,13 +90,16 @@ _sentinel_launch() {
   echo "$port" > "$sdir/server.port"
 }
 
-# _sentinel_ready PORT — true when the sentinel on PORT sees the master up, both replicas and
-# both other sentinels.
+# _sentinel_ready PORT — true when the sentinel on PORT sees the master up, and both replicas
+# and both other sentinels known and not down.
 _sentinel_ready() {
   local info
   info=$(redis-cli -h 127.0.0.1 -p "$1" sentinel master "$SENTINEL_MASTER_NAME" 2>/dev/null | paste -sd' ') || return 1
   [[ " $info " == *" flags master "* ]] && [[ " $info " == *" num-slaves 2 "* ]] &&
-    [[ " $info " == *" num-other-sentinels 2 "* ]]
+    [[ " $info " == *" num-other-sentinels 2 "* ]] || return 1
+  # A healthy replica's flags are exactly "slave", a healthy sentinel's exactly "sentinel".
+  [ "$(redis-cli -h 127.0.0.1 -p "$1" sentinel replicas "$SENTINEL_MASTER_NAME" 2>/dev/null | grep -A1 -x flags | grep -cx slave)" -eq 2 ] &&
+    [ "$(redis-cli -h 127.0.0.1 -p "$1" sentinel sentinels "$SENTINEL_MASTER_NAME" 2>/dev/null | grep -A1 -x flags | grep -cx sentinel)" -eq 2 ]
 }
 
 # sentinel_start DIR — starts the topology; sets SENTINEL_URI and writes DIR/topology.env.
@@ -100,11 +116,29 @@ sentinel_start() {
     replicas+=("$REDIS_PORT")
   done
 
-  local ids=("$(_sentinel_id)" "$(_sentinel_id)" "$(_sentinel_id)")
-  local ports=("$(_sentinel_free_port)" "$(_sentinel_free_port)" "$(_sentinel_free_port)")
-  for n in 1 2 3; do
-    _sentinel_launch "$dir" "$n" "${ports[$((n - 1))]}" "$master" "${replicas[@]}" "${ids[@]}" "${ports[@]}"
+  # Each sentinel lists the others (ports and ids), so a port taken before a sentinel could bind
+  # it means starting all three again on new ports.
+  local ids=("$(_sentinel_id)" "$(_sentinel_id)" "$(_sentinel_id)") ports attempt up
+  for attempt in 1 2 3 4 5; do
+    ports=("$(_sentinel_free_port)" "$(_sentinel_free_port)" "$(_sentinel_free_port)")
+    [ "${ports[0]}" != "${ports[1]}" ] && [ "${ports[0]}" != "${ports[2]}" ] && [ "${ports[1]}" != "${ports[2]}" ] ||
+      continue
+    for n in 1 2 3; do
+      _sentinel_launch "$dir" "$n" "${ports[$((n - 1))]}" "$master" "${replicas[@]}" "${ids[@]}" "${ports[@]}"
+    done
+    up=1
+    for n in 1 2 3; do
+      _sentinel_answers "$(cat "$dir/sentinel-$n/server.pid")" "${ports[$((n - 1))]}" || up=0
+    done
+    [ "$up" -eq 1 ] && break
+    for n in 1 2 3; do _sentinel_kill "$(cat "$dir/sentinel-$n/server.pid")"; done
   done
+  if [ "$up" -ne 1 ]; then
+    echo "sentinel_start: the sentinels in $dir could not start" >&2
+    tail -n 5 "$dir"/sentinel-*/sentinel.log >&2 2>/dev/null || true
+    sentinel_stop "$dir"
+    return 1
+  fi
 
   # Ready: replicas in sync and every sentinel sees the whole set (about a second).
   local tries ok
@@ -113,6 +147,13 @@ sentinel_start() {
     for r in "${replicas[@]}"; do
       redis-cli -h 127.0.0.1 -p "$r" info replication 2>/dev/null | grep -q 'master_link_status:up' || ok=0
     done
+    # A replica is "online" before its first acknowledgement starts the stream of writes: only a
+    # write both replicas acknowledge shows that writes reach them.
+    if [ "$ok" -eq 1 ]; then
+      redis-cli -h 127.0.0.1 -p "$master" set dlock-topology:ready 1 >/dev/null 2>&1 || ok=0
+      [ "$(redis-cli -h 127.0.0.1 -p "$master" wait 2 100 2>/dev/null)" = "2" ] || ok=0
+      redis-cli -h 127.0.0.1 -p "$master" del dlock-topology:ready >/dev/null 2>&1 || true
+    fi
     for n in 0 1 2; do _sentinel_ready "${ports[$n]}" || ok=0; done
     [ "$ok" -eq 1 ] && break
     for n in 1 2 3; do
