@@ -77,8 +77,9 @@ MasterResolver::MasterResolver(std::vector<SentinelAddress> sentinels, std::stri
     : masterName_(std::move(masterName)),
       sentinel_(std::move(sentinel)),
       data_(std::move(data)),
-      sentinelList_(joinAddresses(sentinels)),
-      order_(std::move(sentinels)) {}
+      configured_(std::move(sentinels)),
+      sentinelList_(joinAddresses(configured_)),
+      order_(configured_) {}
 
 MasterResolver::~MasterResolver() = default;
 
@@ -97,14 +98,14 @@ ConnectionOptions MasterResolver::dataOptions(const MasterAddress& master) const
   return options;
 }
 
-ConnectionOptions MasterResolver::nextSentinel() {
-  std::lock_guard<std::mutex> guard(mutex_);
-  const SentinelAddress& sentinel = order_[next_ % order_.size()];
-  ++next_;
-  return sentinelOptions(sentinel);
+std::vector<ConnectionOptions> MasterResolver::sentinels() const {
+  std::vector<ConnectionOptions> all;
+  all.reserve(configured_.size());
+  for (const auto& sentinel : configured_) all.push_back(sentinelOptions(sentinel));
+  return all;
 }
 
-MasterAddress MasterResolver::resolve() {
+MasterAddress MasterResolver::resolve(const std::vector<MasterAddress>& stale) {
   std::vector<SentinelAddress> order;
   {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -149,6 +150,11 @@ MasterAddress MasterResolver::resolve() {
       continue;
     }
     if (std::find(unconfirmed.begin(), unconfirmed.end(), named) != unconfirmed.end()) continue;
+    if (std::find(stale.begin(), stale.end(), named) != stale.end()) {
+      findings.anyReachable = true;
+      findings.add(where + " still names " + named.address() + ", which is being failed over");
+      continue;
+    }
     if (confirmMaster(dataOptions(named), findings)) {
       std::lock_guard<std::mutex> guard(mutex_);
       const auto it = std::find_if(order_.begin(), order_.end(), [&](const SentinelAddress& candidate) {

@@ -4,11 +4,9 @@
 // node itself, with the data nodes' credentials. The sentinel that named a confirmed master moves
 // to the front of the list. An address that failed its ROLE check is not checked twice in one
 // resolution.
-// Also hands out the sentinels in turn to the `+switch-master` subscription.
 // Owner: one SentinelOperator. Thread safety: thread-safe.
 #pragma once
 
-#include <cstddef>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -40,13 +38,14 @@ class MasterResolver {
   // The confirmed master. ConnectionError naming each sentinel's answer when none is confirmed
   // (sentinels unreachable, the master unknown to them, or the named node not a master now);
   // BackendError when every sentinel that answered refused us (AUTH, ACL) or the master refused
-  // the data credentials.
-  MasterAddress resolve();
+  // the data credentials. A sentinel naming one of `stale` is taken as not up to date (a master
+  // just failed over still says ROLE master until the sentinels turn it into a replica).
+  MasterAddress resolve(const std::vector<MasterAddress>& stale = {});
 
   // The options to reach `master` as a data node.
   [[nodiscard]] ConnectionOptions dataOptions(const MasterAddress& master) const;
-  // The next sentinel in turn, as connection options (for the subscription to `+switch-master`).
-  [[nodiscard]] ConnectionOptions nextSentinel();
+  // Every sentinel, in the configured order, as connection options (for the subscriptions).
+  [[nodiscard]] std::vector<ConnectionOptions> sentinels() const;
 
   // "h1:p1,h2:p2", in the configured order; the master name.
   [[nodiscard]] const std::string& sentinelList() const noexcept { return sentinelList_; }
@@ -58,11 +57,11 @@ class MasterResolver {
   const std::string masterName_;
   const ConnectionOptions sentinel_;
   const ConnectionOptions data_;
+  const std::vector<SentinelAddress> configured_;
   const std::string sentinelList_;
 
   mutable std::mutex mutex_;
   std::vector<SentinelAddress> order_;  // guarded by mutex_; asked front to back
-  std::size_t next_ = 0;                // guarded by mutex_; nextSentinel()'s turn
 };
 
 }  // namespace dlock::detail

@@ -1,6 +1,8 @@
 #include "dlock/sentinel/SentinelOperator.h"
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -12,8 +14,8 @@
 #include "MasterResolver.h"
 #include "Replies.h"
 #include "Scripts.h"
+#include "SentinelEvents.h"
 #include "Subscriber.h"
-#include "SwitchListener.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/detail/Log.h"
@@ -27,6 +29,12 @@ using std::chrono::milliseconds;
 // After a failed call, the sentinels are asked again at most this often: callers failing
 // together share one answer, and a retry loop during a failover does not flood the sentinels.
 constexpr milliseconds kMinResolveInterval{100};
+// How long a master failed over is not taken from a sentinel that still names it (it keeps
+// answering ROLE master until the sentinels turn it into a replica, about 10 s later).
+constexpr milliseconds kDemotedFor{30000};
+// A promotion the sentinels announced is awaited this long, polling ROLE this often.
+constexpr milliseconds kPromotionWait{5000};
+constexpr milliseconds kPromotionPoll{10};
 
 // An error reply that means "this node does not take writes now": the command did not run, and
 // the master may have moved. (READONLY: a replica; MASTERDOWN: a replica cut off from its master;
@@ -85,23 +93,44 @@ class SentinelOperator::Impl {
   // The master calls go to, with its pool. Replaced, never changed, when the master moves.
   struct Master {
     detail::MasterAddress address;
-    std::string text;    // "host:port"
+    std::string text;     // "host:port"
     std::uint64_t epoch;  // 1 for the first master found, +1 per switch
     std::unique_ptr<detail::ConnectionPool> pool;
   };
   using MasterPtr = std::shared_ptr<const Master>;
 
+  // A promotion the sentinels announced that has not moved us yet.
+  struct Failover {
+    detail::MasterAddress from;
+    detail::MasterAddress to;
+  };
+
+  // Why the sentinels are asked.
+  enum class Reason {
+    Unknown,  // no master yet: unless another caller found one meanwhile
+    Failure,  // a call failed on a master: unless it moved meanwhile or was asked just now
+    Check,    // a sentinel subscription (re)started: unless asked just now
+    Forced,   // whatever happened before
+  };
+
   explicit Impl(SentinelOptions options)
       : options_(validated(std::move(options))),
         resolver_(options_.sentinels, options_.masterName, sentinelConnection(options_), options_.connection),
-        listener_([this] { return resolver_.nextSentinel(); }, options_.pool, [this] { return resolveAfterSwitch(); }),
+        events_(resolver_.sentinels(), options_.pool, [this](const detail::SentinelEvent& event) { onEvent(event); }),
         releases_([this] { return resolver_.dataOptions(current()->address); }, options_.pool) {}
 
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
-  // The listener's thread calls releases_ and the releases' thread may start the listener: stop
-  // the listener first, then the members go in reverse order (releases_ first).
-  ~Impl() { listener_.stop(); }
+  // The event threads call releases_ and the releases' thread may start them: stop the events
+  // first (waking a thread that waits for a promotion), then the members go in reverse order.
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    events_.stop();
+  }
 
   // The master now; finds it first if none is known yet.
   MasterPtr current() {
@@ -109,28 +138,42 @@ class SentinelOperator::Impl {
       std::lock_guard<std::mutex> guard(mutex_);
       if (master_) return master_;
     }
-    listener_.start();
-    return resolve(nullptr, false);
+    events_.start();
+    return resolve(Reason::Unknown, nullptr);
   }
 
-  // Asks the sentinels for the master and switches to it when it moved. `failed`: the master a
-  // call just failed on (nullptr: none). Unless `forced`, a resolution finished less than
-  // kMinResolveInterval ago stands, and one that already moved away from `failed` is kept.
-  // Throws what MasterResolver::resolve throws when no master is known afterwards.
-  MasterPtr resolve(const Master* failed, bool forced) {
+  // The master a call may go to: `master`, unless the sentinels are promoting a replica in its
+  // place; then waits (at most the command timeout) for the promotion to move us.
+  MasterPtr usable(MasterPtr master, const std::string& what) {
+    std::unique_lock<std::mutex> guard(mutex_);
+    const auto leaving = [&] { return !stopping_ && master_ == master && failover_ && failover_->from == master->address; };
+    if (!leaving()) return master_ ? master_ : master;
+    const milliseconds timeout = options_.connection.commandTimeout;
+    if (changed_.wait_for(guard, timeout, [&] { return !leaving(); })) return master_;
+    throw ConnectionError("dlock: " + what + ": master '" + options_.masterName + "' at " + master->text +
+                          " is being failed over to " + failover_->to.address() + ", not promoted within " +
+                          std::to_string(timeout.count()) + " ms");
+  }
+
+  // Asks the sentinels for the master and moves to it (see Reason). `failed`: the master a call
+  // failed on. Throws what MasterResolver::resolve throws when no master is known afterwards.
+  MasterPtr resolve(Reason reason, const Master* failed) {
     std::lock_guard<std::mutex> serial(resolveMutex_);
+    std::vector<detail::MasterAddress> stale;
     {
       std::lock_guard<std::mutex> guard(mutex_);
-      if (master_ && failed != nullptr && master_->epoch != failed->epoch) return master_;
-      if (master_ && failed == nullptr && !forced) return master_;
-      if (!forced && resolvedAt_ && Steady::now() - *resolvedAt_ < kMinResolveInterval) {
+      const bool recent = resolvedAt_ && Steady::now() - *resolvedAt_ < kMinResolveInterval;
+      if (reason == Reason::Unknown && master_) return master_;
+      if (reason == Reason::Failure && master_ && failed != nullptr && master_->epoch != failed->epoch) return master_;
+      if (reason != Reason::Forced && recent) {
         if (master_) return master_;
-        throw ConnectionError(lastError_);
+        if (!lastError_.empty()) throw ConnectionError(lastError_);
       }
+      stale = staleMasters();
     }
-    std::optional<detail::MasterAddress> found;
+    detail::MasterAddress found;
     try {
-      found = resolver_.resolve();
+      found = resolver_.resolve(stale);
     } catch (const LockError& failure) {
       // The master we had, if any, stays: it may be only the sentinels that are away.
       std::lock_guard<std::mutex> guard(mutex_);
@@ -138,19 +181,33 @@ class SentinelOperator::Impl {
       lastError_ = failure.what();
       throw;
     }
+    return install(found, std::nullopt, "named by the sentinels");
+  }
+
+  // Moves to `to` (confirmed a master by the caller); `from`, if given, was failed over.
+  MasterPtr install(const detail::MasterAddress& to, const std::optional<detail::MasterAddress>& from, const char* why) {
     MasterPtr previous;
     MasterPtr now;
     {
       std::lock_guard<std::mutex> guard(mutex_);
       resolvedAt_ = Steady::now();
       lastError_.clear();
-      if (master_ && master_->address == *found) return master_;
+      if (from && *from != to) {
+        demoted_.erase(std::remove_if(demoted_.begin(), demoted_.end(), [&](const auto& entry) { return entry.first == *from; }),
+                       demoted_.end());
+        demoted_.emplace_back(*from, Steady::now() + kDemotedFor);
+      }
+      if (failover_ && (failover_->to == to || (master_ && failover_->from == master_->address))) failover_.reset();
+      if (master_ && master_->address == to) {
+        changed_.notify_all();
+        return master_;
+      }
       previous = master_;
       auto next = std::make_shared<Master>();
-      next->address = *found;
-      next->text = found->address();
+      next->address = to;
+      next->text = to.address();
       next->epoch = previous ? previous->epoch + 1 : 1;
-      next->pool = std::make_unique<detail::ConnectionPool>(resolver_.dataOptions(*found), options_.pool);
+      next->pool = std::make_unique<detail::ConnectionPool>(resolver_.dataOptions(to), options_.pool);
       master_ = next;
       now = master_;
       if (previous) {
@@ -158,25 +215,125 @@ class SentinelOperator::Impl {
         retiredReconnects_.fetch_add(previous->pool->reconnects(), std::memory_order_relaxed);
       }
     }
+    changed_.notify_all();
     if (previous) {
-      detail::logger()->warn("dlock: master '{}' moved from {} to {}", options_.masterName, previous->text, now->text);
+      detail::logger()->warn("dlock: master '{}' moved from {} to {} ({})", options_.masterName, previous->text,
+                             now->text, why);
       releases_.reconnect();  // waiters wake and try again on the new master
     }
     return now;
   }
 
-  // For the switch listener: true when a master is confirmed.
-  bool resolveAfterSwitch() noexcept {
+  // Masters a sentinel may still name though they are being, or were just, failed over.
+  // Caller holds mutex_.
+  std::vector<detail::MasterAddress> staleMasters() {
+    const auto now = Steady::now();
+    demoted_.erase(std::remove_if(demoted_.begin(), demoted_.end(), [&](const auto& entry) { return entry.second <= now; }),
+                   demoted_.end());
+    std::vector<detail::MasterAddress> stale;
+    for (const auto& entry : demoted_) stale.push_back(entry.first);
+    if (failover_) stale.push_back(failover_->from);
+    return stale;
+  }
+
+  // True when `node` answers ROLE with master; `probe` is kept across calls.
+  bool isMaster(const detail::MasterAddress& node, std::unique_ptr<detail::Connection>& probe) {
     try {
-      (void)resolve(nullptr, true);
-      return true;
+      if (!probe || probe->broken()) probe = std::make_unique<detail::Connection>(resolver_.dataOptions(node));
+      const detail::ReplyPtr reply = probe->command({"ROLE"});
+      return reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
+             reply->element[0]->type == REDIS_REPLY_STRING && detail::replyText(*reply->element[0]) == "master";
+    } catch (const LockError&) {
+      probe.reset();
+      return false;
+    }
+  }
+
+  // Waits (polling ROLE) for the sentinels' promotion of `to` in place of `from`, and moves there
+  // as soon as `to` is a master — before the sentinels name it, which they do only after their
+  // next INFO of it. Gives up when the failover was aborted or moved us otherwise, or after
+  // kPromotionWait (then the sentinels are asked as usual).
+  void awaitPromotion(const detail::MasterAddress& from, const detail::MasterAddress& to) {
+    std::unique_ptr<detail::Connection> probe;
+    const auto deadline = Steady::now() + kPromotionWait;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> guard(mutex_);
+        if (stopping_ || !failover_ || failover_->to != to) return;
+        if (Steady::now() >= deadline) {
+          failover_.reset();
+          changed_.notify_all();
+          guard.unlock();
+          detail::logger()->warn("dlock: the sentinels announced {} as the new master '{}', but it was not a master "
+                                 "within {} ms; asking the sentinels again",
+                                 to.address(), options_.masterName, kPromotionWait.count());
+          return;
+        }
+      }
+      if (isMaster(to, probe)) {
+        std::lock_guard<std::mutex> serial(resolveMutex_);
+        (void)install(to, from, "promoted by the sentinels");
+        return;
+      }
+      std::unique_lock<std::mutex> guard(mutex_);
+      changed_.wait_for(guard, kPromotionPoll, [this] { return stopping_; });
+    }
+  }
+
+  // The sentinels' failover events (see SentinelEvents.h).
+  void onEvent(const detail::SentinelEvent& event) noexcept {
+    try {
+      using Kind = detail::SentinelEvent::Kind;
+      if (event.kind == Kind::Resubscribed) {
+        (void)resolve(Reason::Check, nullptr);  // a switch may have gone unseen
+        return;
+      }
+      if (event.masterName != options_.masterName) return;
+      switch (event.kind) {
+        case Kind::Promoting:
+        case Kind::Promoted: {
+          {
+            std::lock_guard<std::mutex> guard(mutex_);
+            if (master_ && master_->address == event.to) return;  // moved already
+            demoted_.erase(std::remove_if(demoted_.begin(), demoted_.end(),
+                                          [&](const auto& entry) { return entry.first == event.to; }),
+                           demoted_.end());
+            if (!failover_ || failover_->to != event.to) failover_ = Failover{event.from, event.to};
+          }
+          changed_.notify_all();
+          awaitPromotion(event.from, event.to);
+          return;
+        }
+        case Kind::Switched: {
+          std::unique_ptr<detail::Connection> probe;
+          if (isMaster(event.to, probe)) {
+            std::lock_guard<std::mutex> serial(resolveMutex_);
+            (void)install(event.to, event.from, "switched by the sentinels");
+          } else {
+            (void)resolve(Reason::Forced, nullptr);
+          }
+          return;
+        }
+        case Kind::Aborted: {
+          {
+            std::lock_guard<std::mutex> guard(mutex_);
+            if (failover_ && failover_->from == event.from) failover_.reset();
+            demoted_.erase(std::remove_if(demoted_.begin(), demoted_.end(),
+                                          [&](const auto& entry) { return entry.first == event.from; }),
+                           demoted_.end());
+          }
+          changed_.notify_all();
+          return;
+        }
+        case Kind::Resubscribed:
+          return;
+      }
     } catch (const std::exception& error) {
       try {
-        detail::logger()->debug("dlock: looking for master '{}' after a switch message: {}", options_.masterName,
-                                error.what());
+        detail::logger()->debug("dlock: after a sentinel event for master '{}': {}", options_.masterName, error.what());
       } catch (...) {
       }
-      return false;
+    } catch (...) {
     }
   }
 
@@ -184,10 +341,12 @@ class SentinelOperator::Impl {
   // (no connection; a not-master reply; a pooled connection found dead) is retried once on the
   // master the sentinels name now, when it moved (or, for a dead pooled connection, on the same
   // one). Any other failure is a ConnectionError after the sentinels were asked again.
+  // `operation` and `key` name the call in messages.
   template <class Operation>
-  auto run(Operation&& operation)
-      -> decltype(operation(std::declval<detail::Connection&>(), std::declval<const Master&>())) {
-    MasterPtr master = current();
+  auto run(const char* operation, std::string_view key, Operation&& call)
+      -> decltype(call(std::declval<detail::Connection&>(), std::declval<const Master&>())) {
+    const std::string what = std::string(operation) + " " + detail::quoteKey(key);
+    MasterPtr master = usable(current(), what);
     for (int attempt = 0;; ++attempt) {
       bool unsent = false;  // the command cannot have run
       bool stale = false;   // a pooled connection had died while idle
@@ -202,7 +361,7 @@ class SentinelOperator::Impl {
         }
         if (handle) {
           try {
-            return operation(**handle, *master);
+            return call(**handle, *master);
           } catch (const NotMaster& error) {
             unsent = true;
             failure = error.what();
@@ -215,12 +374,11 @@ class SentinelOperator::Impl {
       MasterPtr next = master;
       std::string resolveError;
       try {
-        next = resolve(master.get(), false);
+        next = usable(resolve(Reason::Failure, master.get()), what);
       } catch (const LockError& error) {
         resolveError = error.what();
       }
-      const bool moved = next != master;
-      if (attempt == 0 && ((unsent && moved) || stale)) {
+      if (attempt == 0 && ((unsent && next != master) || stale)) {
         master = next;
         continue;
       }
@@ -264,16 +422,20 @@ class SentinelOperator::Impl {
   detail::MasterResolver resolver_;
 
   mutable std::mutex mutex_;
+  std::condition_variable changed_;               // master_, failover_ or stopping_ changed
   MasterPtr master_;                              // guarded by mutex_
+  std::optional<Failover> failover_;              // guarded by mutex_
+  std::vector<std::pair<detail::MasterAddress, Steady::time_point>> demoted_;  // guarded by mutex_; until when
   std::optional<Steady::time_point> resolvedAt_;  // guarded by mutex_; when the last resolution ended
   std::string lastError_;                         // guarded by mutex_; why it failed, if it did
-  std::mutex resolveMutex_;                       // one resolution at a time
+  bool stopping_ = false;                         // guarded by mutex_
+  std::mutex resolveMutex_;                       // one resolution or move at a time; taken before mutex_
   std::atomic<std::uint64_t> switches_{0};
   std::atomic<std::uint64_t> retiredReconnects_{0};  // of the pools of earlier masters
 
   // Last: their threads use the members above (see ~Impl).
-  detail::SwitchListener listener_;  // +switch-master, on the sentinels
-  detail::Subscriber releases_;      // release messages, on the master now
+  detail::SentinelEvents events_;  // failover events, from every sentinel
+  detail::Subscriber releases_;    // release messages, on the master now
 };
 
 SentinelOperator::SentinelOperator(SentinelOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
@@ -283,7 +445,7 @@ SentinelOperator::~SentinelOperator() = default;
 AcquireResult SentinelOperator::lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
   const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
   const std::string ttlText = std::to_string(ttl.count());
-  return impl_->run([&](detail::Connection& connection, const Impl::Master& master) {
+  return impl_->run("lock", key, [&](detail::Connection& connection, const Impl::Master& master) {
     const std::string where = impl_->where("lock", key, master);
     const detail::ReplyPtr reply =
         detail::runScript(connection, detail::acquireScript(), {names.lock, names.fence}, {token, ttlText});
@@ -296,7 +458,7 @@ AcquireResult SentinelOperator::lock(std::string_view key, std::string_view toke
 
 ReleaseResult SentinelOperator::unlock(std::string_view key, std::string_view token) {
   const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
-  return impl_->run([&](detail::Connection& connection, const Impl::Master& master) {
+  return impl_->run("unlock", key, [&](detail::Connection& connection, const Impl::Master& master) {
     const std::string where = impl_->where("unlock", key, master);
     const detail::ReplyPtr reply =
         detail::runScript(connection, detail::releaseScript(), {names.lock}, {token, names.channel});
@@ -311,7 +473,7 @@ ReleaseResult SentinelOperator::unlock(std::string_view key, std::string_view to
 bool SentinelOperator::extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
   const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
   const std::string ttlText = std::to_string(ttl.count());
-  return impl_->run([&](detail::Connection& connection, const Impl::Master& master) {
+  return impl_->run("extend", key, [&](detail::Connection& connection, const Impl::Master& master) {
     const std::string where = impl_->where("extend", key, master);
     const detail::ReplyPtr reply = detail::runScript(connection, detail::extendScript(), {names.lock}, {token, ttlText});
     Impl::checkMaster(*reply, where);
@@ -328,7 +490,7 @@ std::vector<bool> SentinelOperator::extendAll(const std::vector<LeaseRef>& lease
   std::vector<std::pair<detail::Argv, detail::Argv>> calls;
   calls.reserve(leases.size());
   for (std::size_t i = 0; i < leases.size(); ++i) calls.push_back({{lockKeys[i]}, {leases[i].token, ttlText}});
-  return impl_->run([&](detail::Connection& connection, const Impl::Master& master) {
+  return impl_->run("extend", leases.front().key, [&](detail::Connection& connection, const Impl::Master& master) {
     const auto replies = detail::runScriptPipelined(connection, detail::extendScript(), calls);
     std::vector<bool> extended;
     extended.reserve(replies.size());
@@ -344,7 +506,7 @@ std::vector<bool> SentinelOperator::extendAll(const std::vector<LeaseRef>& lease
 std::uint64_t SentinelOperator::raiseFence(std::string_view key, std::uint64_t atLeast) {
   const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
   const std::string wanted = std::to_string(atLeast);
-  return impl_->run([&](detail::Connection& connection, const Impl::Master& master) {
+  return impl_->run("raiseFence", key, [&](detail::Connection& connection, const Impl::Master& master) {
     const std::string where = impl_->where("raiseFence", key, master);
     const detail::ReplyPtr reply = detail::runScript(connection, detail::raiseFenceScript(), {names.fence}, {wanted});
     Impl::checkMaster(*reply, where);
@@ -359,7 +521,7 @@ std::unique_ptr<IReleaseWatch> SentinelOperator::watch(std::string_view key) {
 
 LeaseInfo SentinelOperator::inspect(std::string_view key) {
   const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
-  return impl_->run([&](detail::Connection& connection, const Impl::Master& master) {
+  return impl_->run("inspect", key, [&](detail::Connection& connection, const Impl::Master& master) {
     const std::string where = impl_->where("inspect", key, master);
     const detail::ReplyPtr reply = detail::runScript(connection, detail::inspectScript(), {names.lock, names.fence}, {});
     Impl::checkMaster(*reply, where);
@@ -384,7 +546,8 @@ std::uint64_t SentinelOperator::masterSwitches() const noexcept {
 }
 
 std::uint64_t SentinelOperator::reconnects() const noexcept {
-  std::uint64_t total = impl_->retiredReconnects_.load(std::memory_order_relaxed) + impl_->releases_.reconnects();
+  std::uint64_t total = impl_->retiredReconnects_.load(std::memory_order_relaxed) + impl_->releases_.reconnects() +
+                        impl_->events_.reconnects();
   try {
     std::lock_guard<std::mutex> guard(impl_->mutex_);
     if (impl_->master_) total += impl_->master_->pool->reconnects();
