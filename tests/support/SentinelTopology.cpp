@@ -211,6 +211,27 @@ void SentinelTopology::waitForPing(Node& node, std::chrono::milliseconds budget)
 
 bool SentinelTopology::ready(std::string& why) {
   try {
+    // Both replicas online as the master sees them (WAIT counts only those), and in sync.
+    const std::string replication = dataClient(0, 500ms).ok({"INFO", "replication"}).str;
+    std::size_t online = 0;
+    for (auto at = replication.find("state=online"); at != std::string::npos;
+         at = replication.find("state=online", at + 1)) {
+      ++online;
+    }
+    if (online != kDataNodes - 1) {
+      why = "the master sees " + std::to_string(online) + " replicas online";
+      return false;
+    }
+    // "online" comes before the replica's first acknowledgement starts the stream of writes: only
+    // a write both replicas acknowledge shows that writes reach them.
+    RedisClient first = dataClient(0, 500ms);
+    (void)first.ok({"SET", "dlock-topology:ready", "1"});
+    const long long acknowledged = first.ok({"WAIT", std::to_string(kDataNodes - 1), "100"}).integer;
+    (void)first.ok({"DEL", "dlock-topology:ready"});
+    if (acknowledged != static_cast<long long>(kDataNodes - 1)) {
+      why = "a write reached " + std::to_string(acknowledged) + " replicas";
+      return false;
+    }
     for (std::size_t r = 1; r < kDataNodes; ++r) {
       const std::string info = dataClient(r, 500ms).ok({"INFO", "replication"}).str;
       if (info.find("master_link_status:up") == std::string::npos) {
