@@ -7,19 +7,31 @@
 //   finding the master   ask the sentinels in turn `SENTINEL get-master-addr-by-name <name>`
 //                        (each within its own timeouts), confirm the answer with ROLE on the node
 //                        itself; the sentinel that answered is asked first next time
-//   finding it again     after a connection failure, a READONLY / MASTERDOWN / LOADING /
-//                        NOREPLICAS reply, and on a `+switch-master` message (a subscription to
-//                        the sentinels, kept by a background thread)
+//   finding it again     after a connection failure, and after a READONLY / MASTERDOWN / LOADING /
+//                        NOREPLICAS reply
+//   following failovers  a subscription to every sentinel (only the one leading a failover
+//                        announces its steps): when a replica is selected for promotion, calls
+//                        wait (at most the command timeout) instead of going to the old master,
+//                        and move to the replica as soon as it answers ROLE master — before the
+//                        sentinels name it, and before clients of a graceful SENTINEL FAILOVER
+//                        would otherwise keep writing to a master whose writes are about to be
+//                        thrown away. `+switch-master` moves them too; an aborted failover
+//                        releases the waiting calls. A sentinel that still names a master just
+//                        failed over is not believed for 30 s.
 //   on a new master      a fresh connection pool; the release subscriber reconnects to it, which
 //                        wakes every waiter to try again there
 //
 // A call that fails before its command can have run (no connection, or refused as above) is
-// retried once on the master the sentinels name now; any other failure is a ConnectionError
-// (see IOperator.h). So during a failover a call either answers from a confirmed master or throws
-// ConnectionError: never a BackendError for a node that is between roles, never "acquired" from
-// a replica. Once every sentinel is unreachable, an operator that still has a working master
-// keeps using it; one that must find the master fails with ConnectionError after at most
-// (sentinels × (sentinelConnectTimeout + sentinelCommandTimeout)).
+// retried once on the master the sentinels name now, when it moved; any other failure is a
+// ConnectionError (see IOperator.h). So during a failover a call either answers from a confirmed
+// master or throws ConnectionError: never a BackendError for a node that is between roles, never
+// "acquired" from a replica. Once every sentinel is unreachable, an operator that still has a
+// working master keeps using it; one that must find the master fails with ConnectionError after
+// at most (sentinels × (sentinelConnectTimeout + sentinelCommandTimeout)).
+//
+// What failover cannot keep: replication is asynchronous, so a lock (or any write) the old master
+// acknowledged in the moments before it died may be missing on the promoted replica, and someone
+// else may then take the key. waitReplicas narrows that window; see below and README.md.
 //
 // Replication-acked acquire (waitReplicas > 0): after taking the key, `WAIT waitReplicas
 // waitTimeout` on the same connection. With fewer acknowledgements the key is released at once
@@ -27,7 +39,8 @@
 // not `false`.
 //
 // Owner: shared. Thread safety: thread-safe. Construction never blocks and opens nothing; the
-// first call finds the master and starts the sentinel subscription.
+// first call finds the master and starts the sentinel subscriptions (one thread per sentinel,
+// plus the release subscriber's thread once a waiter watches a key).
 #pragma once
 
 #include <chrono>
