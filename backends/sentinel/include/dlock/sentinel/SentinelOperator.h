@@ -31,7 +31,8 @@
 //
 // What failover cannot keep: replication is asynchronous, so a lock (or any write) the old master
 // acknowledged in the moments before it died may be missing on the promoted replica, and someone
-// else may then take the key. waitReplicas narrows that window; see below and README.md.
+// else may then take the key. waitReplicas narrows that window; see below and
+// backends/sentinel/README.md.
 //
 // Replication-acked acquire (waitReplicas > 0): after taking the key, `WAIT waitReplicas
 // waitTimeout` on the same connection. With fewer acknowledgements the key is released at once
