@@ -1,12 +1,12 @@
 #include "SentinelTopology.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -168,8 +168,11 @@ void SentinelTopology::startSentinels() {
   }
 }
 
-void SentinelTopology::launch(Node& node) {
-  const char* program = node.sentinel ? "redis-sentinel" : "redis-server";
+pid_t startChild(const std::vector<std::string>& argv, const std::string& errors) {
+  // Everything the child needs is prepared before fork(): after it, only async-signal-safe calls.
+  std::vector<char*> args;
+  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
   const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
@@ -177,12 +180,22 @@ void SentinelTopology::launch(Node& node) {
     // Die with the test, even when it crashes before its destructors run.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
-    ::execlp(program, program, node.config.c_str(), static_cast<char*>(nullptr));
-    std::fprintf(stderr, "cannot run %s: %s (install redis-server and redis-sentinel)\n", program,
-                 std::strerror(errno));
+    if (!errors.empty()) {
+      const int fd = ::open(errors.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (fd >= 0) ::dup2(fd, 2);
+    }
+    ::execvp(args[0], args.data());
+    const char* why = std::strerror(errno);
+    for (const char* part : {"cannot run ", static_cast<const char*>(args[0]), ": ", why, "\n"}) {
+      (void)!::write(2, part, std::strlen(part));
+    }
     ::_exit(127);
   }
-  node.pid = child;
+  return child;
+}
+
+void SentinelTopology::launch(Node& node) {
+  node.pid = startChild({node.sentinel ? "redis-sentinel" : "redis-server", node.config});
   node.paused = false;
 }
 
@@ -293,26 +306,9 @@ void SentinelTopology::signal(Node& node, bool pause) {
   node.paused = pause;
 }
 
-void SentinelTopology::restartData(std::size_t index) {
-  Node& node = data_.at(index);
+void SentinelTopology::restart(Node& node) {
   stop(node);
-  // The port was just freed; redis-server binds with SO_REUSEADDR, so a few tries suffice.
-  for (int attempt = 0;; ++attempt) {
-    try {
-      launch(node);
-      waitForPing(node, 10s);
-      return;
-    } catch (const std::exception&) {
-      stop(node);
-      if (attempt == 20) throw;
-      std::this_thread::sleep_for(50ms);
-    }
-  }
-}
-
-void SentinelTopology::restartSentinel(std::size_t index) {
-  Node& node = sentinels_.at(index);
-  stop(node);
+  // The port was just freed; the servers bind with SO_REUSEADDR, so a few tries suffice.
   for (int attempt = 0;; ++attempt) {
     try {
       launch(node);
@@ -329,7 +325,8 @@ void SentinelTopology::restartSentinel(std::size_t index) {
 int SentinelTopology::askMaster(std::size_t sentinel) {
   if (!live(sentinels_[sentinel])) return 0;
   try {
-    const Reply reply = sentinelClient(sentinel, 500ms).command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options_.masterName});
+    const Reply reply =
+        sentinelClient(sentinel, 500ms).command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options_.masterName});
     if (reply.elements.size() == 2) return std::stoi(reply.elements[1].str);
   } catch (const std::exception&) {
   }

@@ -20,10 +20,16 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "RedisClient.h"
 
 namespace dlock::test {
+
+// Forks and execs `argv` (argv[0] looked up in PATH) as a child of the test that is killed when
+// the test dies; its stderr goes to the file `errors` when one is named. The caller owns the pid:
+// it kills and reaps it.
+pid_t startChild(const std::vector<std::string>& argv, const std::string& errors = "");
 
 class SentinelTopology {
  public:
@@ -71,11 +77,11 @@ class SentinelTopology {
   void killData(std::size_t node) { stop(data_.at(node)); }
   void pauseData(std::size_t node) { signal(data_.at(node), /*pause=*/true); }
   void resumeData(std::size_t node) { signal(data_.at(node), /*pause=*/false); }
-  void restartData(std::size_t node);
+  void restartData(std::size_t node) { restart(data_.at(node)); }
   void killSentinel(std::size_t sentinel) { stop(sentinels_.at(sentinel)); }
   void pauseSentinel(std::size_t sentinel) { signal(sentinels_.at(sentinel), /*pause=*/true); }
   void resumeSentinel(std::size_t sentinel) { signal(sentinels_.at(sentinel), /*pause=*/false); }
-  void restartSentinel(std::size_t sentinel);
+  void restartSentinel(std::size_t sentinel) { restart(sentinels_.at(sentinel)); }
 
   // SENTINEL FAILOVER <name> through one sentinel: a graceful failover.
   void failover(std::size_t sentinel = 0);
@@ -106,6 +112,7 @@ class SentinelTopology {
   void waitUntilReady(std::chrono::milliseconds budget);
   bool ready(std::string& why);
   void stop(Node& node);
+  void restart(Node& node);
   void signal(Node& node, bool pause);
   [[nodiscard]] bool live(const Node& node) const { return node.pid > 0 && !node.paused; }
   [[nodiscard]] int askMaster(std::size_t sentinel);  // 0 when it does not answer

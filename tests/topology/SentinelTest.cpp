@@ -1,16 +1,11 @@
 #include <doctest/doctest.h>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -66,21 +61,7 @@ class Worker {
   // `errors`: where its stderr goes.
   Worker(std::vector<std::string> args, const std::string& errors) {
     args.insert(args.begin(), DLOCK_TEST_WORKER);
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(1);
-      const int fd = ::open(errors.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      if (fd >= 0) ::dup2(fd, 2);
-      std::vector<char*> argv;
-      for (auto& arg : args) argv.push_back(arg.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      std::fprintf(stderr, "cannot run %s: %s\n", argv[0], std::strerror(errno));
-      ::_exit(127);
-    }
+    pid_ = dlock::test::startChild(args, errors);
   }
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;

@@ -53,13 +53,10 @@ bool confirmMaster(const ConnectionOptions& options, Findings& findings) {
       return false;
     }
     findings.anyReachable = true;
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 || reply->element[0]->type != REDIS_REPLY_STRING) {
-      findings.add(address + " answered ROLE with an unexpected reply");
-      return false;
-    }
-    const std::string_view role = replyText(*reply->element[0]);
+    const std::string_view role = roleIn(*reply);
     if (role == "master") return true;
-    findings.add(address + " is a " + std::string(role) + ", not a master");
+    findings.add(address + (role.empty() ? " answered ROLE with an unexpected reply"
+                                         : " is a " + std::string(role) + ", not a master"));
     return false;
   } catch (const BackendError& error) {
     findings.anyRefused = true;
@@ -71,6 +68,11 @@ bool confirmMaster(const ConnectionOptions& options, Findings& findings) {
 }
 
 }  // namespace
+
+std::string_view roleIn(const redisReply& reply) {
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements < 1 || reply.element[0]->type != REDIS_REPLY_STRING) return {};
+  return replyText(*reply.element[0]);
+}
 
 MasterResolver::MasterResolver(std::vector<SentinelAddress> sentinels, std::string masterName,
                                ConnectionOptions sentinel, ConnectionOptions data)

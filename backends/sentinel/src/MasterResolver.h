@@ -7,8 +7,11 @@
 // Owner: one SentinelOperator. Thread safety: thread-safe.
 #pragma once
 
+#include <hiredis/hiredis.h>
+
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dlock/common/RedisOptions.h"
@@ -24,6 +27,9 @@ struct MasterAddress {
   bool operator==(const MasterAddress& other) const { return host == other.host && port == other.port; }
   bool operator!=(const MasterAddress& other) const { return !(*this == other); }
 };
+
+// The role in a ROLE reply ("master", "slave", "sentinel"); empty when the reply is not one.
+[[nodiscard]] std::string_view roleIn(const redisReply& reply);
 
 class MasterResolver {
  public:

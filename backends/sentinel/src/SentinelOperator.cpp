@@ -143,14 +143,18 @@ class SentinelOperator::Impl {
   }
 
   // The master a call may go to: `master`, unless the sentinels are promoting a replica in its
-  // place; then waits (at most the command timeout) for the promotion to move us.
-  MasterPtr usable(MasterPtr master, const std::string& what) {
+  // place; then waits (at most the command timeout) for the promotion to move us. `operation`
+  // and `key` name the call in the error.
+  MasterPtr usable(MasterPtr master, const char* operation, std::string_view key) {
     std::unique_lock<std::mutex> guard(mutex_);
-    const auto leaving = [&] { return !stopping_ && master_ == master && failover_ && failover_->from == master->address; };
+    const auto leaving = [&] {
+      return !stopping_ && master_ == master && failover_ && failover_->from == master->address;
+    };
     if (!leaving()) return master_ ? master_ : master;
     const milliseconds timeout = options_.connection.commandTimeout;
     if (changed_.wait_for(guard, timeout, [&] { return !leaving(); })) return master_;
-    throw ConnectionError("dlock: " + what + ": master '" + options_.masterName + "' at " + master->text +
+    throw ConnectionError("dlock: " + std::string(operation) + " " + detail::quoteKey(key) + ": master '" +
+                          options_.masterName + "' at " + master->text +
                           " is being failed over to " + failover_->to.address() + ", not promoted within " +
                           std::to_string(timeout.count()) + " ms");
   }
@@ -185,7 +189,8 @@ class SentinelOperator::Impl {
   }
 
   // Moves to `to` (confirmed a master by the caller); `from`, if given, was failed over.
-  MasterPtr install(const detail::MasterAddress& to, const std::optional<detail::MasterAddress>& from, const char* why) {
+  MasterPtr install(const detail::MasterAddress& to, const std::optional<detail::MasterAddress>& from,
+                    const char* why) {
     MasterPtr previous;
     MasterPtr now;
     {
@@ -193,8 +198,7 @@ class SentinelOperator::Impl {
       resolvedAt_ = Steady::now();
       lastError_.clear();
       if (from && *from != to) {
-        demoted_.erase(std::remove_if(demoted_.begin(), demoted_.end(), [&](const auto& entry) { return entry.first == *from; }),
-                       demoted_.end());
+        forgetDemoted(*from);
         demoted_.emplace_back(*from, Steady::now() + kDemotedFor);
       }
       if (failover_ && (failover_->to == to || (master_ && failover_->from == master_->address))) failover_.reset();
@@ -224,12 +228,18 @@ class SentinelOperator::Impl {
     return now;
   }
 
+  // Caller holds mutex_.
+  void forgetDemoted(const detail::MasterAddress& address) {
+    const auto named = [&](const auto& entry) { return entry.first == address; };
+    demoted_.erase(std::remove_if(demoted_.begin(), demoted_.end(), named), demoted_.end());
+  }
+
   // Masters a sentinel may still name though they are being, or were just, failed over.
   // Caller holds mutex_.
   std::vector<detail::MasterAddress> staleMasters() {
     const auto now = Steady::now();
-    demoted_.erase(std::remove_if(demoted_.begin(), demoted_.end(), [&](const auto& entry) { return entry.second <= now; }),
-                   demoted_.end());
+    const auto expired = [&](const auto& entry) { return entry.second <= now; };
+    demoted_.erase(std::remove_if(demoted_.begin(), demoted_.end(), expired), demoted_.end());
     std::vector<detail::MasterAddress> stale;
     for (const auto& entry : demoted_) stale.push_back(entry.first);
     if (failover_) stale.push_back(failover_->from);
@@ -240,9 +250,7 @@ class SentinelOperator::Impl {
   bool isMaster(const detail::MasterAddress& node, std::unique_ptr<detail::Connection>& probe) {
     try {
       if (!probe || probe->broken()) probe = std::make_unique<detail::Connection>(resolver_.dataOptions(node));
-      const detail::ReplyPtr reply = probe->command({"ROLE"});
-      return reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
-             reply->element[0]->type == REDIS_REPLY_STRING && detail::replyText(*reply->element[0]) == "master";
+      return detail::roleIn(*probe->command({"ROLE"})) == "master";
     } catch (const LockError&) {
       probe.reset();
       return false;
@@ -295,9 +303,7 @@ class SentinelOperator::Impl {
           {
             std::lock_guard<std::mutex> guard(mutex_);
             if (master_ && master_->address == event.to) return;  // moved already
-            demoted_.erase(std::remove_if(demoted_.begin(), demoted_.end(),
-                                          [&](const auto& entry) { return entry.first == event.to; }),
-                           demoted_.end());
+            forgetDemoted(event.to);
             if (!failover_ || failover_->to != event.to) failover_ = Failover{event.from, event.to};
           }
           changed_.notify_all();
@@ -318,9 +324,7 @@ class SentinelOperator::Impl {
           {
             std::lock_guard<std::mutex> guard(mutex_);
             if (failover_ && failover_->from == event.from) failover_.reset();
-            demoted_.erase(std::remove_if(demoted_.begin(), demoted_.end(),
-                                          [&](const auto& entry) { return entry.first == event.from; }),
-                           demoted_.end());
+            forgetDemoted(event.from);
           }
           changed_.notify_all();
           return;
@@ -345,8 +349,7 @@ class SentinelOperator::Impl {
   template <class Operation>
   auto run(const char* operation, std::string_view key, Operation&& call)
       -> decltype(call(std::declval<detail::Connection&>(), std::declval<const Master&>())) {
-    const std::string what = std::string(operation) + " " + detail::quoteKey(key);
-    MasterPtr master = usable(current(), what);
+    MasterPtr master = usable(current(), operation, key);
     for (int attempt = 0;; ++attempt) {
       bool unsent = false;  // the command cannot have run
       bool stale = false;   // a pooled connection had died while idle
@@ -374,7 +377,7 @@ class SentinelOperator::Impl {
       MasterPtr next = master;
       std::string resolveError;
       try {
-        next = usable(resolve(Reason::Failure, master.get()), what);
+        next = usable(resolve(Reason::Failure, master.get()), operation, key);
       } catch (const LockError& error) {
         resolveError = error.what();
       }
@@ -475,7 +478,8 @@ bool SentinelOperator::extend(std::string_view key, std::string_view token, std:
   const std::string ttlText = std::to_string(ttl.count());
   return impl_->run("extend", key, [&](detail::Connection& connection, const Impl::Master& master) {
     const std::string where = impl_->where("extend", key, master);
-    const detail::ReplyPtr reply = detail::runScript(connection, detail::extendScript(), {names.lock}, {token, ttlText});
+    const detail::ReplyPtr reply =
+        detail::runScript(connection, detail::extendScript(), {names.lock}, {token, ttlText});
     Impl::checkMaster(*reply, where);
     return detail::readFlagReply(*reply, where);
   });
@@ -523,7 +527,8 @@ LeaseInfo SentinelOperator::inspect(std::string_view key) {
   const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
   return impl_->run("inspect", key, [&](detail::Connection& connection, const Impl::Master& master) {
     const std::string where = impl_->where("inspect", key, master);
-    const detail::ReplyPtr reply = detail::runScript(connection, detail::inspectScript(), {names.lock, names.fence}, {});
+    const detail::ReplyPtr reply =
+        detail::runScript(connection, detail::inspectScript(), {names.lock, names.fence}, {});
     Impl::checkMaster(*reply, where);
     return detail::readInspectReply(*reply, where);
   });
