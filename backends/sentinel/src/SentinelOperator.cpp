@@ -201,8 +201,12 @@ class SentinelOperator::Impl {
         forgetDemoted(*from);
         demoted_.emplace_back(*from, Steady::now() + kDemotedFor);
       }
-      if (failover_ && (failover_->to == to || (master_ && failover_->from == master_->address))) failover_.reset();
-      if (master_ && master_->address == to) {
+      const bool moving = !master_ || master_->address != to;
+      // The announced promotion is done, or we leave its old master another way.
+      if (failover_ && (failover_->to == to || (moving && master_ && failover_->from == master_->address))) {
+        failover_.reset();
+      }
+      if (!moving) {
         changed_.notify_all();
         return master_;
       }
