@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # scripts/lib/sentinel.sh — a Redis Sentinel topology on loopback for scripts and demos:
 # one master, two replicas and three sentinels (quorum 2), on free ports, without persistence,
 # with failure detection and failover timeouts short enough for tests. Everything runs on
@@ -118,11 +119,12 @@ sentinel_start() {
 
   # Each sentinel lists the others (ports and ids), so a port taken before a sentinel could bind
   # it means starting all three again on new ports.
-  local ids=("$(_sentinel_id)" "$(_sentinel_id)" "$(_sentinel_id)") ports attempt up
-  for attempt in 1 2 3 4 5; do
+  local ids=("$(_sentinel_id)" "$(_sentinel_id)" "$(_sentinel_id)") ports up=0
+  for _ in 1 2 3 4 5; do
     ports=("$(_sentinel_free_port)" "$(_sentinel_free_port)" "$(_sentinel_free_port)")
-    [ "${ports[0]}" != "${ports[1]}" ] && [ "${ports[0]}" != "${ports[2]}" ] && [ "${ports[1]}" != "${ports[2]}" ] ||
+    if [ "${ports[0]}" = "${ports[1]}" ] || [ "${ports[0]}" = "${ports[2]}" ] || [ "${ports[1]}" = "${ports[2]}" ]; then
       continue
+    fi
     for n in 1 2 3; do
       _sentinel_launch "$dir" "$n" "${ports[$((n - 1))]}" "$master" "${replicas[@]}" "${ids[@]}" "${ports[@]}"
     done
