@@ -34,6 +34,12 @@ struct Findings {
   bool anyRefused = false;    // some node refused our credentials or commands
 
   void add(const std::string& what) { text += (text.empty() ? "" : "; ") + what; }
+
+  // An error reply from `who`: a node not ready now (LOADING, ...) or one refusing us.
+  void addErrorReply(const std::string& who, const redisReply& reply) {
+    (isTransientErrorReply(reply) ? anyReachable : anyRefused) = true;
+    add(who + std::string(replyText(reply)));
+  }
 };
 
 // True when `master` says ROLE master; otherwise notes why not. BackendError from AUTH (the data
@@ -44,12 +50,7 @@ bool confirmMaster(const ConnectionOptions& options, Findings& findings) {
     Connection connection(options);
     const ReplyPtr reply = connection.command({"ROLE"});
     if (reply->type == REDIS_REPLY_ERROR) {
-      if (isTransientErrorReply(*reply)) {
-        findings.anyReachable = true;
-      } else {
-        findings.anyRefused = true;
-      }
-      findings.add(address + " answered ROLE with " + std::string(replyText(*reply)));
+      findings.addErrorReply(address + " answered ROLE with ", *reply);
       return false;
     }
     findings.anyReachable = true;
@@ -127,12 +128,7 @@ MasterAddress MasterResolver::resolve(const std::vector<MasterAddress>& stale) {
         continue;
       }
       if (reply->type == REDIS_REPLY_ERROR) {
-        if (isTransientErrorReply(*reply)) {
-          findings.anyReachable = true;
-        } else {
-          findings.anyRefused = true;
-        }
-        findings.add(where + ": " + std::string(replyText(*reply)));
+        findings.addErrorReply(where + ": ", *reply);
         continue;
       }
       if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 || reply->element[0]->type != REDIS_REPLY_STRING ||
