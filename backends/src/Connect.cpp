@@ -8,6 +8,7 @@
 #include "dlock/core/Uri.h"
 #include "dlock/memory/MemoryOperator.h"
 #include "dlock/redlock/RedlockOperator.h"
+#include "dlock/sentinel/SentinelOperator.h"
 #include "dlock/single/SingleOperator.h"
 
 namespace dlock {
@@ -99,12 +100,31 @@ std::shared_ptr<IOperator> connectRedlock(const ParsedUri& uri) {
   }
 }
 
+// The URI's user and password are the data nodes'; the sentinels' come from sentinel_user and
+// sentinel_password. connect_timeout and command_timeout, when given, apply to both.
+std::shared_ptr<IOperator> connectSentinel(const ParsedUri& uri) {
+  SentinelOptions options;
+  for (const auto& host : uri.hosts) options.sentinels.push_back({host.host, host.port});
+  options.masterName = uri.masterName;
+  options.connection = connectionFrom(uri, uri.hosts.front());  // its host and port are not used
+  options.pool = poolFrom(uri);
+  options.sentinelUser = uri.text("sentinel_user", "");
+  options.sentinelPassword = uri.text("sentinel_password", "");
+  options.sentinelConnectTimeout = uri.duration("connect_timeout", options.sentinelConnectTimeout);
+  options.sentinelCommandTimeout = uri.duration("command_timeout", options.sentinelCommandTimeout);
+  options.keyPrefix = uri.text("prefix", kDefaultKeyPrefix);
+  options.waitReplicas = uri.count("wait_replicas", 0);
+  options.waitTimeout = uri.duration("wait_timeout", options.waitTimeout);
+  return std::make_shared<SentinelOperator>(std::move(options));
+}
+
 }  // namespace
 
 std::shared_ptr<IOperator> connect(std::string_view text) {
   const ParsedUri uri = parseUri(text);
   if (uri.scheme == "memory") return std::make_shared<MemoryOperator>();
   if (uri.scheme == "redis") return connectSingle(uri);
+  if (uri.scheme == "redis+sentinel") return connectSentinel(uri);
   if (uri.scheme == "redis+cluster") return connectCluster(uri);
   if (uri.scheme == "redlock") return connectRedlock(uri);
   throw ConfigError("dlock: bad URI '" + uri.redacted + "': the " + uri.scheme +

@@ -9,16 +9,37 @@
 //                                     with a lease of MS; prints "acquired <fence>", then answers
 //                                     lines on stdin: "held?" → "held yes|no",
 //                                     "unlock" → "unlocked" or "error <type>"
+//   sentinel-increment URI KEY COUNTER DONE NAME LEASE_MS STOP OUT
+//                                     through a redis+sentinel URI, until the file STOP exists:
+//                                     tryLock(KEY, 200 ms), then on the master the lock was taken
+//                                     on, GET COUNTER and MULTI SET COUNTER+1, SADD DONE <NAME:i>
+//                                     EXEC, then unlock. Appends one line per event to OUT, times
+//                                     in steady-clock nanoseconds (CLOCK_MONOTONIC, comparable
+//                                     across processes):
+//                                       reached T ADDR           first answered attempt on ADDR
+//                                       ok T ADDR ID VALUE FENCE  EXEC acknowledged
+//                                       unknown T ADDR ID        EXEC sent, no reply
+//                                       counter-error T ADDR     nothing written
+//                                       ambiguous T              the master changed during
+//                                                                tryLock: released, nothing written
+//                                       error T acquire|unlock TYPE MESSAGE   a dlock exception
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <memory>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "RedisClient.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
+#include "dlock/sentinel/SentinelOperator.h"
 
 namespace {
 
@@ -76,6 +97,93 @@ int hold(const std::string& uri, const std::string& key, const std::string& mode
   return 0;
 }
 
+const char* errorType(const std::exception& error) {
+  if (dynamic_cast<const dlock::ConnectionError*>(&error) != nullptr) return "ConnectionError";
+  if (dynamic_cast<const dlock::BackendError*>(&error) != nullptr) return "BackendError";
+  if (dynamic_cast<const dlock::LockLostError*>(&error) != nullptr) return "LockLostError";
+  if (dynamic_cast<const dlock::NotOwnerError*>(&error) != nullptr) return "NotOwnerError";
+  if (dynamic_cast<const dlock::LockError*>(&error) != nullptr) return "LockError";
+  return "other";
+}
+
+long long steadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int sentinelIncrement(const std::string& uri, const std::string& key, const std::string& counter,
+                      const std::string& done, const std::string& name, long long leaseMillis,
+                      const std::string& stop, const std::string& out) {
+  auto backend = std::dynamic_pointer_cast<dlock::SentinelOperator>(dlock::connect(uri));
+  if (!backend) throw std::runtime_error("not a redis+sentinel URI: " + uri);
+  auto lock = dlock::LockBuilder().backend(backend).leaseTime(std::chrono::milliseconds(leaseMillis)).build();
+  std::ofstream log(out, std::ios::app);
+  std::map<std::string, std::unique_ptr<dlock::test::RedisClient>> clients;  // by master address
+  std::set<std::string> reached;
+  for (long i = 0; !std::filesystem::exists(stop); ++i) {
+    const std::string before = backend->masterAddress();
+    bool acquired = false;
+    try {
+      acquired = lock->tryLock(key, 200ms);
+    } catch (const dlock::LockError& error) {
+      log << "error " << steadyNanos() << " acquire " << errorType(error) << " " << error.what() << std::endl;
+      std::this_thread::sleep_for(10ms);
+      continue;
+    }
+    const std::string at = backend->masterAddress();
+    if (before == at && reached.insert(at).second) log << "reached " << steadyNanos() << " " << at << std::endl;
+    if (acquired && before != at) {
+      // Taken on `before` or on `at`: the write could not be pinned to the lock's server.
+      log << "ambiguous " << steadyNanos() << std::endl;
+      (void)lock->unlockQuietly(key);
+      continue;
+    }
+    if (!acquired) continue;
+
+    // The critical section, on the server the lock was taken on.
+    const std::string id = name + ":" + std::to_string(i);
+    const std::uint64_t fence = lock->fencingToken(key);
+    bool sent = false;
+    try {
+      auto& client = clients[at];
+      if (!client) {
+        const auto colon = at.rfind(':');
+        client = std::make_unique<dlock::test::RedisClient>(at.substr(0, colon), std::stoi(at.substr(colon + 1)),
+                                                            std::chrono::seconds(1));
+      }
+      const auto value = client->ok({"GET", counter});
+      const long long next = (value.isNil() ? 0 : std::stoll(value.str)) + 1;
+      (void)client->ok({"MULTI"});
+      (void)client->command({"SET", counter, std::to_string(next)});
+      (void)client->command({"SADD", done, id});
+      sent = true;  // from here the write may land: only an I/O error can follow
+      const auto exec = client->command({"EXEC"});
+      if (exec.type == REDIS_REPLY_ARRAY) {
+        log << "ok " << steadyNanos() << " " << at << " " << id << " " << next << " " << fence << std::endl;
+      } else {  // EXECABORT (e.g. READONLY while queueing): nothing written
+        log << "counter-error " << steadyNanos() << " " << at << " EXEC: " << exec.str << std::endl;
+      }
+    } catch (const std::exception& error) {
+      clients.erase(at);
+      if (sent) {
+        log << "unknown " << steadyNanos() << " " << at << " " << id << std::endl;
+      } else {
+        log << "counter-error " << steadyNanos() << " " << at << " " << error.what() << std::endl;
+      }
+    }
+
+    try {
+      lock->unlock(key);
+    } catch (const dlock::ConnectionError& error) {
+      log << "error " << steadyNanos() << " unlock ConnectionError " << error.what() << std::endl;
+      (void)lock->unlockQuietly(key);  // once more; on failure the hold is forgotten, the lease ends
+    } catch (const dlock::LockError& error) {
+      log << "error " << steadyNanos() << " unlock " << errorType(error) << " " << error.what() << std::endl;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,8 +193,12 @@ int main(int argc, char** argv) {
       return increment(argv[2], argv[3], argv[4], std::atoi(argv[5]), argv[6], argc == 8 ? argv[7] : "");
     }
     if (mode == "hold" && argc == 6) return hold(argv[2], argv[3], argv[4], std::atoll(argv[5]));
+    if (mode == "sentinel-increment" && argc == 10) {
+      return sentinelIncrement(argv[2], argv[3], argv[4], argv[5], argv[6], std::atoll(argv[7]), argv[8], argv[9]);
+    }
     std::fprintf(stderr,
-                 "usage: dlock_test_worker increment URI KEY COUNTER N OUT [HOST:PORT] | hold URI KEY lease|watchdog MS\n");
+                 "usage: dlock_test_worker increment URI KEY COUNTER N OUT [HOST:PORT] | hold URI KEY lease|watchdog MS\n"
+                 "       | sentinel-increment URI KEY COUNTER DONE NAME LEASE_MS STOP OUT\n");
     return 2;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "dlock_test_worker: %s\n", error.what());

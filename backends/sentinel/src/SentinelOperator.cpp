@@ -1,0 +1,568 @@
+#include "dlock/sentinel/SentinelOperator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "ConnectionPool.h"
+#include "Errors.h"
+#include "KeyNames.h"
+#include "MasterResolver.h"
+#include "Replies.h"
+#include "Scripts.h"
+#include "SentinelEvents.h"
+#include "Subscriber.h"
+#include "dlock/LockError.h"
+#include "dlock/Validation.h"
+#include "dlock/detail/Log.h"
+
+namespace dlock {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// After a failed call, the sentinels are asked again at most this often: callers failing
+// together share one answer, and a retry loop during a failover does not flood the sentinels.
+constexpr milliseconds kMinResolveInterval{100};
+// How long a master failed over is not taken from a sentinel that still names it (it keeps
+// answering ROLE master until the sentinels turn it into a replica, about 10 s later).
+constexpr milliseconds kDemotedFor{30000};
+// A promotion the sentinels announced is awaited this long, polling ROLE this often.
+constexpr milliseconds kPromotionWait{5000};
+constexpr milliseconds kPromotionPoll{10};
+
+// An error reply that means "this node does not take writes now": the command did not run, and
+// the master may have moved. (READONLY: a replica; MASTERDOWN: a replica cut off from its master;
+// LOADING: a node that restarted; NOREPLICAS: a master short of min-replicas-to-write.)
+bool isNotMasterReply(const redisReply& reply) {
+  for (const char* prefix : {"READONLY", "MASTERDOWN", "LOADING", "NOREPLICAS"}) {
+    if (detail::isErrorReply(reply, prefix)) return true;
+  }
+  return false;
+}
+
+// Thrown inside a call for a not-master reply; never leaves this file (see run()).
+class NotMaster : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
+};
+
+// A message without its leading "dlock: ", to append to another.
+std::string withoutPrefix(const std::string& message) {
+  constexpr std::string_view kPrefix = "dlock: ";
+  return message.compare(0, kPrefix.size(), kPrefix) == 0 ? message.substr(kPrefix.size()) : message;
+}
+
+SentinelOptions validated(SentinelOptions options) {
+  if (options.sentinels.empty()) throw ConfigError("dlock: sentinel: no sentinel address given");
+  for (const auto& sentinel : options.sentinels) {
+    if (sentinel.host.empty() || sentinel.port < 1 || sentinel.port > 65535) {
+      throw ConfigError("dlock: sentinel: bad sentinel address '" + sentinel.address() + "'");
+    }
+  }
+  if (options.masterName.empty()) throw ConfigError("dlock: sentinel: no master name given");
+  if (options.pool.size == 0) throw ConfigError("dlock: sentinel: the pool size must be at least 1");
+  if (options.sentinelConnectTimeout.count() <= 0 || options.sentinelCommandTimeout.count() <= 0) {
+    throw ConfigError("dlock: sentinel: the sentinel timeouts must be positive");
+  }
+  if (options.waitReplicas > 0 && options.waitTimeout.count() <= 0) {
+    throw ConfigError("dlock: sentinel: waitTimeout must be positive when waitReplicas is set (WAIT 0 blocks forever)");
+  }
+  return options;
+}
+
+ConnectionOptions sentinelConnection(const SentinelOptions& options) {
+  ConnectionOptions sentinel;
+  sentinel.user = options.sentinelUser;
+  sentinel.password = options.sentinelPassword;
+  sentinel.connectTimeout = options.sentinelConnectTimeout;
+  sentinel.commandTimeout = options.sentinelCommandTimeout;
+  sentinel.keepAlive = options.connection.keepAlive;
+  return sentinel;
+}
+
+}  // namespace
+
+class SentinelOperator::Impl {
+ public:
+  // The master calls go to, with its pool. Replaced, never changed, when the master moves.
+  struct Master {
+    detail::MasterAddress address;
+    std::string text;     // "host:port"
+    std::uint64_t epoch;  // 1 for the first master found, +1 per switch
+    std::unique_ptr<detail::ConnectionPool> pool;
+  };
+  using MasterPtr = std::shared_ptr<const Master>;
+
+  // A promotion the sentinels announced that has not moved us yet.
+  struct Failover {
+    detail::MasterAddress from;
+    detail::MasterAddress to;
+  };
+
+  // Why the sentinels are asked.
+  enum class Reason {
+    Unknown,  // no master yet: unless another caller found one meanwhile
+    Failure,  // a call failed on a master: unless it moved meanwhile or was asked just now
+    Check,    // a sentinel subscription (re)started: unless asked just now
+    Forced,   // whatever happened before
+  };
+
+  explicit Impl(SentinelOptions options)
+      : options_(validated(std::move(options))),
+        resolver_(options_.sentinels, options_.masterName, sentinelConnection(options_), options_.connection),
+        events_(resolver_.sentinels(), options_.pool, [this](const detail::SentinelEvent& event) { onEvent(event); }),
+        releases_([this] { return resolver_.dataOptions(current()->address); }, options_.pool) {}
+
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  // The event threads call releases_ and the releases' thread may start them: stop the events
+  // first (waking a thread that waits for a promotion), then the members go in reverse order.
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    events_.stop();
+  }
+
+  // The master now; finds it first if none is known yet.
+  MasterPtr current() {
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (master_) return master_;
+    }
+    events_.start();
+    return resolve(Reason::Unknown, nullptr);
+  }
+
+  // The master a call may go to: `master`, unless the sentinels are promoting a replica in its
+  // place; then waits (at most the command timeout) for the promotion to move us. `operation`
+  // and `key` name the call in the error.
+  MasterPtr usable(MasterPtr master, const char* operation, std::string_view key) {
+    std::unique_lock<std::mutex> guard(mutex_);
+    const auto leaving = [&] {
+      return !stopping_ && master_ == master && failover_ && failover_->from == master->address;
+    };
+    if (!leaving()) return master_ ? master_ : master;
+    const milliseconds timeout = options_.connection.commandTimeout;
+    if (changed_.wait_for(guard, timeout, [&] { return !leaving(); })) return master_;
+    throw ConnectionError("dlock: " + std::string(operation) + " " + detail::quoteKey(key) + ": master '" +
+                          options_.masterName + "' at " + master->text +
+                          " is being failed over to " + failover_->to.address() + ", not promoted within " +
+                          std::to_string(timeout.count()) + " ms");
+  }
+
+  // Asks the sentinels for the master and moves to it (see Reason). `failed`: the master a call
+  // failed on. Throws what MasterResolver::resolve throws when no master is known afterwards.
+  MasterPtr resolve(Reason reason, const Master* failed) {
+    std::lock_guard<std::mutex> serial(resolveMutex_);
+    std::vector<detail::MasterAddress> stale;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      const bool recent = resolvedAt_ && Steady::now() - *resolvedAt_ < kMinResolveInterval;
+      if (reason == Reason::Unknown && master_) return master_;
+      if (reason == Reason::Failure && master_ && failed != nullptr && master_->epoch != failed->epoch) return master_;
+      if (reason != Reason::Forced && recent) {
+        if (master_) return master_;
+        if (!lastError_.empty()) throw ConnectionError(lastError_);
+      }
+      stale = staleMasters();
+    }
+    detail::MasterAddress found;
+    try {
+      found = resolver_.resolve(stale);
+    } catch (const LockError& failure) {
+      // The master we had, if any, stays: it may be only the sentinels that are away.
+      std::lock_guard<std::mutex> guard(mutex_);
+      resolvedAt_ = Steady::now();
+      lastError_ = failure.what();
+      throw;
+    }
+    return install(found, std::nullopt, "named by the sentinels");
+  }
+
+  // Moves to `to` (confirmed a master by the caller); `from`, if given, was failed over.
+  MasterPtr install(const detail::MasterAddress& to, const std::optional<detail::MasterAddress>& from,
+                    const char* why) {
+    MasterPtr previous;
+    MasterPtr now;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      resolvedAt_ = Steady::now();
+      lastError_.clear();
+      if (from && *from != to) {
+        forgetDemoted(*from);
+        demoted_.emplace_back(*from, Steady::now() + kDemotedFor);
+      }
+      const bool moving = !master_ || master_->address != to;
+      // The announced promotion is done, or we leave its old master another way.
+      if (failover_ && (failover_->to == to || (moving && master_ && failover_->from == master_->address))) {
+        failover_.reset();
+      }
+      if (!moving) {
+        changed_.notify_all();
+        return master_;
+      }
+      previous = master_;
+      auto next = std::make_shared<Master>();
+      next->address = to;
+      next->text = to.address();
+      next->epoch = previous ? previous->epoch + 1 : 1;
+      next->pool = std::make_unique<detail::ConnectionPool>(resolver_.dataOptions(to), options_.pool);
+      master_ = next;
+      now = master_;
+      if (previous) {
+        switches_.fetch_add(1, std::memory_order_relaxed);
+        retiredReconnects_.fetch_add(previous->pool->reconnects(), std::memory_order_relaxed);
+      }
+    }
+    changed_.notify_all();
+    if (previous) {
+      detail::logger()->warn("dlock: master '{}' moved from {} to {} ({})", options_.masterName, previous->text,
+                             now->text, why);
+      releases_.reconnect();  // waiters wake and try again on the new master
+    }
+    return now;
+  }
+
+  // Caller holds mutex_.
+  void forgetDemoted(const detail::MasterAddress& address) {
+    const auto named = [&](const auto& entry) { return entry.first == address; };
+    demoted_.erase(std::remove_if(demoted_.begin(), demoted_.end(), named), demoted_.end());
+  }
+
+  // Masters a sentinel may still name though they are being, or were just, failed over.
+  // Caller holds mutex_.
+  std::vector<detail::MasterAddress> staleMasters() {
+    const auto now = Steady::now();
+    const auto expired = [&](const auto& entry) { return entry.second <= now; };
+    demoted_.erase(std::remove_if(demoted_.begin(), demoted_.end(), expired), demoted_.end());
+    std::vector<detail::MasterAddress> stale;
+    for (const auto& entry : demoted_) stale.push_back(entry.first);
+    if (failover_) stale.push_back(failover_->from);
+    return stale;
+  }
+
+  // True when `node` answers ROLE with master; `probe` is kept across calls.
+  bool isMaster(const detail::MasterAddress& node, std::unique_ptr<detail::Connection>& probe) {
+    try {
+      if (!probe || probe->broken()) probe = std::make_unique<detail::Connection>(resolver_.dataOptions(node));
+      return detail::roleIn(*probe->command({"ROLE"})) == "master";
+    } catch (const LockError&) {
+      probe.reset();
+      return false;
+    }
+  }
+
+  // Waits (polling ROLE) for the sentinels' promotion of `to` in place of `from`, and moves there
+  // as soon as `to` is a master — before the sentinels name it, which they do only after their
+  // next INFO of it. Gives up when the failover was aborted or moved us otherwise, or after
+  // kPromotionWait (then the sentinels are asked as usual).
+  void awaitPromotion(const detail::MasterAddress& from, const detail::MasterAddress& to) {
+    std::unique_ptr<detail::Connection> probe;
+    const auto deadline = Steady::now() + kPromotionWait;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> guard(mutex_);
+        if (stopping_ || !failover_ || failover_->to != to) return;
+        if (Steady::now() >= deadline) {
+          failover_.reset();
+          changed_.notify_all();
+          guard.unlock();
+          detail::logger()->warn("dlock: the sentinels announced {} as the new master '{}', but it was not a master "
+                                 "within {} ms; asking the sentinels again",
+                                 to.address(), options_.masterName, kPromotionWait.count());
+          return;
+        }
+      }
+      if (isMaster(to, probe)) {
+        std::lock_guard<std::mutex> serial(resolveMutex_);
+        (void)install(to, from, "promoted by the sentinels");
+        return;
+      }
+      std::unique_lock<std::mutex> guard(mutex_);
+      changed_.wait_for(guard, kPromotionPoll, [this] { return stopping_; });
+    }
+  }
+
+  // The sentinels' failover events (see SentinelEvents.h).
+  void onEvent(const detail::SentinelEvent& event) noexcept {
+    try {
+      using Kind = detail::SentinelEvent::Kind;
+      if (event.kind == Kind::Resubscribed) {
+        (void)resolve(Reason::Check, nullptr);  // a switch may have gone unseen
+        return;
+      }
+      if (event.masterName != options_.masterName) return;
+      switch (event.kind) {
+        case Kind::Promoting:
+        case Kind::Promoted: {
+          {
+            std::lock_guard<std::mutex> guard(mutex_);
+            if (master_ && master_->address == event.to) return;  // moved already
+            forgetDemoted(event.to);
+            if (!failover_ || failover_->to != event.to) failover_ = Failover{event.from, event.to};
+          }
+          changed_.notify_all();
+          awaitPromotion(event.from, event.to);
+          return;
+        }
+        case Kind::Switched: {
+          std::unique_ptr<detail::Connection> probe;
+          if (isMaster(event.to, probe)) {
+            std::lock_guard<std::mutex> serial(resolveMutex_);
+            (void)install(event.to, event.from, "switched by the sentinels");
+          } else {
+            (void)resolve(Reason::Forced, nullptr);
+          }
+          return;
+        }
+        case Kind::Aborted: {
+          {
+            std::lock_guard<std::mutex> guard(mutex_);
+            if (failover_ && failover_->from == event.from) failover_.reset();
+            forgetDemoted(event.from);
+          }
+          changed_.notify_all();
+          return;
+        }
+        case Kind::Resubscribed:
+          return;
+      }
+    } catch (const std::exception& error) {
+      try {
+        detail::logger()->debug("dlock: after a sentinel event for master '{}': {}", options_.masterName, error.what());
+      } catch (...) {
+      }
+    } catch (...) {
+    }
+  }
+
+  // Runs `operation(connection, master)` on the master. A failure before the command can have run
+  // (no connection; a not-master reply; a pooled connection found dead) is retried once on the
+  // master the sentinels name now, when it moved (or, for a dead pooled connection, on the same
+  // one). Any other failure is a ConnectionError after the sentinels were asked again.
+  // `operation` and `key` name the call in messages.
+  template <class Operation>
+  auto run(const char* operation, std::string_view key, Operation&& call)
+      -> decltype(call(std::declval<detail::Connection&>(), std::declval<const Master&>())) {
+    MasterPtr master = usable(current(), operation, key);
+    for (int attempt = 0;; ++attempt) {
+      bool unsent = false;  // the command cannot have run
+      bool stale = false;   // a pooled connection had died while idle
+      std::string failure;
+      {
+        std::optional<detail::ConnectionPool::Handle> handle;
+        try {
+          handle.emplace(master->pool->borrow());
+        } catch (const ConnectionError& error) {
+          unsent = true;
+          failure = error.what();
+        }
+        if (handle) {
+          try {
+            return call(**handle, *master);
+          } catch (const NotMaster& error) {
+            unsent = true;
+            failure = error.what();
+          } catch (const ConnectionError& error) {
+            stale = handle->reused() && (*handle)->broken() && !(*handle)->timedOut();
+            failure = error.what();
+          }
+        }
+      }  // the connection goes back (or, broken, away) before the sentinels are asked
+      MasterPtr next = master;
+      std::string resolveError;
+      try {
+        next = usable(resolve(Reason::Failure, master.get()), operation, key);
+      } catch (const LockError& error) {
+        resolveError = error.what();
+      }
+      if (attempt == 0 && ((unsent && next != master) || stale)) {
+        master = next;
+        continue;
+      }
+      if (!resolveError.empty()) failure += "; then " + withoutPrefix(resolveError);
+      throw ConnectionError(failure);
+    }
+  }
+
+  std::string where(const char* operation, std::string_view key, const Master& master) const {
+    return std::string(operation) + " " + detail::quoteKey(key) + " on " + master.text + " (master '" +
+           options_.masterName + "')";
+  }
+
+  // Throws NotMaster for a not-master reply; leaves every other reply to the strict readers.
+  static void checkMaster(const redisReply& reply, const std::string& where) {
+    if (isNotMasterReply(reply)) {
+      throw NotMaster("dlock: " + where + ": not a master now: " + std::string(detail::replyText(reply)));
+    }
+  }
+
+  // After an acquire on `connection`: WAIT for the replicas; with too few, releases the key and
+  // throws ConnectionError.
+  void awaitReplicas(detail::Connection& connection, const detail::KeyNames& names, std::string_view token,
+                     const std::string& where) {
+    const std::string replicas = std::to_string(options_.waitReplicas);
+    const std::string timeout = std::to_string(options_.waitTimeout.count());
+    connection.setReadTimeout(options_.waitTimeout + options_.connection.commandTimeout);
+    const detail::ReplyPtr reply = connection.command({"WAIT", replicas, timeout});
+    connection.setReadTimeout(options_.connection.commandTimeout);
+    const std::uint64_t acknowledged = detail::readCountReply(*reply, where + ": WAIT");
+    if (acknowledged >= options_.waitReplicas) return;
+    const detail::ReplyPtr released =
+        detail::runScript(connection, detail::releaseScript(), {names.lock}, {token, names.channel});
+    const bool undone = released->type != REDIS_REPLY_ERROR && detail::readReleaseReply(*released, where).released;
+    throw ConnectionError("dlock: " + where + ": only " + std::to_string(acknowledged) + " of " + replicas +
+                          " replicas acknowledged the lock within " + timeout + " ms; " +
+                          (undone ? "released it" : "could not release it; it ends at its TTL"));
+  }
+
+  const SentinelOptions options_;
+  detail::MasterResolver resolver_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;               // master_, failover_ or stopping_ changed
+  MasterPtr master_;                              // guarded by mutex_
+  std::optional<Failover> failover_;              // guarded by mutex_
+  std::vector<std::pair<detail::MasterAddress, Steady::time_point>> demoted_;  // guarded by mutex_; until when
+  std::optional<Steady::time_point> resolvedAt_;  // guarded by mutex_; when the last resolution ended
+  std::string lastError_;                         // guarded by mutex_; why it failed, if it did
+  bool stopping_ = false;                         // guarded by mutex_
+  std::mutex resolveMutex_;                       // one resolution or move at a time; taken before mutex_
+  std::atomic<std::uint64_t> switches_{0};
+  std::atomic<std::uint64_t> retiredReconnects_{0};  // of the pools of earlier masters
+
+  // Last: their threads use the members above (see ~Impl).
+  detail::SentinelEvents events_;  // failover events, from every sentinel
+  detail::Subscriber releases_;    // release messages, on the master now
+};
+
+SentinelOperator::SentinelOperator(SentinelOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+SentinelOperator::~SentinelOperator() = default;
+
+AcquireResult SentinelOperator::lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
+  const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
+  const std::string ttlText = std::to_string(ttl.count());
+  return impl_->run("lock", key, [&](detail::Connection& connection, const Impl::Master& master) {
+    const std::string where = impl_->where("lock", key, master);
+    const detail::ReplyPtr reply =
+        detail::runScript(connection, detail::acquireScript(), {names.lock, names.fence}, {token, ttlText});
+    Impl::checkMaster(*reply, where);
+    const AcquireResult result = detail::readAcquireReply(*reply, where);
+    if (result.acquired && impl_->options_.waitReplicas > 0) impl_->awaitReplicas(connection, names, token, where);
+    return result;
+  });
+}
+
+ReleaseResult SentinelOperator::unlock(std::string_view key, std::string_view token) {
+  const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
+  return impl_->run("unlock", key, [&](detail::Connection& connection, const Impl::Master& master) {
+    const std::string where = impl_->where("unlock", key, master);
+    const detail::ReplyPtr reply =
+        detail::runScript(connection, detail::releaseScript(), {names.lock}, {token, names.channel});
+    Impl::checkMaster(*reply, where);
+    ReleaseResult result = detail::readReleaseReply(*reply, where);
+    // Our own subscriber is not a waiter of another process.
+    if (result.notified > 0 && impl_->releases_.subscribed(names.channel)) --result.notified;
+    return result;
+  });
+}
+
+bool SentinelOperator::extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
+  const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
+  const std::string ttlText = std::to_string(ttl.count());
+  return impl_->run("extend", key, [&](detail::Connection& connection, const Impl::Master& master) {
+    const std::string where = impl_->where("extend", key, master);
+    const detail::ReplyPtr reply =
+        detail::runScript(connection, detail::extendScript(), {names.lock}, {token, ttlText});
+    Impl::checkMaster(*reply, where);
+    return detail::readFlagReply(*reply, where);
+  });
+}
+
+std::vector<bool> SentinelOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+  if (leases.empty()) return {};
+  const std::string ttlText = std::to_string(ttl.count());
+  std::vector<std::string> lockKeys;
+  lockKeys.reserve(leases.size());
+  for (const auto& lease : leases) lockKeys.push_back(detail::keyNames(impl_->options_.keyPrefix, lease.key).lock);
+  std::vector<std::pair<detail::Argv, detail::Argv>> calls;
+  calls.reserve(leases.size());
+  for (std::size_t i = 0; i < leases.size(); ++i) calls.push_back({{lockKeys[i]}, {leases[i].token, ttlText}});
+  return impl_->run("extend", leases.front().key, [&](detail::Connection& connection, const Impl::Master& master) {
+    const auto replies = detail::runScriptPipelined(connection, detail::extendScript(), calls);
+    std::vector<bool> extended;
+    extended.reserve(replies.size());
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      const std::string where = impl_->where("extend", leases[i].key, master);
+      Impl::checkMaster(*replies[i], where);
+      extended.push_back(detail::readFlagReply(*replies[i], where));
+    }
+    return extended;
+  });
+}
+
+std::uint64_t SentinelOperator::raiseFence(std::string_view key, std::uint64_t atLeast) {
+  const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
+  const std::string wanted = std::to_string(atLeast);
+  return impl_->run("raiseFence", key, [&](detail::Connection& connection, const Impl::Master& master) {
+    const std::string where = impl_->where("raiseFence", key, master);
+    const detail::ReplyPtr reply = detail::runScript(connection, detail::raiseFenceScript(), {names.fence}, {wanted});
+    Impl::checkMaster(*reply, where);
+    return detail::readCountReply(*reply, where);
+  });
+}
+
+std::unique_ptr<IReleaseWatch> SentinelOperator::watch(std::string_view key) {
+  (void)impl_->current();  // the subscriber's target is the master: find it first
+  return impl_->releases_.watch(detail::keyNames(impl_->options_.keyPrefix, key).channel);
+}
+
+LeaseInfo SentinelOperator::inspect(std::string_view key) {
+  const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
+  return impl_->run("inspect", key, [&](detail::Connection& connection, const Impl::Master& master) {
+    const std::string where = impl_->where("inspect", key, master);
+    const detail::ReplyPtr reply =
+        detail::runScript(connection, detail::inspectScript(), {names.lock, names.fence}, {});
+    Impl::checkMaster(*reply, where);
+    return detail::readInspectReply(*reply, where);
+  });
+}
+
+std::string SentinelOperator::describe() const {
+  std::string text = "redis+sentinel://" + impl_->resolver_.sentinelList() + "/" + impl_->options_.masterName;
+  const std::string master = masterAddress();
+  if (!master.empty()) text += " (master " + master + ")";
+  return text;
+}
+
+std::string SentinelOperator::masterAddress() const {
+  std::lock_guard<std::mutex> guard(impl_->mutex_);
+  return impl_->master_ ? impl_->master_->text : std::string();
+}
+
+std::uint64_t SentinelOperator::masterSwitches() const noexcept {
+  return impl_->switches_.load(std::memory_order_relaxed);
+}
+
+std::uint64_t SentinelOperator::reconnects() const noexcept {
+  std::uint64_t total = impl_->retiredReconnects_.load(std::memory_order_relaxed) + impl_->releases_.reconnects() +
+                        impl_->events_.reconnects();
+  try {
+    std::lock_guard<std::mutex> guard(impl_->mutex_);
+    if (impl_->master_) total += impl_->master_->pool->reconnects();
+  } catch (...) {
+  }
+  return total;
+}
+
+}  // namespace dlock

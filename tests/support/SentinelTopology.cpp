@@ -1,0 +1,412 @@
+#include "SentinelTopology.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "RedisProcess.h"
+
+namespace dlock::test {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+std::string randomId() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::random_device device;
+  std::string id;
+  for (int i = 0; i < 40; ++i) id += kHex[device() % 16];
+  return id;
+}
+
+std::string tail(const std::string& path, std::size_t lines) {
+  std::ifstream in(path);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);) all.push_back(line);
+  std::string out;
+  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += all[i] + "\n";
+  return out;
+}
+
+// A flat RESP2 array of alternating names and values, as SENTINEL MASTER answers.
+std::map<std::string, std::string> fields(const Reply& reply) {
+  std::map<std::string, std::string> out;
+  for (std::size_t i = 0; i + 1 < reply.elements.size(); i += 2) out[reply.elements[i].str] = reply.elements[i + 1].str;
+  return out;
+}
+
+}  // namespace
+
+SentinelTopology::SentinelTopology(Options options) : options_(std::move(options)) {
+  char pattern[] = "/tmp/dlock-sentinel-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+  dir_ = pattern;
+  try {
+    startData();
+    startSentinels();
+    waitUntilReady(20s);
+  } catch (...) {
+    for (auto& node : sentinels_) stop(node);
+    for (auto& node : data_) stop(node);
+    throw;
+  }
+}
+
+SentinelTopology::~SentinelTopology() {
+  for (auto& node : sentinels_) stop(node);
+  for (auto& node : data_) stop(node);
+  const char* keep = std::getenv("DLOCK_TEST_KEEP_DIRS");
+  if (keep == nullptr || std::strcmp(keep, "1") != 0) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+}
+
+std::string SentinelTopology::uri(const std::string& query) const {
+  std::string text = "redis+sentinel://";
+  for (std::size_t i = 0; i < kSentinels; ++i) {
+    if (i > 0) text += ",";
+    text += "127.0.0.1:" + std::to_string(sentinels_[i].port);
+  }
+  text += "/" + options_.masterName;
+  if (!query.empty()) text += "?" + query;
+  return text;
+}
+
+void SentinelTopology::startData() {
+  for (std::size_t i = 0; i < kDataNodes; ++i) {
+    Node& node = data_[i];
+    node.name = "data-" + std::to_string(i);
+    node.dir = dir_ + "/" + node.name;
+    node.config = node.dir + "/redis.conf";
+    std::filesystem::create_directories(node.dir);
+    for (int attempt = 0;; ++attempt) {
+      node.port = freeLoopbackPort();
+      {
+        std::ofstream out(node.config);
+        out << "bind 127.0.0.1\nport " << node.port << "\nsave \"\"\nappendonly no\ndir " << node.dir
+            << "\ndaemonize no\nlogfile " << node.dir << "/redis.log\n"
+            << "repl-diskless-sync yes\nrepl-diskless-sync-delay 0\nreplica-announce-ip 127.0.0.1\n";
+        if (!options_.dataPassword.empty()) {
+          out << "requirepass " << options_.dataPassword << "\nmasterauth " << options_.dataPassword << "\n";
+        }
+        if (i > 0) out << "replicaof 127.0.0.1 " << data_[0].port << "\n";
+      }
+      try {
+        launch(node);
+        waitForPing(node, 10s);
+        break;
+      } catch (const std::exception&) {
+        stop(node);
+        if (attempt == 2) throw;  // a port taken between the check and the bind, three times
+      }
+    }
+  }
+}
+
+void SentinelTopology::startSentinels() {
+  const std::string& name = options_.masterName;
+  for (int attempt = 0;; ++attempt) {
+    std::array<std::string, kSentinels> ids;
+    for (std::size_t i = 0; i < kSentinels; ++i) {
+      ids[i] = randomId();
+      Node& node = sentinels_[i];
+      node.name = "sentinel-" + std::to_string(i);
+      node.dir = dir_ + "/" + node.name;
+      node.config = node.dir + "/sentinel.conf";
+      node.sentinel = true;
+      std::filesystem::create_directories(node.dir);
+      do {
+        node.port = freeLoopbackPort();
+      } while (i > 0 && (node.port == sentinels_[0].port || (i > 1 && node.port == sentinels_[1].port)));
+    }
+    for (std::size_t i = 0; i < kSentinels; ++i) {
+      Node& node = sentinels_[i];
+      std::ofstream out(node.config);
+      out << "bind 127.0.0.1\nport " << node.port << "\ndaemonize no\ndir " << node.dir << "\nlogfile " << node.dir
+          << "/sentinel.log\nsentinel myid " << ids[i] << "\nsentinel announce-ip 127.0.0.1\n";
+      if (!options_.sentinelPassword.empty()) {
+        out << "requirepass " << options_.sentinelPassword << "\nsentinel sentinel-pass " << options_.sentinelPassword
+            << "\n";
+      }
+      out << "sentinel monitor " << name << " 127.0.0.1 " << data_[0].port << " 2\n";
+      if (!options_.dataPassword.empty()) out << "sentinel auth-pass " << name << " " << options_.dataPassword << "\n";
+      out << "sentinel down-after-milliseconds " << name << " " << options_.downAfter.count() << "\n"
+          << "sentinel failover-timeout " << name << " " << options_.failoverTimeout.count() << "\n"
+          << "sentinel parallel-syncs " << name << " 1\n";
+      for (std::size_t r = 1; r < kDataNodes; ++r) {
+        out << "sentinel known-replica " << name << " 127.0.0.1 " << data_[r].port << "\n";
+      }
+      for (std::size_t other = 0; other < kSentinels; ++other) {
+        if (other == i) continue;
+        out << "sentinel known-sentinel " << name << " 127.0.0.1 " << sentinels_[other].port << " " << ids[other]
+            << "\n";
+      }
+    }
+    try {
+      for (auto& node : sentinels_) launch(node);
+      for (auto& node : sentinels_) waitForPing(node, 10s);
+      return;
+    } catch (const std::exception&) {
+      for (auto& node : sentinels_) stop(node);
+      if (attempt == 2) throw;
+    }
+  }
+}
+
+pid_t startChild(const std::vector<std::string>& argv, const std::string& errors) {
+  // Everything the child needs is prepared before fork(): after it, only async-signal-safe calls.
+  std::vector<char*> args;
+  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (child == 0) {
+    // Die with the test, even when it crashes before its destructors run.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    if (!errors.empty()) {
+      const int fd = ::open(errors.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (fd >= 0) ::dup2(fd, 2);
+    }
+    ::execvp(args[0], args.data());
+    const char* why = std::strerror(errno);
+    for (const char* part : {"cannot run ", static_cast<const char*>(args[0]), ": ", why, "\n"}) {
+      (void)!::write(2, part, std::strlen(part));
+    }
+    ::_exit(127);
+  }
+  return child;
+}
+
+void SentinelTopology::launch(Node& node) {
+  node.pid = startChild({node.sentinel ? "redis-sentinel" : "redis-server", node.config});
+  node.paused = false;
+}
+
+void SentinelTopology::waitForPing(Node& node, std::chrono::milliseconds budget) {
+  const auto deadline = Steady::now() + budget;
+  std::string lastError = "no answer";
+  while (Steady::now() < deadline) {
+    int status = 0;
+    if (::waitpid(node.pid, &status, WNOHANG) == node.pid) {
+      node.pid = -1;
+      const std::string log = node.dir + (node.sentinel ? "/sentinel.log" : "/redis.log");
+      throw std::runtime_error(node.name + " on port " + std::to_string(node.port) + " exited at start (status " +
+                               std::to_string(status) + "): " + tail(log, 10));
+    }
+    try {
+      RedisClient client("127.0.0.1", node.port, 200ms);
+      const Reply pong = client.command({"PING"});
+      if (pong.str == "PONG" || pong.isError()) return;  // NOAUTH: up all the same
+    } catch (const std::exception& error) {
+      lastError = error.what();
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  throw std::runtime_error(node.name + " on port " + std::to_string(node.port) + " did not answer PING: " + lastError);
+}
+
+bool SentinelTopology::ready(std::string& why) {
+  try {
+    // Both replicas online as the master sees them (WAIT counts only those), and in sync.
+    const std::string replication = dataClient(0, 500ms).ok({"INFO", "replication"}).str;
+    std::size_t online = 0;
+    for (auto at = replication.find("state=online"); at != std::string::npos;
+         at = replication.find("state=online", at + 1)) {
+      ++online;
+    }
+    if (online != kDataNodes - 1) {
+      why = "the master sees " + std::to_string(online) + " replicas online";
+      return false;
+    }
+    // "online" comes before the replica's first acknowledgement starts the stream of writes: only
+    // a write both replicas acknowledge shows that writes reach them.
+    RedisClient first = dataClient(0, 500ms);
+    (void)first.ok({"SET", "dlock-topology:ready", "1"});
+    const long long acknowledged = first.ok({"WAIT", std::to_string(kDataNodes - 1), "100"}).integer;
+    (void)first.ok({"DEL", "dlock-topology:ready"});
+    if (acknowledged != static_cast<long long>(kDataNodes - 1)) {
+      why = "a write reached " + std::to_string(acknowledged) + " replicas";
+      return false;
+    }
+    for (std::size_t r = 1; r < kDataNodes; ++r) {
+      const std::string info = dataClient(r, 500ms).ok({"INFO", "replication"}).str;
+      if (info.find("master_link_status:up") == std::string::npos) {
+        why = data_[r].name + " is not in sync with its master yet";
+        return false;
+      }
+    }
+    for (std::size_t s = 0; s < kSentinels; ++s) {
+      RedisClient client = sentinelClient(s, 500ms);
+      const auto master = fields(client.ok({"SENTINEL", "MASTER", options_.masterName}));
+      if (master.at("flags") != "master" || master.at("num-slaves") != "2" || master.at("num-other-sentinels") != "2") {
+        why = sentinels_[s].name + " sees the master as flags=" + master.at("flags") +
+              " num-slaves=" + master.at("num-slaves") + " num-other-sentinels=" + master.at("num-other-sentinels");
+        return false;
+      }
+      for (const auto& replica : client.ok({"SENTINEL", "REPLICAS", options_.masterName}).elements) {
+        if (fields(replica).at("flags") != "slave") {
+          why = sentinels_[s].name + " sees a replica as " + fields(replica).at("flags");
+          return false;
+        }
+      }
+      for (const auto& other : client.ok({"SENTINEL", "SENTINELS", options_.masterName}).elements) {
+        if (fields(other).at("flags") != "sentinel") {
+          why = sentinels_[s].name + " sees a sentinel as " + fields(other).at("flags");
+          return false;
+        }
+      }
+    }
+  } catch (const std::exception& error) {
+    why = error.what();
+    return false;
+  }
+  return true;
+}
+
+void SentinelTopology::waitUntilReady(std::chrono::milliseconds budget) {
+  const auto deadline = Steady::now() + budget;
+  std::string why;
+  while (!ready(why)) {
+    if (Steady::now() >= deadline) {
+      throw std::runtime_error("the sentinel set in " + dir_ + " did not come up: " + why + "\n" + logTails());
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+void SentinelTopology::stop(Node& node) {
+  if (node.pid <= 0) return;
+  ::kill(node.pid, SIGCONT);
+  ::kill(node.pid, SIGKILL);
+  ::waitpid(node.pid, nullptr, 0);
+  node.pid = -1;
+  node.paused = false;
+}
+
+void SentinelTopology::signal(Node& node, bool pause) {
+  if (node.pid <= 0) throw std::runtime_error(node.name + " is not running");
+  ::kill(node.pid, pause ? SIGSTOP : SIGCONT);
+  node.paused = pause;
+}
+
+void SentinelTopology::restart(Node& node) {
+  stop(node);
+  // The port was just freed; the servers bind with SO_REUSEADDR, so a few tries suffice.
+  for (int attempt = 0;; ++attempt) {
+    try {
+      launch(node);
+      waitForPing(node, 10s);
+      return;
+    } catch (const std::exception&) {
+      stop(node);
+      if (attempt == 20) throw;
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+}
+
+int SentinelTopology::askMaster(std::size_t sentinel) {
+  if (!live(sentinels_[sentinel])) return 0;
+  try {
+    const Reply reply =
+        sentinelClient(sentinel, 500ms).command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options_.masterName});
+    if (reply.elements.size() == 2) return std::stoi(reply.elements[1].str);
+  } catch (const std::exception&) {
+  }
+  return 0;
+}
+
+int SentinelTopology::masterPort() {
+  for (std::size_t s = 0; s < kSentinels; ++s) {
+    if (const int port = askMaster(s); port != 0) return port;
+  }
+  throw std::runtime_error("no live sentinel names a master");
+}
+
+std::size_t SentinelTopology::masterNode() { return nodeOfPort(masterPort()); }
+
+std::size_t SentinelTopology::nodeOfPort(int port) const {
+  for (std::size_t i = 0; i < kDataNodes; ++i) {
+    if (data_[i].port == port) return i;
+  }
+  throw std::runtime_error("no data node has port " + std::to_string(port));
+}
+
+std::string SentinelTopology::role(std::size_t node) {
+  if (!live(data_.at(node))) return "";
+  try {
+    const Reply reply = dataClient(node, 500ms).command({"ROLE"});
+    return reply.elements.empty() ? "" : reply.elements[0].str;
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+int SentinelTopology::waitForMasterOtherThan(int oldPort, std::chrono::milliseconds budget) {
+  const auto deadline = Steady::now() + budget;
+  while (Steady::now() < deadline) {
+    for (std::size_t s = 0; s < kSentinels; ++s) {
+      const int port = askMaster(s);
+      if (port != 0 && port != oldPort && role(nodeOfPort(port)) == "master") return port;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  throw std::runtime_error("no sentinel named a new master within " + std::to_string(budget.count()) + " ms\n" +
+                           logTails());
+}
+
+void SentinelTopology::waitForAllSentinelsToName(int port, std::chrono::milliseconds budget) {
+  const auto deadline = Steady::now() + budget;
+  while (Steady::now() < deadline) {
+    bool all = true;
+    for (std::size_t s = 0; s < kSentinels; ++s) {
+      if (live(sentinels_[s]) && askMaster(s) != port) all = false;
+    }
+    if (all) return;
+    std::this_thread::sleep_for(20ms);
+  }
+  throw std::runtime_error("not every live sentinel named port " + std::to_string(port) + " within " +
+                           std::to_string(budget.count()) + " ms\n" + logTails());
+}
+
+void SentinelTopology::failover(std::size_t sentinel) {
+  (void)sentinelClient(sentinel).ok({"SENTINEL", "FAILOVER", options_.masterName});
+}
+
+RedisClient SentinelTopology::dataClient(std::size_t node, std::chrono::milliseconds timeout) {
+  RedisClient client("127.0.0.1", data_.at(node).port, timeout);
+  if (!options_.dataPassword.empty()) (void)client.ok({"AUTH", options_.dataPassword});
+  return client;
+}
+
+RedisClient SentinelTopology::sentinelClient(std::size_t sentinel, std::chrono::milliseconds timeout) {
+  RedisClient client("127.0.0.1", sentinels_.at(sentinel).port, timeout);
+  if (!options_.sentinelPassword.empty()) (void)client.ok({"AUTH", options_.sentinelPassword});
+  return client;
+}
+
+std::string SentinelTopology::logTails() const {
+  std::ostringstream out;
+  for (const auto& node : data_) out << "--- " << node.name << "\n" << tail(node.dir + "/redis.log", 8);
+  for (const auto& node : sentinels_) out << "--- " << node.name << "\n" << tail(node.dir + "/sentinel.log", 12);
+  return out.str();
+}
+
+}  // namespace dlock::test

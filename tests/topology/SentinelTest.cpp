@@ -1,0 +1,561 @@
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "RedisClient.h"
+#include "SentinelTopology.h"
+#include "dlock/LockError.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+#include "dlock/sentinel/SentinelOperator.h"
+
+using namespace std::chrono_literals;
+using dlock::test::SentinelTopology;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+std::shared_ptr<dlock::SentinelOperator> sentinelOperator(const std::string& uri) {
+  auto backend = std::dynamic_pointer_cast<dlock::SentinelOperator>(dlock::connect(uri));
+  REQUIRE(backend.get() != nullptr);
+  return backend;
+}
+
+std::string portText(int port) { return "127.0.0.1:" + std::to_string(port); }
+
+// Polls `condition` every 20 ms; false when `budget` passed first.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds budget) {
+  const auto deadline = Steady::now() + budget;
+  while (!condition()) {
+    if (Steady::now() >= deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+long long nanos(Steady::time_point at) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+}
+
+double secondsBetween(long long from, long long to) { return static_cast<double>(to - from) / 1e9; }
+
+// One dlock_test_worker process (tests/integration/TestWorker.cpp), killed and reaped by pid if
+// it is still running when the test ends.
+class Worker {
+ public:
+  // `errors`: where its stderr goes.
+  Worker(std::vector<std::string> args, const std::string& errors) {
+    args.insert(args.begin(), DLOCK_TEST_WORKER);
+    pid_ = dlock::test::startChild(args, errors);
+  }
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  ~Worker() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // The exit status, or -1 when it did not exit within `budget` (the destructor kills it).
+  int wait(std::chrono::milliseconds budget) {
+    const auto deadline = Steady::now() + budget;
+    while (Steady::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// A line of a worker's log (see TestWorker.cpp, mode sentinel-increment).
+struct Event {
+  std::string kind;  // reached ok unknown counter-error ambiguous error
+  long long at = 0;  // steady-clock nanoseconds
+  std::string address;  // reached ok unknown counter-error
+  std::string id;       // ok unknown
+  long long value = 0;  // ok
+  unsigned long long fence = 0;  // ok
+  std::string phase, type, message;  // error
+};
+
+std::vector<Event> readEvents(const std::string& path) {
+  std::vector<Event> events;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    Event event;
+    fields >> event.kind >> event.at;
+    if (event.kind == "reached" || event.kind == "counter-error") {
+      fields >> event.address;
+    } else if (event.kind == "ok") {
+      fields >> event.address >> event.id >> event.value >> event.fence;
+    } else if (event.kind == "unknown") {
+      fields >> event.address >> event.id;
+    } else if (event.kind == "error") {
+      fields >> event.phase >> event.type;
+    }
+    std::getline(fields, event.message);
+    events.push_back(event);
+  }
+  return events;
+}
+
+// Four processes incrementing one counter under one lock through sentinel discovery, as
+// TestWorker's sentinel-increment mode does; stopped through a stop file.
+class Contention {
+ public:
+  static constexpr int kWorkers = 4;
+
+  Contention(SentinelTopology& set, std::chrono::milliseconds lease) : dir_(set.directory() + "/workers") {
+    std::filesystem::create_directories(dir_);
+    for (int i = 0; i < kWorkers; ++i) {
+      logs_.push_back(dir_ + "/worker-" + std::to_string(i) + ".log");
+      workers_.push_back(std::make_unique<Worker>(
+          std::vector<std::string>{"sentinel-increment", set.uri(), "k", "counter", "done", "w" + std::to_string(i),
+                                   std::to_string(lease.count()), dir_ + "/stop", logs_.back()},
+          dir_ + "/worker-" + std::to_string(i) + ".stderr"));
+    }
+  }
+
+  // Events of every worker, by worker.
+  [[nodiscard]] std::vector<std::vector<Event>> events() const {
+    std::vector<std::vector<Event>> all;
+    for (const auto& log : logs_) all.push_back(readEvents(log));
+    return all;
+  }
+
+  // True when every worker logged at least `count` increments acknowledged by `address`.
+  [[nodiscard]] bool everyWorkerIncremented(int count, const std::string& address = "") const {
+    for (const auto& events : this->events()) {
+      const auto n = std::count_if(events.begin(), events.end(), [&](const Event& event) {
+        return event.kind == "ok" && (address.empty() || event.address == address);
+      });
+      if (n < count) return false;
+    }
+    return true;
+  }
+
+  // Asks every worker to stop and waits for them; REQUIREs a clean exit.
+  void stop() {
+    std::ofstream(dir_ + "/stop") << "stop\n";
+    for (auto& worker : workers_) REQUIRE(worker->wait(20s) == 0);
+  }
+
+ private:
+  std::string dir_;
+  std::vector<std::string> logs_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+};
+
+// What a failover run must show, whatever caused the failover (`eventAt`: the kill or the
+// SENTINEL FAILOVER; `failoverAt`: when a sentinel first named the new master):
+//
+// - every worker reached the new master (an attempt answered there) by failoverAt + 2 s, and
+//   went on incrementing there;
+// - errors only inside the window [eventAt, failoverAt + 2 s], the workers' own counter writes
+//   included; from dlock, ConnectionError when acquiring, ConnectionError or LockLostError when
+//   unlocking (a lease taken on the old master that the new one never had is reported lost,
+//   truthfully); nothing else, ever;
+// - the counter is exact on the history that survived. The counter and the lock live on the
+//   master, replicated asynchronously, so an increment the old master acknowledged can be lost in
+//   a failover: its unreplicated tail (kill), or what it took after the replica's promotion and
+//   before the clients moved (graceful). Each increment adds its id to the set DONE in the same
+//   MULTI as the counter write, so the final master tells exactly which increments landed:
+//     counter == |DONE|         no two holders overlapped on the surviving history (a lost
+//                               update would leave the counter below |DONE|)
+//     DONE ⊆ ok ∪ unknown       nothing counted that no worker wrote
+//     ok on the new master ⊆ DONE,  and every acknowledged increment lost was acknowledged by
+//                               the old master at most 100 ms before the event (a generous bound
+//                               on loopback replication lag)
+//   hence counter == ok − lost + landed-unknown, which is checked and printed;
+// - fencing tokens of the surviving increments, in counter order, strictly increase.
+void checkFailoverRun(const std::vector<std::vector<Event>>& byWorker, long long eventAt, long long failoverAt,
+                      const std::string& oldMaster, const std::string& newMaster, dlock::test::RedisClient& final) {
+  const long long windowEnd = failoverAt + 2'000'000'000LL;
+  std::map<std::string, const Event*> ok;
+  std::set<std::string> unknown;
+  std::size_t errors = 0;
+  long long lastReach = eventAt;
+  for (std::size_t w = 0; w < byWorker.size(); ++w) {
+    CAPTURE(w);
+    std::optional<long long> reachedAt;
+    std::size_t okOnNew = 0;
+    for (const auto& event : byWorker[w]) {
+      if (event.kind == "reached" && event.address == newMaster && !reachedAt) reachedAt = event.at;
+      if (event.kind == "ok") {
+        ok[event.id] = &event;
+        if (event.address == newMaster) ++okOnNew;
+      }
+      if (event.kind == "unknown") unknown.insert(event.id);
+      if (event.kind == "error" || event.kind == "counter-error") {
+        ++errors;
+        CAPTURE(event.kind);
+        CAPTURE(event.phase);
+        CAPTURE(event.type);
+        CAPTURE(event.message);
+        CHECK(event.at >= eventAt);
+        CHECK(event.at <= windowEnd);
+        if (event.phase == "acquire") CHECK(event.type == "ConnectionError");
+        if (event.phase == "unlock") CHECK((event.type == "ConnectionError" || event.type == "LockLostError"));
+      }
+    }
+    REQUIRE(reachedAt.has_value());
+    CHECK(*reachedAt <= windowEnd);
+    lastReach = std::max(lastReach, *reachedAt);
+    CHECK(okOnNew > 0);
+  }
+
+  const long long counter = std::stoll(final.ok({"GET", "counter"}).str);
+  std::set<std::string> done;
+  for (const auto& member : final.ok({"SMEMBERS", "done"}).elements) done.insert(member.str);
+  CHECK(counter == static_cast<long long>(done.size()));
+
+  std::size_t lost = 0;
+  std::size_t landedUnknown = 0;
+  for (const auto& id : done) {
+    CAPTURE(id);
+    CHECK((ok.count(id) == 1 || unknown.count(id) == 1));
+    if (unknown.count(id) == 1) ++landedUnknown;
+  }
+  for (const auto& [id, event] : ok) {
+    if (done.count(id) == 1) continue;
+    ++lost;
+    CAPTURE(id);
+    CHECK(event->address == oldMaster);
+    CHECK(event->at >= eventAt - 100'000'000LL);
+  }
+  CHECK(counter == static_cast<long long>(ok.size() - lost + landedUnknown));
+
+  std::map<long long, unsigned long long> fenceByValue;
+  for (const auto& [id, event] : ok) {
+    if (done.count(id) == 0) continue;
+    CAPTURE(id);
+    CHECK(fenceByValue.emplace(event->value, event->fence).second);  // each value written once
+    CHECK(event->value >= 1);
+    CHECK(event->value <= counter);
+  }
+  unsigned long long previous = 0;
+  for (const auto& [value, fence] : fenceByValue) {
+    CAPTURE(value);
+    CHECK(fence > previous);
+    previous = fence;
+  }
+  MESSAGE("failover: a sentinel named the new master " << secondsBetween(eventAt, failoverAt)
+          << " s after the event; the last worker reached it " << secondsBetween(eventAt, lastReach)
+          << " s after the event; counter " << counter << " = " << ok.size()
+          << " acknowledged - " << lost << " lost with the old master + " << landedUnknown << " of " << unknown.size()
+          << " unknown that landed; " << errors << " errors, all in the window");
+}
+
+// Four processes contend on a fresh set; `trigger` makes the master fail over; then every worker
+// must go on incrementing on the new master, and the run must pass checkFailoverRun.
+void failoverUnderContention(const std::function<void(SentinelTopology&)>& trigger) {
+  SentinelTopology set;
+  const int oldMaster = set.dataPort(0);
+  Contention contention(set, 2000ms);
+  REQUIRE(eventually([&] { return contention.everyWorkerIncremented(10); }, 20s));
+
+  const auto eventAt = Steady::now();
+  trigger(set);
+  const int newMaster = set.waitForMasterOtherThan(oldMaster, 30s);
+  const auto failoverAt = Steady::now();
+  REQUIRE(eventually([&] { return contention.everyWorkerIncremented(5, portText(newMaster)); }, 20s));
+  contention.stop();
+
+  auto final = set.dataClient(set.nodeOfPort(newMaster));
+  checkFailoverRun(contention.events(), nanos(eventAt), nanos(failoverAt), portText(oldMaster), portText(newMaster),
+                   final);
+}
+
+}  // namespace
+
+TEST_SUITE("SentinelOperator") {
+  TEST_CASE("finds the master through the sentinels: lock, extend, inspect and unlock go there") {
+    SentinelTopology set;
+    auto backend = sentinelOperator(set.uri());
+    CHECK(backend->masterAddress().empty());  // nothing contacted before the first call
+
+    const auto taken = backend->lock("k", "token-1", 5000ms);
+    REQUIRE(taken.acquired);
+    CHECK(taken.fencingToken == 1);
+    CHECK(backend->masterAddress() == portText(set.dataPort(0)));
+    CHECK(backend->describe() == set.uri() + " (master " + portText(set.dataPort(0)) + ")");
+    auto master = set.dataClient(0);
+    CHECK(master.ok({"GET", "dlock:{k}"}).str == "token-1");
+
+    const auto busy = backend->lock("k", "token-2", 5000ms);
+    CHECK_FALSE(busy.acquired);
+    CHECK(busy.holderTtl > 0ms);
+    CHECK(backend->extend("k", "token-1", 60000ms));
+    CHECK_FALSE(backend->extend("k", "token-2", 60000ms));
+    CHECK(backend->inspect("k").held);
+    CHECK(backend->inspect("k").fencingToken == 1);
+    CHECK(backend->raiseFence("k", 10) == 10);
+    CHECK_FALSE(backend->unlock("k", "token-2").released);
+    CHECK(backend->unlock("k", "token-1").released);
+    CHECK(master.ok({"EXISTS", "dlock:{k}"}).integer == 0);
+    CHECK(backend->lock("k", "token-3", 5000ms).fencingToken == 11);
+    CHECK(backend->masterSwitches() == 0);
+  }
+
+  TEST_CASE("the master killed with SIGKILL under contention: clients move to the promoted replica") {
+    failoverUnderContention([](SentinelTopology& set) { set.killData(0); });
+  }
+
+  TEST_CASE("SENTINEL FAILOVER under contention: clients follow the promotion") {
+    failoverUnderContention([](SentinelTopology& set) { set.failover(1); });
+  }
+
+  TEST_CASE("a waiter is woken by the release message, before and after a failover") {
+    SentinelTopology set;
+    auto holder = dlock::LockBuilder().backend(dlock::connect(set.uri())).leaseTime(10s).build();
+    auto waiter = dlock::LockBuilder().backend(dlock::connect(set.uri())).leaseTime(10s).build();
+    // The wake-up delay of a waiter blocked on `key` while the holder releases it after 300 ms.
+    const auto handOff = [&](const std::string& key) {
+      REQUIRE(holder->tryLock(key));
+      std::atomic<bool> acquired{false};
+      Steady::time_point acquiredAt;
+      std::thread blocked([&] {
+        acquired = waiter->tryLock(key, 20s);
+        acquiredAt = Steady::now();
+        if (acquired) waiter->unlock(key);
+      });
+      std::this_thread::sleep_for(300ms);
+      const auto releasedAt = Steady::now();
+      holder->unlock(key);
+      blocked.join();
+      REQUIRE(acquired);
+      return acquiredAt - releasedAt;
+    };
+    // Far below the 10 s lease and below NotifyWait's 1 s recheck: the release message woke it.
+    CHECK(handOff("before") < 900ms);
+
+    const int oldMaster = set.masterPort();
+    set.failover();
+    const int newMaster = set.waitForMasterOtherThan(oldMaster, 30s);
+    set.waitForAllSentinelsToName(newMaster, 10s);
+    // The subscriber moved to the new master with the pool: the same hand-off works there.
+    CHECK(handOff("after") < 900ms);
+    CHECK(set.dataClient(set.nodeOfPort(newMaster)).ok({"GET", "dlock:{after}:fence"}).str == "2");  // both took it
+  }
+
+  TEST_CASE("the watchdog keeps a lease alive, and renews it on the new master after a failover") {
+    SentinelTopology set;
+    auto backend = sentinelOperator(set.uri());
+    auto lock = dlock::LockBuilder().backend(backend).watchdogLease(900ms).build();
+    lock->lock("w");
+    std::this_thread::sleep_for(1500ms);  // more than the lease: only renewals keep it
+    CHECK(lock->isHeld("w"));
+    CHECK(set.dataClient(0).ok({"PTTL", "dlock:{w}"}).integer > 0);
+
+    const int oldMaster = set.masterPort();
+    set.failover();
+    const int newMaster = set.waitForMasterOtherThan(oldMaster, 30s);
+    REQUIRE(eventually([&] { return backend->masterAddress() == portText(newMaster); }, 5s));
+    std::this_thread::sleep_for(1500ms);  // renewals now go to the promoted replica
+    CHECK(lock->isHeld("w"));
+    auto promoted = set.dataClient(set.nodeOfPort(newMaster));
+    CHECK(promoted.ok({"PTTL", "dlock:{w}"}).integer > 0);
+    CHECK(lock->stats().renewals >= 6);
+    CHECK(lock->stats().lostLeases == 0);
+    lock->unlock("w");
+    CHECK(promoted.ok({"EXISTS", "dlock:{w}"}).integer == 0);
+  }
+
+  TEST_CASE("replication-acked acquire: a lock on every replica survives the master's death") {
+    SentinelTopology set;
+    auto acked = sentinelOperator(set.uri("wait_replicas=2&wait_timeout=300ms"));
+    auto plain = sentinelOperator(set.uri());
+    const auto before = acked->lock("acked", "token-acked", 60000ms);  // both replicas acknowledged it
+    REQUIRE(before.acquired);
+
+    // Replication stops (replicas frozen, their links cut, so nothing more reaches even their
+    // sockets): a plain acquire still counts, an acked one is released and refused.
+    set.pauseData(1);
+    set.pauseData(2);
+    CHECK(set.dataClient(0).ok({"CLIENT", "KILL", "TYPE", "replica"}).integer == 2);
+    REQUIRE(plain->lock("plain", "token-plain", 60000ms).acquired);
+    const auto start = Steady::now();
+    CHECK_THROWS_WITH_AS(acked->lock("refused", "token-refused", 60000ms),
+                         doctest::Contains("only 0 of 2 replicas acknowledged the lock within 300 ms; released it"),
+                         dlock::ConnectionError);
+    CHECK(Steady::now() - start < 2s);
+    CHECK(set.dataClient(0).ok({"EXISTS", "dlock:{refused}"}).integer == 0);
+
+    // The master dies before the replicas get the plain lock; the acked one is on both.
+    set.killData(0);
+    set.resumeData(1);
+    set.resumeData(2);
+    const int newMaster = set.waitForMasterOtherThan(set.dataPort(0), 30s);
+    auto promoted = set.dataClient(set.nodeOfPort(newMaster));
+    CHECK(promoted.ok({"GET", "dlock:{acked}"}).str == "token-acked");
+    CHECK(promoted.ok({"GET", "dlock:{acked}:fence"}).str == std::to_string(before.fencingToken));
+    CHECK(promoted.ok({"EXISTS", "dlock:{plain}"}).integer == 0);  // the window WAIT closes
+    CHECK(promoted.ok({"EXISTS", "dlock:{refused}"}).integer == 0);
+    REQUIRE(eventually([&] { return acked->masterAddress() == portText(newMaster); }, 10s));
+    CHECK(acked->unlock("acked", "token-acked").released);
+    // One replica is left: asking for two now refuses every acquire, as documented.
+    CHECK_THROWS_AS(acked->lock("later", "token-later", 60000ms), dlock::ConnectionError);
+  }
+
+  TEST_CASE("one sentinel of three dead: discovery and failover still work") {
+    SentinelTopology set;
+    set.killSentinel(0);  // the first one every client asks
+    auto backend = sentinelOperator(set.uri());
+    REQUIRE(backend->lock("k", "token-1", 10000ms).acquired);
+    CHECK(backend->masterAddress() == portText(set.dataPort(0)));
+
+    set.failover(1);
+    const int newMaster = set.waitForMasterOtherThan(set.dataPort(0), 30s);
+    REQUIRE(eventually([&] { return backend->masterAddress() == portText(newMaster); }, 5s));
+    CHECK(backend->unlock("k", "token-1").released);  // the lock was replicated before the promotion
+    REQUIRE(backend->lock("k", "token-2", 10000ms).acquired);
+    CHECK(set.dataClient(set.nodeOfPort(newMaster)).ok({"GET", "dlock:{k}"}).str == "token-2");
+  }
+
+  TEST_CASE("every sentinel unreachable: ConnectionError within the sentinel timeouts") {
+    SentinelTopology set;
+    const std::string timeouts = "connect_timeout=300ms&command_timeout=300ms";
+    auto known = sentinelOperator(set.uri(timeouts));
+    REQUIRE(known->lock("k", "token-1", 10000ms).acquired);
+
+    // Paused sentinels accept connections but never answer: each costs its command timeout.
+    for (std::size_t s = 0; s < SentinelTopology::kSentinels; ++s) set.pauseSentinel(s);
+    auto fresh = sentinelOperator(set.uri(timeouts));
+    auto start = Steady::now();
+    CHECK_THROWS_WITH_AS(fresh->lock("k", "token-2", 10000ms), doctest::Contains("no master 'mymaster' confirmed"),
+                         dlock::ConnectionError);
+    CHECK(Steady::now() - start < 3 * 600ms + 1s);
+    // An operator that knows a working master does not need the sentinels.
+    CHECK(known->extend("k", "token-1", 10000ms));
+
+    for (std::size_t s = 0; s < SentinelTopology::kSentinels; ++s) set.killSentinel(s);
+    auto another = sentinelOperator(set.uri(timeouts));
+    start = Steady::now();
+    try {
+      (void)another->lock("k", "token-3", 10000ms);
+      FAIL("acquired without any sentinel");
+    } catch (const dlock::ConnectionError& error) {
+      const std::string message = error.what();
+      for (std::size_t s = 0; s < SentinelTopology::kSentinels; ++s) {
+        CHECK(message.find(portText(set.sentinelPort(s))) != std::string::npos);  // each one's answer is named
+      }
+    }
+    CHECK(Steady::now() - start < 1s);  // refused connections fail at once
+    CHECK(known->unlock("k", "token-1").released);
+
+    // With the master gone as well, the operator that knew it fails the same way.
+    set.killData(0);
+    CHECK_THROWS_AS((void)known->lock("k", "token-4", 10000ms), dlock::ConnectionError);
+  }
+
+  TEST_CASE("sentinels and data nodes with different passwords, none of which appears in messages") {
+    SentinelTopology::Options options;
+    options.dataPassword = "data-secret";
+    options.sentinelPassword = "sentinel-secret";
+    SentinelTopology set(options);
+    const std::string base = set.uri();
+    const std::string withCredentials =
+        "redis+sentinel://:data-secret@" + base.substr(std::string("redis+sentinel://").size());
+
+    auto backend = sentinelOperator(withCredentials + "?sentinel_password=sentinel-secret");
+    REQUIRE(backend->lock("k", "token-1", 10000ms).acquired);
+    CHECK(set.dataClient(0).ok({"GET", "dlock:{k}"}).str == "token-1");
+    CHECK(backend->describe().find("secret") == std::string::npos);
+
+    // The data password alone: the sentinels refuse, which waiting will not mend.
+    auto noSentinelPassword = sentinelOperator(withCredentials);
+    try {
+      (void)noSentinelPassword->lock("k", "token-2", 10000ms);
+      FAIL("acquired without the sentinel password");
+    } catch (const dlock::BackendError& error) {
+      CHECK(std::string(error.what()).find("NOAUTH") != std::string::npos);
+      CHECK(std::string(error.what()).find("secret") == std::string::npos);
+    }
+    // The sentinel password as the data password: the master refuses AUTH.
+    auto swapped = sentinelOperator(base.substr(0, std::string("redis+sentinel://").size()) + ":sentinel-secret@" +
+                                    base.substr(std::string("redis+sentinel://").size()) +
+                                    "?sentinel_password=sentinel-secret");
+    try {
+      (void)swapped->lock("k", "token-3", 10000ms);
+      FAIL("acquired with the wrong data password");
+    } catch (const dlock::BackendError& error) {
+      CHECK(std::string(error.what()).find("AUTH") != std::string::npos);
+      CHECK(std::string(error.what()).find("secret") == std::string::npos);
+    }
+    // A master name the sentinels do not monitor.
+    auto unknown = sentinelOperator(set.uri("sentinel_password=sentinel-secret").replace(
+        base.rfind("/mymaster"), std::string("/mymaster").size(), "/nosuchmaster"));
+    CHECK_THROWS_WITH_AS((void)unknown->lock("k", "token-4", 10000ms),
+                         doctest::Contains("does not know master 'nosuchmaster'"), dlock::ConnectionError);
+  }
+
+  TEST_CASE("a master demoted behind the sentinels' back answers READONLY: ConnectionError, never acquired") {
+    SentinelTopology set;
+    auto backend = sentinelOperator(set.uri("connect_timeout=200ms&command_timeout=200ms"));
+    REQUIRE(backend->lock("k", "token-1", 10000ms).acquired);
+    // Sentinels frozen, the roles swapped by hand: the operator's master is now a replica.
+    for (std::size_t s = 0; s < SentinelTopology::kSentinels; ++s) set.pauseSentinel(s);
+    (void)set.dataClient(1).ok({"REPLICAOF", "NO", "ONE"});
+    (void)set.dataClient(0).ok({"REPLICAOF", "127.0.0.1", std::to_string(set.dataPort(1))});
+    REQUIRE(eventually([&] { return set.role(0) == "slave"; }, 5s));
+    std::this_thread::sleep_for(150ms);  // past the pause between two resolutions
+
+    // READONLY sends the operator back to the sentinels, which do not answer in time.
+    try {
+      (void)backend->lock("other", "token-2", 10000ms);
+      FAIL("acquired on a replica");
+    } catch (const dlock::ConnectionError& error) {
+      CHECK(std::string(error.what()).find("READONLY") != std::string::npos);
+      CHECK(std::string(error.what()).find("no master 'mymaster' confirmed") != std::string::npos);
+    }
+    CHECK_THROWS_AS((void)backend->unlock("k", "token-1"), dlock::ConnectionError);
+    CHECK(set.dataClient(0).ok({"EXISTS", "dlock:{other}"}).integer == 0);
+    CHECK(set.dataClient(1).ok({"EXISTS", "dlock:{other}"}).integer == 0);
+  }
+
+  TEST_CASE("bad options are ConfigError and construction contacts nothing") {
+    CHECK_THROWS_AS(dlock::SentinelOperator(dlock::SentinelOptions{}), dlock::ConfigError);
+    dlock::SentinelOptions options;
+    options.sentinels = {{"127.0.0.1", 1}};
+    CHECK_THROWS_WITH_AS(dlock::SentinelOperator{options}, doctest::Contains("no master name"), dlock::ConfigError);
+    options.masterName = "mymaster";
+    options.waitReplicas = 1;
+    options.waitTimeout = 0ms;
+    CHECK_THROWS_WITH_AS(dlock::SentinelOperator{options}, doctest::Contains("waitTimeout"), dlock::ConfigError);
+    options.sentinels = {{"127.0.0.1", 0}};
+    options.waitTimeout = 10ms;
+    CHECK_THROWS_AS(dlock::SentinelOperator{options}, dlock::ConfigError);
+    CHECK_THROWS_AS((void)dlock::connect("redis+sentinel://127.0.0.1:1"), dlock::ConfigError);  // no master name
+    CHECK_THROWS_AS((void)dlock::connect("redis+sentinel://127.0.0.1:1/m?wait_replicas=x"), dlock::ConfigError);
+
+    // Port 1 on loopback has no sentinel: nothing is contacted until the first call.
+    auto backend = sentinelOperator("redis+sentinel://u:pw@127.0.0.1:1,127.0.0.1:2/m/3?wait_replicas=1");
+    CHECK(backend->describe() == "redis+sentinel://127.0.0.1:1,127.0.0.1:2/m");
+    CHECK(backend->masterAddress().empty());
+    CHECK_THROWS_AS((void)backend->inspect("k"), dlock::ConnectionError);
+  }
+}
