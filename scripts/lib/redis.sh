@@ -11,7 +11,8 @@ redis_start() {
   dir=$(cd "$dir" && pwd)  # redis-server changes into `dir`: relative paths would break
   local attempt port pid line
   for attempt in 1 2 3 4 5; do
-    port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+    # Below Linux's ephemeral range (32768+), where outgoing connections take their ports.
+    port=$(( 20000 + RANDOM % 12000 ))
     # Something answers there already: try another.
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
     {

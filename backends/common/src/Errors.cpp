@@ -31,7 +31,7 @@ void throwContextError(const redisContext& context, const std::string& where) {
 }
 
 bool isTransientErrorReply(const redisReply& reply) {
-  for (const char* prefix : {"LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN"}) {
+  for (const char* prefix : {"LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS"}) {
     if (isErrorReply(reply, prefix)) return true;
   }
   return false;

@@ -3,7 +3,7 @@
 //   throwContextError   I/O error, EOF, protocol error, timeout → ConnectionError (with errno);
 //                       out of memory → std::bad_alloc. The context must be discarded after it.
 //   throwReplyError     an error reply: LOADING, BUSY, MASTERDOWN, READONLY, TRYAGAIN,
-//                       CLUSTERDOWN (the server cannot serve now) → ConnectionError;
+//                       CLUSTERDOWN, NOREPLICAS (the server cannot serve now) → ConnectionError;
 //                       anything else (NOPERM, OOM, WRONGTYPE, ...) → BackendError.
 #pragma once
 

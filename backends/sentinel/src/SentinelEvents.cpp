@@ -165,7 +165,10 @@ void SentinelEvents::serve(Connection& connection, const ConnectionOptions& sent
   std::size_t confirmed = 0;
   const auto confirmBy = Steady::now() + replyTimeout;
   Steady::time_point lastActivity = Steady::now();
-  std::optional<Steady::time_point> pingSentAt;
+  // A PING awaits its reply while `awaitingPong`; (a plain pair: GCC's -Wmaybe-uninitialized
+  // misfires on an optional time_point here).
+  bool awaitingPong = false;
+  Steady::time_point pingSentAt{};
 
   while (true) {
     while (ReplyPtr reply = connection.takeBufferedReply()) {
@@ -176,7 +179,7 @@ void SentinelEvents::serve(Connection& connection, const ConnectionOptions& sent
       }
       const std::string_view kind = replyText(*reply->element[0]);
       if (kind == "pong") {
-        pingSentAt.reset();
+        awaitingPong = false;
       } else if (kind == "subscribe") {
         if (++confirmed == kChannelCount) handler_(SentinelEvent{});  // Resubscribed
       } else if (kind == "message" && reply->elements == 3) {
@@ -186,19 +189,20 @@ void SentinelEvents::serve(Connection& connection, const ConnectionOptions& sent
       }
       // The handler may have taken a while: count from now, not from before it.
       lastActivity = Steady::now();
-      if (pingSentAt) pingSentAt = lastActivity;
+      if (awaitingPong) pingSentAt = lastActivity;
     }
 
     const auto now = Steady::now();
     if (confirmed < kChannelCount && now > confirmBy) throw ConnectionError("no SUBSCRIBE confirmation in time");
-    if (pingSentAt && now - *pingSentAt > replyTimeout) throw ConnectionError("no PING reply in time");
-    if (!pingSentAt && now - lastActivity >= kPingInterval) {
+    if (awaitingPong && now - pingSentAt > replyTimeout) throw ConnectionError("no PING reply in time");
+    if (!awaitingPong && now - lastActivity >= kPingInterval) {
       connection.append({"PING"});
       connection.flushWrites();
       pingSentAt = now;
+      awaitingPong = true;
     }
     const auto nextCheck = confirmed < kChannelCount ? confirmBy
-                           : pingSentAt              ? *pingSentAt + replyTimeout
+                           : awaitingPong            ? pingSentAt + replyTimeout
                                                      : lastActivity + kPingInterval;
     const auto wait = std::chrono::duration_cast<milliseconds>(nextCheck - now);
     const int timeoutMs = static_cast<int>(std::clamp<long long>(wait.count() + 1, 1, 1000));
