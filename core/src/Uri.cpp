@@ -101,9 +101,17 @@ int parseDb(std::string_view text, const std::string& redacted) {
 }  // namespace
 
 std::string redactUri(std::string_view uri) {
-  // redlock://uri;uri;... : each member is a URI of its own.
+  // redlock://uri;uri;... : each member is a URI of its own. (Only for that scheme: "://" may
+  // also occur inside a query value of any other.)
   const auto schemeEnd = uri.find("://");
-  if (schemeEnd != std::string_view::npos && uri.find("://", schemeEnd + 3) != std::string_view::npos) {
+  const auto isRedlock = [&] {
+    if (schemeEnd != 7) return false;
+    std::string scheme(uri.substr(0, 7));
+    std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return scheme == "redlock";
+  };
+  if (schemeEnd != std::string_view::npos && uri.find("://", schemeEnd + 3) != std::string_view::npos && isRedlock()) {
     std::string out(uri.substr(0, schemeEnd + 3));
     std::string_view members = uri.substr(schemeEnd + 3);
     while (true) {

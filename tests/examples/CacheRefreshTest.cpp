@@ -3,7 +3,7 @@
 #include <chrono>
 #include <string>
 
-#include "ChildProcess.h"
+#include "ExampleProcess.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "dlock/connect.h"

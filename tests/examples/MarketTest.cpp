@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "ChildProcess.h"
+#include "ExampleProcess.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 
-using dlock::test::ChildProcess;
+using dlock::test::ExampleProcess;
 using dlock::test::Finished;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
@@ -67,7 +67,7 @@ MarketState readMarket(RedisClient& client, int sellers, int buyers, long long f
 
 // Seeds, runs one buy process per buyer at once, and returns what each printed.
 std::vector<Finished> runBuyers(const std::string& uri, int buyers, const std::string& version) {
-  std::vector<ChildProcess> processes;
+  std::vector<ExampleProcess> processes;
   for (int n = 1; n <= buyers; ++n) {
     processes.emplace_back(
         std::vector<std::string>{kMarket, "buy", "--uri", uri, "--buyer", std::to_string(n), "--version", version});

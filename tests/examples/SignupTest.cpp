@@ -4,14 +4,14 @@
 #include <string>
 #include <vector>
 
-#include "ChildProcess.h"
+#include "ExampleProcess.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 
 using namespace std::chrono_literals;
-using dlock::test::ChildProcess;
+using dlock::test::ExampleProcess;
 using dlock::test::Finished;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
@@ -54,7 +54,7 @@ TEST_SUITE("signup example") {
   TEST_CASE("four processes signing up one name: exactly one creates the account") {
     RedisProcess server;
     RedisClient client(server.host(), server.port());
-    std::vector<ChildProcess> processes;
+    std::vector<ExampleProcess> processes;
     for (int i = 0; i < 4; ++i) {
       processes.emplace_back(std::vector<std::string>{kSignup, "register", "--uri", server.uri(), "--name", "bob",
                                                       "--email", "bob" + std::to_string(i) + "@example.org"});

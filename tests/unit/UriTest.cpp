@@ -104,5 +104,8 @@ TEST_SUITE("Uri") {
     CHECK(dlock::redactUri("redlock://redis://a:" + secret + "@h:1;redis://h:2;redis://:" + secret + "@h:3") ==
           "redlock://redis://a:***@h:1;redis://h:2;redis://:***@h:3");
     CHECK(configErrorOf("redlock://redis://a:" + secret + "@h:0;redis://h:2").find(secret) == std::string::npos);
+    // "://" inside a query value does not make a URI a redlock list (found by fuzzing).
+    CHECK(dlock::redactUri("redis+sentinel://:" + secret + "@h1:1/m?sentinel_password=x://y") ==
+          "redis+sentinel://:***@h1:1/m?sentinel_password=***");
   }
 }

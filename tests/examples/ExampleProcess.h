@@ -1,4 +1,4 @@
-// ChildProcess.h — runs a program as a child process for the example tests: argv (no shell),
+// ExampleProcess.h — runs a program as a child process for the example tests: argv (no shell),
 // extra environment variables, stdout and stderr together in a temporary file. wait() reaps it;
 // one that outlives its time limit is killed and reported. The destructor kills and reaps a
 // child still running, so a failing test leaves no process behind.
@@ -32,9 +32,9 @@ struct Finished {
   std::string output;  // stdout and stderr, interleaved
 };
 
-class ChildProcess {
+class ExampleProcess {
  public:
-  explicit ChildProcess(const std::vector<std::string>& argv,
+  explicit ExampleProcess(const std::vector<std::string>& argv,
                         const std::vector<std::pair<std::string, std::string>>& env = {}) {
     char pattern[] = "/tmp/dlock-example-output-XXXXXX";
     const int fd = ::mkstemp(pattern);
@@ -68,12 +68,12 @@ class ChildProcess {
       throw std::runtime_error("cannot run " + argv.front() + ": " + std::strerror(error));
     }
   }
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-  ChildProcess(ChildProcess&& other) noexcept
+  ExampleProcess(const ExampleProcess&) = delete;
+  ExampleProcess& operator=(const ExampleProcess&) = delete;
+  ExampleProcess(ExampleProcess&& other) noexcept
       : pid_(std::exchange(other.pid_, -1)), outputPath_(std::move(other.outputPath_)) {}
-  ChildProcess& operator=(ChildProcess&&) = delete;
-  ~ChildProcess() {
+  ExampleProcess& operator=(ExampleProcess&&) = delete;
+  ~ExampleProcess() {
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
@@ -84,7 +84,7 @@ class ChildProcess {
   // Waits for the child to end; past `limit` it is killed and the output says so.
   Finished wait(std::chrono::milliseconds limit = std::chrono::seconds(60)) {
     Finished finished;
-    if (pid_ <= 0) throw std::logic_error("ChildProcess: already waited for");
+    if (pid_ <= 0) throw std::logic_error("ExampleProcess: already waited for");
     const auto deadline = std::chrono::steady_clock::now() + limit;
     int status = 0;
     bool timedOut = false;
@@ -115,7 +115,7 @@ class ChildProcess {
 // Runs a program to its end.
 inline Finished run(const std::vector<std::string>& argv,
                     const std::vector<std::pair<std::string, std::string>>& env = {}) {
-  return ChildProcess(argv, env).wait();
+  return ExampleProcess(argv, env).wait();
 }
 
 // The number after " name=" in a program's RESULT line; -1 when absent.
