@@ -136,6 +136,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
     context.attempt = failures;
     context.remaining = remainingUntil(deadline, now);
     context.holderTtl = result.holderTtl;
+    context.waitingSince = *waitingSince;
     context.releases = releases.get();
     wait_->wait(context);
   }

@@ -18,6 +18,7 @@ struct WaitContext {
   unsigned attempt = 1;                    // failed attempts so far, from 1
   std::chrono::milliseconds remaining{0};  // until the caller's deadline; milliseconds::max() for lock()
   std::chrono::milliseconds holderTtl{0};  // the holder's remaining lease from the last attempt; 0 = unknown
+  std::chrono::steady_clock::time_point waitingSince;  // the first failed attempt of this acquisition
   IReleaseWatch* releases = nullptr;       // set when wantsReleaseWatch() and the backend supports it
 };
 
