@@ -55,11 +55,8 @@ AcquireResult LockCore::attempt(std::string_view key, const std::string& token, 
                   result.holderTtl.count());
     }
     return result;
-  } catch (const LockError& error) {
-    if (log_->should_log(spdlog::level::debug)) {
-      log_->debug("dlock: acquiring {} on {} failed: {}", quoteKey(key), backend_->describe(), error.what());
-    }
-    if (dynamic_cast<const ConnectionError*>(&error) == nullptr) throw;
+  } catch (const ConnectionError& error) {
+    logFailedAttempt(key, error);
     // The command may have landed before the connection failed. Delete the key if it carries our
     // token, so a throwing acquire leaves nothing held; if that fails too, the lease ends at its TTL.
     try {
@@ -69,6 +66,15 @@ AcquireResult LockCore::attempt(std::string_view key, const std::string& token, 
                   quoteKey(key), ttl.count());
     }
     throw;
+  } catch (const LockError& error) {
+    logFailedAttempt(key, error);
+    throw;
+  }
+}
+
+void LockCore::logFailedAttempt(std::string_view key, const LockError& error) const {
+  if (log_->should_log(spdlog::level::debug)) {
+    log_->debug("dlock: acquiring {} on {} failed: {}", quoteKey(key), backend_->describe(), error.what());
   }
 }
 

@@ -112,7 +112,8 @@ class ILock {
   [[nodiscard]] Lease acquire(std::string_view key, const AcquireOptions& options = {}) {
     detail::checkKey(key, "acquire");
     if (options.waitTime && options.waitTime->count() < 0) {
-      detail::checkPositive(*options.waitTime, "the wait time", "acquire");
+      throw InvalidArgumentError("dlock: acquire: the wait time must not be negative, got " +
+                                 std::to_string(options.waitTime->count()) + "ms");
     }
     if (options.leaseTime) detail::checkPositive(*options.leaseTime, "the lease time", "acquire");
     const Deadline deadline = !options.waitTime              ? kNoDeadline

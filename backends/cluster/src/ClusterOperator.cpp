@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "ClusterReplies.h"
-#include "ClusterScripts.h"
+#include "Scripts.h"
 #include "ConnectionPool.h"
 #include "Errors.h"
 #include "Replies.h"

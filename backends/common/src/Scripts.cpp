@@ -22,6 +22,20 @@ Argv scriptArgv(std::string_view command, std::string_view body, const std::stri
   return argv;
 }
 
+// PUBLISH (SPUBLISH on a cluster) before DEL: a script is not rolled back, so a publish the ACL
+// (or a cluster slot check) refuses must fail before the key is gone. The order is invisible
+// otherwise: subscribers get the message only after the whole script has run.
+std::string releaseSource(const char* publish) {
+  return std::string(R"lua(
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  local notified = redis.call(')lua") + publish + R"lua(', ARGV[2], '1')
+  redis.call('DEL', KEYS[1])
+  return {1, notified}
+end
+return {0, 0}
+)lua";
+}
+
 }  // namespace
 
 const Script& acquireScript() {
@@ -40,17 +54,14 @@ return {0, redis.call('PTTL', KEYS[1])}
 }
 
 const Script& releaseScript() {
-  // PUBLISH before DEL: a script is not rolled back, so a PUBLISH the ACL denies must fail before
-  // the key is gone. The order is invisible otherwise: subscribers get the message only after
-  // the whole script has run.
-  static const Script script = makeScript("release", R"lua(
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  local notified = redis.call('PUBLISH', ARGV[2], '1')
-  redis.call('DEL', KEYS[1])
-  return {1, notified}
-end
-return {0, 0}
-)lua");
+  static const Script script = makeScript("release", releaseSource("PUBLISH"));
+  return script;
+}
+
+const Script& shardedReleaseScript() {
+  // The channel goes as ARGV, not KEYS: Redis 7.0 counts a declared channel as a missing key and
+  // answers TRYAGAIN during a migration; it shares the lock's slot, which is what SPUBLISH needs.
+  static const Script script = makeScript("shardedRelease", releaseSource("SPUBLISH"));
   return script;
 }
 
@@ -104,6 +115,16 @@ ReplyPtr runScript(Connection& connection, const Script& script, const Argv& key
   ReplyPtr reply = connection.command(scriptArgv("EVALSHA", script.sha, keyCount, keys, args));
   if (isErrorReply(*reply, "NOSCRIPT")) reply = connection.command(scriptArgv("EVAL", script.source, keyCount, keys, args));
   return reply;
+}
+
+ReplyPtr runScriptAsking(Connection& connection, const Script& script, const Argv& keys, const Argv& args) {
+  // ASKING holds for the next command only, so both go on one connection back to back; EVAL
+  // rather than EVALSHA, as the importing node may not have the script yet.
+  connection.append({"ASKING"});
+  connection.append(scriptArgv("EVAL", script.source, std::to_string(keys.size()), keys, args));
+  ReplyPtr asking = connection.readReply();
+  ReplyPtr reply = connection.readReply();
+  return asking->type == REDIS_REPLY_ERROR ? std::move(asking) : std::move(reply);
 }
 
 std::vector<ReplyPtr> runScriptPipelined(Connection& connection, const Script& script,

@@ -31,6 +31,7 @@ struct Script {
 
 const Script& acquireScript();
 const Script& releaseScript();
+const Script& shardedReleaseScript();  // the release with SPUBLISH (Redis Cluster)
 const Script& extendScript();
 const Script& extendManyScript();
 const Script& inspectScript();
@@ -38,6 +39,9 @@ const Script& raiseFenceScript();
 
 // Runs `script` on `connection`; error replies other than NOSCRIPT are returned as they are.
 ReplyPtr runScript(Connection& connection, const Script& script, const Argv& keys, const Argv& args);
+
+// Runs `script` on the node importing a migrating slot: ASKING, then EVAL, on this connection.
+ReplyPtr runScriptAsking(Connection& connection, const Script& script, const Argv& keys, const Argv& args);
 
 // Runs `script` once per (keys, args) call in one pipeline: one round trip (two if the server
 // had lost the script). Replies in order.
