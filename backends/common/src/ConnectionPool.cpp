@@ -29,9 +29,7 @@ std::unique_ptr<Connection> ConnectionPool::open() {
     ++failures_;
     failedSince_ = true;
     lastError_ = error.what();
-    const std::chrono::milliseconds doubled(pool_.reconnectBackoff.count() << std::min(failures_ - 1, 16U));
-    const auto backoff = std::min(pool_.maxReconnectBackoff, doubled);
-    retryAt_ = std::chrono::steady_clock::now() + backoff;
+    retryAt_ = std::chrono::steady_clock::now() + reconnectDelay(pool_, failures_);
     throw;
   }
 }

@@ -9,6 +9,7 @@
 // Owner: one operator. Thread safety: thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -23,6 +24,14 @@
 #include "dlock/common/RedisOptions.h"
 
 namespace dlock::detail {
+
+// How long to wait before connecting again after `failures` consecutive failures: the base
+// back-off doubled per failure, capped.
+[[nodiscard]] inline std::chrono::milliseconds reconnectDelay(const PoolOptions& options, unsigned failures) {
+  if (failures == 0) return std::chrono::milliseconds(0);
+  const std::chrono::milliseconds doubled(options.reconnectBackoff.count() << std::min(failures - 1, 16U));
+  return std::min(options.maxReconnectBackoff, doubled);
+}
 
 class ConnectionPool {
  public:

@@ -30,20 +30,29 @@ void throwContextError(const redisContext& context, const std::string& where) {
   }
 }
 
-bool isTransientErrorReply(const redisReply& reply) {
-  for (const char* prefix : {"LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS"}) {
-    if (isErrorReply(reply, prefix)) return true;
+bool isTransientErrorText(std::string_view text) {
+  for (std::string_view prefix : {"LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS"}) {
+    if (text.substr(0, prefix.size()) == prefix) return true;
   }
   return false;
+}
+
+bool isTransientErrorReply(const redisReply& reply) {
+  return reply.type == REDIS_REPLY_ERROR && isTransientErrorText(replyText(reply));
+}
+
+void throwErrorText(std::string_view text, const std::string& where) {
+  if (isTransientErrorText(text)) {
+    throw ServerUnavailableError("dlock: " + where + ": server unavailable: " + std::string(text), std::string(text));
+  }
+  throw ServerReplyError("dlock: " + where + ": " + std::string(text), std::string(text));
 }
 
 void throwReplyError(const redisReply& reply, const std::string& where) {
   if (reply.type != REDIS_REPLY_ERROR) {
     throw BackendError("dlock: " + where + ": unexpected reply of type " + std::to_string(reply.type));
   }
-  const std::string text(replyText(reply));
-  if (isTransientErrorReply(reply)) throw ConnectionError("dlock: " + where + ": server unavailable: " + text);
-  throw BackendError("dlock: " + where + ": " + text);
+  throwErrorText(replyText(reply), where);
 }
 
 }  // namespace dlock::detail

@@ -4,19 +4,20 @@
 
 #include "Errors.h"
 #include "dlock/LockError.h"
+#include "dlock/Validation.h"
 
 namespace dlock::detail {
 namespace {
 
-[[noreturn]] void unexpected(const std::string& where, const std::string& what) {
-  throw BackendError("dlock: " + where + ": unexpected reply: " + what);
+[[noreturn]] void unexpected(const ReplySource& where, const std::string& what) {
+  throw BackendError("dlock: " + where.text() + ": unexpected reply: " + what);
 }
 
-void checkNotError(const redisReply& reply, const std::string& where) {
-  if (reply.type == REDIS_REPLY_ERROR) throwReplyError(reply, where);
+void checkNotError(const redisReply& reply, const ReplySource& where) {
+  if (reply.type == REDIS_REPLY_ERROR) throwReplyError(reply, where.text());
 }
 
-long long integerAt(const redisReply& reply, std::size_t index, const std::string& where) {
+long long integerAt(const redisReply& reply, std::size_t index, const ReplySource& where) {
   const redisReply* element = reply.element[index];
   if (element == nullptr || element->type != REDIS_REPLY_INTEGER) {
     unexpected(where, "element " + std::to_string(index) + " is not an integer");
@@ -24,7 +25,7 @@ long long integerAt(const redisReply& reply, std::size_t index, const std::strin
   return element->integer;
 }
 
-const redisReply& pairOf(const redisReply& reply, const std::string& where) {
+const redisReply& pairOf(const redisReply& reply, const ReplySource& where) {
   checkNotError(reply, where);
   if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 2 || reply.element == nullptr) {
     unexpected(where, "expected an array of two integers");
@@ -34,7 +35,12 @@ const redisReply& pairOf(const redisReply& reply, const std::string& where) {
 
 }  // namespace
 
-AcquireResult readAcquireReply(const redisReply& raw, const std::string& where) {
+std::string ReplySource::text() const {
+  if (text_ != nullptr) return *text_;
+  return std::string(operation_) + " " + quoteKey(key_) + " on " + std::string(address_);
+}
+
+AcquireResult readAcquireReply(const redisReply& raw, const ReplySource& where) {
   const redisReply& reply = pairOf(raw, where);
   const long long status = integerAt(reply, 0, where);
   const long long value = integerAt(reply, 1, where);
@@ -52,7 +58,7 @@ AcquireResult readAcquireReply(const redisReply& raw, const std::string& where) 
   return result;
 }
 
-ReleaseResult readReleaseReply(const redisReply& raw, const std::string& where) {
+ReleaseResult readReleaseReply(const redisReply& raw, const ReplySource& where) {
   const redisReply& reply = pairOf(raw, where);
   const long long status = integerAt(reply, 0, where);
   const long long notified = integerAt(reply, 1, where);
@@ -63,7 +69,7 @@ ReleaseResult readReleaseReply(const redisReply& raw, const std::string& where) 
   return result;
 }
 
-bool readFlagReply(const redisReply& reply, const std::string& where) {
+bool readFlagReply(const redisReply& reply, const ReplySource& where) {
   checkNotError(reply, where);
   if (reply.type != REDIS_REPLY_INTEGER || (reply.integer != 0 && reply.integer != 1)) {
     unexpected(where, "expected 0 or 1");
@@ -71,7 +77,7 @@ bool readFlagReply(const redisReply& reply, const std::string& where) {
   return reply.integer == 1;
 }
 
-std::vector<bool> readFlagsReply(const redisReply& reply, std::size_t count, const std::string& where) {
+std::vector<bool> readFlagsReply(const redisReply& reply, std::size_t count, const ReplySource& where) {
   checkNotError(reply, where);
   if (reply.type != REDIS_REPLY_ARRAY || reply.elements != count || (count > 0 && reply.element == nullptr)) {
     unexpected(where, "expected an array of " + std::to_string(count) + " integers");
@@ -86,13 +92,13 @@ std::vector<bool> readFlagsReply(const redisReply& reply, std::size_t count, con
   return flags;
 }
 
-std::uint64_t readCountReply(const redisReply& reply, const std::string& where) {
+std::uint64_t readCountReply(const redisReply& reply, const ReplySource& where) {
   checkNotError(reply, where);
   if (reply.type != REDIS_REPLY_INTEGER || reply.integer < 0) unexpected(where, "expected a non-negative integer");
   return static_cast<std::uint64_t>(reply.integer);
 }
 
-LeaseInfo readInspectReply(const redisReply& raw, const std::string& where) {
+LeaseInfo readInspectReply(const redisReply& raw, const ReplySource& where) {
   const redisReply& reply = pairOf(raw, where);
   const long long pttl = integerAt(reply, 0, where);
   const long long fence = integerAt(reply, 1, where);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "Connection.h"
+#include "ConnectionPool.h"
 #include "Reply.h"
 #include "dlock/LockError.h"
 #include "dlock/detail/Log.h"
@@ -214,8 +215,7 @@ std::unique_ptr<Connection> Subscriber::State::connect(unsigned& failures, bool&
     ++failures;
     ++connectFailures;
     changed.notify_all();  // let watch() callers see the failure instead of waiting it out
-    const std::chrono::milliseconds doubled(backoff.reconnectBackoff.count() << std::min(failures - 1, 16U));
-    changed.wait_for(guard, std::min(backoff.maxReconnectBackoff, doubled), [&] { return stopping; });
+    changed.wait_for(guard, reconnectDelay(backoff, failures), [&] { return stopping; });
     return nullptr;
   }
 }

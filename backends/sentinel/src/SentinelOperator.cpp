@@ -418,7 +418,7 @@ class SentinelOperator::Impl {
     const std::uint64_t acknowledged = detail::readCountReply(*reply, where + ": WAIT");
     if (acknowledged >= options_.waitReplicas) return;
     const detail::ReplyPtr released =
-        detail::runScript(connection, detail::releaseScript(), {names.lock}, {token, names.channel});
+        detail::runScript(connection, detail::releaseScript(), {names.lock}, {token, names.channel()});
     const bool undone = released->type != REDIS_REPLY_ERROR && detail::readReleaseReply(*released, where).released;
     throw ConnectionError("dlock: " + where + ": only " + std::to_string(acknowledged) + " of " + replicas +
                           " replicas acknowledged the lock within " + timeout + " ms; " +
@@ -455,7 +455,7 @@ AcquireResult SentinelOperator::lock(std::string_view key, std::string_view toke
   return impl_->run("lock", key, [&](detail::Connection& connection, const Impl::Master& master) {
     const std::string where = impl_->where("lock", key, master);
     const detail::ReplyPtr reply =
-        detail::runScript(connection, detail::acquireScript(), {names.lock, names.fence}, {token, ttlText});
+        detail::runScript(connection, detail::acquireScript(), {names.lock, names.fence()}, {token, ttlText});
     Impl::checkMaster(*reply, where);
     const AcquireResult result = detail::readAcquireReply(*reply, where);
     if (result.acquired && impl_->options_.waitReplicas > 0) impl_->awaitReplicas(connection, names, token, where);
@@ -468,11 +468,11 @@ ReleaseResult SentinelOperator::unlock(std::string_view key, std::string_view to
   return impl_->run("unlock", key, [&](detail::Connection& connection, const Impl::Master& master) {
     const std::string where = impl_->where("unlock", key, master);
     const detail::ReplyPtr reply =
-        detail::runScript(connection, detail::releaseScript(), {names.lock}, {token, names.channel});
+        detail::runScript(connection, detail::releaseScript(), {names.lock}, {token, names.channel()});
     Impl::checkMaster(*reply, where);
     ReleaseResult result = detail::readReleaseReply(*reply, where);
     // Our own subscriber is not a waiter of another process.
-    if (result.notified > 0 && impl_->releases_.subscribed(names.channel)) --result.notified;
+    if (result.notified > 0 && impl_->releases_.subscribed(names.channel())) --result.notified;
     return result;
   });
 }
@@ -516,7 +516,7 @@ std::uint64_t SentinelOperator::raiseFence(std::string_view key, std::uint64_t a
   const std::string wanted = std::to_string(atLeast);
   return impl_->run("raiseFence", key, [&](detail::Connection& connection, const Impl::Master& master) {
     const std::string where = impl_->where("raiseFence", key, master);
-    const detail::ReplyPtr reply = detail::runScript(connection, detail::raiseFenceScript(), {names.fence}, {wanted});
+    const detail::ReplyPtr reply = detail::runScript(connection, detail::raiseFenceScript(), {names.fence()}, {wanted});
     Impl::checkMaster(*reply, where);
     return detail::readCountReply(*reply, where);
   });
@@ -524,7 +524,7 @@ std::uint64_t SentinelOperator::raiseFence(std::string_view key, std::uint64_t a
 
 std::unique_ptr<IReleaseWatch> SentinelOperator::watch(std::string_view key) {
   (void)impl_->current();  // the subscriber's target is the master: find it first
-  return impl_->releases_.watch(detail::keyNames(impl_->options_.keyPrefix, key).channel);
+  return impl_->releases_.watch(detail::keyNames(impl_->options_.keyPrefix, key).channel());
 }
 
 LeaseInfo SentinelOperator::inspect(std::string_view key) {
@@ -532,7 +532,7 @@ LeaseInfo SentinelOperator::inspect(std::string_view key) {
   return impl_->run("inspect", key, [&](detail::Connection& connection, const Impl::Master& master) {
     const std::string where = impl_->where("inspect", key, master);
     const detail::ReplyPtr reply =
-        detail::runScript(connection, detail::inspectScript(), {names.lock, names.fence}, {});
+        detail::runScript(connection, detail::inspectScript(), {names.lock, names.fence()}, {});
     Impl::checkMaster(*reply, where);
     return detail::readInspectReply(*reply, where);
   });
