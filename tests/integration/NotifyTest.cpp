@@ -129,3 +129,25 @@ TEST_SUITE("Notify") {
     CHECK(Steady::now() - start < 1500ms);  // the confirmation allowance is 2 s before any connect
   }
 }
+
+TEST_SUITE("Notify") {
+  TEST_CASE("a refused subscription fails that watch only, typed, and a later watch asks again") {
+    RedisProcess::Options options;
+    options.config = {"user limited on >pw ~* &dlock:{allowed}* +@all"};
+    RedisProcess server(options);
+    auto backend = dlock::connect("redis://limited:pw@" + server.host() + ":" + std::to_string(server.port()));
+    auto allowed = backend->watch("allowed");  // subscribed
+    REQUIRE(allowed != nullptr);
+    try {
+      (void)backend->watch("denied");
+      FAIL("SUBSCRIBE to a channel the ACL denies must fail");
+    } catch (const dlock::BackendError& error) {
+      CHECK(std::string(error.what()).find("NOPERM") != std::string::npos);
+    }
+    // The refusal was that channel's alone, and a second watch asks the server again.
+    CHECK_THROWS_AS((void)backend->watch("denied"), dlock::BackendError);
+    RedisClient admin(server.host(), server.port());
+    admin.ok({"ACL", "SETUSER", "limited", "allchannels"});
+    CHECK(backend->watch("denied") != nullptr);
+  }
+}

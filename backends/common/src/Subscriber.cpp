@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "Connection.h"
+#include "Errors.h"
 #include "ConnectionPool.h"
 #include "Reply.h"
 #include "dlock/LockError.h"
@@ -29,7 +31,8 @@ struct Subscriber::State {
     unsigned refs = 0;           // live watches
     bool requested = false;      // SUBSCRIBE sent (or queued) on the current connection
     bool confirmed = false;      // the server confirmed it
-    std::string error;           // the server refused it
+    bool unsubscribing = false;  // we sent UNSUBSCRIBE (linger ran out); its reply is ours
+    std::string error;           // the server refused it (the reply's text)
     std::uint64_t releases = 0;  // messages received
     Steady::time_point idleSince;
   };
@@ -51,6 +54,7 @@ struct Subscriber::State {
   std::condition_variable changed;
   std::map<std::string, Channel> channels;             // guarded by mutex
   std::vector<std::pair<bool, std::string>> pending;   // guarded by mutex; (subscribe?, channel)
+  std::deque<std::string> unanswered;                  // guarded by mutex; SUBSCRIBEs sent, in order
   std::uint64_t generation = 0;                        // guarded by mutex; bumped per connection loss
   std::uint64_t connectFailures = 0;                   // guarded by mutex; failed connect attempts
   std::string address = "(not connected)";             // guarded by mutex
@@ -152,9 +156,9 @@ std::unique_ptr<IReleaseWatch> Subscriber::watch(const std::string& name) {
   });
   if (!channel.confirmed) {
     if (--channel.refs == 0) channel.idleSince = Steady::now();
+    // A refusal keeps its type: "not now" (TRYAGAIN, LOADING, ...) is a ConnectionError.
     if (!channel.error.empty()) {
-      throw BackendError("dlock: " + std::string(state_->subscribeCommand()) + " on " + state_->address + ": " +
-                         channel.error);
+      throwErrorText(channel.error, std::string(state_->subscribeCommand()) + " " + name + " on " + state_->address);
     }
     throw ConnectionError("dlock: subscribing to release messages on " + state_->address + ": " +
                           (state_->lastError.empty() ? "no confirmation in time" : state_->lastError));
@@ -198,6 +202,7 @@ std::unique_ptr<Connection> Subscriber::State::connect(unsigned& failures, bool&
     dropRequested = false;
     // Subscribe again to everything still watched; forget channels nobody watches.
     pending.clear();
+    unanswered.clear();
     for (auto it = channels.begin(); it != channels.end();) {
       if (it->second.refs == 0) {
         it = channels.erase(it);
@@ -205,6 +210,7 @@ std::unique_ptr<Connection> Subscriber::State::connect(unsigned& failures, bool&
       }
       it->second.requested = true;
       it->second.confirmed = false;
+      it->second.unsubscribing = false;
       pending.emplace_back(true, it->first);
       ++it;
     }
@@ -274,10 +280,14 @@ void Subscriber::State::serve(Connection& connection) {
         if (channel.refs == 0 && channel.confirmed && now - channel.idleSince >= options.linger) {
           channel.requested = false;
           channel.confirmed = false;
+          channel.unsubscribing = true;
           pending.emplace_back(false, name);
         }
       }
       toSend.swap(pending);
+      for (const auto& [subscribe, name] : toSend) {
+        if (subscribe) unanswered.push_back(name);
+      }
     }
     for (const auto& [subscribe, name] : toSend) {
       connection.append({subscribe ? subscribeCommand() : unsubscribeCommand(), name});
@@ -314,10 +324,15 @@ void Subscriber::State::serve(Connection& connection) {
 
 void Subscriber::State::handle(const redisReply& reply, std::optional<Steady::time_point>& pingSentAt) {
   if (reply.type == REDIS_REPLY_ERROR) {
+    // Replies come in order: an error answers the oldest SUBSCRIBE not yet answered. That channel
+    // alone is refused, and no longer requested, so a later watch() asks again.
     std::lock_guard<std::mutex> guard(mutex);
-    for (auto& [name, channel] : channels) {
-      if (channel.requested && !channel.confirmed) channel.error = std::string(replyText(reply));
-    }
+    if (unanswered.empty()) return;
+    const auto it = channels.find(unanswered.front());
+    unanswered.pop_front();
+    if (it == channels.end()) return;
+    it->second.error = std::string(replyText(reply));
+    it->second.requested = false;
     changed.notify_all();
     return;
   }
@@ -329,20 +344,38 @@ void Subscriber::State::handle(const redisReply& reply, std::optional<Steady::ti
   }
   if (reply.elements < 2 || reply.element[1]->type != REDIS_REPLY_STRING) return;
   const std::string name(replyText(*reply.element[1]));
-  std::lock_guard<std::mutex> guard(mutex);
-  const auto it = channels.find(name);
-  if (it == channels.end()) return;
-  auto& channel = it->second;
-  if (kind == "message" || kind == "smessage") {
-    ++channel.releases;
-  } else if (kind == "subscribe" || kind == "ssubscribe") {
-    if (channel.requested) channel.confirmed = true;
-  } else if (kind == "unsubscribe" || kind == "sunsubscribe") {
-    if (channel.refs == 0 && !channel.requested) channels.erase(it);
-  } else {
-    return;
+  const bool message = kind == "message" || kind == "smessage";
+  const bool subscribed = kind == "subscribe" || kind == "ssubscribe";
+  {
+    std::lock_guard<std::mutex> guard(mutex);
+    const auto it = channels.find(name);
+    if (it == channels.end()) return;
+    auto& channel = it->second;
+    if (message) {
+      ++channel.releases;
+    } else if (subscribed) {
+      const auto sent = std::find(unanswered.begin(), unanswered.end(), name);
+      if (sent != unanswered.end()) unanswered.erase(sent);
+      if (channel.requested) channel.confirmed = true;
+    } else if (kind == "unsubscribe" || kind == "sunsubscribe") {
+      if (channel.unsubscribing) {
+        channel.unsubscribing = false;
+        if (channel.refs == 0 && !channel.requested) channels.erase(it);
+      } else {
+        // The server dropped it (a cluster slot moved away): its waiters would hear nothing more,
+        // so wake them as a release would; their retry finds where the key lives now.
+        channel.confirmed = false;
+        channel.requested = false;
+        ++channel.releases;
+      }
+    } else {
+      return;
+    }
+    changed.notify_all();
   }
-  changed.notify_all();
+  // Callbacks run on this thread, without the lock: they may call back into the subscriber.
+  if (message && options.onMessage) options.onMessage(name, replyText(*reply.element[reply.elements - 1]));
+  if (subscribed && options.onSubscribed) options.onSubscribed(name);
 }
 
 }  // namespace dlock::detail

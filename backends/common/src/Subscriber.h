@@ -5,8 +5,10 @@
 // missed. A background thread owns the connection: it reads messages, PINGs when idle to notice
 // a dead server, and on any failure reconnects with back-off and subscribes again. A connection
 // loss wakes every waiter (a release may have been missed while disconnected), which then
-// simply tries again. Channels nobody watches any more stay subscribed for `linger`, so a hot
-// key does not pay SUBSCRIBE/UNSUBSCRIBE on every wait.
+// simply tries again; so does a channel the server drops on its own (a cluster slot moving away).
+// A refused SUBSCRIBE fails the watch() that asked, typed as a reply of that kind (TRYAGAIN is a
+// ConnectionError), and the next watch() asks again. Channels nobody watches any more stay
+// subscribed for `linger`, so a hot key does not pay SUBSCRIBE/UNSUBSCRIBE on every wait.
 // `sharded` uses SSUBSCRIBE/SUNSUBSCRIBE (Redis Cluster's sharded pub/sub).
 // Owner: one operator. Thread safety: thread-safe.
 #pragma once
@@ -16,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "dlock/IOperator.h"
 #include "dlock/common/RedisOptions.h"
@@ -24,6 +27,11 @@ namespace dlock::detail {
 
 struct SubscriberOptions {
   bool sharded = false;
+  // Called on the subscriber's thread for every message (after waiters are woken) and for every
+  // confirmed subscription (also after a reconnect); for subscribers that want the payloads, such
+  // as Sentinel's events. They must not block for long.
+  std::function<void(const std::string& channel, std::string_view payload)> onMessage;
+  std::function<void(const std::string& channel)> onSubscribed;
   std::chrono::milliseconds pingInterval{std::chrono::seconds(1)};
   std::chrono::milliseconds linger{std::chrono::seconds(5)};
 };
