@@ -25,14 +25,26 @@ ensure_packages() {
   # and tests pick their own ports anyway.
 }
 
-# configure_and_build <build-dir> [cmake args...]
+# configure_and_build <build-dir> [cmake args...] [--target T...]
+# Targets after --target are built alone (a script that runs three programs need not build
+# every test suite); without them, everything is.
 configure_and_build() {
   local dir="$1"; shift
+  local args=() targets=()
+  while [ $# -gt 0 ]; do
+    if [ "$1" = --target ]; then shift; targets=("$@"); break; fi
+    args+=("$1"); shift
+  done
+  set -- "${args[@]}"
   # Warnings are errors in CI; elsewhere leave the setting as the build folder has it, so the
   # demo and the tests can share a build without rebuilding it from scratch.
   local extra=()
   [ -n "${CI:-}" ] && extra+=(-DDLOCK_WARNINGS_AS_ERRORS=ON)
   cmake -S "$DLOCK_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE="${DLOCK_BUILD_TYPE:-RelWithDebInfo}" \
         "${extra[@]}" "$@" >/dev/null
-  cmake --build "$dir" -j"$(nproc)"
+  if [ ${#targets[@]} -gt 0 ]; then
+    cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}"
+  else
+    cmake --build "$dir" -j"$(nproc)"
+  fi
 }

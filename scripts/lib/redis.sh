@@ -1,44 +1,20 @@
-# scripts/lib/redis.sh — private redis-servers for scripts: a free loopback port, a config in
-# the given directory (no persistence), started in the background and stopped by pid.
+# scripts/lib/redis.sh — private redis-servers (and sentinels) for scripts: a free loopback port,
+# a config in the given directory (no persistence), started in the background and stopped by
+# pid. The other topology libraries (sentinel.sh, cluster.sh, redlock.sh) build on these.
 # Source it; it defines functions only.
 
-# redis_start DIR [extra redis.conf lines...]
-# Starts a server whose files live in DIR; sets REDIS_PID and REDIS_PORT and records both in
-# DIR/server.pid and DIR/server.port. Returns non-zero, with the server's log, if it cannot start.
-redis_start() {
-  local dir="$1"; shift
-  mkdir -p "$dir"
-  dir=$(cd "$dir" && pwd)  # redis-server changes into `dir`: relative paths would break
-  local attempt port pid line
-  for attempt in 1 2 3 4 5; do
-    # Below Linux's ephemeral range (32768+), where outgoing connections take their ports.
-    port=$(( 20000 + RANDOM % 12000 ))
-    # Something answers there already: try another.
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
-    {
-      printf 'bind 127.0.0.1\nport %s\nsave ""\nappendonly no\ndir %s\n' "$port" "$dir"
-      printf 'daemonize no\nlogfile %s/redis.log\n' "$dir"
-      for line in "$@"; do printf '%s\n' "$line"; done
-    } > "$dir/redis.conf"
-    redis-server "$dir/redis.conf" &
-    pid=$!
-    local tries
-    for tries in $(seq 200); do
-      if redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -qE 'PONG|NOAUTH'; then
-        REDIS_PID=$pid REDIS_PORT=$port
-        echo "$pid" > "$dir/server.pid"
-        echo "$port" > "$dir/server.port"
-        return 0
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+# redis_free_port [OFFSET] — prints a loopback port with nothing listening on it (nor on
+# port+OFFSET, for a cluster bus), below Linux's ephemeral range (32768+), where outgoing
+# connections take their ports.
+redis_free_port() {
+  local offset="${1:-0}" port
+  while true; do
+    port=$(( 20000 + RANDOM % (12000 - offset) ))
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
+    if [ "$offset" -gt 0 ]; then (exec 3<>"/dev/tcp/127.0.0.1/$((port + offset))") 2>/dev/null && continue; fi
+    echo "$port"
+    return 0
   done
-  echo "redis_start: could not start redis-server in $dir" >&2
-  tail -n 20 "$dir/redis.log" >&2 2>/dev/null || true
-  return 1
 }
 
 # True while `pid` runs (a zombie, dead but not yet reaped, does not count).
@@ -46,6 +22,54 @@ redis_alive() {
   local state
   state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
   [ -n "$state" ] && [ "$state" != "Z" ]
+}
+
+# redis_wait_ping PID PORT — waits (10 s at most) until the server on PORT answers; fails at
+# once when PID has exited.
+redis_wait_ping() {
+  local pid="$1" port="$2" tries
+  for tries in $(seq 200); do
+    if redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -qE 'PONG|NOAUTH'; then return 0; fi
+    redis_alive "$pid" || return 1
+    sleep 0.05
+  done
+  return 1
+}
+
+# redis_start DIR [extra config lines...]
+# Starts a server whose files live in DIR; sets REDIS_PID and REDIS_PORT and records both in
+# DIR/server.pid and DIR/server.port. Returns non-zero, with the server's log, if it cannot start.
+# REDIS_START_PORT=N uses that port (no retries on another); REDIS_START_EXECUTABLE=redis-sentinel
+# starts a sentinel with the same config and bookkeeping.
+redis_start() {
+  local dir="$1"; shift
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)  # redis-server changes into `dir`: relative paths would break
+  local executable="${REDIS_START_EXECUTABLE:-redis-server}" attempt port pid line
+  for attempt in 1 2 3 4 5; do
+    port="${REDIS_START_PORT:-$(redis_free_port)}"
+    {
+      printf 'bind 127.0.0.1\nport %s\ndir %s\n' "$port" "$dir"
+      [ "$executable" = redis-server ] && printf 'save ""\nappendonly no\n'
+      printf 'daemonize no\nlogfile %s/redis.log\n' "$dir"
+      for line in "$@"; do printf '%s\n' "$line"; done
+    } > "$dir/redis.conf"
+    # Detached from our stdio: a caller reading our output must not wait for the server to exit.
+    "$executable" "$dir/redis.conf" > "$dir/stdout.log" 2>&1 < /dev/null &
+    pid=$!
+    if redis_wait_ping "$pid" "$port"; then
+      REDIS_PID=$pid REDIS_PORT=$port
+      echo "$pid" > "$dir/server.pid"
+      echo "$port" > "$dir/server.port"
+      return 0
+    fi
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    [ -n "${REDIS_START_PORT:-}" ] && break
+  done
+  echo "redis_start: could not start $executable in $dir" >&2
+  tail -n 20 "$dir/redis.log" >&2 2>/dev/null || true
+  return 1
 }
 
 # redis_stop DIR — stops the server started in DIR, by its recorded pid.

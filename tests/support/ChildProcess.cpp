@@ -9,10 +9,11 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 namespace dlock::test {
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
+ChildProcess::ChildProcess(const Options& options) {
   int in[2];
   int out[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) {
@@ -22,11 +23,24 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
   if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid_ == 0) {
     ::dup2(in[0], STDIN_FILENO);
-    ::dup2(out[1], STDOUT_FILENO);
+    if (options.outputFile.empty()) {
+      ::dup2(out[1], STDOUT_FILENO);
+    } else {
+      const int file = ::open(options.outputFile.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (file >= 0) {
+        ::dup2(file, STDOUT_FILENO);
+        ::dup2(file, STDERR_FILENO);
+      }
+    }
+    for (const auto& [name, value] : options.env) ::setenv(name.c_str(), value.c_str(), 1);
     std::vector<char*> args;
-    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    for (const auto& arg : options.argv) args.push_back(const_cast<char*>(arg.c_str()));
     args.push_back(nullptr);
-    ::execv(args[0], args.data());
+    if (options.searchPath) {
+      ::execvp(args[0], args.data());
+    } else {
+      ::execv(args[0], args.data());
+    }
     ::_exit(127);
   }
   ::close(in[0]);
@@ -79,14 +93,36 @@ void ChildProcess::signal(int signo) {
   if (pid_ > 0) ::kill(pid_, signo);
 }
 
+namespace {
+
+int exitStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+std::optional<int> ChildProcess::waitFor(std::chrono::milliseconds budget) {
+  if (pid_ <= 0) return -1;
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  while (true) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return exitStatus(status);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 int ChildProcess::wait() {
   if (pid_ <= 0) return -1;
   int status = 0;
   ::waitpid(pid_, &status, 0);
   pid_ = -1;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
+  return exitStatus(status);
 }
 
 }  // namespace dlock::test

@@ -1,5 +1,6 @@
 // ChildProcess.h — another process for multi-process tests (fork/exec, not threads), with its
-// stdin and stdout as line-oriented pipes. Killed (SIGKILL) and reaped on destruction if still
+// stdin and stdout as line-oriented pipes (or its output in a file), extra environment, and a
+// bounded wait. Killed (SIGKILL) and reaped on destruction if still
 // running. Not thread-safe.
 #pragma once
 
@@ -8,13 +9,24 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dlock::test {
 
 class ChildProcess {
  public:
-  explicit ChildProcess(const std::vector<std::string>& argv);
+  struct Options {
+    std::vector<std::string> argv;
+    std::vector<std::pair<std::string, std::string>> env;  // set in the child's environment
+    // When set, stdout and stderr are appended to this file instead of stdout going to the pipe
+    // (readLine then sees nothing).
+    std::string outputFile;
+    bool searchPath = false;  // look argv[0] up in PATH
+  };
+
+  explicit ChildProcess(const std::vector<std::string>& argv) : ChildProcess(Options{argv, {}, {}, false}) {}
+  explicit ChildProcess(const Options& options);
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
   ~ChildProcess();
@@ -25,6 +37,8 @@ class ChildProcess {
   void signal(int signo);
   // Waits for the exit; returns the exit status (128 + signal when killed).
   int wait();
+  // Waits at most `budget`: the exit status as wait() gives it, or nullopt while still running.
+  std::optional<int> waitFor(std::chrono::milliseconds budget);
   [[nodiscard]] pid_t pid() const { return pid_; }
 
  private:

@@ -49,14 +49,15 @@ RedisProcess::RedisProcess(Options options) : options_(std::move(options)) {
   char pattern[] = "/tmp/dlock-redis-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
   dir_ = pattern;
+  if (options_.sentinel && options_.executable == "redis-server") options_.executable = "redis-sentinel";
   for (int attempt = 0;; ++attempt) {
-    port_ = freeLoopbackPort();
+    port_ = options_.port != 0 ? options_.port : freeLoopbackPort();
     try {
       start();
       return;
     } catch (const std::exception&) {
       // Another process may have taken the port between our check and the server's bind.
-      if (attempt == 2) {
+      if (attempt == 2 || options_.port != 0) {
         std::filesystem::remove_all(dir_);
         throw;
       }
@@ -78,8 +79,9 @@ void RedisProcess::start() {
   const std::string config = dir_ + "/redis.conf";
   {
     std::ofstream out(config);
-    out << "bind 127.0.0.1\nport " << port_ << "\nsave \"\"\nappendonly no\ndir " << dir_
-        << "\ndaemonize no\nlogfile " << dir_ << "/redis.log\nenable-debug-command yes\n";
+    out << "bind 127.0.0.1\nport " << port_ << "\ndir " << dir_ << "\ndaemonize no\nlogfile " << dir_
+        << "/redis.log\n";
+    if (!options_.sentinel) out << "save \"\"\nappendonly no\nenable-debug-command yes\n";
     for (const auto& line : options_.config) out << line << "\n";
   }
   const pid_t child = ::fork();

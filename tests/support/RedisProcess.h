@@ -19,6 +19,8 @@ class RedisProcess {
   struct Options {
     std::vector<std::string> config;  // extra redis.conf lines, e.g. "requirepass secret"
     std::string executable = "redis-server";
+    int port = 0;       // 0: a free loopback port
+    bool sentinel = false;  // a redis-sentinel: no data-node settings (save, appendonly, debug)
   };
 
   RedisProcess() : RedisProcess(Options{}) {}
