@@ -388,24 +388,14 @@ TEST_SUITE("DistributedLock") {
 namespace {
 
 // A backend that grants shorter validity than the lease asked for, as Redlock does.
-class ShortValidityOperator final : public dlock::IOperator {
+class ShortValidityOperator final : public dlock::test::ForwardingOperator {
  public:
-  explicit ShortValidityOperator(std::shared_ptr<dlock::MemoryOperator> inner) : inner_(std::move(inner)) {}
+  using ForwardingOperator::ForwardingOperator;
   dlock::AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
     auto result = inner_->lock(key, token, ttl);
     if (result.acquired) result.validity = ttl - 2s;
     return result;
   }
-  dlock::ReleaseResult unlock(std::string_view key, std::string_view token) override { return inner_->unlock(key, token); }
-  bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
-    return inner_->extend(key, token, ttl);
-  }
-  std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override { return inner_->raiseFence(key, atLeast); }
-  dlock::LeaseInfo inspect(std::string_view key) override { return inner_->inspect(key); }
-  [[nodiscard]] std::string describe() const override { return "short-validity://"; }
-
- private:
-  std::shared_ptr<dlock::MemoryOperator> inner_;
 };
 
 }  // namespace

@@ -13,6 +13,30 @@ namespace dlock::test {
 
 using namespace std::chrono_literals;
 
+// An IOperator passing every call to a MemoryOperator; tests override the calls they bend.
+class ForwardingOperator : public IOperator {
+ public:
+  explicit ForwardingOperator(std::shared_ptr<MemoryOperator> inner) : inner_(std::move(inner)) {}
+  AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
+    return inner_->lock(key, token, ttl);
+  }
+  ReleaseResult unlock(std::string_view key, std::string_view token) override { return inner_->unlock(key, token); }
+  bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
+    return inner_->extend(key, token, ttl);
+  }
+  std::vector<bool> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override {
+    return inner_->extendAll(leases, ttl);
+  }
+  std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override {
+    return inner_->raiseFence(key, atLeast);
+  }
+  LeaseInfo inspect(std::string_view key) override { return inner_->inspect(key); }
+  [[nodiscard]] std::string describe() const override { return "forwarding://"; }
+
+ protected:
+  std::shared_ptr<MemoryOperator> inner_;
+};
+
 struct VirtualFixture {
   std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>();
   std::shared_ptr<MemoryOperator> backend = std::make_shared<MemoryOperator>(clock);

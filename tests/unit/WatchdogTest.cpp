@@ -144,25 +144,18 @@ namespace {
 
 // A backend whose renewals never get through although the server keeps the keys (a network
 // path that fails for the watchdog while the server is fine, with leases longer than we think).
-class UnrenewableOperator final : public dlock::IOperator {
+class UnrenewableOperator final : public dlock::test::ForwardingOperator {
  public:
-  explicit UnrenewableOperator(std::shared_ptr<dlock::MemoryOperator> inner) : inner_(std::move(inner)) {}
+  using ForwardingOperator::ForwardingOperator;
   dlock::AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
     return inner_->lock(key, token, ttl * 10);
   }
-  dlock::ReleaseResult unlock(std::string_view key, std::string_view token) override { return inner_->unlock(key, token); }
   bool extend(std::string_view, std::string_view, std::chrono::milliseconds) override {
     throw dlock::ConnectionError("renewal path down");
   }
   std::vector<bool> extendAll(const std::vector<dlock::LeaseRef>&, std::chrono::milliseconds) override {
     throw dlock::ConnectionError("renewal path down");
   }
-  std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override { return inner_->raiseFence(key, atLeast); }
-  dlock::LeaseInfo inspect(std::string_view key) override { return inner_->inspect(key); }
-  [[nodiscard]] std::string describe() const override { return "unrenewable://"; }
-
- private:
-  std::shared_ptr<dlock::MemoryOperator> inner_;
 };
 
 }  // namespace
