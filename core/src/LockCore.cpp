@@ -96,6 +96,11 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
                                      std::memory_order_relaxed);
     }
   };
+  const auto timedOut = [&]() -> std::shared_ptr<LeaseState> {
+    stopWaiting(std::chrono::steady_clock::now());
+    counters_.failedTries.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  };
 
   for (unsigned failures = 0;;) {
     const Clock::time_point sentAt = clock_->now();
@@ -116,20 +121,11 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
     ++failures;
     const SteadyTime now = std::chrono::steady_clock::now();
     if (!waitingSince) waitingSince = now;
-    if (deadline == kTryOnce || now >= deadline) {
-      stopWaiting(now);
-      counters_.failedTries.fetch_add(1, std::memory_order_relaxed);
-      return nullptr;
-    }
+    if (deadline == kTryOnce || now >= deadline) return timedOut();
     if (!ticket) {
       // Queue behind this process's other waiters for the key; only the head talks to the backend.
       ticket.emplace(waiters_, key);
-      if (!ticket->waitForTurn(deadline)) {
-        const SteadyTime late = std::chrono::steady_clock::now();
-        stopWaiting(late);
-        counters_.failedTries.fetch_add(1, std::memory_order_relaxed);
-        return nullptr;
-      }
+      if (!ticket->waitForTurn(deadline)) return timedOut();
       continue;  // our turn: the key may be free by now
     }
     if (!releases && wait_->wantsReleaseWatch()) {
