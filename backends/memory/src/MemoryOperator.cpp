@@ -43,6 +43,13 @@ struct MemoryOperator::State {
     const auto it = keys.find(key);
     return it == keys.end() ? nullptr : &it->second;
   }
+
+  // The live lease of `key` if `token` holds it, else nullptr.
+  Entry* ownedLease(std::string_view key, std::string_view token, Clock::time_point now) {
+    KeyState* state = find(key);
+    Entry* holder = state == nullptr ? nullptr : liveLease(*state, now);
+    return holder != nullptr && holder->token == token ? holder : nullptr;
+  }
 };
 
 namespace {
@@ -125,10 +132,8 @@ ReleaseResult MemoryOperator::unlock(std::string_view key, std::string_view toke
   ReleaseResult result;
   {
     std::lock_guard<std::mutex> guard(state_->mutex);
+    if (state_->ownedLease(key, token, state_->clock->now()) == nullptr) return result;
     State::KeyState* entry = state_->find(key);
-    if (entry == nullptr) return result;
-    const State::Entry* holder = state_->liveLease(*entry, state_->clock->now());
-    if (holder == nullptr || holder->token != token) return result;
     entry->lease.reset();
     ++entry->releases;
     result.released = true;
@@ -141,13 +146,10 @@ ReleaseResult MemoryOperator::unlock(std::string_view key, std::string_view toke
 bool MemoryOperator::extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
   beforeCall();
   std::lock_guard<std::mutex> guard(state_->mutex);
-  State::KeyState* entry = state_->find(key);
-  if (entry == nullptr) return false;
   const Clock::time_point now = state_->clock->now();
-  State::Entry* holder = state_->liveLease(*entry, now);
-  if (holder == nullptr || holder->token != token) return false;
-  holder->expiresAt = now + ttl;
-  return true;
+  State::Entry* holder = state_->ownedLease(key, token, now);
+  if (holder != nullptr) holder->expiresAt = now + ttl;
+  return holder != nullptr;
 }
 
 std::vector<bool> MemoryOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
@@ -157,11 +159,9 @@ std::vector<bool> MemoryOperator::extendAll(const std::vector<LeaseRef>& leases,
   std::lock_guard<std::mutex> guard(state_->mutex);
   const Clock::time_point now = state_->clock->now();
   for (const auto& lease : leases) {
-    State::KeyState* entry = state_->find(lease.key);
-    State::Entry* holder = entry == nullptr ? nullptr : state_->liveLease(*entry, now);
-    const bool ours = holder != nullptr && holder->token == lease.token;
-    if (ours) holder->expiresAt = now + ttl;
-    extended.push_back(ours);
+    State::Entry* holder = state_->ownedLease(lease.key, lease.token, now);
+    if (holder != nullptr) holder->expiresAt = now + ttl;
+    extended.push_back(holder != nullptr);
   }
   return extended;
 }
