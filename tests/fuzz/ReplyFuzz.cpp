@@ -47,6 +47,7 @@ bool declaresHugeArray(const std::uint8_t* data, std::size_t size) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const dlock::detail::ReplySource where("fuzz", "", "");
   if (declaresHugeArray(data, size)) return 0;
   std::unique_ptr<redisReader, ReaderDeleter> reader(redisReaderCreate());
   if (redisReaderFeed(reader.get(), reinterpret_cast<const char*>(data), size) != REDIS_OK) return 0;
@@ -55,18 +56,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (redisReaderGetReply(reader.get(), &raw) != REDIS_OK || raw == nullptr) break;
     std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw), freeReplyObject);
     guarded([&] {
-      const dlock::AcquireResult result = dlock::detail::readAcquireReply(*reply, "fuzz");
+      const dlock::AcquireResult result = dlock::detail::readAcquireReply(*reply, where);
       if (result.acquired && !reallyAcquired(*reply)) std::abort();
       if (result.acquired && result.fencingToken == 0) std::abort();
     });
     guarded([&] {
-      const dlock::ReleaseResult result = dlock::detail::readReleaseReply(*reply, "fuzz");
+      const dlock::ReleaseResult result = dlock::detail::readReleaseReply(*reply, where);
       if (result.released && (reply->type != REDIS_REPLY_ARRAY || reply->element[0]->integer != 1)) std::abort();
     });
-    guarded([&] { (void)dlock::detail::readFlagReply(*reply, "fuzz"); });
-    guarded([&] { (void)dlock::detail::readFlagsReply(*reply, reply->elements, "fuzz"); });
-    guarded([&] { (void)dlock::detail::readInspectReply(*reply, "fuzz"); });
-    guarded([&] { (void)dlock::detail::readCountReply(*reply, "fuzz"); });
+    guarded([&] { (void)dlock::detail::readFlagReply(*reply, where); });
+    guarded([&] { (void)dlock::detail::readFlagsReply(*reply, reply->elements, where); });
+    guarded([&] { (void)dlock::detail::readInspectReply(*reply, where); });
+    guarded([&] { (void)dlock::detail::readCountReply(*reply, where); });
   }
   return 0;
 }
