@@ -6,7 +6,6 @@
 #include <map>
 
 #include "dlock/Validation.h"
-#include "dlock/core/Uri.h"
 
 namespace dlock::cli {
 namespace {
@@ -70,12 +69,6 @@ void checkKeyArgument(const std::string& key) {
     throw UsageError("KEY has " + std::to_string(key.size()) + " bytes, more than the limit of " +
                      std::to_string(kMaxKeyBytes));
   }
-}
-
-// The end of a URI's authority (where userinfo may be), from `start` (just after "://").
-std::size_t authorityEnd(std::string_view text, std::size_t start) {
-  const auto end = text.find_first_of("/?#; \t\n", start);
-  return end == std::string_view::npos ? text.size() : end;
 }
 
 int hexValue(char c) {
@@ -337,28 +330,6 @@ Examples:
   # Who holds it, and for how long?
   dlock status db-migrate
 )";
-}
-
-std::string displayUri(std::string_view uri) {
-  std::string out = redactUri(uri);
-  // Mask what redactUri leaves: a password-only userinfo, and every member of a list.
-  for (std::size_t pos = out.find("://"); pos != std::string::npos; pos = out.find("://", pos)) {
-    const std::size_t start = pos + 3;
-    const std::size_t end = authorityEnd(out, start);
-    const std::size_t at = out.rfind('@', end == 0 ? 0 : end - 1);
-    pos = start;
-    if (at == std::string::npos || at < start || at >= end) continue;
-    const std::size_t colon = out.find(':', start);
-    if (colon != std::string::npos && colon < at) {
-      out.replace(colon + 1, at - colon - 1, "***");
-    } else {
-      out.replace(start, at - start, "***");
-    }
-  }
-  std::vector<std::pair<std::size_t, std::size_t>> values;
-  forEachQueryValue(out, "sentinel_password", [&](std::size_t b, std::size_t e) { values.emplace_back(b, e); });
-  for (auto it = values.rbegin(); it != values.rend(); ++it) out.replace(it->first, it->second - it->first, "***");
-  return out;
 }
 
 std::vector<std::string> uriSecrets(std::string_view text) {

@@ -4,9 +4,9 @@
 //                  print the help or the version
 //   parseArgs()    argv (without argv[0]) and $DLOCK_URI → CliOptions; UsageError when malformed
 //   parseDuration  "500ms", "30s", "2m", "1h", "1.5s", "10" (seconds) → milliseconds
-//   displayUri     a URI as dlock prints it, every password masked
 //   uriSecrets / scrubSecrets   the passwords inside URIs, and text with them masked: a second
-//                  line of defence for messages dlock did not compose itself
+//                  line of defence for messages dlock did not compose itself (the URIs dlock
+//                  prints itself go through dlock::redactUri)
 //
 // No I/O and no backend here, so all of it is unit-tested (tests/unit/CliArgsTest.cpp).
 #pragma once
@@ -78,12 +78,8 @@ inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(24 
 [[nodiscard]] std::string helpText();
 [[nodiscard]] std::string usageText();
 
-// The URI for messages: dlock::redactUri, and also the password-only form (redis://secret@host),
-// every member of a redlock list, and sentinel_password=... masked.
-[[nodiscard]] std::string displayUri(std::string_view uri);
-
 // The passwords inside every URI found in `text` (userinfo and sentinel_password), raw and
-// percent-decoded, longest first.
+// percent-decoded, longest first, each once. `text` may hold several URIs, one per line.
 [[nodiscard]] std::vector<std::string> uriSecrets(std::string_view text);
 
 // `text` with every occurrence of each secret replaced by "***".

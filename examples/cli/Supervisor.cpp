@@ -1,6 +1,5 @@
 #include "Supervisor.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -33,52 +32,28 @@ sigset_t supervisedSignals() {
   return set;
 }
 
-// The file descriptors open now (Linux: /proc/self/fd).
-std::set<int> openFds() {
-  std::set<int> fds;
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) throwErrno("opendir /proc/self/fd");
-  const int own = ::dirfd(dir);
-  while (const dirent* entry = ::readdir(dir)) {
-    if (entry->d_name[0] == '.') continue;
-    const int fd = std::atoi(entry->d_name);
-    if (fd != own) fds.insert(fd);
-  }
-  ::closedir(dir);
-  return fds;
-}
-
-// RAII for the posix_spawn attribute objects.
+// RAII for the posix_spawn attribute object.
 struct SpawnAttributes {
   posix_spawnattr_t attr{};
-  posix_spawn_file_actions_t actions{};
-  SpawnAttributes() {
-    posix_spawnattr_init(&attr);
-    posix_spawn_file_actions_init(&actions);
-  }
+  SpawnAttributes() { posix_spawnattr_init(&attr); }
   SpawnAttributes(const SpawnAttributes&) = delete;
   SpawnAttributes& operator=(const SpawnAttributes&) = delete;
-  ~SpawnAttributes() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-  }
+  ~SpawnAttributes() { posix_spawnattr_destroy(&attr); }
 };
 
 }  // namespace
 
-Supervisor::Supervisor() : inheritedFds_(openFds()) {
+Supervisor::Supervisor() {
   const sigset_t blocked = supervisedSignals();
   if (const int error = ::pthread_sigmask(SIG_BLOCK, &blocked, &startMask_); error != 0) {
     throw std::system_error(error, std::generic_category(), "pthread_sigmask");
   }
-  // A write to a Redis connection the server closed must fail with EPIPE, not end dlock (and
-  // orphan the command). The command gets SIGPIPE back as it was.
-  struct sigaction previous {};
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  if (::sigaction(SIGPIPE, &ignore, &previous) != 0) throwErrno("sigaction SIGPIPE");
-  pipeIgnoredAtStart_ = previous.sa_handler == SIG_IGN;
+  // The library ignores SIGPIPE once it connects (a write to a Redis connection the server
+  // closed fails with EPIPE instead of ending dlock and orphaning the command); the command gets
+  // SIGPIPE as dlock had it at start.
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) != 0) throwErrno("sigaction SIGPIPE");
+  pipeIgnoredAtStart_ = current.sa_handler == SIG_IGN;
 
   signalFd_ = ::signalfd(-1, &blocked, SFD_CLOEXEC | SFD_NONBLOCK);
   if (signalFd_ < 0) throwErrno("signalfd");
@@ -125,18 +100,13 @@ pid_t Supervisor::spawn(const std::vector<std::string>& command, SpawnError& err
     flags = static_cast<short>(flags | POSIX_SPAWN_SETSIGDEF);
   }
   posix_spawnattr_setflags(&spawn.attr, flags);
-  // Only the descriptors dlock was given go on to the command; its own (Redis connections among
-  // them, which hiredis does not open close-on-exec) stay behind.
-  for (const int fd : openFds()) {
-    if (inheritedFds_.count(fd) == 0) posix_spawn_file_actions_addclose(&spawn.actions, fd);
-  }
 
   std::vector<char*> argv;
   argv.reserve(command.size() + 1);
   for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   pid_t pid = -1;
-  const int result = ::posix_spawnp(&pid, argv[0], &spawn.actions, &spawn.attr, argv.data(), environ);
+  const int result = ::posix_spawnp(&pid, argv[0], nullptr, &spawn.attr, argv.data(), environ);
   if (result != 0) {
     error.error = result;
     return -1;

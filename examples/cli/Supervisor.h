@@ -6,9 +6,10 @@
 // and the watchdog and subscriber threads of the lock must not take these signals. The lease-lost
 // notice arrives from the watchdog thread through a pipe, into the same loop.
 //
-// The child gets the signal mask and SIGPIPE disposition dlock started with, and none of the file
-// descriptors dlock opened itself (connections to Redis, the signalfd, the pipe); descriptors
-// dlock inherited are passed on, as flock(1) does.
+// The child gets the signal mask and SIGPIPE disposition dlock started with (dlock's library
+// ignores SIGPIPE for itself), and the descriptors dlock inherited, as flock(1) passes them on.
+// Those dlock opens itself are all close-on-exec: the Redis connections (the library sets it),
+// the signalfd and the pipe.
 // Owner: main(). Thread safety: notifyLost() from any thread; everything else from the thread
 // that constructed it.
 #pragma once
@@ -20,7 +21,6 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -72,8 +72,7 @@ class Supervisor {
   [[noreturn]] static void dieBySignal(int signo);
 
  private:
-  std::set<int> inheritedFds_;  // open when dlock started: the caller's, passed on to the child
-  sigset_t startMask_{};        // the signal mask dlock started with
+  sigset_t startMask_{};  // the signal mask dlock started with
   bool pipeIgnoredAtStart_ = false;
   int signalFd_ = -1;
   int lostRead_ = -1;

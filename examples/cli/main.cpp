@@ -29,6 +29,7 @@
 #include "dlock/Validation.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
+#include "dlock/core/Uri.h"
 
 namespace {
 
@@ -120,7 +121,7 @@ int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<
   const dlock::LeaseInfo info = dlock::connect(options.uri)->inspect(options.key);
   std::string text;
   text += "key:           " + dlock::detail::quoteKey(options.key) + "\n";
-  text += "backend:       " + displayUri(options.uri) + "\n";
+  text += "backend:       " + dlock::redactUri(options.uri) + "\n";
   text += std::string("held:          ") + (info.held ? "yes" : "no") + "\n";
   text += "remaining:     " + (info.held ? formatDuration(info.remaining) : std::string("-")) + "\n";
   text += "fencing token: " + std::to_string(info.fencingToken) + "\n";
@@ -137,7 +138,7 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
   Supervisor supervisor;
 
   const std::string key = dlock::detail::quoteKey(options.key);
-  const std::string uri = displayUri(options.uri);
+  const std::string uri = dlock::redactUri(options.uri);
   auto lock = dlock::LockBuilder().backend(dlock::connect(options.uri)).watchdogLease(options.ttl).build();
   lock->onLockLost([&supervisor](std::string_view, std::uint64_t fencingToken) { supervisor.notifyLost(fencingToken); });
 
@@ -214,16 +215,10 @@ int main(int argc, char** argv) {
   const char* uriFromEnvironment = std::getenv("DLOCK_URI");
 
   // Every password in the arguments or $DLOCK_URI, masked in everything dlock prints.
-  std::vector<std::string> secrets;
-  for (const auto& arg : args) {
-    for (auto& secret : uriSecrets(arg)) secrets.push_back(std::move(secret));
-  }
-  if (uriFromEnvironment != nullptr) {
-    for (auto& secret : uriSecrets(uriFromEnvironment)) secrets.push_back(std::move(secret));
-  }
-  std::sort(secrets.begin(), secrets.end(), [](const std::string& a, const std::string& b) {
-    return a.size() != b.size() ? a.size() > b.size() : a < b;
-  });
+  std::string inputs;  // one per line
+  for (const auto& arg : args) inputs += arg + '\n';
+  if (uriFromEnvironment != nullptr) inputs += uriFromEnvironment;
+  const std::vector<std::string> secrets = uriSecrets(inputs);
 
   CliOptions options;
   try {

@@ -74,6 +74,8 @@ class Cli {
       for (int fd = 3; fd < 1024; ++fd) {
         if (fd != kInheritedFd) ::close(fd);
       }
+      // As from a shell: SIGPIPE at its default, whatever this test process set for itself.
+      ::signal(SIGPIPE, SIG_DFL);
       ::execve(argvPtrs[0], argvPtrs.data(), envPtrs.data());
       ::_exit(126);
     }

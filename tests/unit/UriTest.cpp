@@ -108,4 +108,16 @@ TEST_SUITE("Uri") {
     CHECK(dlock::redactUri("redis+sentinel://:" + secret + "@h1:1/m?sentinel_password=x://y") ==
           "redis+sentinel://:***@h1:1/m?sentinel_password=***");
   }
+
+  TEST_CASE("redactUri masks every password form, list members and sentinel_password") {
+    CHECK(dlock::redactUri("redis://127.0.0.1:6379/2") == "redis://127.0.0.1:6379/2");
+    CHECK(dlock::redactUri("redis://app:hunter2@10.0.0.5:6379") == "redis://app:***@10.0.0.5:6379");
+    CHECK(dlock::redactUri("redis://:hunter2@10.0.0.5:6379") == "redis://:***@10.0.0.5:6379");
+    CHECK(dlock::redactUri("redis://hunter2@10.0.0.5:6379/1") == "redis://***@10.0.0.5:6379/1");  // password only
+    CHECK(dlock::redactUri("redis+sentinel://u:pw1@h1:26379,h2:26379/mymaster?sentinel_password=pw2&prefix=x") ==
+          "redis+sentinel://u:***@h1:26379,h2:26379/mymaster?sentinel_password=***&prefix=x");
+    CHECK(dlock::redactUri("redlock://redis://:a1@h1:1;redis://h2:2;redis://b2@h3:3") ==
+          "redlock://redis://:***@h1:1;redis://h2:2;redis://***@h3:3");
+    CHECK(dlock::redactUri("memory://") == "memory://");
+  }
 }
