@@ -104,6 +104,23 @@ class RedlockOperator::Impl {
     return ttl - drift;
   }
 
+  // Once the outcome is known, the nodes that have not answered get until the node timeout to
+  // take the request too, but never past half the validity: the caller needs the rest for its
+  // work, and a node slower than the validity would otherwise cost the whole lease.
+  Steady::time_point stragglersBy(Steady::time_point start, milliseconds validFor) const {
+    return start + std::min(options_.nodeTimeout, validFor / 2);
+  }
+
+  // Waits for `ballot` until `decided(votes)` or `deadline`, then for the nodes still pending
+  // until stragglersBy (at most `deadline`). True when the first wait ran into `deadline`.
+  template <class T, class Decided>
+  bool waitDecided(Ballot<T>& ballot, Steady::time_point start, milliseconds validFor, Steady::time_point deadline,
+                   Decided decided) const {
+    if (ballot.wait(deadline, decided)) return true;
+    (void)ballot.waitForAll(std::min(deadline, stragglersBy(start, validFor)));
+    return false;
+  }
+
   // Posts `call(member)` to each of `nodes`; a task still queued at `sendBy` is dropped unsent.
   // `call` owns its arguments: the tasks may outlive the caller's wait.
   template <class T, class Call>
@@ -306,7 +323,23 @@ class RedlockOperator::Impl {
                                   }
                                   return extended;
                                 });
-    (void)ballot->waitForAll(start + waited);
+    // Decided when every lease has a quorum of yes, or too few nodes left to give it one.
+    const std::size_t nodes = members_.size();
+    (void)waitDecided(*ballot, start, validFor, start + waited, [&](const std::vector<Vote<std::vector<bool>>>& votes) {
+      for (std::size_t j = 0; j < leases.size(); ++j) {
+        std::size_t yes = 0;
+        std::size_t no = 0;
+        for (const auto& vote : votes) {
+          if (vote.state == VoteState::Answered) {
+            (vote.value[j] ? yes : no) += 1;
+          } else if (vote.state == VoteState::Failed) {
+            ++no;
+          }
+        }
+        if (yes < quorum_ && no <= nodes - quorum_) return false;
+      }
+      return true;
+    });
     const auto votes = ballot->snapshot();
     const bool valid = Steady::now() - start < validFor;
 
@@ -442,15 +475,21 @@ AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token
                                               [k = ownedKey, t = std::string(token), ttl](IOperator& member) {
                                                 return member.lock(k, t, ttl);
                                               });
-  // Every node gets its chance (up to the deadline), so the key and the fencing token end up on
-  // as many nodes as possible; only a certain failure ends the wait early.
-  const bool timedOut = acquires->wait(start + waited, [&](const std::vector<Vote<AcquireResult>>& votes) {
-    std::size_t no = 0;
-    for (std::size_t i = 0; i < votes.size(); ++i) {
-      if (votes[i].state != VoteState::Pending && !counts(votes[i], i)) ++no;
-    }
-    return no > nodes - quorum;
-  });
+  // Decided by a quorum of yes or a certain failure; after a yes the other nodes still get their
+  // chance (stragglersBy), so the key and the fencing token end up on as many nodes as possible.
+  const bool timedOut =
+      d.waitDecided(*acquires, start, validFor, start + waited, [&](const std::vector<Vote<AcquireResult>>& votes) {
+        std::size_t yes = 0;
+        std::size_t no = 0;
+        for (std::size_t i = 0; i < votes.size(); ++i) {
+          if (counts(votes[i], i)) {
+            ++yes;
+          } else if (votes[i].state != VoteState::Pending) {
+            ++no;
+          }
+        }
+        return yes >= quorum || no > nodes - quorum;
+      });
   const std::vector<Vote<AcquireResult>> votes = acquires->snapshot();
   // Nodes still pending at the deadline failed, unless the deadline was the validity's.
   const bool pendingFailed = timedOut && !cutByValidity;
