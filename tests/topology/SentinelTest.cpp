@@ -495,6 +495,9 @@ TEST_SUITE("SentinelOperator") {
       CHECK(std::string(error.what()).find("NOAUTH") != std::string::npos);
       CHECK(std::string(error.what()).find("secret") == std::string::npos);
     }
+    // Asked again at once, the remembered answer is given: still a refusal, not a connection problem.
+    CHECK_THROWS_WITH_AS((void)noSentinelPassword->lock("k", "token-2", 10000ms), doctest::Contains("NOAUTH"),
+                         dlock::BackendError);
     // The sentinel password as the data password: the master refuses AUTH.
     auto swapped = sentinelOperator(base.substr(0, std::string("redis+sentinel://").size()) + ":sentinel-secret@" +
                                     base.substr(std::string("redis+sentinel://").size()) +

@@ -3,17 +3,19 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "ConnectionPool.h"
 #include "Errors.h"
 #include "KeyNames.h"
+#include "LockCommands.h"
 #include "MasterResolver.h"
 #include "Replies.h"
-#include "Scripts.h"
 #include "SentinelEvents.h"
 #include "Subscriber.h"
 #include "dlock/LockError.h"
@@ -35,22 +37,6 @@ constexpr milliseconds kDemotedFor{30000};
 // A promotion the sentinels announced is awaited this long, polling ROLE this often.
 constexpr milliseconds kPromotionWait{5000};
 constexpr milliseconds kPromotionPoll{10};
-
-// An error reply that means "this node does not take writes now": the command did not run, and
-// the master may have moved. (READONLY: a replica; MASTERDOWN: a replica cut off from its master;
-// LOADING: a node that restarted; NOREPLICAS: a master short of min-replicas-to-write.)
-bool isNotMasterReply(const redisReply& reply) {
-  for (const char* prefix : {"READONLY", "MASTERDOWN", "LOADING", "NOREPLICAS"}) {
-    if (detail::isErrorReply(reply, prefix)) return true;
-  }
-  return false;
-}
-
-// Thrown inside a call for a not-master reply; never leaves this file (see run()).
-class NotMaster : public ConnectionError {
- public:
-  using ConnectionError::ConnectionError;
-};
 
 // A message without its leading "dlock: ", to append to another.
 std::string withoutPrefix(const std::string& message) {
@@ -90,19 +76,24 @@ ConnectionOptions sentinelConnection(const SentinelOptions& options) {
 
 class SentinelOperator::Impl {
  public:
-  // The master calls go to, with its pool. Replaced, never changed, when the master moves.
+  // The master calls go to, with its pool. Replaced, never changed, when the master moves, so
+  // a caller tells whether it moved by comparing pointers.
   struct Master {
     detail::MasterAddress address;
-    std::string text;     // "host:port"
-    std::uint64_t epoch;  // 1 for the first master found, +1 per switch
+    std::string text;   // "host:port"
+    std::string label;  // "host:port (master 'name')", for messages
     std::unique_ptr<detail::ConnectionPool> pool;
   };
   using MasterPtr = std::shared_ptr<const Master>;
 
-  // A promotion the sentinels announced that has not moved us yet.
+  // A promotion the sentinels announced that has not moved us yet. Calls for `from` wait for it
+  // until `until`; after that it is given up (calls go on, the sentinels are asked as usual) but
+  // kept, so the same announcement repeated does not hold calls again.
   struct Failover {
     detail::MasterAddress from;
     detail::MasterAddress to;
+    Steady::time_point until;
+    bool gaveUp = false;
   };
 
   // Why the sentinels are asked.
@@ -117,12 +108,14 @@ class SentinelOperator::Impl {
       : options_(validated(std::move(options))),
         resolver_(options_.sentinels, options_.masterName, sentinelConnection(options_), options_.connection),
         events_(resolver_.sentinels(), options_.pool, [this](const detail::SentinelEvent& event) { onEvent(event); }),
-        releases_([this] { return resolver_.dataOptions(current()->address); }, options_.pool) {}
+        releases_([this] { return resolver_.dataOptions(current()->address); }, options_.pool) {
+    promotions_ = std::thread([this] { watchPromotions(); });  // once every member exists
+  }
 
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
-  // The event threads call releases_ and the releases' thread may start them: stop the events
-  // first (waking a thread that waits for a promotion), then the members go in reverse order.
+  // The event and promotion threads call releases_ and the releases' thread may start them: stop
+  // those first, then the members go in reverse order.
   ~Impl() {
     {
       std::lock_guard<std::mutex> guard(mutex_);
@@ -130,6 +123,7 @@ class SentinelOperator::Impl {
     }
     changed_.notify_all();
     events_.stop();
+    if (promotions_.joinable()) promotions_.join();
   }
 
   // The master now; finds it first if none is known yet.
@@ -142,21 +136,26 @@ class SentinelOperator::Impl {
     return resolve(Reason::Unknown, nullptr);
   }
 
-  // The master a call may go to: `master`, unless the sentinels are promoting a replica in its
-  // place; then waits (at most the command timeout) for the promotion to move us. `operation`
-  // and `key` name the call in the error.
-  MasterPtr usable(MasterPtr master, const char* operation, std::string_view key) {
+  // The master a call may go to: the one now, unless the sentinels are promoting a replica in
+  // its place; then waits (at most the command timeout) for the promotion to move us.
+  // `operation` and `key` name the call in the error.
+  MasterPtr usable(const char* operation, std::string_view key) {
     std::unique_lock<std::mutex> guard(mutex_);
+    if (!master_) {
+      guard.unlock();
+      (void)current();
+      guard.lock();
+    }
     const auto leaving = [&] {
-      return !stopping_ && master_ == master && failover_ && failover_->from == master->address;
+      return !stopping_ && failover_ && !failover_->gaveUp && failover_->from == master_->address;
     };
-    if (!leaving()) return master_ ? master_ : master;
+    if (!leaving()) return master_;
     const milliseconds timeout = options_.connection.commandTimeout;
     if (changed_.wait_for(guard, timeout, [&] { return !leaving(); })) return master_;
     throw ConnectionError("dlock: " + std::string(operation) + " " + detail::quoteKey(key) + ": master '" +
-                          options_.masterName + "' at " + master->text +
-                          " is being failed over to " + failover_->to.address() + ", not promoted within " +
-                          std::to_string(timeout.count()) + " ms");
+                          options_.masterName + "' at " + master_->text + " is being failed over to " +
+                          failover_->to.address() + ", not promoted within " + std::to_string(timeout.count()) +
+                          " ms");
   }
 
   // Asks the sentinels for the master and moves to it (see Reason). `failed`: the master a call
@@ -168,27 +167,28 @@ class SentinelOperator::Impl {
       std::lock_guard<std::mutex> guard(mutex_);
       const bool recent = resolvedAt_ && Steady::now() - *resolvedAt_ < kMinResolveInterval;
       if (reason == Reason::Unknown && master_) return master_;
-      if (reason == Reason::Failure && master_ && failed != nullptr && master_->epoch != failed->epoch) return master_;
+      if (reason == Reason::Failure && master_ && failed != nullptr && master_.get() != failed) return master_;
       if (reason != Reason::Forced && recent) {
         if (master_) return master_;
-        if (!lastError_.empty()) throw ConnectionError(lastError_);
+        if (lastError_) std::rethrow_exception(lastError_);  // its own type: a refusal stays a BackendError
       }
       stale = staleMasters();
     }
     detail::MasterAddress found;
     try {
       found = resolver_.resolve(stale);
-    } catch (const LockError& failure) {
+    } catch (const LockError&) {
       // The master we had, if any, stays: it may be only the sentinels that are away.
       std::lock_guard<std::mutex> guard(mutex_);
       resolvedAt_ = Steady::now();
-      lastError_ = failure.what();
+      lastError_ = std::current_exception();
       throw;
     }
     return install(found, std::nullopt, "named by the sentinels");
   }
 
-  // Moves to `to` (confirmed a master by the caller); `from`, if given, was failed over.
+  // Moves to `to` (confirmed a master by the caller, who holds resolveMutex_); `from`, if given,
+  // was failed over.
   MasterPtr install(const detail::MasterAddress& to, const std::optional<detail::MasterAddress>& from,
                     const char* why) {
     MasterPtr previous;
@@ -196,7 +196,7 @@ class SentinelOperator::Impl {
     {
       std::lock_guard<std::mutex> guard(mutex_);
       resolvedAt_ = Steady::now();
-      lastError_.clear();
+      lastError_ = nullptr;
       if (from && *from != to) {
         forgetDemoted(*from);
         demoted_.emplace_back(*from, Steady::now() + kDemotedFor);
@@ -214,7 +214,7 @@ class SentinelOperator::Impl {
       auto next = std::make_shared<Master>();
       next->address = to;
       next->text = to.address();
-      next->epoch = previous ? previous->epoch + 1 : 1;
+      next->label = next->text + " (master '" + options_.masterName + "')";
       next->pool = std::make_unique<detail::ConnectionPool>(resolver_.dataOptions(to), options_.pool);
       master_ = next;
       now = master_;
@@ -246,14 +246,16 @@ class SentinelOperator::Impl {
     demoted_.erase(std::remove_if(demoted_.begin(), demoted_.end(), expired), demoted_.end());
     std::vector<detail::MasterAddress> stale;
     for (const auto& entry : demoted_) stale.push_back(entry.first);
-    if (failover_) stale.push_back(failover_->from);
+    if (failover_ && !failover_->gaveUp) stale.push_back(failover_->from);
     return stale;
   }
 
-  // True when `node` answers ROLE with master; `probe` is kept across calls.
+  // True when `node` answers ROLE with master; `probe` is kept across calls to the same node.
   bool isMaster(const detail::MasterAddress& node, std::unique_ptr<detail::Connection>& probe) {
     try {
-      if (!probe || probe->broken()) probe = std::make_unique<detail::Connection>(resolver_.dataOptions(node));
+      if (!probe || probe->broken() || probe->address() != node.address()) {
+        probe = std::make_unique<detail::Connection>(resolver_.dataOptions(node));
+      }
       return detail::roleIn(*probe->command({"ROLE"})) == "master";
     } catch (const LockError&) {
       probe.reset();
@@ -261,38 +263,41 @@ class SentinelOperator::Impl {
     }
   }
 
-  // Waits (polling ROLE) for the sentinels' promotion of `to` in place of `from`, and moves there
-  // as soon as `to` is a master — before the sentinels name it, which they do only after their
-  // next INFO of it. Gives up when the failover was aborted or moved us otherwise, or after
-  // kPromotionWait (then the sentinels are asked as usual).
-  void awaitPromotion(const detail::MasterAddress& from, const detail::MasterAddress& to) {
+  // The promotion thread: while a promotion is announced, polls ROLE on the replica and moves
+  // there as soon as it is a master — before the sentinels name it, which they do only after
+  // their next INFO of it. Gives the promotion up after kPromotionWait. Its own thread, so the
+  // sentinel's next events (an abort) are not held up behind the polling.
+  void watchPromotions() {
     std::unique_ptr<detail::Connection> probe;
-    const auto deadline = Steady::now() + kPromotionWait;
+    std::unique_lock<std::mutex> guard(mutex_);
     while (true) {
-      {
-        std::unique_lock<std::mutex> guard(mutex_);
-        if (stopping_ || !failover_ || failover_->to != to) return;
-        if (Steady::now() >= deadline) {
-          failover_.reset();
-          changed_.notify_all();
-          guard.unlock();
-          detail::logger()->warn("dlock: the sentinels announced {} as the new master '{}', but it was not a master "
-                                 "within {} ms; asking the sentinels again",
-                                 to.address(), options_.masterName, kPromotionWait.count());
-          return;
-        }
+      changed_.wait(guard, [&] { return stopping_ || (failover_ && !failover_->gaveUp); });
+      if (stopping_) return;
+      const Failover failover = *failover_;
+      if (Steady::now() >= failover.until) {
+        failover_->gaveUp = true;
+        guard.unlock();
+        changed_.notify_all();
+        detail::logger()->warn("dlock: the sentinels announced {} as the new master '{}', but it was not a master "
+                               "within {} ms; asking the sentinels again",
+                               failover.to.address(), options_.masterName, kPromotionWait.count());
+        guard.lock();
+        continue;
       }
-      if (isMaster(to, probe)) {
+      guard.unlock();
+      if (isMaster(failover.to, probe)) {
         std::lock_guard<std::mutex> serial(resolveMutex_);
-        (void)install(to, from, "promoted by the sentinels");
-        return;
+        (void)install(failover.to, failover.from, "promoted by the sentinels");
+        guard.lock();
+        continue;
       }
-      std::unique_lock<std::mutex> guard(mutex_);
+      guard.lock();
       changed_.wait_for(guard, kPromotionPoll, [this] { return stopping_; });
     }
   }
 
-  // The sentinels' failover events (see SentinelEvents.h).
+  // The sentinels' failover events (see SentinelEvents.h), on the thread of the sentinel that
+  // spoke.
   void onEvent(const detail::SentinelEvent& event) noexcept {
     try {
       using Kind = detail::SentinelEvent::Kind;
@@ -308,10 +313,12 @@ class SentinelOperator::Impl {
             std::lock_guard<std::mutex> guard(mutex_);
             if (master_ && master_->address == event.to) return;  // moved already
             forgetDemoted(event.to);
-            if (!failover_ || failover_->to != event.to) failover_ = Failover{event.from, event.to};
+            const Steady::time_point now = Steady::now();
+            const bool known = failover_ && failover_->to == event.to &&
+                               (!failover_->gaveUp || now < failover_->until + kPromotionWait);
+            if (!known) failover_ = Failover{event.from, event.to, now + kPromotionWait};
           }
-          changed_.notify_all();
-          awaitPromotion(event.from, event.to);
+          changed_.notify_all();  // the promotion thread polls it
           return;
         }
         case Kind::Switched: {
@@ -345,15 +352,16 @@ class SentinelOperator::Impl {
     }
   }
 
-  // Runs `operation(connection, master)` on the master. A failure before the command can have run
-  // (no connection; a not-master reply; a pooled connection found dead) is retried once on the
-  // master the sentinels name now, when it moved (or, for a dead pooled connection, on the same
-  // one). Any other failure is a ConnectionError after the sentinels were asked again.
-  // `operation` and `key` name the call in messages.
-  template <class Operation>
-  auto run(const char* operation, std::string_view key, Operation&& call)
+  // Runs `call(connection, master)` on the master. A failure before the command can have run
+  // (no connection; a server-unavailable reply such as READONLY; a pooled connection found dead)
+  // is retried once on the master the sentinels name now, when it moved (or, for a dead pooled
+  // connection, on the same one). Any other failure is a ConnectionError after the sentinels
+  // were asked again. The pool's own retry is not used: whether the failure came from connecting
+  // decides the retry here. `operation` and `key` name the call in messages.
+  template <class Call>
+  auto run(const char* operation, std::string_view key, Call&& call)
       -> decltype(call(std::declval<detail::Connection&>(), std::declval<const Master&>())) {
-    MasterPtr master = usable(current(), operation, key);
+    MasterPtr master = usable(operation, key);
     for (int attempt = 0;; ++attempt) {
       bool unsent = false;  // the command cannot have run
       bool stale = false;   // a pooled connection had died while idle
@@ -369,7 +377,7 @@ class SentinelOperator::Impl {
         if (handle) {
           try {
             return call(**handle, *master);
-          } catch (const NotMaster& error) {
+          } catch (const detail::ServerUnavailableError& error) {
             unsent = true;
             failure = error.what();
           } catch (const ConnectionError& error) {
@@ -381,7 +389,8 @@ class SentinelOperator::Impl {
       MasterPtr next = master;
       std::string resolveError;
       try {
-        next = usable(resolve(Reason::Failure, master.get()), operation, key);
+        (void)resolve(Reason::Failure, master.get());
+        next = usable(operation, key);
       } catch (const LockError& error) {
         resolveError = error.what();
       }
@@ -394,35 +403,35 @@ class SentinelOperator::Impl {
     }
   }
 
-  std::string where(const char* operation, std::string_view key, const Master& master) const {
-    return std::string(operation) + " " + detail::quoteKey(key) + " on " + master.text + " (master '" +
-           options_.masterName + "')";
-  }
-
-  // Throws NotMaster for a not-master reply; leaves every other reply to the strict readers.
-  static void checkMaster(const redisReply& reply, const std::string& where) {
-    if (isNotMasterReply(reply)) {
-      throw NotMaster("dlock: " + where + ": not a master now: " + std::string(detail::replyText(reply)));
-    }
+  // run() with `key`'s names and a reply source naming the master: `call(connection, names,
+  // source)`.
+  template <class Call>
+  auto on(const char* operation, std::string_view key, Call&& call) {
+    const detail::KeyNames names = detail::keyNames(options_.keyPrefix, key);
+    return run(operation, key, [&](detail::Connection& connection, const Master& master) {
+      return call(connection, names, detail::ReplySource(operation, key, master.label));
+    });
   }
 
   // After an acquire on `connection`: WAIT for the replicas; with too few, releases the key and
-  // throws ConnectionError.
+  // throws ConnectionError saying whether that worked.
   void awaitReplicas(detail::Connection& connection, const detail::KeyNames& names, std::string_view token,
-                     const std::string& where) {
+                     const detail::ReplySource& where) {
     const std::string replicas = std::to_string(options_.waitReplicas);
     const std::string timeout = std::to_string(options_.waitTimeout.count());
     connection.setReadTimeout(options_.waitTimeout + options_.connection.commandTimeout);
     const detail::ReplyPtr reply = connection.command({"WAIT", replicas, timeout});
     connection.setReadTimeout(options_.connection.commandTimeout);
-    const std::uint64_t acknowledged = detail::readCountReply(*reply, where + ": WAIT");
+    const std::uint64_t acknowledged = detail::readCountReply(*reply, where);
     if (acknowledged >= options_.waitReplicas) return;
-    const detail::ReplyPtr released =
-        detail::runScript(connection, detail::releaseScript(), {names.lock}, {token, names.channel()});
-    const bool undone = released->type != REDIS_REPLY_ERROR && detail::readReleaseReply(*released, where).released;
-    throw ConnectionError("dlock: " + where + ": only " + std::to_string(acknowledged) + " of " + replicas +
-                          " replicas acknowledged the lock within " + timeout + " ms; " +
-                          (undone ? "released it" : "could not release it; it ends at its TTL"));
+    std::string outcome = "could not release it; it ends at its TTL";
+    try {
+      if (detail::releaseOn(connection, names, token, nullptr, where).released) outcome = "released it";
+    } catch (const LockError& error) {
+      outcome += " (" + withoutPrefix(error.what()) + ")";
+    }
+    throw ConnectionError("dlock: " + where.text() + ": only " + std::to_string(acknowledged) + " of " + replicas +
+                          " replicas acknowledged the lock within " + timeout + " ms; " + outcome);
   }
 
   const SentinelOptions options_;
@@ -434,13 +443,14 @@ class SentinelOperator::Impl {
   std::optional<Failover> failover_;              // guarded by mutex_
   std::vector<std::pair<detail::MasterAddress, Steady::time_point>> demoted_;  // guarded by mutex_; until when
   std::optional<Steady::time_point> resolvedAt_;  // guarded by mutex_; when the last resolution ended
-  std::string lastError_;                         // guarded by mutex_; why it failed, if it did
+  std::exception_ptr lastError_;                  // guarded by mutex_; why it failed, if it did
   bool stopping_ = false;                         // guarded by mutex_
   std::mutex resolveMutex_;                       // one resolution or move at a time; taken before mutex_
   std::atomic<std::uint64_t> switches_{0};
   std::atomic<std::uint64_t> retiredReconnects_{0};  // of the pools of earlier masters
 
   // Last: their threads use the members above (see ~Impl).
+  std::thread promotions_;         // watchPromotions()
   detail::SentinelEvents events_;  // failover events, from every sentinel
   detail::Subscriber releases_;    // release messages, on the master now
 };
@@ -450,75 +460,37 @@ SentinelOperator::SentinelOperator(SentinelOptions options) : impl_(std::make_un
 SentinelOperator::~SentinelOperator() = default;
 
 AcquireResult SentinelOperator::lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
-  const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
-  const std::string ttlText = std::to_string(ttl.count());
-  return impl_->run("lock", key, [&](detail::Connection& connection, const Impl::Master& master) {
-    const std::string where = impl_->where("lock", key, master);
-    const detail::ReplyPtr reply =
-        detail::runScript(connection, detail::acquireScript(), {names.lock, names.fence()}, {token, ttlText});
-    Impl::checkMaster(*reply, where);
-    const AcquireResult result = detail::readAcquireReply(*reply, where);
-    if (result.acquired && impl_->options_.waitReplicas > 0) impl_->awaitReplicas(connection, names, token, where);
+  return impl_->on("lock", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
+    const AcquireResult result = detail::acquireOn(c, names, token, ttl, source);
+    if (result.acquired && impl_->options_.waitReplicas > 0) impl_->awaitReplicas(c, names, token, source);
     return result;
   });
 }
 
 ReleaseResult SentinelOperator::unlock(std::string_view key, std::string_view token) {
-  const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
-  return impl_->run("unlock", key, [&](detail::Connection& connection, const Impl::Master& master) {
-    const std::string where = impl_->where("unlock", key, master);
-    const detail::ReplyPtr reply =
-        detail::runScript(connection, detail::releaseScript(), {names.lock}, {token, names.channel()});
-    Impl::checkMaster(*reply, where);
-    ReleaseResult result = detail::readReleaseReply(*reply, where);
-    // Our own subscriber is not a waiter of another process.
-    if (result.notified > 0 && impl_->releases_.subscribed(names.channel())) --result.notified;
-    return result;
+  return impl_->on("unlock", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
+    return detail::releaseOn(c, names, token, &impl_->releases_, source);
   });
 }
 
 bool SentinelOperator::extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
-  const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
-  const std::string ttlText = std::to_string(ttl.count());
-  return impl_->run("extend", key, [&](detail::Connection& connection, const Impl::Master& master) {
-    const std::string where = impl_->where("extend", key, master);
-    const detail::ReplyPtr reply =
-        detail::runScript(connection, detail::extendScript(), {names.lock}, {token, ttlText});
-    Impl::checkMaster(*reply, where);
-    return detail::readFlagReply(*reply, where);
+  return impl_->on("extend", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
+    return detail::extendOn(c, names, token, ttl, source);
   });
 }
 
 std::vector<bool> SentinelOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
   if (leases.empty()) return {};
-  const std::string ttlText = std::to_string(ttl.count());
-  std::vector<std::string> lockKeys;
-  lockKeys.reserve(leases.size());
-  for (const auto& lease : leases) lockKeys.push_back(detail::keyNames(impl_->options_.keyPrefix, lease.key).lock);
-  std::vector<std::pair<detail::Argv, detail::Argv>> calls;
-  calls.reserve(leases.size());
-  for (std::size_t i = 0; i < leases.size(); ++i) calls.push_back({{lockKeys[i]}, {leases[i].token, ttlText}});
-  return impl_->run("extend", leases.front().key, [&](detail::Connection& connection, const Impl::Master& master) {
-    const auto replies = detail::runScriptPipelined(connection, detail::extendScript(), calls);
-    std::vector<bool> extended;
-    extended.reserve(replies.size());
-    for (std::size_t i = 0; i < replies.size(); ++i) {
-      const std::string where = impl_->where("extend", leases[i].key, master);
-      Impl::checkMaster(*replies[i], where);
-      extended.push_back(detail::readFlagReply(*replies[i], where));
-    }
-    return extended;
+  const std::string what = "(" + std::to_string(leases.size()) + " leases)";
+  return impl_->run("extend", leases.front().key, [&](detail::Connection& c, const Impl::Master& master) {
+    return detail::extendManyOn(c, impl_->options_.keyPrefix, leases, ttl,
+                                detail::ReplySource("extend", what, master.label));
   });
 }
 
 std::uint64_t SentinelOperator::raiseFence(std::string_view key, std::uint64_t atLeast) {
-  const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
-  const std::string wanted = std::to_string(atLeast);
-  return impl_->run("raiseFence", key, [&](detail::Connection& connection, const Impl::Master& master) {
-    const std::string where = impl_->where("raiseFence", key, master);
-    const detail::ReplyPtr reply = detail::runScript(connection, detail::raiseFenceScript(), {names.fence()}, {wanted});
-    Impl::checkMaster(*reply, where);
-    return detail::readCountReply(*reply, where);
+  return impl_->on("raiseFence", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
+    return detail::raiseFenceOn(c, names, atLeast, source);
   });
 }
 
@@ -528,13 +500,8 @@ std::unique_ptr<IReleaseWatch> SentinelOperator::watch(std::string_view key) {
 }
 
 LeaseInfo SentinelOperator::inspect(std::string_view key) {
-  const detail::KeyNames names = detail::keyNames(impl_->options_.keyPrefix, key);
-  return impl_->run("inspect", key, [&](detail::Connection& connection, const Impl::Master& master) {
-    const std::string where = impl_->where("inspect", key, master);
-    const detail::ReplyPtr reply =
-        detail::runScript(connection, detail::inspectScript(), {names.lock, names.fence()}, {});
-    Impl::checkMaster(*reply, where);
-    return detail::readInspectReply(*reply, where);
+  return impl_->on("inspect", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
+    return detail::inspectOn(c, names, source);
   });
 }
 

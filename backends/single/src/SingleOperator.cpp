@@ -56,7 +56,8 @@ bool SingleOperator::extend(std::string_view key, std::string_view token, std::c
 
 std::vector<bool> SingleOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
   if (leases.empty()) return {};
-  const detail::ReplySource source("extend", "(" + std::to_string(leases.size()) + " leases)", impl_->pool_.address());
+  const std::string what = "(" + std::to_string(leases.size()) + " leases)";  // outlives `source`, which refers to it
+  const detail::ReplySource source("extend", what, impl_->pool_.address());
   return impl_->pool_.run([&](detail::Connection& connection) {
     return detail::extendManyOn(connection, impl_->prefix_, leases, ttl, source);
   });
