@@ -306,22 +306,6 @@ void SentinelTopology::signal(Node& node, bool pause) {
   node.paused = pause;
 }
 
-void SentinelTopology::restart(Node& node) {
-  stop(node);
-  // The port was just freed; the servers bind with SO_REUSEADDR, so a few tries suffice.
-  for (int attempt = 0;; ++attempt) {
-    try {
-      launch(node);
-      waitForPing(node, 10s);
-      return;
-    } catch (const std::exception&) {
-      stop(node);
-      if (attempt == 20) throw;
-      std::this_thread::sleep_for(50ms);
-    }
-  }
-}
-
 int SentinelTopology::askMaster(std::size_t sentinel) {
   if (!live(sentinels_[sentinel])) return 0;
   try {
@@ -339,8 +323,6 @@ int SentinelTopology::masterPort() {
   }
   throw std::runtime_error("no live sentinel names a master");
 }
-
-std::size_t SentinelTopology::masterNode() { return nodeOfPort(masterPort()); }
 
 std::size_t SentinelTopology::nodeOfPort(int port) const {
   for (std::size_t i = 0; i < kDataNodes; ++i) {

@@ -7,10 +7,8 @@
 // Failover timing, tuned for tests: a master silent for `downAfter` (default 1 s) is down; the
 // failover timeout is `failoverTimeout` (default 3 s). Sentinels are configured with each other's
 // ids and the replicas from the start, so the set is ready without waiting for discovery.
-// Nodes are numbered: data nodes 0..2 (0 is the first master), sentinels 0..2. Killed nodes keep
-// their port and directory; restart*() starts them again from their config file, which the
-// servers may have rewritten (a sentinel keeps what it learnt; a data node what a sentinel told
-// it). A missing redis-server/redis-sentinel or a set that does not come up is an error.
+// Nodes are numbered: data nodes 0..2 (0 is the first master), sentinels 0..2. A missing
+// redis-server/redis-sentinel or a set that does not come up is an error.
 // Not thread-safe.
 #pragma once
 
@@ -52,18 +50,14 @@ class SentinelTopology {
   SentinelTopology& operator=(const SentinelTopology&) = delete;
   ~SentinelTopology();  // SIGKILL and reap every server, remove the directory
 
-  [[nodiscard]] const std::string& masterName() const { return options_.masterName; }
   // redis+sentinel://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/<name>[?query], without credentials.
   [[nodiscard]] std::string uri(const std::string& query = "") const;
   [[nodiscard]] int dataPort(std::size_t node) const { return data_.at(node).port; }
   [[nodiscard]] int sentinelPort(std::size_t sentinel) const { return sentinels_.at(sentinel).port; }
-  [[nodiscard]] pid_t dataPid(std::size_t node) const { return data_.at(node).pid; }
   [[nodiscard]] const std::string& directory() const { return dir_; }
 
   // The master port the first answering live sentinel names.
   [[nodiscard]] int masterPort();
-  // The data node with that port.
-  [[nodiscard]] std::size_t masterNode();
   [[nodiscard]] std::size_t nodeOfPort(int port) const;
   // Waits until a live sentinel names a master other than `oldPort` whose ROLE says master, and
   // returns its port; std::runtime_error after `budget`.
@@ -73,15 +67,12 @@ class SentinelTopology {
   // ROLE of a data node: "master", "slave", or "" when it does not answer.
   [[nodiscard]] std::string role(std::size_t node);
 
-  // SIGKILL (and reap); SIGSTOP / SIGCONT; start again from the node's own config file.
+  // SIGKILL (and reap); SIGSTOP / SIGCONT.
   void killData(std::size_t node) { stop(data_.at(node)); }
   void pauseData(std::size_t node) { signal(data_.at(node), /*pause=*/true); }
   void resumeData(std::size_t node) { signal(data_.at(node), /*pause=*/false); }
-  void restartData(std::size_t node) { restart(data_.at(node)); }
   void killSentinel(std::size_t sentinel) { stop(sentinels_.at(sentinel)); }
   void pauseSentinel(std::size_t sentinel) { signal(sentinels_.at(sentinel), /*pause=*/true); }
-  void resumeSentinel(std::size_t sentinel) { signal(sentinels_.at(sentinel), /*pause=*/false); }
-  void restartSentinel(std::size_t sentinel) { restart(sentinels_.at(sentinel)); }
 
   // SENTINEL FAILOVER <name> through one sentinel: a graceful failover.
   void failover(std::size_t sentinel = 0);
@@ -112,7 +103,6 @@ class SentinelTopology {
   void waitUntilReady(std::chrono::milliseconds budget);
   bool ready(std::string& why);
   void stop(Node& node);
-  void restart(Node& node);
   void signal(Node& node, bool pause);
   [[nodiscard]] bool live(const Node& node) const { return node.pid > 0 && !node.paused; }
   [[nodiscard]] int askMaster(std::size_t sentinel);  // 0 when it does not answer

@@ -53,9 +53,8 @@ class MasterResolver {
   // Every sentinel, in the configured order, as connection options (for the subscriptions).
   [[nodiscard]] std::vector<ConnectionOptions> sentinels() const;
 
-  // "h1:p1,h2:p2", in the configured order; the master name.
+  // "h1:p1,h2:p2", in the configured order.
   [[nodiscard]] const std::string& sentinelList() const noexcept { return sentinelList_; }
-  [[nodiscard]] const std::string& masterName() const noexcept { return masterName_; }
 
  private:
   [[nodiscard]] ConnectionOptions sentinelOptions(const SentinelAddress& sentinel) const;
