@@ -4,15 +4,23 @@
 //                                     carries a TTL
 //   recovers(op)                      retries `op` while it throws ConnectionError (5 s at most)
 //   TempDir                           a fresh directory, removed with everything in it
+//   processAlive(pid)                 true while `pid` runs (a zombie does not count)
+//   runScript(command)                a script's exit status and first line of output
+//   pidsIn(dir, nodes)                the server.pid each of dir/<node> holds (scripts/lib/redis.sh)
 #pragma once
 
 #include <doctest/doctest.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "RedisClient.h"
 #include "dlock/LockError.h"
@@ -60,5 +68,34 @@ class TempDir {
  private:
   std::string path_;
 };
+
+inline bool processAlive(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  const auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
+// Runs `command` through the shell: {exit status (-1 when it could not run), first output line}.
+inline std::pair<int, std::string> runScript(const std::string& command) {
+  FILE* out = ::popen(command.c_str(), "r");
+  if (out == nullptr) return {-1, ""};
+  char buffer[1024] = {};
+  std::string line = std::fgets(buffer, sizeof buffer, out) != nullptr ? buffer : "";
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  const int status = ::pclose(out);
+  return {status, line};
+}
+
+inline std::vector<pid_t> pidsIn(const std::string& dir, const std::vector<std::string>& nodes) {
+  std::vector<pid_t> pids;
+  for (const auto& node : nodes) {
+    std::ifstream in(dir + "/" + node + "/server.pid");
+    pid_t pid = 0;
+    if (in >> pid) pids.push_back(pid);
+  }
+  return pids;
+}
 
 }  // namespace dlock::test

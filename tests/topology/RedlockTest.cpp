@@ -21,6 +21,7 @@
 
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
@@ -122,15 +123,6 @@ class Worker {
  private:
   pid_t pid_ = -1;
 };
-
-// True while `pid` runs (a zombie waiting to be reaped does not count).
-bool alive(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return false;
-  const auto close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
-}
 
 struct Entry {
   long long seen = 0;
@@ -347,25 +339,11 @@ TEST_SUITE("Redlock") {
   }
 
   TEST_CASE("scripts/redlock-start starts five servers and prints their URI, and redlock-stop stops them") {
-    char pattern[] = "/tmp/dlock-redlock-script-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    const std::string dir = pattern;
+    const dlock::test::TempDir dir;
     const std::string scripts = std::string(DLOCK_SOURCE_DIR) + "/scripts";
-    std::string uri;
-    {
-      FILE* out = ::popen((scripts + "/redlock-start " + dir).c_str(), "r");
-      REQUIRE(out != nullptr);
-      char line[512] = {};
-      if (std::fgets(line, sizeof line, out) != nullptr) uri = line;
-      CHECK(::pclose(out) == 0);
-    }
-    while (!uri.empty() && (uri.back() == '\n' || uri.back() == '\r')) uri.pop_back();
-    std::vector<pid_t> pids;
-    for (int i = 1; i <= 5; ++i) {
-      std::ifstream in(dir + "/node" + std::to_string(i) + "/server.pid");
-      pid_t pid = 0;
-      if (in >> pid) pids.push_back(pid);
-    }
+    const auto [status, uri] = dlock::test::runScript(scripts + "/redlock-start " + dir.path());
+    CHECK(status == 0);
+    const std::vector<pid_t> pids = dlock::test::pidsIn(dir.path(), {"node1", "node2", "node3", "node4", "node5"});
     REQUIRE(pids.size() == 5);
     REQUIRE(uri.rfind("redlock://127.0.0.1:", 0) == 0);
     {
@@ -376,8 +354,7 @@ TEST_SUITE("Redlock") {
       CHECK(lock->fencingToken("scripted") == 1);
       lock->unlock("scripted");
     }
-    CHECK(std::system((scripts + "/redlock-stop " + dir).c_str()) == 0);
-    for (pid_t pid : pids) CHECK_FALSE(alive(pid));
-    std::filesystem::remove_all(dir);
+    CHECK(std::system((scripts + "/redlock-stop " + dir.path()).c_str()) == 0);
+    for (pid_t pid : pids) CHECK_FALSE(dlock::test::processAlive(pid));
   }
 }

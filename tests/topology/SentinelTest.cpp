@@ -19,6 +19,7 @@
 
 #include "RedisClient.h"
 #include "SentinelTopology.h"
+#include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
@@ -560,5 +561,24 @@ TEST_SUITE("SentinelOperator") {
     CHECK(backend->describe() == "redis+sentinel://127.0.0.1:1,127.0.0.1:2/m");
     CHECK(backend->masterAddress().empty());
     CHECK_THROWS_AS((void)backend->inspect("k"), dlock::ConnectionError);
+  }
+
+  TEST_CASE("scripts/sentinel-start starts a master, two replicas and three sentinels, and sentinel-stop stops them") {
+    const dlock::test::TempDir dir;
+    const std::string scripts = std::string(DLOCK_SOURCE_DIR) + "/scripts";
+    const auto [status, uri] = dlock::test::runScript(scripts + "/sentinel-start " + dir.path());
+    CHECK(status == 0);
+    const std::vector<pid_t> pids = dlock::test::pidsIn(
+        dir.path(), {"master", "replica-1", "replica-2", "sentinel-1", "sentinel-2", "sentinel-3"});
+    REQUIRE(pids.size() == 6);
+    REQUIRE(uri.rfind("redis+sentinel://127.0.0.1:", 0) == 0);
+    {
+      auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(10s).build();
+      CHECK(lock->tryLock("scripted", 2s));
+      CHECK(lock->fencingToken("scripted") == 1);
+      lock->unlock("scripted");
+    }
+    CHECK(std::system((scripts + "/sentinel-stop " + dir.path()).c_str()) == 0);
+    for (pid_t pid : pids) CHECK_FALSE(dlock::test::processAlive(pid));
   }
 }
