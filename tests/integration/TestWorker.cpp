@@ -39,23 +39,24 @@
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
+#include "dlock/core/Uri.h"
 #include "dlock/sentinel/SentinelOperator.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 
-std::pair<std::string, int> hostPort(const std::string& uri) {
-  const auto start = uri.find("://") + 3;
-  const auto colon = uri.rfind(':');
-  return {uri.substr(start, colon - start), std::stoi(uri.substr(colon + 1))};
+// The server of a "redis://host:port" URI, or of a "host:port" address.
+dlock::UriHost serverOf(const std::string& uriOrAddress) {
+  const bool isUri = uriOrAddress.find("://") != std::string::npos;
+  return dlock::parseUri(isUri ? uriOrAddress : "redis://" + uriOrAddress).hosts.front();
 }
 
 int increment(const std::string& uri, const std::string& key, const std::string& counter, int count,
               const std::string& out, const std::string& counterAt) {
   auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(10s).build();
-  const auto [host, port] = hostPort(counterAt.empty() ? uri : "redis://" + counterAt);
-  dlock::test::RedisClient client(host, port);
+  const dlock::UriHost server = serverOf(counterAt.empty() ? uri : counterAt);
+  dlock::test::RedisClient client(server.host, server.port);
   std::ofstream log(out, std::ios::app);
   for (int i = 0; i < count; ++i) {
     lock->lock(key);
@@ -147,9 +148,8 @@ int sentinelIncrement(const std::string& uri, const std::string& key, const std:
     try {
       auto& client = clients[at];
       if (!client) {
-        const auto colon = at.rfind(':');
-        client = std::make_unique<dlock::test::RedisClient>(at.substr(0, colon), std::stoi(at.substr(colon + 1)),
-                                                            std::chrono::seconds(1));
+        const dlock::UriHost server = serverOf(at);
+        client = std::make_unique<dlock::test::RedisClient>(server.host, server.port, std::chrono::seconds(1));
       }
       const auto value = client->ok({"GET", counter});
       const long long next = (value.isNil() ? 0 : std::stoll(value.str)) + 1;
@@ -174,11 +174,10 @@ int sentinelIncrement(const std::string& uri, const std::string& key, const std:
 
     try {
       lock->unlock(key);
-    } catch (const dlock::ConnectionError& error) {
-      log << "error " << steadyNanos() << " unlock ConnectionError " << error.what() << std::endl;
-      (void)lock->unlockQuietly(key);  // once more; on failure the hold is forgotten, the lease ends
     } catch (const dlock::LockError& error) {
       log << "error " << steadyNanos() << " unlock " << errorType(error) << " " << error.what() << std::endl;
+      // Once more after a connection problem; on failure the hold is forgotten, the lease ends.
+      if (dynamic_cast<const dlock::ConnectionError*>(&error) != nullptr) (void)lock->unlockQuietly(key);
     }
   }
   return 0;

@@ -49,6 +49,30 @@ std::map<std::string, std::string> fields(const Reply& reply) {
   return out;
 }
 
+// Forks and execs `argv` (argv[0] looked up in PATH) as a child of the test that is killed when
+// the test dies. The caller owns the pid: it kills and reaps it.
+pid_t startChild(const std::vector<std::string>& argv) {
+  // Everything the child needs is prepared before fork(): after it, only async-signal-safe calls.
+  std::vector<char*> args;
+  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (child == 0) {
+    // Die with the test, even when it crashes before its destructors run.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    ::execvp(args[0], args.data());
+    const char* why = std::strerror(errno);
+    for (const char* part : {"cannot run ", static_cast<const char*>(args[0]), ": ", why, "\n"}) {
+      (void)!::write(2, part, std::strlen(part));
+    }
+    ::_exit(127);
+  }
+  return child;
+}
+
 }  // namespace
 
 SentinelTopology::SentinelTopology(Options options) : options_(std::move(options)) {
@@ -166,32 +190,6 @@ void SentinelTopology::startSentinels() {
       if (attempt == 2) throw;
     }
   }
-}
-
-pid_t startChild(const std::vector<std::string>& argv, const std::string& errors) {
-  // Everything the child needs is prepared before fork(): after it, only async-signal-safe calls.
-  std::vector<char*> args;
-  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t child = ::fork();
-  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (child == 0) {
-    // Die with the test, even when it crashes before its destructors run.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(1);
-    if (!errors.empty()) {
-      const int fd = ::open(errors.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      if (fd >= 0) ::dup2(fd, 2);
-    }
-    ::execvp(args[0], args.data());
-    const char* why = std::strerror(errno);
-    for (const char* part : {"cannot run ", static_cast<const char*>(args[0]), ": ", why, "\n"}) {
-      (void)!::write(2, part, std::strlen(part));
-    }
-    ::_exit(127);
-  }
-  return child;
 }
 
 void SentinelTopology::launch(Node& node) {

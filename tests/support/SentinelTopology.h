@@ -24,11 +24,6 @@
 
 namespace dlock::test {
 
-// Forks and execs `argv` (argv[0] looked up in PATH) as a child of the test that is killed when
-// the test dies; its stderr goes to the file `errors` when one is named. The caller owns the pid:
-// it kills and reaps it.
-pid_t startChild(const std::vector<std::string>& argv, const std::string& errors = "");
-
 class SentinelTopology {
  public:
   struct Options {

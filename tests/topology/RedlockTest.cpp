@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -21,6 +22,7 @@
 
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "ChildProcess.h"
 #include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
@@ -81,49 +83,6 @@ std::shared_ptr<dlock::ILock> leasedLock(const std::string& uri, std::chrono::mi
   return dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(lease).build();
 }
 
-// A dlock_test_worker process (fork/exec).
-class Worker {
- public:
-  explicit Worker(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {DLOCK_TEST_WORKER};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> raw;  // built before fork: the child only calls execv
-    for (auto& arg : argv) raw.push_back(arg.data());
-    raw.push_back(nullptr);
-    pid_ = ::fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::execv(raw[0], raw.data());
-      ::_exit(127);
-    }
-  }
-  Worker(const Worker&) = delete;
-  Worker& operator=(const Worker&) = delete;
-  ~Worker() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  // The exit status; -1 when it did not exit normally within `budget`.
-  int join(std::chrono::milliseconds budget) {
-    const auto deadline = Steady::now() + budget;
-    while (Steady::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      std::this_thread::sleep_for(5ms);
-    }
-    return -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
 struct Entry {
   long long seen = 0;
   unsigned long long fence = 0;
@@ -138,13 +97,14 @@ void contend(const std::string& uri, RedisProcess& counterServer, int processes,
   REQUIRE(::mkdtemp(pattern) != nullptr);
   const std::string dir = pattern;
   const std::string counterAt = counterServer.host() + ":" + std::to_string(counterServer.port());
-  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<std::unique_ptr<dlock::test::ChildProcess>> workers;
   for (int p = 0; p < processes; ++p) {
-    workers.push_back(std::make_unique<Worker>(std::vector<std::string>{
-        "increment", uri, "contended", "counter", std::to_string(each), dir + "/out" + std::to_string(p), counterAt}));
+    workers.push_back(std::make_unique<dlock::test::ChildProcess>(
+        std::vector<std::string>{DLOCK_TEST_WORKER, "increment", uri, "contended", "counter", std::to_string(each),
+                                 dir + "/out" + std::to_string(p), counterAt}));
   }
   during();
-  for (auto& worker : workers) CHECK(worker->join(120s) == 0);
+  for (auto& worker : workers) CHECK(worker->waitFor(120s) == std::optional<int>(0));
 
   RedisClient counter(counterServer.host(), counterServer.port());
   CHECK(counter.ok({"GET", "counter"}).str == std::to_string(processes * each));

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "ChildProcess.h"
 #include "RedisClient.h"
 #include "SentinelTopology.h"
 #include "TestHelpers.h"
@@ -54,42 +55,6 @@ long long nanos(Steady::time_point at) {
 }
 
 double secondsBetween(long long from, long long to) { return static_cast<double>(to - from) / 1e9; }
-
-// One dlock_test_worker process (tests/integration/TestWorker.cpp), killed and reaped by pid if
-// it is still running when the test ends.
-class Worker {
- public:
-  // `errors`: where its stderr goes.
-  Worker(std::vector<std::string> args, const std::string& errors) {
-    args.insert(args.begin(), DLOCK_TEST_WORKER);
-    pid_ = dlock::test::startChild(args, errors);
-  }
-  Worker(const Worker&) = delete;
-  Worker& operator=(const Worker&) = delete;
-  ~Worker() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  // The exit status, or -1 when it did not exit within `budget` (the destructor kills it).
-  int wait(std::chrono::milliseconds budget) {
-    const auto deadline = Steady::now() + budget;
-    while (Steady::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    return -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
 
 // A line of a worker's log (see TestWorker.cpp, mode sentinel-increment).
 struct Event {
@@ -134,10 +99,11 @@ class Contention {
     std::filesystem::create_directories(dir_);
     for (int i = 0; i < kWorkers; ++i) {
       logs_.push_back(dir_ + "/worker-" + std::to_string(i) + ".log");
-      workers_.push_back(std::make_unique<Worker>(
-          std::vector<std::string>{"sentinel-increment", set.uri(), "k", "counter", "done", "w" + std::to_string(i),
-                                   std::to_string(lease.count()), dir_ + "/stop", logs_.back()},
-          dir_ + "/worker-" + std::to_string(i) + ".stderr"));
+      dlock::test::ChildProcess::Options worker;
+      worker.argv = {DLOCK_TEST_WORKER, "sentinel-increment", set.uri(), "k", "counter", "done",
+                     "w" + std::to_string(i), std::to_string(lease.count()), dir_ + "/stop", logs_.back()};
+      worker.outputFile = dir_ + "/worker-" + std::to_string(i) + ".stderr";
+      workers_.push_back(std::make_unique<dlock::test::ChildProcess>(worker));
     }
   }
 
@@ -162,13 +128,13 @@ class Contention {
   // Asks every worker to stop and waits for them; REQUIREs a clean exit.
   void stop() {
     std::ofstream(dir_ + "/stop") << "stop\n";
-    for (auto& worker : workers_) REQUIRE(worker->wait(20s) == 0);
+    for (auto& worker : workers_) REQUIRE(worker->waitFor(20s) == std::optional<int>(0));
   }
 
  private:
   std::string dir_;
   std::vector<std::string> logs_;
-  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::unique_ptr<dlock::test::ChildProcess>> workers_;
 };
 
 // What a failover run must show, whatever caused the failover (`eventAt`: the kill or the
