@@ -1,29 +1,25 @@
-// ExampleProcess.h — runs a program as a child process for the example tests: argv (no shell),
-// extra environment variables, stdout and stderr together in a temporary file. wait() reaps it;
-// one that outlives its time limit is killed and reported. The destructor kills and reaps a
-// child still running, so a failing test leaves no process behind.
+// ExampleProcess.h — runs an example program for the example tests: a ChildProcess with stdout
+// and stderr together in a temporary file. wait() reaps it; one that outlives its time limit is
+// killed and reported. The destructor kills and reaps a child still running, so a failing test
+// leaves no process behind.
 // Owner: the test. Thread safety: not thread-safe.
 #pragma once
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
-extern char** environ;
+#include "ChildProcess.h"
+#include "TestHelpers.h"
 
 namespace dlock::test {
 
@@ -35,71 +31,23 @@ struct Finished {
 class ExampleProcess {
  public:
   explicit ExampleProcess(const std::vector<std::string>& argv,
-                        const std::vector<std::pair<std::string, std::string>>& env = {}) {
-    char pattern[] = "/tmp/dlock-example-output-XXXXXX";
-    const int fd = ::mkstemp(pattern);
-    if (fd < 0) throw std::runtime_error(std::string("mkstemp: ") + std::strerror(errno));
-    ::close(fd);
-    outputPath_ = pattern;
-
-    std::vector<std::string> environment;
-    for (char** entry = environ; *entry != nullptr; ++entry) {
-      const std::string text = *entry;
-      bool replaced = false;
-      for (const auto& [name, value] : env) replaced = replaced || text.rfind(name + "=", 0) == 0;
-      if (!replaced) environment.push_back(text);
-    }
-    for (const auto& [name, value] : env) environment.push_back(name + "=" + value);
-
-    std::vector<char*> args, envp;
-    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    for (const auto& entry : environment) envp.push_back(const_cast<char*>(entry.c_str()));
-    envp.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, outputPath_.c_str(), O_WRONLY | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    const int error = ::posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (error != 0) {
-      std::remove(outputPath_.c_str());
-      throw std::runtime_error("cannot run " + argv.front() + ": " + std::strerror(error));
-    }
-  }
-  ExampleProcess(const ExampleProcess&) = delete;
-  ExampleProcess& operator=(const ExampleProcess&) = delete;
-  ExampleProcess(ExampleProcess&& other) noexcept
-      : pid_(std::exchange(other.pid_, -1)), outputPath_(std::move(other.outputPath_)) {}
-  ExampleProcess& operator=(ExampleProcess&&) = delete;
-  ~ExampleProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    if (!outputPath_.empty()) std::remove(outputPath_.c_str());
-  }
+                          const std::vector<std::pair<std::string, std::string>>& env = {})
+      : directory_(std::make_unique<TempDir>()),
+        child_(std::make_unique<ChildProcess>(ChildProcess::Options{argv, env, directory_->file("output"), false})) {}
 
   // Waits for the child to end; past `limit` it is killed and the output says so.
   Finished wait(std::chrono::milliseconds limit = std::chrono::seconds(60)) {
-    Finished finished;
-    if (pid_ <= 0) throw std::logic_error("ExampleProcess: already waited for");
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    int status = 0;
-    bool timedOut = false;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        timedOut = true;
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!child_) throw std::logic_error("ExampleProcess: already waited for");
+    std::optional<int> code = child_->waitFor(limit);
+    const bool timedOut = !code;
+    if (timedOut) {
+      child_->signal(SIGKILL);
+      code = child_->wait();
     }
-    pid_ = -1;
-    finished.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::ifstream in(outputPath_);
+    child_.reset();
+    Finished finished;
+    finished.exitCode = *code;
+    std::ifstream in(directory_->file("output"));
     std::ostringstream text;
     text << in.rdbuf();
     finished.output = text.str();
@@ -108,8 +56,8 @@ class ExampleProcess {
   }
 
  private:
-  pid_t pid_ = -1;
-  std::string outputPath_;
+  std::unique_ptr<TempDir> directory_;  // destroyed after the child
+  std::unique_ptr<ChildProcess> child_;
 };
 
 // Runs a program to its end.

@@ -6,14 +6,34 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
+
+extern char** environ;
 
 namespace dlock::test {
 
 ChildProcess::ChildProcess(const Options& options) {
+  // Everything the child needs is made before fork(): the test may run threads, so after it the
+  // child only makes async-signal-safe calls (no malloc, no setenv).
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text = *entry;
+    const auto overridden = [&](const auto& variable) { return text.rfind(variable.first + "=", 0) == 0; };
+    if (std::none_of(options.env.begin(), options.env.end(), overridden)) environment.emplace_back(text);
+  }
+  for (const auto& [name, value] : options.env) environment.push_back(name + "=" + value);
+  std::vector<char*> args;
+  for (const auto& arg : options.argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const auto& entry : environment) envp.push_back(const_cast<char*>(entry.c_str()));
+  envp.push_back(nullptr);
+
   int in[2];
   int out[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) {
@@ -32,14 +52,10 @@ ChildProcess::ChildProcess(const Options& options) {
         ::dup2(file, STDERR_FILENO);
       }
     }
-    for (const auto& [name, value] : options.env) ::setenv(name.c_str(), value.c_str(), 1);
-    std::vector<char*> args;
-    for (const auto& arg : options.argv) args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
     if (options.searchPath) {
-      ::execvp(args[0], args.data());
+      ::execvpe(args[0], args.data(), envp.data());
     } else {
-      ::execv(args[0], args.data());
+      ::execve(args[0], args.data(), envp.data());
     }
     ::_exit(127);
   }
