@@ -11,6 +11,7 @@
 
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
@@ -18,33 +19,13 @@
 using namespace std::chrono_literals;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
+using dlock::test::checkEveryLockKeyHasTtl;
+using dlock::test::recovers;
 using Steady = std::chrono::steady_clock;
 
 namespace {
 
 const std::string kShortTimeouts = "?connect_timeout=300&command_timeout=300";
-
-void checkEveryLockKeyHasTtl(RedisClient& client) {
-  for (const auto& key : client.ok({"KEYS", "dlock:{*}"}).elements) {
-    if (key.str.size() >= 6 && key.str.compare(key.str.size() - 6, 6, ":fence") == 0) continue;
-    CHECK_MESSAGE(client.ok({"PTTL", key.str}).integer > 0, "no TTL on " << key.str);
-  }
-}
-
-// Retries `operation` while it throws ConnectionError (the fault is not over), for at most 5 s;
-// returns what it returned once it ran through.
-template <class Operation>
-bool recovers(Operation&& operation) {
-  const auto deadline = Steady::now() + 5s;
-  while (Steady::now() < deadline) {
-    try {
-      return operation();
-    } catch (const dlock::ConnectionError&) {
-      std::this_thread::sleep_for(50ms);
-    }
-  }
-  return false;
-}
 
 // One lock/unlock cycle of `key`; false when the key could not be had within a second.
 bool cycle(dlock::ILock& lock, const std::string& key) {

@@ -19,6 +19,7 @@
 #include "LogCapture.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
@@ -28,19 +29,12 @@ using dlock::test::ChildProcess;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
 using Steady = std::chrono::steady_clock;
+using dlock::test::checkEveryLockKeyHasTtl;
 
 namespace {
 
 std::string tempFile(const std::string& name) {
   return "/tmp/dlock-test-" + std::to_string(::getpid()) + "-" + name;
-}
-
-// Every dlock lock key (not the fence counters) has a TTL.
-void checkEveryLockKeyHasTtl(RedisClient& client) {
-  for (const auto& key : client.ok({"KEYS", "dlock:{*}"}).elements) {
-    if (key.str.size() >= 6 && key.str.compare(key.str.size() - 6, 6, ":fence") == 0) continue;
-    CHECK_MESSAGE(client.ok({"PTTL", key.str}).integer > 0, "no TTL on " << key.str);
-  }
 }
 
 }  // namespace
