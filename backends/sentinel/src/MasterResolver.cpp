@@ -21,12 +21,6 @@ std::string joinAddresses(const std::vector<SentinelAddress>& sentinels) {
   return list;
 }
 
-bool parsePort(std::string_view text, int& port) {
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, port);
-  return ec == std::errc() && ptr == end && port > 0 && port <= 65535;
-}
-
 // What one resolution learnt, for the message when it finds nothing.
 struct Findings {
   std::string text;
@@ -69,6 +63,16 @@ bool confirmMaster(const ConnectionOptions& options, Findings& findings) {
 }
 
 }  // namespace
+
+bool toMasterAddress(std::string_view host, std::string_view port, MasterAddress& out) {
+  int value = 0;
+  const char* end = port.data() + port.size();
+  const auto [ptr, ec] = std::from_chars(port.data(), end, value);
+  if (ec != std::errc() || ptr != end || value < 1 || value > 65535 || host.empty()) return false;
+  out.host = std::string(host);
+  out.port = value;
+  return true;
+}
 
 std::string_view roleIn(const redisReply& reply) {
   if (reply.type != REDIS_REPLY_ARRAY || reply.elements < 1 || reply.element[0]->type != REDIS_REPLY_STRING) return {};
@@ -133,12 +137,11 @@ MasterAddress MasterResolver::resolve(const std::vector<MasterAddress>& stale) {
       }
       if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 || reply->element[0]->type != REDIS_REPLY_STRING ||
           reply->element[1]->type != REDIS_REPLY_STRING ||
-          !parsePort(replyText(*reply->element[1]), named.port)) {
+          !toMasterAddress(replyText(*reply->element[0]), replyText(*reply->element[1]), named)) {
         findings.anyReachable = true;
         findings.add(where + ": unexpected reply to SENTINEL get-master-addr-by-name");
         continue;
       }
-      named.host = std::string(replyText(*reply->element[0]));
     } catch (const BackendError& error) {  // AUTH refused by the sentinel
       findings.anyRefused = true;
       findings.add(error.what());

@@ -28,6 +28,9 @@ struct MasterAddress {
   bool operator!=(const MasterAddress& other) const { return !(*this == other); }
 };
 
+// `host` and `port` as sentinels send them; false when the host is empty or the port not 1..65535.
+[[nodiscard]] bool toMasterAddress(std::string_view host, std::string_view port, MasterAddress& out);
+
 // The role in a ROLE reply ("master", "slave", "sentinel"); empty when the reply is not one.
 [[nodiscard]] std::string_view roleIn(const redisReply& reply);
 

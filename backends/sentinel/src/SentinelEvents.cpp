@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <sstream>
 #include <utility>
 
@@ -47,15 +46,6 @@ std::vector<std::string> words(std::string_view text) {
   return out;
 }
 
-bool address(const std::string& host, const std::string& port, MasterAddress& out) {
-  int value = 0;
-  const auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (ec != std::errc() || ptr != port.data() + port.size() || value < 1 || value > 65535 || host.empty()) return false;
-  out.host = host;
-  out.port = value;
-  return true;
-}
-
 }  // namespace
 
 std::optional<SentinelEvent> parseSentinelEvent(std::string_view channel, std::string_view payload) {
@@ -67,16 +57,18 @@ std::optional<SentinelEvent> parseSentinelEvent(std::string_view channel, std::s
   const std::vector<std::string> w = words(payload);
   switch (event.kind) {
     case SentinelEvent::Kind::Switched:  // <name> <old ip> <old port> <new ip> <new port>
-      if (w.size() != 5 || !address(w[1], w[2], event.from) || !address(w[3], w[4], event.to)) return std::nullopt;
+      if (w.size() != 5 || !toMasterAddress(w[1], w[2], event.from) || !toMasterAddress(w[3], w[4], event.to)) {
+        return std::nullopt;
+      }
       event.masterName = w[0];
       return event;
     case SentinelEvent::Kind::Aborted:  // master <name> <ip> <port>
-      if (w.size() != 4 || w[0] != "master" || !address(w[2], w[3], event.from)) return std::nullopt;
+      if (w.size() != 4 || w[0] != "master" || !toMasterAddress(w[2], w[3], event.from)) return std::nullopt;
       event.masterName = w[1];
       return event;
     default:  // slave <ip:port> <ip> <port> @ <name> <master ip> <master port>
-      if (w.size() != 8 || w[0] != "slave" || w[4] != "@" || !address(w[2], w[3], event.to) ||
-          !address(w[6], w[7], event.from)) {
+      if (w.size() != 8 || w[0] != "slave" || w[4] != "@" || !toMasterAddress(w[2], w[3], event.to) ||
+          !toMasterAddress(w[6], w[7], event.from)) {
         return std::nullopt;
       }
       event.masterName = w[5];
