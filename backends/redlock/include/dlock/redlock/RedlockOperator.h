@@ -5,6 +5,8 @@
 // request to all of them in parallel, through a small fixed set of worker threads it owns. A
 // request counts as done on a node when that node answers within RedlockOptions::nodeTimeout;
 // a node that fails, is down or answers later is a failed vote, and delays a call by at most that.
+// Once a lock or extend is decided, the nodes yet to answer get until the node timeout but never
+// past half the validity, so a node slower than a short lease does not cost the lease.
 // Calls to the members run on the operator's own worker threads, per node (see README.md).
 //
 //   lock      acquired when a quorum (N/2 + 1) took the key and the validity time
