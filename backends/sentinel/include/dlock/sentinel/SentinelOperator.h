@@ -41,7 +41,8 @@
 //
 // Owner: shared. Thread safety: thread-safe. Construction never blocks and opens nothing; the
 // first call finds the master and starts the sentinel subscriptions (one thread per sentinel,
-// plus the release subscriber's thread once a waiter watches a key).
+// plus the release subscriber's thread once a waiter watches a key). One more thread, idle until
+// a promotion is announced, polls the replica being promoted.
 #pragma once
 
 #include <chrono>
