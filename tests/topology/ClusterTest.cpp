@@ -24,6 +24,7 @@
 #include "ClusterTopology.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/cluster/ClusterKeys.h"
 #include "dlock/cluster/ClusterOperator.h"
@@ -162,6 +163,35 @@ TEST_SUITE("ClusterOperator") {
       CHECK(message.find("127.0.0.1:" + std::to_string(second)) != std::string::npos);
     }
     CHECK(Steady::now() - start < 5s);
+  }
+
+  TEST_CASE("a cluster node that answers but serves no slots: ConnectionError after the retry budget, as for an "
+            "unowned slot") {
+    dlock::test::RedisProcess::Options nodeOptions;
+    nodeOptions.config = {"cluster-enabled yes", "cluster-config-file nodes.conf",
+                          "cluster-port " + std::to_string(dlock::test::freeLoopbackPort())};
+    dlock::test::RedisProcess node(nodeOptions);
+    dlock::ClusterOptions options;
+    options.seeds = {{"127.0.0.1", node.port()}};
+    options.retryBudget = 300ms;
+    dlock::ClusterOperator backend(options);
+    const auto start = Steady::now();
+    try {
+      (void)backend.lock("k", "token", 1000ms);
+      FAIL("lock on a cluster without slots returned");
+    } catch (const dlock::ConnectionError& error) {
+      CHECK(std::string(error.what()).find("serves slot " + std::to_string(dlock::clusterKeyNames(kPrefix, "k").slot)) !=
+            std::string::npos);
+    }
+    const auto waited = Steady::now() - start;
+    CHECK(waited >= 250ms);
+    CHECK(waited < 3s);
+    CHECK_THROWS_AS((void)backend.nodeFor("k"), dlock::ConnectionError);
+    CHECK_THROWS_AS((void)backend.watch("k"), dlock::ConnectionError);
+    // Slots assigned: the same operator finds them.
+    RedisClient(node.host(), node.port()).ok({"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+    CHECK(dlock::test::recovers([&] { return backend.lock("k", "token", 1000ms).acquired; }));
+    CHECK(backend.nodeFor("k") == "127.0.0.1:" + std::to_string(node.port()));
   }
 
   TEST_CASE("key slots agree with the server's CLUSTER KEYSLOT, binary keys included") {

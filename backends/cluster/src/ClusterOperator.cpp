@@ -294,6 +294,7 @@ void ClusterOperator::Impl::refresh(std::uint64_t seen) {
   }
   std::string failures;
   bool unreachable = false;
+  Node* servesNothing = nullptr;  // a node that answered with no slots at all
   for (Node* node : candidates) {
     const std::string where = "CLUSTER SLOTS on " + node->name;
     try {
@@ -303,7 +304,9 @@ void ClusterOperator::Impl::refresh(std::uint64_t seen) {
         return detail::parseClusterSlots(*reply, node->address.host, where);
       });
       if (ranges.empty()) {
+        // A node that was reset or has not joined yet; another may know better.
         failures += "; " + node->name + ": serves no slots";
+        servesNothing = node;
         continue;
       }
       apply(ranges, *node);
@@ -315,9 +318,16 @@ void ClusterOperator::Impl::refresh(std::uint64_t seen) {
       failures += std::string("; ") + error.what();
     }
   }
+  if (servesNothing != nullptr && !unreachable) {
+    // Every node we reached agrees that no slot has an owner: that is the map. Calls then wait for
+    // owners within their retry budget and end in ConnectionError, as for any unowned slot (the
+    // server itself answers CLUSTERDOWN, a "not now" reply, meanwhile).
+    apply({}, *servesNothing);
+    return;
+  }
   const std::string message = "dlock: no node of " + describe_ + " gave a slot map" + failures;
   if (unreachable) throw ConnectionError(message);
-  throw BackendError(message);
+  throw BackendError(message);  // only replies dlock cannot use: NOPERM, cluster support disabled, ...
 }
 
 void ClusterOperator::Impl::refreshQuietly(std::uint64_t seen) noexcept {

@@ -19,6 +19,11 @@
 //                      TRYAGAIN and BUSY also refresh the map
 //   a node unreachable the map is refreshed; if another node now owns the slot (a failover),
 //                      retried there, otherwise ConnectionError
+//   no owner           (a slot being reassigned, or a cluster whose nodes answer but serve no slots
+//                      at all) the map is asked again with the same back-off until the budget is
+//                      spent, then ConnectionError, as the server's own CLUSTERDOWN would be.
+//                      BackendError is kept for replies dlock cannot use (NOPERM on CLUSTER SLOTS,
+//                      a server without cluster support).
 // At most 16 redirections per call. A refused SSUBSCRIBE is handled alike: MOVED refreshes the
 // map and subscribes on the slot's owner.
 //
@@ -89,7 +94,8 @@ class ClusterOperator final : public IOperator {
   // "redis+cluster://host:port,host:port" (the seeds).
   [[nodiscard]] std::string describe() const override;
 
-  // Asks the cluster for its slot map now. ConnectionError when no known node answers.
+  // Asks the cluster for its slot map now. ConnectionError when no known node answers; a map in
+  // which no node serves any slot is taken as it is (calls then end in ConnectionError).
   void refreshSlots();
   // The master now serving `key`'s slot, as "host:port", from the current map (refreshed first
   // if there is none yet).
