@@ -688,6 +688,36 @@ TEST_SUITE("ClusterOperator") {
     CHECK(acquiredAt - releasedAt < 500ms);
   }
 
+  TEST_CASE("reconnects() never goes down, also when a master with a reconnected subscriber steps down") {
+    ClusterTopology cluster;
+    const auto owners = cluster.slotOwners();
+    const auto masters = cluster.masters();
+    const std::size_t master = masters[0];
+    const auto replicas = cluster.replicasOf(master);
+    REQUIRE_FALSE(replicas.empty());
+    const std::string key = keysOn(owners, master, "reconnects-", 1).front();
+    const std::uint16_t slot = dlock::clusterKeyNames(kPrefix, key).slot;
+    auto backend = operatorFor(cluster, {masters[1]});
+    auto watch = backend->watch(key);  // a subscriber on `master`
+    REQUIRE(backend->reconnects() == 0);
+    cluster.client(master).ok({"CLIENT", "KILL", "TYPE", "pubsub"});
+    const auto deadline = Steady::now() + 10s;
+    while (backend->reconnects() == 0 && Steady::now() < deadline) std::this_thread::sleep_for(20ms);
+    const auto reconnected = backend->reconnects();
+    REQUIRE(reconnected >= 1);
+
+    // A graceful failover: the master becomes a replica, and the operator's map drops it.
+    cluster.client(replicas.front()).ok({"CLUSTER", "FAILOVER"});
+    while (cluster.ownerOf(slot) != replicas.front() && Steady::now() < deadline + 20s) {
+      std::this_thread::sleep_for(50ms);
+    }
+    REQUIRE(cluster.ownerOf(slot) == replicas.front());
+    cluster.waitUntilStable();
+    backend->refreshSlots();
+    REQUIRE(backend->nodeFor(key) == cluster.address(replicas.front()));
+    CHECK(backend->reconnects() >= reconnected);
+  }
+
   TEST_CASE("dead seeds at start: the operator learns the cluster from the next one") {
     ClusterTopology cluster;
     const auto owners = cluster.slotOwners();

@@ -164,6 +164,8 @@ class ClusterOperator::Impl : public std::enable_shared_from_this<ClusterOperato
   std::uint64_t version_ = 0;                           // guarded by mutex_; maps applied
   std::uint64_t epoch_ = 0;                             // guarded by mutex_; bumped when a slot changes owner
   std::map<Node*, std::shared_ptr<detail::Subscriber>> subscribers_;  // guarded by mutex_; masters only
+  // Reconnects of subscribers dropped with their master, so that reconnects() never goes down.
+  std::uint64_t retiredReconnects_ = 0;  // guarded by mutex_
   std::mutex refreshMutex_;                                           // one CLUSTER SLOTS at a time
 };
 
@@ -260,7 +262,7 @@ std::uint64_t ClusterOperator::Impl::version() const {
 
 std::uint64_t ClusterOperator::Impl::reconnects() const {
   std::lock_guard<std::mutex> guard(mutex_);
-  std::uint64_t total = 0;
+  std::uint64_t total = retiredReconnects_;
   for (const auto& [name, node] : nodes_) total += node->pool.reconnects();
   for (const auto& [node, subscriber] : subscribers_) total += subscriber->reconnects();
   return total;
@@ -359,6 +361,7 @@ void ClusterOperator::Impl::apply(const std::vector<detail::SlotRange>& ranges, 
     if (moved > 0) ++epoch_;
     for (auto it = subscribers_.begin(); it != subscribers_.end();) {
       if (std::find(slots_.begin(), slots_.end(), it->first) == slots_.end()) {
+        retiredReconnects_ += it->second->reconnects();
         retired.push_back(std::move(it->second));
         it = subscribers_.erase(it);
       } else {

@@ -100,7 +100,8 @@ class ClusterOperator final : public IOperator {
   // The master now serving `key`'s slot, as "host:port", from the current map (refreshed first
   // if there is none yet).
   [[nodiscard]] std::string nodeFor(std::string_view key);
-  // Connections re-opened after a failure, and slot map refreshes, since construction.
+  // Connections re-opened after a failure (those of masters since dropped from the map
+  // included), and slot map refreshes, since construction. Neither ever goes down.
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
   [[nodiscard]] std::uint64_t slotRefreshes() const noexcept;
 
