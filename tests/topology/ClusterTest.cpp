@@ -473,6 +473,42 @@ TEST_SUITE("ClusterOperator") {
     CHECK(late->waitForRelease(2000ms));
   }
 
+  TEST_CASE("a watch whose node hands its slot over subscribes again on the new owner, its map stale till then") {
+    ClusterTopology cluster;
+    const auto owners = cluster.slotOwners();
+    const auto masters = cluster.masters();
+    const std::size_t source = masters[0];
+    const std::size_t target = masters[1];
+    const std::string key = keysOn(owners, source, "handed-", 1).front();
+    const std::uint16_t slot = dlock::clusterKeyNames(kPrefix, key).slot;
+    auto watcherBackend = operatorFor(cluster, {masters[2]});
+    auto holderBackend = operatorFor(cluster, {masters[2]});
+    auto watch = watcherBackend->watch(key);  // subscribed on the source
+    CHECK_FALSE(watch->waitForRelease(50ms));
+
+    const auto movedBefore = cluster.errorCount(source, "MOVED");
+    cluster.migrateSlot(slot, target);
+    // The source drops the channel with the slot: the waiter wakes, as for a release, and the
+    // watch subscribes again, reporting a release it may have missed. Nothing told the watcher's
+    // operator of the move: SSUBSCRIBE on the source meets MOVED, and the watch lands on the
+    // target. (The wake and the new subscription are one report or two, depending on whether the
+    // drop arrived before the call.)
+    CHECK(watch->waitForRelease(2000ms));
+    for (int i = 0; i < 2 && watch->waitForRelease(50ms); ++i) {
+    }
+    CHECK(cluster.errorCount(source, "MOVED") == movedBefore + 1);
+    CHECK(watcherBackend->nodeFor(key) == cluster.address(target));
+    CHECK_FALSE(watch->waitForRelease(50ms));
+    // And it hears the next release there.
+    REQUIRE(holderBackend->lock(key, "token", 10000ms).acquired);
+    const auto released = holderBackend->unlock(key, "token");
+    CHECK(released.released);
+    CHECK(released.notified == 1);
+    const auto start = Steady::now();
+    CHECK(watch->waitForRelease(2000ms));
+    CHECK(Steady::now() - start < 500ms);
+  }
+
   TEST_CASE("a slot migrated live while four processes contend for its key: no errors, exact count") {
     ClusterTopology cluster;
     const auto owners = cluster.slotOwners();

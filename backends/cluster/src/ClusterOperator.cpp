@@ -82,16 +82,6 @@ bool suggestsNewTopology(const redisReply& reply) {
          detail::isErrorReply(reply, "MASTERDOWN") || detail::isErrorReply(reply, "LOADING");
 }
 
-// True when the Subscriber's BackendError carries a redirection or a "not now" reply: its
-// message ends with the server's reply ("dlock: SSUBSCRIBE on host:port: MOVED 42 host:port").
-bool refusedForNow(const BackendError& error) {
-  const std::string_view text = error.what();
-  for (const char* reply : {": MOVED ", ": ASK ", ": TRYAGAIN", ": CLUSTERDOWN", ": LOADING", ": MASTERDOWN"}) {
-    if (text.find(reply) != std::string_view::npos) return true;
-  }
-  return false;
-}
-
 std::string validPrefix(std::string prefix) {
   if (prefix.find_first_of("{}") != std::string::npos) {
     throw ConfigError("dlock: ClusterOptions::keyPrefix " + detail::quoteKey(prefix) +
@@ -111,7 +101,6 @@ class ClusterOperator::Impl : public std::enable_shared_from_this<ClusterOperato
   struct Subscription {
     std::unique_ptr<IReleaseWatch> watch;
     Node* node = nullptr;
-    std::uint64_t epoch = 0;
   };
 
   explicit Impl(ClusterOptions options);
@@ -130,16 +119,23 @@ class ClusterOperator::Impl : public std::enable_shared_from_this<ClusterOperato
   void refreshQuietly(std::uint64_t seen) noexcept;
   // After a failure on `route`: true when a refreshed map names another master for the slot.
   bool ownerChanged(std::uint16_t slot, const Route& route);
+  // MOVED from a node we found through map `seen`: the whole map is asked again (other slots have
+  // probably moved too), then the slot is given to `target`, which is newer than any node's view
+  // that has not caught up yet.
+  void moved(const detail::Redirect& redirect, std::uint64_t seen);
   // The node at `address`, made (with its pool) on first sight.
   Node* nodeAt(const detail::NodeAddress& address);
   Node* ownerOf(std::uint16_t slot) const;
-  std::uint64_t epoch() const;
   std::uint64_t version() const;
   std::uint64_t reconnects() const;
 
   // A confirmed sharded subscription to `channel` on the master of `slot`.
   Subscription subscribe(std::uint16_t slot, const std::string& channel);
   bool subscribedOn(Node* node, const std::string& channel) const;
+  // True while `subscription` still listens where releases of `slot` are published: its node
+  // serves the slot in our map and still holds the channel (a node drops the channels of a slot
+  // it hands over).
+  bool listening(const Subscription& subscription, std::uint16_t slot, const std::string& channel) const;
 
   std::string where(const char* operation, std::string_view key, const Node& node) const {
     return std::string(operation) + " " + detail::quoteKey(key) + " on " + node.name;
@@ -162,7 +158,6 @@ class ClusterOperator::Impl : public std::enable_shared_from_this<ClusterOperato
   std::vector<Node*> seeds_;                            // fixed after construction
   std::vector<Node*> slots_;                            // guarded by mutex_; kClusterSlots entries
   std::uint64_t version_ = 0;                           // guarded by mutex_; maps applied
-  std::uint64_t epoch_ = 0;                             // guarded by mutex_; bumped when a slot changes owner
   std::map<Node*, std::shared_ptr<detail::Subscriber>> subscribers_;  // guarded by mutex_; masters only
   // Reconnects of subscribers dropped with their master, so that reconnects() never goes down.
   std::uint64_t retiredReconnects_ = 0;  // guarded by mutex_
@@ -180,19 +175,19 @@ class ClusterWatch final : public IReleaseWatch {
       : impl_(std::move(impl)), slot_(slot), channel_(std::move(channel)), current_(std::move(subscription)) {}
 
   bool waitForRelease(milliseconds timeout) override {
-    if (current_.watch == nullptr || impl_->epoch() != current_.epoch) {
-      if (current_.watch == nullptr || impl_->ownerOf(slot_) != current_.node) {
-        current_.watch.reset();
-        try {
-          current_ = impl_->subscribe(slot_, channel_);
-        } catch (const LockError& error) {
-          // The waiter's next attempt meets the same trouble and reports it; do not spin.
-          detail::logger()->debug("dlock: release watch on slot {} not moved yet: {}", slot_, error.what());
-          std::this_thread::sleep_for(std::min(timeout, kRewatchPause));
-        }
-        return true;
+    if (current_.watch == nullptr || !impl_->listening(current_, slot_, channel_)) {
+      // The slot has another owner in our map, or the node dropped the channel (it handed the
+      // slot over; our map may not know yet, and SSUBSCRIBE there meets MOVED), or the
+      // connection is being renewed: subscribe again, and report a possible release.
+      current_.watch.reset();
+      try {
+        current_ = impl_->subscribe(slot_, channel_);
+      } catch (const LockError& error) {
+        // The waiter's next attempt meets the same trouble and reports it; do not spin.
+        detail::logger()->debug("dlock: release watch on slot {} not moved yet: {}", slot_, error.what());
+        std::this_thread::sleep_for(std::min(timeout, kRewatchPause));
       }
-      current_.epoch = impl_->epoch();
+      return true;
     }
     return current_.watch->waitForRelease(timeout);
   }
@@ -248,11 +243,6 @@ Node* ClusterOperator::Impl::nodeAt(const detail::NodeAddress& address) {
 Node* ClusterOperator::Impl::ownerOf(std::uint16_t slot) const {
   std::lock_guard<std::mutex> guard(mutex_);
   return slots_[slot];
-}
-
-std::uint64_t ClusterOperator::Impl::epoch() const {
-  std::lock_guard<std::mutex> guard(mutex_);
-  return epoch_;
 }
 
 std::uint64_t ClusterOperator::Impl::version() const {
@@ -358,7 +348,6 @@ void ClusterOperator::Impl::apply(const std::vector<detail::SlotRange>& ranges, 
     }
     slots_.swap(fresh);
     ++version_;
-    if (moved > 0) ++epoch_;
     for (auto it = subscribers_.begin(); it != subscribers_.end();) {
       if (std::find(slots_.begin(), slots_.end(), it->first) == slots_.end()) {
         retiredReconnects_ += it->second->reconnects();
@@ -425,18 +414,10 @@ Answer ClusterOperator::Impl::execute(std::uint16_t slot, const ScriptCall& call
                               std::to_string(kMaxRedirects) +
                               " redirections, the last: " + std::string(detail::replyText(*reply)));
       }
-      Node* target = nodeAt(redirect->target);
       if (redirect->ask) {
-        askTarget = target;
+        askTarget = nodeAt(redirect->target);
       } else {
-        // Ask for the whole map (other slots have probably moved too), then trust the MOVED,
-        // which is newer than any node's view that has not caught up yet.
-        refreshQuietly(current.version);
-        std::lock_guard<std::mutex> guard(mutex_);
-        if (slots_[redirect->slot] != target) {
-          slots_[redirect->slot] = target;
-          ++epoch_;
-        }
+        moved(*redirect, current.version);
       }
       continue;
     }
@@ -446,6 +427,12 @@ Answer ClusterOperator::Impl::execute(std::uint16_t slot, const ScriptCall& call
     }
     return Answer{std::move(reply), &node};  // the reply reader maps the error
   }
+}
+
+void ClusterOperator::Impl::moved(const detail::Redirect& redirect, std::uint64_t seen) {
+  refreshQuietly(seen);
+  std::lock_guard<std::mutex> guard(mutex_);
+  slots_[redirect.slot] = nodeAtLocked(redirect.target);
 }
 
 std::shared_ptr<detail::Subscriber> ClusterOperator::Impl::subscriberFor(Node* node) {
@@ -470,9 +457,19 @@ bool ClusterOperator::Impl::subscribedOn(Node* node, const std::string& channel)
   return subscriber->subscribed(channel);
 }
 
+bool ClusterOperator::Impl::listening(const Subscription& subscription, std::uint16_t slot,
+                                      const std::string& channel) const {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (slots_[slot] != subscription.node) return false;
+  }
+  return subscribedOn(subscription.node, channel);
+}
+
 ClusterOperator::Impl::Subscription ClusterOperator::Impl::subscribe(std::uint16_t slot, const std::string& channel) {
-  for (int attempt = 0;; ++attempt) {
-    const std::uint64_t seenEpoch = epoch();
+  unsigned redirects = 0;
+  bool followedFailover = false;
+  while (true) {
     Route current = route(slot);
     if (current.node == nullptr) {
       refresh(current.version);
@@ -481,19 +478,22 @@ ClusterOperator::Impl::Subscription ClusterOperator::Impl::subscribe(std::uint16
         throw ConnectionError("dlock: no node of " + describe_ + " serves slot " + std::to_string(slot));
       }
     }
-    const auto subscriber = subscriberFor(current.node);
     try {
-      return Subscription{subscriber->watch(channel), current.node, seenEpoch};
-    } catch (const BackendError& error) {
-      // Refused. The subscriber keeps a refused channel marked as requested until its connection
-      // is renewed, so renew it. MOVED means our map is stale; a cluster between states answers
-      // like a server that cannot serve now (ConnectionError, as for commands).
-      subscriber->reconnect();
-      if (!refusedForNow(error)) throw;
-      if (attempt > 0) throw ConnectionError(error.what());
-      refresh(current.version);
+      return Subscription{subscriberFor(current.node)->watch(channel), current.node};
+    } catch (const detail::ServerReplyError& error) {
+      // Refused for this channel only; the subscriber asks again on the next watch().
+      const auto redirect = detail::parseRedirect(error.reply(), current.node->address.host);
+      if (!redirect) throw;  // NOPERM and the like
+      if (redirect->ask || ++redirects > kMaxRedirects) {
+        // A slot half-migrated: a subscription cannot follow ASK. Not now, as for commands.
+        throw ConnectionError("dlock: SSUBSCRIBE " + detail::quoteKey(channel) + " on " + current.node->name +
+                              ": the slot is moving: " + error.reply());
+      }
+      moved(*redirect, current.version);
     } catch (const ConnectionError&) {
-      if (attempt > 0 || !ownerChanged(slot, current)) throw;
+      // Unreachable, or "not now" (TRYAGAIN, CLUSTERDOWN...): follow a failover once.
+      if (followedFailover || !ownerChanged(slot, current)) throw;
+      followedFailover = true;
     }
   }
 }

@@ -25,7 +25,8 @@
 //                      BackendError is kept for replies dlock cannot use (NOPERM on CLUSTER SLOTS,
 //                      a server without cluster support).
 // At most 16 redirections per call. A refused SSUBSCRIBE is handled alike: MOVED refreshes the
-// map and subscribes on the slot's owner.
+// map and subscribes on the slot's owner; ASK (a slot half-migrated, which a subscription cannot
+// follow) and the "not now" replies are ConnectionError; other refusals (NOPERM) BackendError.
 //
 // Failover: when a master dies, calls on its slots fail with ConnectionError until the cluster
 // has promoted a replica and a node reports it (about cluster-node-timeout plus an election);
@@ -34,11 +35,12 @@
 //
 // Release messages go through sharded pub/sub: the release script SPUBLISHes on the key's channel
 // (same slot), and waiters SSUBSCRIBE through one subscriber per master, chosen by slot. A watch
-// follows its slot: once the map shows another owner (after MOVED or a failover) it subscribes
-// there and reports a possible release, so the waiter tries again. Around a slot migration a
-// release may go unheard (published on the target after ASKING while waiters listen on the
-// source, or after Redis dropped the source's shard subscriptions on hand-over): such waiters
-// wake at their wait strategy's recheck bound (NotifyWait: 1 s) and try again.
+// follows its slot: once the map shows another owner (after MOVED or a failover), or the node
+// drops the channel (a node unsubscribes the channels of a slot it hands over, which wakes the
+// waiters), it subscribes again where the slot lives and reports a possible release, so the
+// waiter tries again. While a slot is half-migrated, a release that runs on the target after
+// ASKING publishes there, where nobody listens yet: its waiters wake at the hand-over, or at
+// their wait strategy's recheck bound (NotifyWait: 1 s), whichever is first.
 //
 // extendAll groups leases by master: one pipelined round trip per node.
 // Owner: shared. Thread safety: thread-safe.
