@@ -50,8 +50,8 @@ int worker(const std::string& uri, int id, long long count, int keys, const std:
                   .backend(dlock::connect(uri + "?connect_timeout=500&command_timeout=500"))
                   .leaseTime(10s)
                   .build();
-  dlock::bench::RawRedis data(dlock::bench::parseRedisUri(uri));
-  freeReplyObject(data.command({"CLIENT", "SETNAME", "soak-data"}));  // spared by the fault injector
+  dlock::bench::RawRedis data(uri);
+  data.command({"CLIENT", "SETNAME", "soak-data"});  // spared by the fault injector
   std::mt19937 random(static_cast<unsigned>(id) * 7919U + 1U);
   std::vector<Entry> entries;
   entries.reserve(static_cast<std::size_t>(count));
@@ -75,7 +75,7 @@ int worker(const std::string& uri, int id, long long count, int keys, const std:
     const std::string counter = "soak:counter:" + std::to_string(key);
     const std::string value = data.text({"GET", counter});
     const long long seen = value.empty() ? 0 : std::atoll(value.c_str());
-    freeReplyObject(data.command({"SET", counter, std::to_string(seen + 1)}));
+    data.command({"SET", counter, std::to_string(seen + 1)});
     entries.push_back({key, seen, lock->fencingToken(name)});
     ++done;
     for (int attempt = 0;; ++attempt) {
@@ -121,9 +121,9 @@ int main(int argc, char** argv) {
     const int workers = argc > 2 ? std::atoi(argv[2]) : 8;
     const long long total = argc > 3 ? std::atoll(argv[3]) : 1000000;
     const int keys = argc > 4 ? std::atoi(argv[4]) : 4;
-    dlock::bench::RawRedis admin(dlock::bench::parseRedisUri(uri));
-    freeReplyObject(admin.command({"CLIENT", "SETNAME", "soak-data"}));
-    for (int k = 0; k < keys; ++k) freeReplyObject(admin.command({"DEL", "soak:counter:" + std::to_string(k)}));
+    dlock::bench::RawRedis admin(uri);
+    admin.command({"CLIENT", "SETNAME", "soak-data"});
+    for (int k = 0; k < keys; ++k) admin.command({"DEL", "soak:counter:" + std::to_string(k)});
 
     char dirTemplate[] = "/tmp/dlock-soak-XXXXXX";
     const std::string dir = ::mkdtemp(dirTemplate);
@@ -144,8 +144,8 @@ int main(int argc, char** argv) {
     std::atomic<bool> finished{false};
     std::map<std::string, long long> faults;
     std::thread injector([&] {
-      dlock::bench::RawRedis chaos(dlock::bench::parseRedisUri(uri));
-      freeReplyObject(chaos.command({"CLIENT", "SETNAME", "soak-data"}));
+      dlock::bench::RawRedis chaos(uri);
+      chaos.command({"CLIENT", "SETNAME", "soak-data"});
       std::mt19937 random(12345);
       while (!finished) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100 + random() % 300));
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
               const auto lineEnd = clients.find('\n', pos);
               const std::string line = clients.substr(pos, lineEnd - pos);
               if (line.find("name=soak-data") == std::string::npos && random() % 3 == 0) {
-                freeReplyObject(chaos.command({"CLIENT", "KILL", "ID", id}));
+                chaos.command({"CLIENT", "KILL", "ID", id});
                 ++killed;
               }
               pos = lineEnd;
@@ -170,11 +170,11 @@ int main(int argc, char** argv) {
             break;
           }
           case 2:
-            freeReplyObject(chaos.command({"CLIENT", "PAUSE", std::to_string(50 + random() % 250), "ALL"}));
+            chaos.command({"CLIENT", "PAUSE", std::to_string(50 + random() % 250), "ALL"});
             ++faults["client_pause"];
             break;
           default:
-            freeReplyObject(chaos.command({"DEBUG", "SLEEP", "0.1"}));
+            chaos.command({"DEBUG", "SLEEP", "0.1"});
             ++faults["debug_sleep"];
             break;
         }
