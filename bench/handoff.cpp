@@ -4,7 +4,6 @@
 // p50/p99 (the previous holder's unlock call to the next holder's acquisition), lock commands
 // per hand-off (INFO commandstats: the commands the lock's clients sent) and the counter check.
 // Usage: dlock_bench_handoff redis://127.0.0.1:PORT fixed|backoff|notify PROCESSES SECONDS
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 
 #include "BenchReport.h"
 #include "RawRedis.h"
+#include "Workers.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/WaitStrategies.h"
@@ -98,20 +98,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> files;
     for (int p = 0; p < processes; ++p) {
       files.push_back(dir + "/worker-" + std::to_string(p));
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        ::execl("/proc/self/exe", argv[0], "--worker", uri.c_str(), strategy.c_str(), std::to_string(start).c_str(),
-                std::to_string(end).c_str(), files.back().c_str(), static_cast<char*>(nullptr));
-        ::_exit(127);
-      }
-      pids.push_back(pid);
+      pids.push_back(dlock::bench::spawnWorker(
+          argv[0], {uri, strategy, std::to_string(start), std::to_string(end), files.back()}));
     }
-    bool workersOk = true;
-    for (pid_t pid : pids) {
-      int status = 0;
-      ::waitpid(pid, &status, 0);
-      workersOk = workersOk && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
+    const bool workersOk = dlock::bench::waitForWorkers(pids);
 
     // Merge: every acquisition, ordered by when it happened.
     struct Acquisition {

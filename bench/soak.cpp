@@ -5,7 +5,6 @@
 // mutual exclusion (no counter value seen twice, every counter equal to its increments) and the
 // fencing order (tokens rising with the counter), and prints the figures as one JSON line.
 // Usage: dlock_bench_soak redis://127.0.0.1:PORT [workers] [acquisitions] [keys]
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +23,7 @@
 
 #include "BenchReport.h"
 #include "RawRedis.h"
+#include "Workers.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
@@ -42,12 +42,17 @@ struct Errors {
   long long connection = 0, backend = 0, lost = 0, timeouts = 0, other = 0;
 };
 
+// `uri` with `options` ("a=1&b=2") added to its query, which it may have already.
+std::string withOptions(const std::string& uri, const std::string& options) {
+  return uri + (uri.find('?') == std::string::npos ? "?" : "&") + options;
+}
+
 // One worker: `count` acquisitions on random keys; faults make calls fail, and it carries on.
 int worker(const std::string& uri, int id, long long count, int keys, const std::string& out) {
   // Reconnect warnings are the expected effect of the faults here: keep errors only.
   spdlog::stderr_color_mt("dlock")->set_level(spdlog::level::err);
   auto lock = dlock::LockBuilder()
-                  .backend(dlock::connect(uri + "?connect_timeout=500&command_timeout=500"))
+                  .backend(dlock::connect(withOptions(uri, "connect_timeout=500&command_timeout=500")))
                   .leaseTime(10s)
                   .build();
   dlock::bench::RawRedis data(uri);
@@ -130,14 +135,9 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     std::vector<pid_t> pids;
     for (int w = 0; w < workers; ++w) {
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        const std::string count = std::to_string(total / workers + (w < total % workers ? 1 : 0));
-        ::execl("/proc/self/exe", argv[0], "--worker", uri.c_str(), std::to_string(w).c_str(), count.c_str(),
-                std::to_string(keys).c_str(), (dir + "/worker-" + std::to_string(w)).c_str(), static_cast<char*>(nullptr));
-        ::_exit(127);
-      }
-      pids.push_back(pid);
+      const std::string count = std::to_string(total / workers + (w < total % workers ? 1 : 0));
+      pids.push_back(dlock::bench::spawnWorker(
+          argv[0], {uri, std::to_string(w), count, std::to_string(keys), dir + "/worker-" + std::to_string(w)}));
     }
 
     // Faults, every 100-400 ms until the workers are done.
@@ -180,12 +180,7 @@ int main(int argc, char** argv) {
         }
       }
     });
-    bool workersOk = true;
-    for (pid_t pid : pids) {
-      int status = 0;
-      ::waitpid(pid, &status, 0);
-      workersOk = workersOk && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
+    const bool workersOk = dlock::bench::waitForWorkers(pids);
     finished = true;
     injector.join();
     const double seconds = dlock::bench::secondsSince(start);
