@@ -2,18 +2,12 @@
 // masters, odd keys, batch renewal, a live slot migration under contention from four processes,
 // a master killed and failed over, dead seeds.
 #include <doctest/doctest.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -21,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "ChildProcess.h"
 #include "ClusterTopology.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
@@ -33,6 +28,7 @@
 
 using namespace std::chrono_literals;
 using namespace std::string_literals;
+using dlock::test::ChildProcess;
 using dlock::test::ClusterTopology;
 using dlock::test::RedisClient;
 using Steady = std::chrono::steady_clock;
@@ -70,61 +66,10 @@ std::string readFile(const std::string& path) {
   return text.str();
 }
 
-// A dlock_test_worker process; stdout and stderr go to `log`.
-pid_t spawnWorker(const std::vector<std::string>& args, const std::string& log) {
-  const pid_t child = ::fork();
-  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (child == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-    }
-    std::vector<std::string> all = {DLOCK_TEST_WORKER};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& arg : all) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    ::execv(DLOCK_TEST_WORKER, argv.data());
-    ::_exit(127);
-  }
-  return child;
-}
-
-// The exit status of `pid`, or -1 (after SIGKILL) when it runs past `budget`.
-int waitForExit(pid_t pid, std::chrono::milliseconds budget) {
-  const auto deadline = Steady::now() + budget;
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (Steady::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 long long counterValue(RedisClient& client, const std::string& key) {
   const auto value = client.ok({"GET", key});
   return value.isNil() ? 0 : std::stoll(value.str);
 }
-
-struct TempDir {
-  TempDir() {
-    char pattern[] = "/tmp/dlock-cluster-test-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::string path;
-};
 
 }  // namespace
 
@@ -530,12 +475,15 @@ TEST_SUITE("ClusterOperator") {
 
     constexpr int kWorkers = 4;
     constexpr int kEach = 400;
-    TempDir dir;
-    std::vector<pid_t> workers;
+    dlock::test::TempDir dir;
+    std::vector<std::unique_ptr<ChildProcess>> workers;
     for (int w = 0; w < kWorkers; ++w) {
-      const std::string base = dir.path + "/worker-" + std::to_string(w);
-      workers.push_back(
-          spawnWorker({"increment", uri, key, counter, std::to_string(kEach), base + ".out"}, base + ".log"));
+      const std::string base = dir.file("worker-" + std::to_string(w));
+      workers.push_back(std::make_unique<ChildProcess>(ChildProcess::Options{
+          {DLOCK_TEST_WORKER, "increment", uri, key, counter, std::to_string(kEach), base + ".out"},
+          {},
+          base + ".log",
+          false}));
     }
     const auto countedBy = [&](long long wanted, std::chrono::milliseconds budget) {
       const auto deadline = Steady::now() + budget;
@@ -554,9 +502,9 @@ TEST_SUITE("ClusterOperator") {
     const long long countAtHandOver = counterValue(counterClient, counter);
 
     std::vector<int> exits;
-    for (const pid_t pid : workers) exits.push_back(waitForExit(pid, 120s));
+    for (const auto& worker : workers) exits.push_back(worker->waitFor(120s).value_or(-1));  // -1: still running
     for (int w = 0; w < kWorkers; ++w) {
-      const std::string base = dir.path + "/worker-" + std::to_string(w);
+      const std::string base = dir.file("worker-" + std::to_string(w));
       CAPTURE(readFile(base + ".log"));
       CHECK(exits[static_cast<std::size_t>(w)] == 0);
     }
@@ -573,7 +521,7 @@ TEST_SUITE("ClusterOperator") {
     // Every increment saw the previous one, and fencing tokens grew with the count.
     std::vector<std::pair<long long, unsigned long long>> seen;  // (counter seen, fencing token)
     for (int w = 0; w < kWorkers; ++w) {
-      std::ifstream in(dir.path + "/worker-" + std::to_string(w) + ".out");
+      std::ifstream in(dir.file("worker-" + std::to_string(w) + ".out"));
       long long value = 0;
       unsigned long long fence = 0;
       while (in >> value >> fence) seen.emplace_back(value, fence);
