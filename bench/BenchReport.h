@@ -23,7 +23,11 @@ inline double percentile(std::vector<double> samples, double p) {
 // A flat JSON object written field by field: JsonLine("uncontended").field("ops", 1.0).print();
 class JsonLine {
  public:
-  explicit JsonLine(const std::string& bench) { out_ << "{\"bench\":\"" << bench << "\""; }
+  // Ten significant digits: counts in the millions print whole, not as 1.23457e+06.
+  explicit JsonLine(const std::string& bench) {
+    out_.precision(10);
+    out_ << "{\"bench\":\"" << bench << "\"";
+  }
   JsonLine& field(const std::string& name, double value) {
     out_ << ",\"" << name << "\":" << value;
     return *this;

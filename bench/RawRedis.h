@@ -5,67 +5,68 @@
 #include <hiredis/hiredis.h>
 
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "dlock/core/Uri.h"
+
 namespace dlock::bench {
 
-struct HostPort {
-  std::string host;
-  int port = 0;
+struct ReplyDeleter {
+  void operator()(redisReply* reply) const { freeReplyObject(reply); }
 };
-
-// "redis://host:port[...]" → host and port (the benchmarks only use plain local URIs).
-inline HostPort parseRedisUri(const std::string& uri) {
-  const auto start = uri.find("://");
-  const std::string rest = uri.substr(start == std::string::npos ? 0 : start + 3);
-  const auto colon = rest.rfind(':');
-  const auto end = rest.find_first_of("/?", colon);
-  return {rest.substr(0, colon), std::atoi(rest.substr(colon + 1, end - colon - 1).c_str())};
-}
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
 class RawRedis {
  public:
-  explicit RawRedis(const HostPort& server) {
+  explicit RawRedis(const UriHost& server) {
     context_.reset(redisConnect(server.host.c_str(), server.port));
-    if (!context_ || context_->err) throw std::runtime_error("cannot connect to " + server.host);
+    if (!context_ || context_->err) {
+      throw std::runtime_error("cannot connect to " + server.host + ":" + std::to_string(server.port));
+    }
   }
-  // One command as argv; returns the reply (caller frees) and throws on I/O errors.
-  redisReply* command(const std::vector<std::string>& args) {
+  // The first host of a URI, as dlock::parseUri reads it ("redis://host:port/...?...").
+  explicit RawRedis(const std::string& uri) : RawRedis(parseUri(uri).hosts.at(0)) {}
+
+  // One command as argv; throws on I/O errors (an error reply is returned like any other).
+  Reply command(const std::vector<std::string>& args) {
     std::vector<const char*> argv;
     std::vector<size_t> lengths;
     for (const auto& arg : args) {
       argv.push_back(arg.data());
       lengths.push_back(arg.size());
     }
-    auto* reply = static_cast<redisReply*>(
-        redisCommandArgv(context_.get(), static_cast<int>(argv.size()), argv.data(), lengths.data()));
-    if (reply == nullptr) throw std::runtime_error(context_->errstr);
+    Reply reply(static_cast<redisReply*>(
+        redisCommandArgv(context_.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())));
+    if (!reply) throw std::runtime_error(context_->errstr);
+    return reply;
+  }
+  // As command(), and an error reply throws too.
+  Reply ok(const std::vector<std::string>& args) {
+    Reply reply = command(args);
+    if (reply->type == REDIS_REPLY_ERROR) throw std::runtime_error("reply: " + std::string(reply->str, reply->len));
     return reply;
   }
   std::string text(const std::vector<std::string>& args) {
-    redisReply* reply = command(args);
-    std::string out = reply->str != nullptr ? std::string(reply->str, reply->len) : std::to_string(reply->integer);
-    freeReplyObject(reply);
-    return out;
+    const Reply reply = command(args);
+    return reply->str != nullptr ? std::string(reply->str, reply->len) : std::to_string(reply->integer);
   }
-  // Sum of `calls` over INFO commandstats, minus the INFO calls made to read it.
-  long long totalCommands() {
+  // `calls` per command name ("evalsha", "set", ...) from INFO commandstats. It counts the
+  // commands scripts run inside EVALSHA as well, which are not round trips.
+  std::map<std::string, long long> commandCalls() {
     const std::string info = text({"INFO", "commandstats"});
-    long long total = 0;
-    long long infoCalls = 0;
+    std::map<std::string, long long> calls;
     std::size_t pos = 0;
     while ((pos = info.find("cmdstat_", pos)) != std::string::npos) {
       const auto colon = info.find(':', pos);
-      const auto calls = info.find("calls=", colon);
-      const long long count = std::atoll(info.c_str() + calls + 6);
-      if (info.compare(pos + 8, colon - pos - 8, "info") == 0) infoCalls = count;
-      total += count;
+      const auto count = info.find("calls=", colon);
+      calls[info.substr(pos + 8, colon - pos - 8)] = std::atoll(info.c_str() + count + 6);
       pos = colon;
     }
-    return total - infoCalls;
+    return calls;
   }
 
  private:

@@ -25,17 +25,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "BenchReport.h"
+#include "RawRedis.h"
 #include "dlock/LockError.h"
 #include "dlock/cluster/ClusterKeys.h"
 #include "dlock/cluster/ClusterOperator.h"
-#include "dlock/connect.h"
+#include "dlock/core/Uri.h"
 
 namespace {
 
@@ -122,83 +123,42 @@ class ScriptCluster {
   std::string uri_;
 };
 
-struct Address {
-  std::string host;
-  int port;
+// Every master of the cluster, and the index of each slot's master among them, from CLUSTER SLOTS
+// on the first seed. A node reports an empty host for "the address you reached me at".
+struct SlotMap {
+  std::vector<dlock::UriHost> masters;
+  std::vector<std::size_t> master;  // kClusterSlots entries
 };
 
-// host:port pairs of redis+cluster://h1:p1,h2:p2
-std::vector<Address> seedsOf(const std::string& uri) {
-  std::vector<Address> seeds;
-  std::string rest = uri.substr(uri.find("://") + 3);
-  rest = rest.substr(0, rest.find_first_of("/?"));
-  std::size_t start = 0;
-  while (start < rest.size()) {
-    const auto comma = rest.find(',', start);
-    const std::string item = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    const auto colon = item.rfind(':');
-    seeds.push_back(Address{item.substr(0, colon), std::stoi(item.substr(colon + 1))});
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return seeds;
-}
-
-struct ContextDeleter {
-  void operator()(redisContext* context) const { redisFree(context); }
-};
-using Context = std::unique_ptr<redisContext, ContextDeleter>;
-struct ReplyDeleter {
-  void operator()(redisReply* reply) const { freeReplyObject(reply); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-Context connectTo(const Address& address) {
-  Context context(redisConnect(address.host.c_str(), address.port));
-  if (!context || context->err != 0) throw std::runtime_error("cannot connect to " + address.host);
-  return context;
-}
-
-ReplyPtr command(redisContext& context, const std::vector<std::string>& args) {
-  std::vector<const char*> argv;
-  std::vector<size_t> lengths;
-  for (const auto& arg : args) {
-    argv.push_back(arg.data());
-    lengths.push_back(arg.size());
-  }
-  ReplyPtr reply(
-      static_cast<redisReply*>(redisCommandArgv(&context, static_cast<int>(argv.size()), argv.data(), lengths.data())));
-  if (!reply) throw std::runtime_error(std::string("hiredis: ") + context.errstr);
-  if (reply->type == REDIS_REPLY_ERROR) throw std::runtime_error(std::string("reply: ") + reply->str);
-  return reply;
-}
-
-// The master port of every slot, from CLUSTER SLOTS on the first seed.
-std::vector<int> slotPorts(const std::string& uri) {
-  Context context = connectTo(seedsOf(uri).front());
-  ReplyPtr reply = command(*context, {"CLUSTER", "SLOTS"});
-  std::vector<int> ports(dlock::kClusterSlots, 0);
-  for (size_t i = 0; i < reply->elements; ++i) {
+SlotMap slotMap(const std::string& uri) {
+  const dlock::UriHost seed = dlock::parseUri(uri).hosts.at(0);
+  dlock::bench::RawRedis node(seed);
+  const dlock::bench::Reply reply = node.ok({"CLUSTER", "SLOTS"});
+  SlotMap map;
+  map.master.assign(dlock::kClusterSlots, 0);
+  for (std::size_t i = 0; i < reply->elements; ++i) {
     const redisReply* range = reply->element[i];
-    const int port = static_cast<int>(range->element[2]->element[1]->integer);
+    const redisReply* address = range->element[2];
+    dlock::UriHost master{std::string(address->element[0]->str, address->element[0]->len),
+                          static_cast<int>(address->element[1]->integer)};
+    if (master.host.empty()) master.host = seed.host;
+    std::size_t index = 0;
+    while (index < map.masters.size() &&
+           (map.masters[index].host != master.host || map.masters[index].port != master.port)) {
+      ++index;
+    }
+    if (index == map.masters.size()) map.masters.push_back(master);
     for (long long slot = range->element[0]->integer; slot <= range->element[1]->integer; ++slot) {
-      ports[static_cast<std::size_t>(slot)] = port;
+      map.master[static_cast<std::size_t>(slot)] = index;
     }
   }
-  return ports;
+  return map;
 }
 
 // The same compare-and-delete as dlock's cluster release, for the raw loop.
 constexpr const char* kRelease =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) "
     "return {1, redis.call('SPUBLISH', ARGV[2], '1')} end return {0, 0}";
-
-double percentile(std::vector<double>& samples, double q) {
-  if (samples.empty()) return 0;
-  const auto index = static_cast<std::size_t>(q * static_cast<double>(samples.size() - 1));
-  std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(index), samples.end());
-  return samples[index];
-}
 
 // Runs `cycle(thread, n)` on every thread for the configured time; `cycle` returns false on failure.
 template <class Cycle>
@@ -226,12 +186,12 @@ Result measure(const Settings& settings, Cycle cycle) {
   for (auto& thread : threads) thread.join();
   if (failed) throw std::runtime_error("a cycle failed");
   Result result;
-  result.seconds = std::chrono::duration<double>(Steady::now() - start).count();
+  result.seconds = dlock::bench::secondsSince(start);
   std::vector<double> all;
   for (const auto& mine : latencies) all.insert(all.end(), mine.begin(), mine.end());
   result.cycles = all.size();
-  result.p50us = percentile(all, 0.50);
-  result.p99us = percentile(all, 0.99);
+  result.p50us = dlock::bench::percentile(all, 50);
+  result.p99us = dlock::bench::percentile(all, 99);
   return result;
 }
 
@@ -242,7 +202,7 @@ std::string keyName(const Settings& settings, int thread, std::uint64_t n) {
 
 Result measureDlock(const Settings& settings, const std::string& uri) {
   dlock::ClusterOptions options;
-  for (const auto& seed : seedsOf(uri)) options.seeds.push_back(dlock::ClusterSeed{seed.host, seed.port});
+  for (const auto& seed : dlock::parseUri(uri).hosts) options.seeds.push_back(dlock::ClusterSeed{seed.host, seed.port});
   options.pool.size = static_cast<std::size_t>(settings.threads);
   dlock::ClusterOperator backend(options);
   return measure(settings, [&](int thread, std::uint64_t n) {
@@ -259,28 +219,22 @@ Result measureDlock(const Settings& settings, const std::string& uri) {
 }
 
 Result measureRaw(const Settings& settings, const std::string& uri) {
-  const std::vector<int> ports = slotPorts(uri);
+  const SlotMap map = slotMap(uri);
   std::string sha;
-  {
-    std::map<int, bool> loaded;
-    for (const int port : ports) {
-      if (loaded[port]) continue;
-      loaded[port] = true;
-      Context context = connectTo(Address{"127.0.0.1", port});
-      sha = command(*context, {"SCRIPT", "LOAD", kRelease})->str;
-    }
-  }
+  for (const auto& master : map.masters) sha = dlock::bench::RawRedis(master).text({"SCRIPT", "LOAD", kRelease});
   // One connection per thread and master, as a pool would give.
-  std::vector<std::map<int, Context>> connections(static_cast<std::size_t>(settings.threads));
+  std::vector<std::vector<std::unique_ptr<dlock::bench::RawRedis>>> connections(
+      static_cast<std::size_t>(settings.threads));
+  for (auto& mine : connections) mine.resize(map.masters.size());
   return measure(settings, [&](int thread, std::uint64_t n) {
     const auto names = dlock::clusterKeyNames("dlock:", keyName(settings, thread, n));
-    const int port = ports[names.slot];
-    auto& context = connections[static_cast<std::size_t>(thread)][port];
+    const std::size_t master = map.master[names.slot];
+    auto& connection = connections[static_cast<std::size_t>(thread)][master];
     try {
-      if (!context) context = connectTo(Address{"127.0.0.1", port});
+      if (!connection) connection = std::make_unique<dlock::bench::RawRedis>(map.masters[master]);
       const std::string token = "token-" + std::to_string(thread) + "-" + std::to_string(n);
-      if (command(*context, {"SET", names.lock, token, "NX", "PX", "10000"})->type != REDIS_REPLY_STATUS) return false;
-      const ReplyPtr released = command(*context, {"EVALSHA", sha, "1", names.lock, token, names.channel});
+      if (connection->ok({"SET", names.lock, token, "NX", "PX", "10000"})->type != REDIS_REPLY_STATUS) return false;
+      const auto released = connection->ok({"EVALSHA", sha, "1", names.lock, token, names.channel});
       return released->type == REDIS_REPLY_ARRAY && released->element[0]->integer == 1;
     } catch (const std::exception& error) {
       std::fprintf(stderr, "raw: %s\n", error.what());
@@ -290,14 +244,19 @@ Result measureRaw(const Settings& settings, const std::string& uri) {
 }
 
 void print(const Settings& settings, int masters, const char* client, const Result& result, double vsRaw) {
-  std::printf(
-      "{\"bench\":\"cluster_throughput\",\"masters\":%d,\"client\":\"%s\",\"threads\":%d,\"keys\":%d,"
-      "\"rounds\":%d,\"seconds\":%.2f,\"cycles\":%llu,\"cycles_per_sec\":%.0f,\"p50_us\":%.1f,\"p99_us\":%.1f",
-      masters, client, settings.threads, settings.keys, settings.rounds, result.seconds,
-      static_cast<unsigned long long>(result.cycles), result.rate(), result.p50us, result.p99us);
-  if (vsRaw > 0) std::printf(",\"vs_raw\":%.3f", vsRaw);
-  std::printf("}\n");
-  std::fflush(stdout);
+  dlock::bench::JsonLine line("cluster_throughput");
+  line.field("masters", static_cast<double>(masters))
+      .field("client", std::string(client))
+      .field("threads", static_cast<double>(settings.threads))
+      .field("keys", static_cast<double>(settings.keys))
+      .field("rounds", static_cast<double>(settings.rounds))
+      .field("seconds", result.seconds)
+      .field("cycles", static_cast<double>(result.cycles))
+      .field("cycles_per_sec", result.rate())
+      .field("p50_us", result.p50us)
+      .field("p99_us", result.p99us);
+  if (vsRaw > 0) line.field("vs_raw", vsRaw);
+  line.print();
 }
 
 Result median(std::vector<Result> rounds) {

@@ -4,7 +4,6 @@
 // p50/p99 (the previous holder's unlock call to the next holder's acquisition), lock commands
 // per hand-off (INFO commandstats: the commands the lock's clients sent) and the counter check.
 // Usage: dlock_bench_handoff redis://127.0.0.1:PORT fixed|backoff|notify PROCESSES SECONDS
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 
 #include "BenchReport.h"
 #include "RawRedis.h"
+#include "Workers.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/WaitStrategies.h"
@@ -47,7 +47,7 @@ int worker(const std::string& uri, const std::string& strategy, long long start,
                   .waitStrategy(strategyNamed(strategy))
                   .leaseTime(std::chrono::seconds(10))
                   .build();
-  dlock::bench::RawRedis data(dlock::bench::parseRedisUri(uri));
+  dlock::bench::RawRedis data(uri);
   std::vector<Record> records;
   records.reserve(1 << 16);
   std::this_thread::sleep_until(Clock::time_point(Clock::duration(start)));
@@ -58,7 +58,7 @@ int worker(const std::string& uri, const std::string& strategy, long long start,
     record.acquired = nowNanos();
     const std::string seen = data.text({"GET", "bench:counter"});
     const long long value = seen.empty() || seen == "0" ? 0 : std::atoll(seen.c_str());
-    freeReplyObject(data.command({"SET", "bench:counter", std::to_string(value + 1)}));
+    data.command({"SET", "bench:counter", std::to_string(value + 1)});
     record.releasing = nowNanos();
     lock->unlock("bench:handoff");
     records.push_back(record);
@@ -86,9 +86,9 @@ int main(int argc, char** argv) {
     const double seconds = std::atof(argv[4]);
     (void)strategyNamed(strategy);
 
-    dlock::bench::RawRedis admin(dlock::bench::parseRedisUri(uri));
-    freeReplyObject(admin.command({"DEL", "bench:counter"}));
-    freeReplyObject(admin.command({"CONFIG", "RESETSTAT"}));
+    dlock::bench::RawRedis admin(uri);
+    admin.command({"DEL", "bench:counter"});
+    admin.command({"CONFIG", "RESETSTAT"});
 
     const long long start = nowNanos() + 300'000'000;  // time for every worker to connect
     const long long end = start + static_cast<long long>(seconds * 1e9);
@@ -98,20 +98,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> files;
     for (int p = 0; p < processes; ++p) {
       files.push_back(dir + "/worker-" + std::to_string(p));
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        ::execl("/proc/self/exe", argv[0], "--worker", uri.c_str(), strategy.c_str(), std::to_string(start).c_str(),
-                std::to_string(end).c_str(), files.back().c_str(), static_cast<char*>(nullptr));
-        ::_exit(127);
-      }
-      pids.push_back(pid);
+      pids.push_back(dlock::bench::spawnWorker(
+          argv[0], {uri, strategy, std::to_string(start), std::to_string(end), files.back()}));
     }
-    bool workersOk = true;
-    for (pid_t pid : pids) {
-      int status = 0;
-      ::waitpid(pid, &status, 0);
-      workersOk = workersOk && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
+    const bool workersOk = dlock::bench::waitForWorkers(pids);
 
     // Merge: every acquisition, ordered by when it happened.
     struct Acquisition {
@@ -142,17 +132,11 @@ int main(int argc, char** argv) {
     // Commands the lock's clients sent. INFO commandstats also counts the calls scripts make
     // inside EVALSHA (GET, SET, INCR, PUBLISH, ...), which are not round trips, and the
     // workload's own GET/SET; neither is counted.
-    const std::string stats = admin.text({"INFO", "commandstats"});
+    auto calls = admin.commandCalls();
     long long lockCommands = 0;
-    std::size_t pos = 0;
-    while ((pos = stats.find("cmdstat_", pos)) != std::string::npos) {
-      const auto colon = stats.find(':', pos);
-      const std::string name = stats.substr(pos + 8, colon - pos - 8);
-      const long long calls = std::atoll(stats.c_str() + stats.find("calls=", colon) + 6);
-      static const std::vector<std::string> sentByLock = {"evalsha", "eval",       "subscribe", "unsubscribe",
-                                                          "ssubscribe", "sunsubscribe", "ping", "auth", "select"};
-      if (std::find(sentByLock.begin(), sentByLock.end(), name) != sentByLock.end()) lockCommands += calls;
-      pos = colon;
+    for (const char* name : {"evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping",
+                             "auth", "select"}) {
+      lockCommands += calls[name];
     }
     const std::string counter = admin.text({"GET", "bench:counter"});
     const bool counterExact = std::atoll(counter.c_str()) == static_cast<long long>(all.size());

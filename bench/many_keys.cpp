@@ -23,11 +23,7 @@ double cpuSeconds() {
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
-long long evalshaCalls(dlock::bench::RawRedis& admin) {
-  const std::string stats = admin.text({"INFO", "commandstats"});
-  const auto pos = stats.find("cmdstat_evalsha:calls=");
-  return pos == std::string::npos ? 0 : std::atoll(stats.c_str() + pos + 22);
-}
+long long evalshaCalls(dlock::bench::RawRedis& admin) { return admin.commandCalls()["evalsha"]; }
 
 }  // namespace
 
@@ -39,7 +35,7 @@ int main(int argc, char** argv) {
   const std::string uri = argv[1];
   const double seconds = argc > 2 ? std::atof(argv[2]) : 3.0;
   const auto lease = std::chrono::milliseconds(1500);  // renewed every 500 ms
-  dlock::bench::RawRedis admin(dlock::bench::parseRedisUri(uri));
+  dlock::bench::RawRedis admin(uri);
 
   for (int keys : {1, 100, 10000}) {
     auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).watchdogLease(lease).build();

@@ -5,7 +5,6 @@
 // mutual exclusion (no counter value seen twice, every counter equal to its increments) and the
 // fencing order (tokens rising with the counter), and prints the figures as one JSON line.
 // Usage: dlock_bench_soak redis://127.0.0.1:PORT [workers] [acquisitions] [keys]
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +23,7 @@
 
 #include "BenchReport.h"
 #include "RawRedis.h"
+#include "Workers.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
@@ -42,16 +42,21 @@ struct Errors {
   long long connection = 0, backend = 0, lost = 0, timeouts = 0, other = 0;
 };
 
+// `uri` with `options` ("a=1&b=2") added to its query, which it may have already.
+std::string withOptions(const std::string& uri, const std::string& options) {
+  return uri + (uri.find('?') == std::string::npos ? "?" : "&") + options;
+}
+
 // One worker: `count` acquisitions on random keys; faults make calls fail, and it carries on.
 int worker(const std::string& uri, int id, long long count, int keys, const std::string& out) {
   // Reconnect warnings are the expected effect of the faults here: keep errors only.
   spdlog::stderr_color_mt("dlock")->set_level(spdlog::level::err);
   auto lock = dlock::LockBuilder()
-                  .backend(dlock::connect(uri + "?connect_timeout=500&command_timeout=500"))
+                  .backend(dlock::connect(withOptions(uri, "connect_timeout=500&command_timeout=500")))
                   .leaseTime(10s)
                   .build();
-  dlock::bench::RawRedis data(dlock::bench::parseRedisUri(uri));
-  freeReplyObject(data.command({"CLIENT", "SETNAME", "soak-data"}));  // spared by the fault injector
+  dlock::bench::RawRedis data(uri);
+  data.command({"CLIENT", "SETNAME", "soak-data"});  // spared by the fault injector
   std::mt19937 random(static_cast<unsigned>(id) * 7919U + 1U);
   std::vector<Entry> entries;
   entries.reserve(static_cast<std::size_t>(count));
@@ -75,7 +80,7 @@ int worker(const std::string& uri, int id, long long count, int keys, const std:
     const std::string counter = "soak:counter:" + std::to_string(key);
     const std::string value = data.text({"GET", counter});
     const long long seen = value.empty() ? 0 : std::atoll(value.c_str());
-    freeReplyObject(data.command({"SET", counter, std::to_string(seen + 1)}));
+    data.command({"SET", counter, std::to_string(seen + 1)});
     entries.push_back({key, seen, lock->fencingToken(name)});
     ++done;
     for (int attempt = 0;; ++attempt) {
@@ -121,31 +126,26 @@ int main(int argc, char** argv) {
     const int workers = argc > 2 ? std::atoi(argv[2]) : 8;
     const long long total = argc > 3 ? std::atoll(argv[3]) : 1000000;
     const int keys = argc > 4 ? std::atoi(argv[4]) : 4;
-    dlock::bench::RawRedis admin(dlock::bench::parseRedisUri(uri));
-    freeReplyObject(admin.command({"CLIENT", "SETNAME", "soak-data"}));
-    for (int k = 0; k < keys; ++k) freeReplyObject(admin.command({"DEL", "soak:counter:" + std::to_string(k)}));
+    dlock::bench::RawRedis admin(uri);
+    admin.command({"CLIENT", "SETNAME", "soak-data"});
+    for (int k = 0; k < keys; ++k) admin.command({"DEL", "soak:counter:" + std::to_string(k)});
 
     char dirTemplate[] = "/tmp/dlock-soak-XXXXXX";
     const std::string dir = ::mkdtemp(dirTemplate);
     const auto start = std::chrono::steady_clock::now();
     std::vector<pid_t> pids;
     for (int w = 0; w < workers; ++w) {
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        const std::string count = std::to_string(total / workers + (w < total % workers ? 1 : 0));
-        ::execl("/proc/self/exe", argv[0], "--worker", uri.c_str(), std::to_string(w).c_str(), count.c_str(),
-                std::to_string(keys).c_str(), (dir + "/worker-" + std::to_string(w)).c_str(), static_cast<char*>(nullptr));
-        ::_exit(127);
-      }
-      pids.push_back(pid);
+      const std::string count = std::to_string(total / workers + (w < total % workers ? 1 : 0));
+      pids.push_back(dlock::bench::spawnWorker(
+          argv[0], {uri, std::to_string(w), count, std::to_string(keys), dir + "/worker-" + std::to_string(w)}));
     }
 
     // Faults, every 100-400 ms until the workers are done.
     std::atomic<bool> finished{false};
     std::map<std::string, long long> faults;
     std::thread injector([&] {
-      dlock::bench::RawRedis chaos(dlock::bench::parseRedisUri(uri));
-      freeReplyObject(chaos.command({"CLIENT", "SETNAME", "soak-data"}));
+      dlock::bench::RawRedis chaos(uri);
+      chaos.command({"CLIENT", "SETNAME", "soak-data"});
       std::mt19937 random(12345);
       while (!finished) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100 + random() % 300));
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
               const auto lineEnd = clients.find('\n', pos);
               const std::string line = clients.substr(pos, lineEnd - pos);
               if (line.find("name=soak-data") == std::string::npos && random() % 3 == 0) {
-                freeReplyObject(chaos.command({"CLIENT", "KILL", "ID", id}));
+                chaos.command({"CLIENT", "KILL", "ID", id});
                 ++killed;
               }
               pos = lineEnd;
@@ -170,22 +170,17 @@ int main(int argc, char** argv) {
             break;
           }
           case 2:
-            freeReplyObject(chaos.command({"CLIENT", "PAUSE", std::to_string(50 + random() % 250), "ALL"}));
+            chaos.command({"CLIENT", "PAUSE", std::to_string(50 + random() % 250), "ALL"});
             ++faults["client_pause"];
             break;
           default:
-            freeReplyObject(chaos.command({"DEBUG", "SLEEP", "0.1"}));
+            chaos.command({"DEBUG", "SLEEP", "0.1"});
             ++faults["debug_sleep"];
             break;
         }
       }
     });
-    bool workersOk = true;
-    for (pid_t pid : pids) {
-      int status = 0;
-      ::waitpid(pid, &status, 0);
-      workersOk = workersOk && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
+    const bool workersOk = dlock::bench::waitForWorkers(pids);
     finished = true;
     injector.join();
     const double seconds = dlock::bench::secondsSince(start);

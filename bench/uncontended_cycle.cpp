@@ -55,15 +55,15 @@ int main(int argc, char** argv) {
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
   const double seconds = argc > 3 ? std::atof(argv[3]) : 1.0;
 
-  dlock::bench::RawRedis raw(dlock::bench::parseRedisUri(uri));
+  dlock::bench::RawRedis raw(uri);
   const std::string releaseSha = raw.text(
       {"SCRIPT", "LOAD", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"});
   auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(std::chrono::seconds(30)).build();
 
   const auto rawCycle = [&](long long i) {
     const std::string token = "token-" + std::to_string(i);
-    freeReplyObject(raw.command({"SET", "bench:raw", token, "NX", "PX", "30000"}));
-    freeReplyObject(raw.command({"EVALSHA", releaseSha, "1", "bench:raw", token}));
+    raw.command({"SET", "bench:raw", token, "NX", "PX", "30000"});
+    raw.command({"EVALSHA", releaseSha, "1", "bench:raw", token});
   };
   const auto dlockCycle = [&](long long) {
     lock->lock("bench:dlock");

@@ -1,62 +1,31 @@
+# shellcheck shell=bash
 # scripts/lib/cluster.sh — a private Redis Cluster on loopback for scripts and benchmarks:
-# nodes on free ports (each with its cluster bus port, port + 10000, free too), no persistence,
-# a short cluster-node-timeout, every node announcing 127.0.0.1. Started in the background,
-# stopped by pid. Source it; it defines functions only.
+# nodes on free ports below the ephemeral range (each with its cluster bus port, port + 10000,
+# free too), no persistence, a short cluster-node-timeout, every node announcing 127.0.0.1.
+# Each node is a server of scripts/lib/redis.sh, started in the background and stopped by pid.
+# Source it; it defines functions only.
 #
 # Layout of DIR: node-<i>/ (redis.conf, nodes.conf, redis.log, server.pid, server.port) per node,
 # and DIR/cluster.ports (one port per line, masters first as created).
 
-# cluster_free_port — prints a port in 20000..45535 where neither it nor its bus port
-# (port + 10000) answers, and which no node of this run took already.
-cluster_free_port() {
-  local port attempt
-  for attempt in $(seq 50); do
-    port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 25536 ))
-    case " ${CLUSTER_TAKEN_PORTS:-} " in *" $port "*|*" $((port + 10000)) "*) continue ;; esac
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
-    if (exec 3<>"/dev/tcp/127.0.0.1/$((port + 10000))") 2>/dev/null; then continue; fi
-    echo "$port"
-    return 0
-  done
-  echo "cluster_free_port: no free port pair found" >&2
-  return 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/redis.sh"
 
 # cluster_start_node NODE_DIR NODE_TIMEOUT_MS — starts one cluster-enabled redis-server whose
-# files live in NODE_DIR; prints its port. Retries on another port if the server cannot bind.
+# files live in NODE_DIR; sets REDIS_PID and REDIS_PORT as redis_start does. The port comes from
+# redis_free_port 10000, so the bus port is free and below 32768 as well; if the server cannot
+# bind (taken meanwhile), another port.
 cluster_start_node() {
-  local dir="$1" timeout="$2" attempt port pid tries
-  mkdir -p "$dir"
-  for attempt in 1 2 3 4 5; do
-    port=$(cluster_free_port) || return 1
-    rm -f "$dir/nodes.conf"
-    {
-      printf 'bind 127.0.0.1\nport %s\nsave ""\nappendonly no\ndir %s\n' "$port" "$dir"
-      printf 'daemonize no\nlogfile %s/redis.log\n' "$dir"
-      printf 'cluster-enabled yes\ncluster-config-file %s/nodes.conf\n' "$dir"
-      printf 'cluster-node-timeout %s\ncluster-announce-ip 127.0.0.1\n' "$timeout"
-      # A replica may always take over in tests, however long its master was away, and
-      # replicas sync at once rather than after the default 5 s.
-      printf 'cluster-replica-validity-factor 0\nrepl-diskless-sync-delay 0\n'
-    } > "$dir/redis.conf"
-    # Not on our stdout: callers read the port through a command substitution.
-    redis-server "$dir/redis.conf" > /dev/null 2>&1 < /dev/null &
-    pid=$!
-    for tries in $(seq 200); do
-      if redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG; then
-        echo "$pid" > "$dir/server.pid"
-        echo "$port" > "$dir/server.port"
-        echo "$port"
-        return 0
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+  local dir timeout="$2"
+  dir=$(mkdir -p "$1" && cd "$1" && pwd) || return 1
+  for _ in 1 2 3 4 5; do
+    rm -f "$dir/nodes.conf"  # a failed start may have written one
+    # A replica may always take over in tests, however long its master was away, and replicas
+    # sync at once rather than after the default 5 s.
+    REDIS_START_PORT=$(redis_free_port 10000) redis_start "$dir" \
+      "cluster-enabled yes" "cluster-config-file $dir/nodes.conf" \
+      "cluster-node-timeout $timeout" "cluster-announce-ip 127.0.0.1" \
+      "cluster-replica-validity-factor 0" "repl-diskless-sync-delay 0" && return 0
   done
-  echo "cluster_start_node: could not start redis-server in $dir" >&2
-  tail -n 20 "$dir/redis.log" >&2 2>/dev/null || true
   return 1
 }
 
@@ -108,13 +77,12 @@ cluster_start() {
   local total=$(( masters * (1 + replicas) )) i port
   mkdir -p "$dir"
   CLUSTER_PORTS=()
-  CLUSTER_TAKEN_PORTS=""
   : > "$dir/cluster.ports"
   for i in $(seq 0 $(( total - 1 ))); do
-    port=$(cluster_start_node "$dir/node-$i" "$timeout") || return 1
-    CLUSTER_PORTS+=("$port")
-    CLUSTER_TAKEN_PORTS="$CLUSTER_TAKEN_PORTS $port $((port + 10000))"
-    echo "$port" >> "$dir/cluster.ports"
+    # In this shell, not a subshell: redis_stop can then reap what it stops.
+    cluster_start_node "$dir/node-$i" "$timeout" || return 1
+    CLUSTER_PORTS+=("$REDIS_PORT")
+    echo "$REDIS_PORT" >> "$dir/cluster.ports"
   done
   if [ "$masters" -ge 3 ]; then
     local addresses=()
@@ -153,19 +121,9 @@ cluster_uri() {
 
 # cluster_stop DIR — stops every node started in DIR, by its recorded pid.
 cluster_stop() {
-  local dir="$1" node pid pids=()
-  for node in "$dir"/node-*; do
-    [ -f "$node/server.pid" ] || continue
-    pid=$(cat "$node/server.pid")
-    if kill -0 "$pid" 2>/dev/null; then
-      kill -CONT "$pid" 2>/dev/null || true
-      kill "$pid" 2>/dev/null || true
-      pids+=("$pid")
-    fi
-    rm -f "$node/server.pid"
+  local node
+  for node in "$1"/node-*; do
+    [ -d "$node" ] && redis_stop "$node"
   done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-    kill -9 "$pid" 2>/dev/null || true
-  done
+  return 0
 }

@@ -1,21 +1,14 @@
 #include "ClusterTopology.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
-#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
+
+#include "ChildProcess.h"
 
 namespace dlock::test {
 namespace {
@@ -50,6 +43,16 @@ bool coversAll(const SlotView& view) {
   return next == kSlots;
 }
 
+// What the first running node says about the slots.
+SlotView firstRunningView(const ClusterTopology& cluster) {
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    if (!cluster.running(i)) continue;
+    RedisClient node = cluster.client(i);
+    return slotView(node);
+  }
+  throw std::runtime_error("cluster: no node is running");
+}
+
 std::string tail(const std::string& path) {
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -60,53 +63,41 @@ std::string tail(const std::string& path) {
 
 ClusterTopology::ClusterTopology(Options options) : options_(std::move(options)) {
   if (options_.masters < 3) throw std::invalid_argument("ClusterTopology: redis-cli --cluster create needs 3 masters");
-  char pattern[] = "/tmp/dlock-cluster-XXXXXX";
-  if (::mkdtemp(pattern) == nullptr) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
-  dir_ = pattern;
-  try {
-    const int total = options_.masters * (1 + options_.replicasPerMaster);
-    std::set<int> taken;  // client and bus ports of the nodes started so far
-    for (int i = 0; i < total; ++i) {
-      for (int attempt = 0;; ++attempt) {
-        int bus = freeLoopbackPort();
-        while (taken.count(bus) != 0) bus = freeLoopbackPort();
-        RedisProcess::Options node;
-        node.config = {"cluster-enabled yes", "cluster-config-file nodes.conf",
-                       "cluster-node-timeout " + std::to_string(options_.nodeTimeout.count()),
-                       "cluster-announce-ip 127.0.0.1", "cluster-port " + std::to_string(bus),
-                       // A replica may always take over, however long its master was away.
-                       "cluster-replica-validity-factor 0",
-                       // Replicas sync at once rather than after the default 5 s.
-                       "repl-diskless-sync-delay 0"};
-        node.config.insert(node.config.end(), options_.config.begin(), options_.config.end());
-        try {
-          nodes_.push_back(std::make_unique<RedisProcess>(node));
-          taken.insert(bus);
-          taken.insert(nodes_.back()->port());
-          break;
-        } catch (const std::exception&) {
-          // The bus port may have been taken meanwhile: another pair.
-          if (attempt == 4) throw;
-        }
+  // If this throws, the members stop the nodes started so far and remove the directory.
+  const int total = options_.masters * (1 + options_.replicasPerMaster);
+  std::set<int> taken;  // client and bus ports of the nodes started so far
+  for (int i = 0; i < total; ++i) {
+    for (int attempt = 0;; ++attempt) {
+      int bus = freeLoopbackPort();
+      while (taken.count(bus) != 0) bus = freeLoopbackPort();
+      RedisProcess::Options node;
+      node.config = {"cluster-enabled yes", "cluster-config-file nodes.conf",
+                     "cluster-node-timeout " + std::to_string(options_.nodeTimeout.count()),
+                     "cluster-announce-ip 127.0.0.1", "cluster-port " + std::to_string(bus),
+                     // A replica may always take over, however long its master was away.
+                     "cluster-replica-validity-factor 0",
+                     // Replicas sync at once rather than after the default 5 s.
+                     "repl-diskless-sync-delay 0"};
+      node.config.insert(node.config.end(), options_.config.begin(), options_.config.end());
+      try {
+        nodes_.push_back(std::make_unique<RedisProcess>(node));
+        taken.insert(bus);
+        taken.insert(nodes_.back()->port());
+        break;
+      } catch (const std::exception&) {
+        // The bus port may have been taken meanwhile: another pair.
+        if (attempt == 4) throw;
       }
     }
-    for (std::size_t i = 0; i < nodes_.size(); ++i) ids_.push_back(client(i).ok({"CLUSTER", "MYID"}).str);
-    create();
-    waitUntilStable();
-    waitForReplicas(20s);
-  } catch (...) {
-    nodes_.clear();
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-    throw;
   }
+  for (std::size_t i = 0; i < nodes_.size(); ++i) ids_.push_back(client(i).ok({"CLUSTER", "MYID"}).str);
+  create();
+  waitUntilStable();
+  waitForReplicas(20s);
 }
 
-ClusterTopology::~ClusterTopology() {
-  nodes_.clear();  // each RedisProcess kills its pid and removes its directory
-  std::error_code ignored;
-  std::filesystem::remove_all(dir_, ignored);
-}
+// nodes_ goes first (each RedisProcess kills its pid and removes its directory), then dir_.
+ClusterTopology::~ClusterTopology() = default;
 
 std::string ClusterTopology::address(std::size_t index) const { return "127.0.0.1:" + std::to_string(port(index)); }
 
@@ -135,35 +126,12 @@ void ClusterTopology::create() {
   std::vector<std::string> args = {"redis-cli", "--cluster", "create"};
   for (std::size_t i = 0; i < nodes_.size(); ++i) args.push_back(address(i));
   args.insert(args.end(), {"--cluster-replicas", std::to_string(options_.replicasPerMaster), "--cluster-yes"});
-  const std::string log = dir_ + "/create.log";
-  const pid_t child = ::fork();
-  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (child == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-    }
-    std::vector<char*> argv;
-    for (auto& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    ::execvp("redis-cli", argv.data());
-    std::fprintf(stderr, "cannot run redis-cli: %s (install redis-tools)\n", std::strerror(errno));
-    ::_exit(127);
-  }
-  const auto deadline = Steady::now() + 60s;
-  int status = 0;
-  while (::waitpid(child, &status, WNOHANG) == 0) {
-    if (Steady::now() > deadline) {
-      ::kill(child, SIGKILL);
-      ::waitpid(child, &status, 0);
-      throw std::runtime_error("cluster: redis-cli --cluster create did not finish: " + tail(log));
-    }
-    std::this_thread::sleep_for(50ms);
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error("cluster: redis-cli --cluster create failed: " + tail(log));
-  }
+  const std::string log = dir_.file("create.log");
+  ChildProcess redisCli(ChildProcess::Options{args, {}, log, true});
+  const std::optional<int> status = redisCli.waitFor(60s);  // killed on the way out if still running
+  if (!status) throw std::runtime_error("cluster: redis-cli --cluster create did not finish: " + tail(log));
+  if (*status == 127) throw std::runtime_error("cluster: cannot run redis-cli (install redis-tools)");
+  if (*status != 0) throw std::runtime_error("cluster: redis-cli --cluster create failed: " + tail(log));
 }
 
 void ClusterTopology::waitUntilStable(std::chrono::milliseconds budget) {
@@ -219,40 +187,25 @@ void ClusterTopology::waitForReplicas(std::chrono::milliseconds budget) {
 }
 
 std::vector<std::size_t> ClusterTopology::masters() {
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (!running(i)) continue;
-    RedisClient node = client(i);
-    std::set<std::size_t> found;
-    for (const auto& [first, last, port] : slotView(node)) found.insert(indexOfPort(static_cast<int>(port)));
-    return {found.begin(), found.end()};
-  }
-  throw std::runtime_error("cluster: no node is running");
+  std::set<std::size_t> found;
+  for (const auto& [first, last, port] : firstRunningView(*this)) found.insert(indexOfPort(static_cast<int>(port)));
+  return {found.begin(), found.end()};
 }
 
 std::size_t ClusterTopology::ownerOf(std::uint16_t slot) {
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (!running(i)) continue;
-    RedisClient node = client(i);
-    for (const auto& [first, last, port] : slotView(node)) {
-      if (first <= slot && slot <= last) return indexOfPort(static_cast<int>(port));
-    }
-    throw std::runtime_error("cluster: nobody serves slot " + std::to_string(slot));
+  for (const auto& [first, last, port] : firstRunningView(*this)) {
+    if (first <= slot && slot <= last) return indexOfPort(static_cast<int>(port));
   }
-  throw std::runtime_error("cluster: no node is running");
+  throw std::runtime_error("cluster: nobody serves slot " + std::to_string(slot));
 }
 
 std::vector<std::size_t> ClusterTopology::slotOwners() {
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (!running(i)) continue;
-    RedisClient node = client(i);
-    std::vector<std::size_t> owners(kSlots, nodes_.size());
-    for (const auto& [first, last, port] : slotView(node)) {
-      const std::size_t owner = indexOfPort(static_cast<int>(port));
-      for (long long slot = first; slot <= last; ++slot) owners[static_cast<std::size_t>(slot)] = owner;
-    }
-    return owners;
+  std::vector<std::size_t> owners(kSlots, nodes_.size());
+  for (const auto& [first, last, port] : firstRunningView(*this)) {
+    const std::size_t owner = indexOfPort(static_cast<int>(port));
+    for (long long slot = first; slot <= last; ++slot) owners[static_cast<std::size_t>(slot)] = owner;
   }
-  throw std::runtime_error("cluster: no node is running");
+  return owners;
 }
 
 std::vector<std::size_t> ClusterTopology::replicasOf(std::size_t master) {

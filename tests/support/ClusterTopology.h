@@ -19,6 +19,7 @@
 
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "TestHelpers.h"
 
 namespace dlock::test {
 
@@ -93,7 +94,7 @@ class ClusterTopology {
   void waitForReplicas(std::chrono::milliseconds budget);
 
   Options options_;
-  std::string dir_;  // redis-cli's output
+  TempDir dir_;  // redis-cli's output
   std::vector<std::unique_ptr<RedisProcess>> nodes_;
   std::vector<std::string> ids_;
 };

@@ -2,18 +2,12 @@
 // masters, odd keys, batch renewal, a live slot migration under contention from four processes,
 // a master killed and failed over, dead seeds.
 #include <doctest/doctest.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -21,9 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include "ChildProcess.h"
 #include "ClusterTopology.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/cluster/ClusterKeys.h"
 #include "dlock/cluster/ClusterOperator.h"
@@ -32,6 +28,7 @@
 
 using namespace std::chrono_literals;
 using namespace std::string_literals;
+using dlock::test::ChildProcess;
 using dlock::test::ClusterTopology;
 using dlock::test::RedisClient;
 using Steady = std::chrono::steady_clock;
@@ -69,61 +66,10 @@ std::string readFile(const std::string& path) {
   return text.str();
 }
 
-// A dlock_test_worker process; stdout and stderr go to `log`.
-pid_t spawnWorker(const std::vector<std::string>& args, const std::string& log) {
-  const pid_t child = ::fork();
-  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (child == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-    }
-    std::vector<std::string> all = {DLOCK_TEST_WORKER};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& arg : all) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    ::execv(DLOCK_TEST_WORKER, argv.data());
-    ::_exit(127);
-  }
-  return child;
-}
-
-// The exit status of `pid`, or -1 (after SIGKILL) when it runs past `budget`.
-int waitForExit(pid_t pid, std::chrono::milliseconds budget) {
-  const auto deadline = Steady::now() + budget;
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (Steady::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 long long counterValue(RedisClient& client, const std::string& key) {
   const auto value = client.ok({"GET", key});
   return value.isNil() ? 0 : std::stoll(value.str);
 }
-
-struct TempDir {
-  TempDir() {
-    char pattern[] = "/tmp/dlock-cluster-test-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::string path;
-};
 
 }  // namespace
 
@@ -162,6 +108,35 @@ TEST_SUITE("ClusterOperator") {
       CHECK(message.find("127.0.0.1:" + std::to_string(second)) != std::string::npos);
     }
     CHECK(Steady::now() - start < 5s);
+  }
+
+  TEST_CASE("a cluster node that answers but serves no slots: ConnectionError after the retry budget, as for an "
+            "unowned slot") {
+    dlock::test::RedisProcess::Options nodeOptions;
+    nodeOptions.config = {"cluster-enabled yes", "cluster-config-file nodes.conf",
+                          "cluster-port " + std::to_string(dlock::test::freeLoopbackPort())};
+    dlock::test::RedisProcess node(nodeOptions);
+    dlock::ClusterOptions options;
+    options.seeds = {{"127.0.0.1", node.port()}};
+    options.retryBudget = 300ms;
+    dlock::ClusterOperator backend(options);
+    const auto start = Steady::now();
+    try {
+      (void)backend.lock("k", "token", 1000ms);
+      FAIL("lock on a cluster without slots returned");
+    } catch (const dlock::ConnectionError& error) {
+      CHECK(std::string(error.what()).find("serves slot " + std::to_string(dlock::clusterKeyNames(kPrefix, "k").slot)) !=
+            std::string::npos);
+    }
+    const auto waited = Steady::now() - start;
+    CHECK(waited >= 250ms);
+    CHECK(waited < 3s);
+    CHECK_THROWS_AS((void)backend.nodeFor("k"), dlock::ConnectionError);
+    CHECK_THROWS_AS((void)backend.watch("k"), dlock::ConnectionError);
+    // Slots assigned: the same operator finds them.
+    RedisClient(node.host(), node.port()).ok({"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+    CHECK(dlock::test::recovers([&] { return backend.lock("k", "token", 1000ms).acquired; }));
+    CHECK(backend.nodeFor("k") == "127.0.0.1:" + std::to_string(node.port()));
   }
 
   TEST_CASE("key slots agree with the server's CLUSTER KEYSLOT, binary keys included") {
@@ -443,6 +418,42 @@ TEST_SUITE("ClusterOperator") {
     CHECK(late->waitForRelease(2000ms));
   }
 
+  TEST_CASE("a watch whose node hands its slot over subscribes again on the new owner, its map stale till then") {
+    ClusterTopology cluster;
+    const auto owners = cluster.slotOwners();
+    const auto masters = cluster.masters();
+    const std::size_t source = masters[0];
+    const std::size_t target = masters[1];
+    const std::string key = keysOn(owners, source, "handed-", 1).front();
+    const std::uint16_t slot = dlock::clusterKeyNames(kPrefix, key).slot;
+    auto watcherBackend = operatorFor(cluster, {masters[2]});
+    auto holderBackend = operatorFor(cluster, {masters[2]});
+    auto watch = watcherBackend->watch(key);  // subscribed on the source
+    CHECK_FALSE(watch->waitForRelease(50ms));
+
+    const auto movedBefore = cluster.errorCount(source, "MOVED");
+    cluster.migrateSlot(slot, target);
+    // The source drops the channel with the slot: the waiter wakes, as for a release, and the
+    // watch subscribes again, reporting a release it may have missed. Nothing told the watcher's
+    // operator of the move: SSUBSCRIBE on the source meets MOVED, and the watch lands on the
+    // target. (The wake and the new subscription are one report or two, depending on whether the
+    // drop arrived before the call.)
+    CHECK(watch->waitForRelease(2000ms));
+    for (int i = 0; i < 2 && watch->waitForRelease(50ms); ++i) {
+    }
+    CHECK(cluster.errorCount(source, "MOVED") == movedBefore + 1);
+    CHECK(watcherBackend->nodeFor(key) == cluster.address(target));
+    CHECK_FALSE(watch->waitForRelease(50ms));
+    // And it hears the next release there.
+    REQUIRE(holderBackend->lock(key, "token", 10000ms).acquired);
+    const auto released = holderBackend->unlock(key, "token");
+    CHECK(released.released);
+    CHECK(released.notified == 1);
+    const auto start = Steady::now();
+    CHECK(watch->waitForRelease(2000ms));
+    CHECK(Steady::now() - start < 500ms);
+  }
+
   TEST_CASE("a slot migrated live while four processes contend for its key: no errors, exact count") {
     ClusterTopology cluster;
     const auto owners = cluster.slotOwners();
@@ -464,12 +475,15 @@ TEST_SUITE("ClusterOperator") {
 
     constexpr int kWorkers = 4;
     constexpr int kEach = 400;
-    TempDir dir;
-    std::vector<pid_t> workers;
+    dlock::test::TempDir dir;
+    std::vector<std::unique_ptr<ChildProcess>> workers;
     for (int w = 0; w < kWorkers; ++w) {
-      const std::string base = dir.path + "/worker-" + std::to_string(w);
-      workers.push_back(
-          spawnWorker({"increment", uri, key, counter, std::to_string(kEach), base + ".out"}, base + ".log"));
+      const std::string base = dir.file("worker-" + std::to_string(w));
+      workers.push_back(std::make_unique<ChildProcess>(ChildProcess::Options{
+          {DLOCK_TEST_WORKER, "increment", uri, key, counter, std::to_string(kEach), base + ".out"},
+          {},
+          base + ".log",
+          false}));
     }
     const auto countedBy = [&](long long wanted, std::chrono::milliseconds budget) {
       const auto deadline = Steady::now() + budget;
@@ -488,9 +502,9 @@ TEST_SUITE("ClusterOperator") {
     const long long countAtHandOver = counterValue(counterClient, counter);
 
     std::vector<int> exits;
-    for (const pid_t pid : workers) exits.push_back(waitForExit(pid, 120s));
+    for (const auto& worker : workers) exits.push_back(worker->waitFor(120s).value_or(-1));  // -1: still running
     for (int w = 0; w < kWorkers; ++w) {
-      const std::string base = dir.path + "/worker-" + std::to_string(w);
+      const std::string base = dir.file("worker-" + std::to_string(w));
       CAPTURE(readFile(base + ".log"));
       CHECK(exits[static_cast<std::size_t>(w)] == 0);
     }
@@ -507,7 +521,7 @@ TEST_SUITE("ClusterOperator") {
     // Every increment saw the previous one, and fencing tokens grew with the count.
     std::vector<std::pair<long long, unsigned long long>> seen;  // (counter seen, fencing token)
     for (int w = 0; w < kWorkers; ++w) {
-      std::ifstream in(dir.path + "/worker-" + std::to_string(w) + ".out");
+      std::ifstream in(dir.file("worker-" + std::to_string(w) + ".out"));
       long long value = 0;
       unsigned long long fence = 0;
       while (in >> value >> fence) seen.emplace_back(value, fence);
@@ -656,6 +670,36 @@ TEST_SUITE("ClusterOperator") {
     waiting.join();
     REQUIRE(acquired);
     CHECK(acquiredAt - releasedAt < 500ms);
+  }
+
+  TEST_CASE("reconnects() never goes down, also when a master with a reconnected subscriber steps down") {
+    ClusterTopology cluster;
+    const auto owners = cluster.slotOwners();
+    const auto masters = cluster.masters();
+    const std::size_t master = masters[0];
+    const auto replicas = cluster.replicasOf(master);
+    REQUIRE_FALSE(replicas.empty());
+    const std::string key = keysOn(owners, master, "reconnects-", 1).front();
+    const std::uint16_t slot = dlock::clusterKeyNames(kPrefix, key).slot;
+    auto backend = operatorFor(cluster, {masters[1]});
+    auto watch = backend->watch(key);  // a subscriber on `master`
+    REQUIRE(backend->reconnects() == 0);
+    cluster.client(master).ok({"CLIENT", "KILL", "TYPE", "pubsub"});
+    const auto deadline = Steady::now() + 10s;
+    while (backend->reconnects() == 0 && Steady::now() < deadline) std::this_thread::sleep_for(20ms);
+    const auto reconnected = backend->reconnects();
+    REQUIRE(reconnected >= 1);
+
+    // A graceful failover: the master becomes a replica, and the operator's map drops it.
+    cluster.client(replicas.front()).ok({"CLUSTER", "FAILOVER"});
+    while (cluster.ownerOf(slot) != replicas.front() && Steady::now() < deadline + 20s) {
+      std::this_thread::sleep_for(50ms);
+    }
+    REQUIRE(cluster.ownerOf(slot) == replicas.front());
+    cluster.waitUntilStable();
+    backend->refreshSlots();
+    REQUIRE(backend->nodeFor(key) == cluster.address(replicas.front()));
+    CHECK(backend->reconnects() >= reconnected);
   }
 
   TEST_CASE("dead seeds at start: the operator learns the cluster from the next one") {

@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "ClusterReplies.h"
-#include "Scripts.h"
 #include "ConnectionPool.h"
 #include "Errors.h"
 #include "Replies.h"
@@ -31,25 +30,17 @@ constexpr milliseconds kMaxBackoff{100};
 // A watch that could not follow its slot to a new owner sleeps this long before the waiter retries.
 constexpr milliseconds kRewatchPause{100};
 
-// One node of the cluster, master or not, and its pool. Never destroyed before the operator, so
-// the router hands out plain pointers.
+// One node of the cluster, master or not: its pool and, once a waiter watched a key there, its
+// release subscriber. Never destroyed before the operator, so the router hands out plain pointers.
 struct Node {
-  Node(detail::NodeAddress where, const ConnectionOptions& connection, const PoolOptions& poolOptions)
-      : address(std::move(where)),
-        name(address.text()),
-        options(withAddress(connection, address)),
-        pool(options, poolOptions) {}
+  Node(const ConnectionOptions& connection, const PoolOptions& poolOptions) : pool(connection, poolOptions) {}
 
-  static ConnectionOptions withAddress(ConnectionOptions connection, const detail::NodeAddress& address) {
-    connection.host = address.host;
-    connection.port = address.port;
-    return connection;
-  }
+  [[nodiscard]] const std::string& name() const noexcept { return pool.address(); }  // "host:port"
+  [[nodiscard]] const std::string& host() const noexcept { return pool.connectionOptions().host; }
 
-  const detail::NodeAddress address;
-  const std::string name;  // "host:port"
-  const ConnectionOptions options;
   detail::ConnectionPool pool;
+  // Guarded by the operator's mutex_; dropped (retired) when the node no longer serves a slot.
+  std::shared_ptr<detail::Subscriber> subscriber;
 };
 
 // One script call of the lock protocol, and what it is for (messages).
@@ -61,10 +52,12 @@ struct ScriptCall {
   detail::Argv args;
 };
 
-// A reply that is not a redirection, and the node that sent it.
+// A reply that is not a redirection, the node that sent it and, when asked for, that node's
+// release subscriber (null if it has none).
 struct Answer {
   detail::ReplyPtr reply;
   Node* node = nullptr;
+  std::shared_ptr<detail::Subscriber> subscriber;
 };
 
 // Sleeps out the next back-off step, never past `deadline`; false when the deadline has passed.
@@ -82,16 +75,6 @@ bool suggestsNewTopology(const redisReply& reply) {
          detail::isErrorReply(reply, "MASTERDOWN") || detail::isErrorReply(reply, "LOADING");
 }
 
-// True when the Subscriber's BackendError carries a redirection or a "not now" reply: its
-// message ends with the server's reply ("dlock: SSUBSCRIBE on host:port: MOVED 42 host:port").
-bool refusedForNow(const BackendError& error) {
-  const std::string_view text = error.what();
-  for (const char* reply : {": MOVED ", ": ASK ", ": TRYAGAIN", ": CLUSTERDOWN", ": LOADING", ": MASTERDOWN"}) {
-    if (text.find(reply) != std::string_view::npos) return true;
-  }
-  return false;
-}
-
 std::string validPrefix(std::string prefix) {
   if (prefix.find_first_of("{}") != std::string::npos) {
     throw ConfigError("dlock: ClusterOptions::keyPrefix " + detail::quoteKey(prefix) +
@@ -107,11 +90,11 @@ class ClusterOperator::Impl : public std::enable_shared_from_this<ClusterOperato
   struct Route {
     Node* node = nullptr;       // the slot's master in the map; null when none serves it
     std::uint64_t version = 0;  // the map it came from
+    std::shared_ptr<detail::Subscriber> subscriber;  // node's, when asked for
   };
   struct Subscription {
     std::unique_ptr<IReleaseWatch> watch;
     Node* node = nullptr;
-    std::uint64_t epoch = 0;
   };
 
   explicit Impl(ClusterOptions options);
@@ -120,29 +103,39 @@ class ClusterOperator::Impl : public std::enable_shared_from_this<ClusterOperato
   ~Impl() = default;
 
   // Runs `call` on the master of `slot`, following redirections and retrying transient errors
-  // (see the header). Any reply but a redirection is returned, error replies included.
-  Answer execute(std::uint16_t slot, const ScriptCall& call);
+  // (see the header). Any reply but a redirection is returned, error replies included; with
+  // `withSubscriber`, also the answering node's subscriber, read under the routing lock.
+  Answer execute(std::uint16_t slot, const ScriptCall& call, bool withSubscriber = false);
 
-  // The slot's master from the map, asking the cluster first when there is no map yet.
-  Route route(std::uint16_t slot);
+  // The slot's master from the map (and its subscriber), asking the cluster first when there is
+  // no map yet. One lock.
+  Route route(std::uint16_t slot, bool withSubscriber = false);
+  // The masters of `slots`, in order (null where none), under one lock.
+  std::vector<Node*> owners(const std::vector<std::uint16_t>& slots);
   // Asks the cluster for the map unless it changed since `seen` (another call refreshed it).
   void refresh(std::uint64_t seen);
   void refreshQuietly(std::uint64_t seen) noexcept;
   // After a failure on `route`: true when a refreshed map names another master for the slot.
   bool ownerChanged(std::uint16_t slot, const Route& route);
+  // MOVED from a node we found through map `seen`: the whole map is asked again (other slots have
+  // probably moved too), then the slot is given to `target`, which is newer than any node's view
+  // that has not caught up yet.
+  void moved(const detail::Redirect& redirect, std::uint64_t seen);
   // The node at `address`, made (with its pool) on first sight.
   Node* nodeAt(const detail::NodeAddress& address);
   Node* ownerOf(std::uint16_t slot) const;
-  std::uint64_t epoch() const;
   std::uint64_t version() const;
   std::uint64_t reconnects() const;
 
   // A confirmed sharded subscription to `channel` on the master of `slot`.
   Subscription subscribe(std::uint16_t slot, const std::string& channel);
-  bool subscribedOn(Node* node, const std::string& channel) const;
+  // True while `subscription` still listens where releases of `slot` are published: its node
+  // serves the slot in our map and still holds the channel (a node drops the channels of a slot
+  // it hands over).
+  bool listening(const Subscription& subscription, std::uint16_t slot, const std::string& channel) const;
 
   std::string where(const char* operation, std::string_view key, const Node& node) const {
-    return std::string(operation) + " " + detail::quoteKey(key) + " on " + node.name;
+    return std::string(operation) + " " + detail::quoteKey(key) + " on " + node.name();
   }
 
   const std::string prefix_;
@@ -154,17 +147,22 @@ class ClusterOperator::Impl : public std::enable_shared_from_this<ClusterOperato
 
  private:
   Node* nodeAtLocked(const detail::NodeAddress& address);
+  std::shared_ptr<detail::Subscriber> subscriberOf(Node* node) const;
+  // The node's subscriber, made on first use.
   std::shared_ptr<detail::Subscriber> subscriberFor(Node* node);
   void apply(const std::vector<detail::SlotRange>& ranges, const Node& source);
+  // Calls `read()` under mutex_ once there is a map, asking the cluster for one first if need be.
+  template <class Read>
+  auto readMap(Read read);
 
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Node>> nodes_;  // guarded by mutex_; by "host:port", never erased
   std::vector<Node*> seeds_;                            // fixed after construction
   std::vector<Node*> slots_;                            // guarded by mutex_; kClusterSlots entries
   std::uint64_t version_ = 0;                           // guarded by mutex_; maps applied
-  std::uint64_t epoch_ = 0;                             // guarded by mutex_; bumped when a slot changes owner
-  std::map<Node*, std::shared_ptr<detail::Subscriber>> subscribers_;  // guarded by mutex_; masters only
-  std::mutex refreshMutex_;                                           // one CLUSTER SLOTS at a time
+  // Reconnects of subscribers dropped with their master, so that reconnects() never goes down.
+  std::uint64_t retiredReconnects_ = 0;  // guarded by mutex_
+  std::mutex refreshMutex_;              // one CLUSTER SLOTS at a time
 };
 
 namespace {
@@ -178,19 +176,19 @@ class ClusterWatch final : public IReleaseWatch {
       : impl_(std::move(impl)), slot_(slot), channel_(std::move(channel)), current_(std::move(subscription)) {}
 
   bool waitForRelease(milliseconds timeout) override {
-    if (current_.watch == nullptr || impl_->epoch() != current_.epoch) {
-      if (current_.watch == nullptr || impl_->ownerOf(slot_) != current_.node) {
-        current_.watch.reset();
-        try {
-          current_ = impl_->subscribe(slot_, channel_);
-        } catch (const LockError& error) {
-          // The waiter's next attempt meets the same trouble and reports it; do not spin.
-          detail::logger()->debug("dlock: release watch on slot {} not moved yet: {}", slot_, error.what());
-          std::this_thread::sleep_for(std::min(timeout, kRewatchPause));
-        }
-        return true;
+    if (current_.watch == nullptr || !impl_->listening(current_, slot_, channel_)) {
+      // The slot has another owner in our map, or the node dropped the channel (it handed the
+      // slot over; our map may not know yet, and SSUBSCRIBE there meets MOVED), or the
+      // connection is being renewed: subscribe again, and report a possible release.
+      current_.watch.reset();
+      try {
+        current_ = impl_->subscribe(slot_, channel_);
+      } catch (const LockError& error) {
+        // The waiter's next attempt meets the same trouble and reports it; do not spin.
+        detail::logger()->debug("dlock: release watch on slot {} not moved yet: {}", slot_, error.what());
+        std::this_thread::sleep_for(std::min(timeout, kRewatchPause));
       }
-      current_.epoch = impl_->epoch();
+      return true;
     }
     return current_.watch->waitForRelease(timeout);
   }
@@ -226,16 +224,21 @@ ClusterOperator::Impl::Impl(ClusterOptions options)
     Node* node = nodeAtLocked(detail::NodeAddress{seed.host, seed.port});
     if (std::find(seeds_.begin(), seeds_.end(), node) == seeds_.end()) {
       if (!seeds_.empty()) describe_ += ",";
-      describe_ += node->name;
+      describe_ += node->name();
       seeds_.push_back(node);
     }
   }
 }
 
 Node* ClusterOperator::Impl::nodeAtLocked(const detail::NodeAddress& address) {
-  auto& slot = nodes_[address.text()];
-  if (!slot) slot = std::make_unique<Node>(address, connection_, pool_);
-  return slot.get();
+  auto& node = nodes_[address.text()];
+  if (!node) {
+    ConnectionOptions options = connection_;
+    options.host = address.host;
+    options.port = address.port;
+    node = std::make_unique<Node>(options, pool_);
+  }
+  return node.get();
 }
 
 Node* ClusterOperator::Impl::nodeAt(const detail::NodeAddress& address) {
@@ -248,11 +251,6 @@ Node* ClusterOperator::Impl::ownerOf(std::uint16_t slot) const {
   return slots_[slot];
 }
 
-std::uint64_t ClusterOperator::Impl::epoch() const {
-  std::lock_guard<std::mutex> guard(mutex_);
-  return epoch_;
-}
-
 std::uint64_t ClusterOperator::Impl::version() const {
   std::lock_guard<std::mutex> guard(mutex_);
   return version_;
@@ -260,20 +258,39 @@ std::uint64_t ClusterOperator::Impl::version() const {
 
 std::uint64_t ClusterOperator::Impl::reconnects() const {
   std::lock_guard<std::mutex> guard(mutex_);
-  std::uint64_t total = 0;
-  for (const auto& [name, node] : nodes_) total += node->pool.reconnects();
-  for (const auto& [node, subscriber] : subscribers_) total += subscriber->reconnects();
+  std::uint64_t total = retiredReconnects_;
+  for (const auto& [name, node] : nodes_) {
+    total += node->pool.reconnects();
+    if (node->subscriber) total += node->subscriber->reconnects();
+  }
   return total;
 }
 
-ClusterOperator::Impl::Route ClusterOperator::Impl::route(std::uint16_t slot) {
+template <class Read>
+auto ClusterOperator::Impl::readMap(Read read) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    if (version_ > 0) return Route{slots_[slot], version_};
+    if (version_ > 0) return read();
   }
   refresh(0);
   std::lock_guard<std::mutex> guard(mutex_);
-  return Route{slots_[slot], version_};
+  return read();
+}
+
+ClusterOperator::Impl::Route ClusterOperator::Impl::route(std::uint16_t slot, bool withSubscriber) {
+  return readMap([&] {
+    Node* node = slots_[slot];
+    return Route{node, version_, withSubscriber && node != nullptr ? node->subscriber : nullptr};
+  });
+}
+
+std::vector<Node*> ClusterOperator::Impl::owners(const std::vector<std::uint16_t>& slots) {
+  return readMap([&] {
+    std::vector<Node*> found;
+    found.reserve(slots.size());
+    for (const std::uint16_t slot : slots) found.push_back(slots_[slot]);
+    return found;
+  });
 }
 
 void ClusterOperator::Impl::refresh(std::uint64_t seen) {
@@ -288,22 +305,29 @@ void ClusterOperator::Impl::refresh(std::uint64_t seen) {
         candidates.push_back(node);
       }
     };
-    for (Node* node : slots_) add(node);
+    Node* previous = nullptr;
+    for (Node* node : slots_) {  // in runs: one look-up per range, not per slot
+      if (node != previous) add(node);
+      previous = node;
+    }
     for (Node* node : seeds_) add(node);
     for (const auto& [name, node] : nodes_) add(node.get());
   }
   std::string failures;
   bool unreachable = false;
+  Node* servesNothing = nullptr;  // a node that answered with no slots at all
   for (Node* node : candidates) {
-    const std::string where = "CLUSTER SLOTS on " + node->name;
+    const std::string where = "CLUSTER SLOTS on " + node->name();
     try {
       auto ranges = node->pool.run([&](detail::Connection& connection) {
         const detail::ReplyPtr reply = connection.command({"CLUSTER", "SLOTS"});
         if (reply->type == REDIS_REPLY_ERROR) detail::throwReplyError(*reply, where);
-        return detail::parseClusterSlots(*reply, node->address.host, where);
+        return detail::parseClusterSlots(*reply, node->host(), where);
       });
       if (ranges.empty()) {
-        failures += "; " + node->name + ": serves no slots";
+        // A node that was reset or has not joined yet; another may know better.
+        failures += "; " + node->name() + ": serves no slots";
+        servesNothing = node;
         continue;
       }
       apply(ranges, *node);
@@ -315,9 +339,16 @@ void ClusterOperator::Impl::refresh(std::uint64_t seen) {
       failures += std::string("; ") + error.what();
     }
   }
+  if (servesNothing != nullptr && !unreachable) {
+    // Every node we reached agrees that no slot has an owner: that is the map. Calls then wait for
+    // owners within their retry budget and end in ConnectionError, as for any unowned slot (the
+    // server itself answers CLUSTERDOWN, a "not now" reply, meanwhile).
+    apply({}, *servesNothing);
+    return;
+  }
   const std::string message = "dlock: no node of " + describe_ + " gave a slot map" + failures;
   if (unreachable) throw ConnectionError(message);
-  throw BackendError(message);
+  throw BackendError(message);  // only replies dlock cannot use: NOPERM, cluster support disabled, ...
 }
 
 void ClusterOperator::Impl::refreshQuietly(std::uint64_t seen) noexcept {
@@ -337,29 +368,29 @@ void ClusterOperator::Impl::apply(const std::vector<detail::SlotRange>& ranges, 
   {
     std::lock_guard<std::mutex> guard(mutex_);
     std::vector<Node*> fresh(kClusterSlots, nullptr);
+    std::vector<Node*> masters;
     for (const auto& range : ranges) {
       Node* master = nodeAtLocked(range.master);
       std::fill(fresh.begin() + range.first, fresh.begin() + range.last + 1, master);
+      if (std::find(masters.begin(), masters.end(), master) == masters.end()) masters.push_back(master);
     }
     for (std::size_t slot = 0; slot < kClusterSlots; ++slot) {
       if (fresh[slot] != slots_[slot]) ++moved;
     }
     slots_.swap(fresh);
     ++version_;
-    if (moved > 0) ++epoch_;
-    for (auto it = subscribers_.begin(); it != subscribers_.end();) {
-      if (std::find(slots_.begin(), slots_.end(), it->first) == slots_.end()) {
-        retired.push_back(std::move(it->second));
-        it = subscribers_.erase(it);
-      } else {
-        ++it;
+    for (const auto& [name, node] : nodes_) {
+      if (node->subscriber && std::find(masters.begin(), masters.end(), node.get()) == masters.end()) {
+        retiredReconnects_ += node->subscriber->reconnects();
+        retired.push_back(std::move(node->subscriber));
+        node->subscriber.reset();
       }
     }
   }
   refreshes_.fetch_add(1, std::memory_order_relaxed);
   if (moved > 0 && refreshes_.load(std::memory_order_relaxed) > 1) {
     detail::logger()->info("dlock: the slot map of {} changed ({} slots moved; map from {})", describe_, moved,
-                           source.name);
+                           source.name());
   }
 }
 
@@ -369,7 +400,7 @@ bool ClusterOperator::Impl::ownerChanged(std::uint16_t slot, const Route& route)
   return now != nullptr && now != route.node;
 }
 
-Answer ClusterOperator::Impl::execute(std::uint16_t slot, const ScriptCall& call) {
+Answer ClusterOperator::Impl::execute(std::uint16_t slot, const ScriptCall& call, bool withSubscriber) {
   const auto deadline = Steady::now() + budget_;
   milliseconds backoff = kFirstBackoff;
   unsigned redirects = 0;
@@ -379,9 +410,10 @@ Answer ClusterOperator::Impl::execute(std::uint16_t slot, const ScriptCall& call
     const bool asking = askTarget != nullptr;
     if (asking) {
       current.node = askTarget;
+      if (withSubscriber) current.subscriber = subscriberOf(askTarget);
       askTarget = nullptr;
     } else {
-      current = route(slot);
+      current = route(slot, withSubscriber);
     }
     if (current.node == nullptr) {
       // No master serves the slot in our map (being reassigned): wait for one within the budget.
@@ -405,25 +437,17 @@ Answer ClusterOperator::Impl::execute(std::uint16_t slot, const ScriptCall& call
       if (asking || Steady::now() >= deadline || !ownerChanged(slot, current)) throw;
       continue;
     }
-    if (reply->type != REDIS_REPLY_ERROR) return Answer{std::move(reply), &node};
-    if (const auto redirect = detail::parseRedirect(*reply, node.address.host)) {
+    if (reply->type != REDIS_REPLY_ERROR) return Answer{std::move(reply), &node, std::move(current.subscriber)};
+    if (const auto redirect = detail::parseRedirect(*reply, node.host())) {
       if (++redirects > kMaxRedirects) {
         throw ConnectionError("dlock: " + where(call.operation, call.key, node) + ": more than " +
                               std::to_string(kMaxRedirects) +
                               " redirections, the last: " + std::string(detail::replyText(*reply)));
       }
-      Node* target = nodeAt(redirect->target);
       if (redirect->ask) {
-        askTarget = target;
+        askTarget = nodeAt(redirect->target);
       } else {
-        // Ask for the whole map (other slots have probably moved too), then trust the MOVED,
-        // which is newer than any node's view that has not caught up yet.
-        refreshQuietly(current.version);
-        std::lock_guard<std::mutex> guard(mutex_);
-        if (slots_[redirect->slot] != target) {
-          slots_[redirect->slot] = target;
-          ++epoch_;
-        }
+        moved(*redirect, current.version);
       }
       continue;
     }
@@ -431,35 +455,47 @@ Answer ClusterOperator::Impl::execute(std::uint16_t slot, const ScriptCall& call
       if (suggestsNewTopology(*reply)) refreshQuietly(current.version);
       if (backOff(deadline, backoff)) continue;
     }
-    return Answer{std::move(reply), &node};  // the reply reader maps the error
+    return Answer{std::move(reply), &node, std::move(current.subscriber)};  // the reply reader maps the error
   }
+}
+
+void ClusterOperator::Impl::moved(const detail::Redirect& redirect, std::uint64_t seen) {
+  refreshQuietly(seen);
+  std::lock_guard<std::mutex> guard(mutex_);
+  slots_[redirect.slot] = nodeAtLocked(redirect.target);
+}
+
+std::shared_ptr<detail::Subscriber> ClusterOperator::Impl::subscriberOf(Node* node) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return node->subscriber;
 }
 
 std::shared_ptr<detail::Subscriber> ClusterOperator::Impl::subscriberFor(Node* node) {
   std::lock_guard<std::mutex> guard(mutex_);
-  auto& subscriber = subscribers_[node];
-  if (!subscriber) {
+  if (!node->subscriber) {
     detail::SubscriberOptions options;
     options.sharded = true;
-    subscriber = std::make_shared<detail::Subscriber>([target = node->options] { return target; }, pool_, options);
+    node->subscriber = std::make_shared<detail::Subscriber>(
+        [target = node->pool.connectionOptions()] { return target; }, pool_, options);
   }
-  return subscriber;
+  return node->subscriber;
 }
 
-bool ClusterOperator::Impl::subscribedOn(Node* node, const std::string& channel) const {
+bool ClusterOperator::Impl::listening(const Subscription& subscription, std::uint16_t slot,
+                                      const std::string& channel) const {
   std::shared_ptr<detail::Subscriber> subscriber;
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    const auto it = subscribers_.find(node);
-    if (it == subscribers_.end()) return false;
-    subscriber = it->second;
+    if (slots_[slot] != subscription.node) return false;
+    subscriber = subscription.node->subscriber;
   }
-  return subscriber->subscribed(channel);
+  return subscriber != nullptr && subscriber->subscribed(channel);
 }
 
 ClusterOperator::Impl::Subscription ClusterOperator::Impl::subscribe(std::uint16_t slot, const std::string& channel) {
-  for (int attempt = 0;; ++attempt) {
-    const std::uint64_t seenEpoch = epoch();
+  unsigned redirects = 0;
+  bool followedFailover = false;
+  while (true) {
     Route current = route(slot);
     if (current.node == nullptr) {
       refresh(current.version);
@@ -468,19 +504,22 @@ ClusterOperator::Impl::Subscription ClusterOperator::Impl::subscribe(std::uint16
         throw ConnectionError("dlock: no node of " + describe_ + " serves slot " + std::to_string(slot));
       }
     }
-    const auto subscriber = subscriberFor(current.node);
     try {
-      return Subscription{subscriber->watch(channel), current.node, seenEpoch};
-    } catch (const BackendError& error) {
-      // Refused. The subscriber keeps a refused channel marked as requested until its connection
-      // is renewed, so renew it. MOVED means our map is stale; a cluster between states answers
-      // like a server that cannot serve now (ConnectionError, as for commands).
-      subscriber->reconnect();
-      if (!refusedForNow(error)) throw;
-      if (attempt > 0) throw ConnectionError(error.what());
-      refresh(current.version);
+      return Subscription{subscriberFor(current.node)->watch(channel), current.node};
+    } catch (const detail::ServerReplyError& error) {
+      // Refused for this channel only; the subscriber asks again on the next watch().
+      const auto redirect = detail::parseRedirect(error.reply(), current.node->host());
+      if (!redirect) throw;  // NOPERM and the like
+      if (redirect->ask || ++redirects > kMaxRedirects) {
+        // A slot half-migrated: a subscription cannot follow ASK. Not now, as for commands.
+        throw ConnectionError("dlock: SSUBSCRIBE " + detail::quoteKey(channel) + " on " + current.node->name() +
+                              ": the slot is moving: " + error.reply());
+      }
+      moved(*redirect, current.version);
     } catch (const ConnectionError&) {
-      if (attempt > 0 || !ownerChanged(slot, current)) throw;
+      // Unreachable, or "not now" (TRYAGAIN, CLUSTERDOWN...): follow a failover once.
+      if (followedFailover || !ownerChanged(slot, current)) throw;
+      followedFailover = true;
     }
   }
 }
@@ -499,11 +538,11 @@ AcquireResult ClusterOperator::lock(std::string_view key, std::string_view token
 
 ReleaseResult ClusterOperator::unlock(std::string_view key, std::string_view token) {
   const ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
-  const Answer answer =
-      impl_->execute(names.slot, {"unlock", key, detail::shardedReleaseScript(), {names.lock}, {token, names.channel}});
+  const Answer answer = impl_->execute(
+      names.slot, {"unlock", key, detail::shardedReleaseScript(), {names.lock}, {token, names.channel}}, true);
   ReleaseResult result = detail::readReleaseReply(*answer.reply, impl_->where("unlock", key, *answer.node));
   // Our own subscriber is not a waiter of another process.
-  if (result.notified > 0 && impl_->subscribedOn(answer.node, names.channel)) --result.notified;
+  if (result.notified > 0 && answer.subscriber && answer.subscriber->subscribed(names.channel)) --result.notified;
   return result;
 }
 
@@ -520,17 +559,22 @@ std::vector<bool> ClusterOperator::extendAll(const std::vector<LeaseRef>& leases
   if (leases.empty()) return extended;
   const std::string ttlText = std::to_string(ttl.count());
   std::vector<std::string> lockKeys;
+  std::vector<std::uint16_t> slots;
   lockKeys.reserve(leases.size());
+  slots.reserve(leases.size());
+  for (const auto& lease : leases) {
+    ClusterKeyNames names = clusterKeyNames(impl_->prefix_, lease.key);
+    lockKeys.push_back(std::move(names.lock));
+    slots.push_back(names.slot);
+  }
+  const std::vector<Node*> owners = impl_->owners(slots);
   std::map<Node*, std::vector<std::size_t>> byNode;
   std::vector<std::size_t> oneByOne;  // leases the batch could not settle: the routed path retries them
   for (std::size_t i = 0; i < leases.size(); ++i) {
-    ClusterKeyNames names = clusterKeyNames(impl_->prefix_, leases[i].key);
-    lockKeys.push_back(std::move(names.lock));
-    const Impl::Route route = impl_->route(names.slot);
-    if (route.node == nullptr) {
+    if (owners[i] == nullptr) {
       oneByOne.push_back(i);
     } else {
-      byNode[route.node].push_back(i);
+      byNode[owners[i]].push_back(i);
     }
   }
   for (const auto& [node, indexes] : byNode) {
@@ -549,7 +593,7 @@ std::vector<bool> ClusterOperator::extendAll(const std::vector<LeaseRef>& leases
     for (std::size_t j = 0; j < indexes.size(); ++j) {
       const redisReply& reply = *replies[j];
       const std::size_t i = indexes[j];
-      if (detail::parseRedirect(reply, node->address.host) || detail::isTransientErrorReply(reply)) {
+      if (detail::parseRedirect(reply, node->host()) || detail::isTransientErrorReply(reply)) {
         oneByOne.push_back(i);
       } else {
         extended[i] = detail::readFlagReply(reply, impl_->where("extend", leases[i].key, *node));
@@ -592,7 +636,7 @@ std::string ClusterOperator::nodeFor(std::string_view key) {
   if (route.node == nullptr) {
     throw ConnectionError("dlock: no node of " + impl_->describe_ + " serves slot " + std::to_string(names.slot));
   }
-  return route.node->name;
+  return route.node->name();
 }
 
 std::uint64_t ClusterOperator::reconnects() const noexcept { return impl_->reconnects(); }

@@ -60,16 +60,20 @@ std::vector<SlotRange> parseClusterSlots(const redisReply& reply, const std::str
 }
 
 std::optional<Redirect> parseRedirect(const redisReply& reply, const std::string& replyingHost) {
+  if (reply.type != REDIS_REPLY_ERROR) return std::nullopt;
+  return parseRedirect(replyText(reply), replyingHost);
+}
+
+std::optional<Redirect> parseRedirect(std::string_view text, const std::string& replyingHost) {
   Redirect redirect;
-  if (isErrorReply(reply, "MOVED ")) {
+  if (text.substr(0, 6) == "MOVED ") {
     redirect.ask = false;
-  } else if (isErrorReply(reply, "ASK ")) {
+  } else if (text.substr(0, 4) == "ASK ") {
     redirect.ask = true;
   } else {
     return std::nullopt;
   }
   // "MOVED 3999 127.0.0.1:6381"
-  const std::string_view text = replyText(reply);
   const auto firstSpace = text.find(' ');
   const auto secondSpace = text.find(' ', firstSpace + 1);
   if (secondSpace == std::string_view::npos) return std::nullopt;

@@ -3,7 +3,8 @@
 //   NodeAddress         host and port of a node
 //   SlotRange           slots [first, last] and the master serving them
 //   parseClusterSlots   the reply of CLUSTER SLOTS; BackendError when it is not that shape
-//   parseRedirect       a MOVED or ASK error reply; nothing for any other reply
+//   parseRedirect       a MOVED or ASK error reply (or its text, as a refused SSUBSCRIBE keeps
+//                       it); nothing for any other reply
 //
 // A node reports an empty host for "the address you reached me at" and "?" for an unknown one;
 // the first becomes the asked node's host, ranges with the second are left without an owner.
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dlock::detail {
@@ -43,5 +45,6 @@ struct Redirect {
 };
 
 std::optional<Redirect> parseRedirect(const redisReply& reply, const std::string& replyingHost);
+std::optional<Redirect> parseRedirect(std::string_view errorText, const std::string& replyingHost);
 
 }  // namespace dlock::detail

@@ -19,8 +19,14 @@
 //                      TRYAGAIN and BUSY also refresh the map
 //   a node unreachable the map is refreshed; if another node now owns the slot (a failover),
 //                      retried there, otherwise ConnectionError
+//   no owner           (a slot being reassigned, or a cluster whose nodes answer but serve no slots
+//                      at all) the map is asked again with the same back-off until the budget is
+//                      spent, then ConnectionError, as the server's own CLUSTERDOWN would be.
+//                      BackendError is kept for replies dlock cannot use (NOPERM on CLUSTER SLOTS,
+//                      a server without cluster support).
 // At most 16 redirections per call. A refused SSUBSCRIBE is handled alike: MOVED refreshes the
-// map and subscribes on the slot's owner.
+// map and subscribes on the slot's owner; ASK (a slot half-migrated, which a subscription cannot
+// follow) and the "not now" replies are ConnectionError; other refusals (NOPERM) BackendError.
 //
 // Failover: when a master dies, calls on its slots fail with ConnectionError until the cluster
 // has promoted a replica and a node reports it (about cluster-node-timeout plus an election);
@@ -29,11 +35,12 @@
 //
 // Release messages go through sharded pub/sub: the release script SPUBLISHes on the key's channel
 // (same slot), and waiters SSUBSCRIBE through one subscriber per master, chosen by slot. A watch
-// follows its slot: once the map shows another owner (after MOVED or a failover) it subscribes
-// there and reports a possible release, so the waiter tries again. Around a slot migration a
-// release may go unheard (published on the target after ASKING while waiters listen on the
-// source, or after Redis dropped the source's shard subscriptions on hand-over): such waiters
-// wake at their wait strategy's recheck bound (NotifyWait: 1 s) and try again.
+// follows its slot: once the map shows another owner (after MOVED or a failover), or the node
+// drops the channel (a node unsubscribes the channels of a slot it hands over, which wakes the
+// waiters), it subscribes again where the slot lives and reports a possible release, so the
+// waiter tries again. While a slot is half-migrated, a release that runs on the target after
+// ASKING publishes there, where nobody listens yet: its waiters wake at the hand-over, or at
+// their wait strategy's recheck bound (NotifyWait: 1 s), whichever is first.
 //
 // extendAll groups leases by master: one pipelined round trip per node.
 // Owner: shared. Thread safety: thread-safe.
@@ -89,12 +96,14 @@ class ClusterOperator final : public IOperator {
   // "redis+cluster://host:port,host:port" (the seeds).
   [[nodiscard]] std::string describe() const override;
 
-  // Asks the cluster for its slot map now. ConnectionError when no known node answers.
+  // Asks the cluster for its slot map now. ConnectionError when no known node answers; a map in
+  // which no node serves any slot is taken as it is (calls then end in ConnectionError).
   void refreshSlots();
   // The master now serving `key`'s slot, as "host:port", from the current map (refreshed first
   // if there is none yet).
   [[nodiscard]] std::string nodeFor(std::string_view key);
-  // Connections re-opened after a failure, and slot map refreshes, since construction.
+  // Connections re-opened after a failure (those of masters since dropped from the map
+  // included), and slot map refreshes, since construction. Neither ever goes down.
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
   [[nodiscard]] std::uint64_t slotRefreshes() const noexcept;
 
