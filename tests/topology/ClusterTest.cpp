@@ -721,4 +721,29 @@ TEST_SUITE("ClusterOperator") {
       CHECK(backend->unlock(key, "token").released);
     }
   }
+
+  TEST_CASE("scripts/cluster-start starts six nodes below the ephemeral port range, and cluster-stop stops them") {
+    const dlock::test::TempDir dir;
+    const std::string scripts = std::string(DLOCK_SOURCE_DIR) + "/scripts";
+    const auto [status, uri] = dlock::test::runScript(scripts + "/cluster-start " + dir.path());
+    CHECK(status == 0);
+    const std::vector<pid_t> pids =
+        dlock::test::pidsIn(dir.path(), {"node-0", "node-1", "node-2", "node-3", "node-4", "node-5"});
+    REQUIRE(pids.size() == 6);
+    REQUIRE(uri.rfind("redis+cluster://127.0.0.1:", 0) == 0);
+    // Outgoing connections take their ports from 32768 up: no node (nor its bus, +10000) is there.
+    std::ifstream ports(dir.file("cluster.ports"));
+    for (int port = 0; ports >> port;) {
+      CHECK(port >= 1024);
+      CHECK(port + 10000 < 32768);
+    }
+    {
+      auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(10s).build();
+      CHECK(lock->tryLock("scripted", 2s));
+      CHECK(lock->fencingToken("scripted") == 1);
+      lock->unlock("scripted");
+    }
+    CHECK(std::system((scripts + "/cluster-stop " + dir.path()).c_str()) == 0);
+    for (pid_t pid : pids) CHECK_FALSE(dlock::test::processAlive(pid));
+  }
 }
