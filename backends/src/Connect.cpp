@@ -1,6 +1,7 @@
 #include "dlock/connect.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "dlock/LockError.h"
@@ -14,8 +15,8 @@
 namespace dlock {
 namespace {
 
-ConnectionOptions connectionFrom(const ParsedUri& uri, const UriHost& host) {
-  ConnectionOptions connection;
+// `connection` and `pool` carry the defaults of the options the URI leaves out.
+ConnectionOptions connectionFrom(const ParsedUri& uri, const UriHost& host, ConnectionOptions connection = {}) {
   connection.host = host.host;
   connection.port = host.port;
   connection.user = uri.user;
@@ -26,17 +27,22 @@ ConnectionOptions connectionFrom(const ParsedUri& uri, const UriHost& host) {
   return connection;
 }
 
-PoolOptions poolFrom(const ParsedUri& uri) {
-  PoolOptions pool;
+PoolOptions poolFrom(const ParsedUri& uri, PoolOptions pool = {}) {
   pool.size = uri.count("pool_size", pool.size);
   pool.waitTimeout = uri.duration("pool_wait", pool.waitTimeout);
   return pool;
 }
 
-std::shared_ptr<IOperator> connectSingle(const ParsedUri& uri) {
+// `timeout`, when given, is the default connect, command and pool-wait timeout (a redlock
+// node's node_timeout).
+std::shared_ptr<IOperator> connectSingle(const ParsedUri& uri, const UriHost& host,
+                                         std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
+  ConnectionOptions connection;
+  PoolOptions pool;
+  if (timeout) connection.connectTimeout = connection.commandTimeout = pool.waitTimeout = *timeout;
   SingleOptions options;
-  options.connection = connectionFrom(uri, uri.hosts.front());
-  options.pool = poolFrom(uri);
+  options.connection = connectionFrom(uri, host, connection);
+  options.pool = poolFrom(uri, pool);
   options.keyPrefix = uri.text("prefix", kDefaultKeyPrefix);
   return std::make_shared<SingleOperator>(std::move(options));
 }
@@ -50,18 +56,7 @@ std::shared_ptr<IOperator> connectCluster(const ParsedUri& uri) {
   return std::make_shared<ClusterOperator>(std::move(options));
 }
 
-// A redis:// node of a redlock: its connect, command and pool-wait timeouts default to node_timeout.
-std::shared_ptr<IOperator> connectRedlockNode(const ParsedUri& uri, const UriHost& host,
-                                              std::chrono::milliseconds nodeTimeout) {
-  SingleOptions options;
-  options.connection = connectionFrom(uri, host);
-  options.connection.connectTimeout = uri.duration("connect_timeout", nodeTimeout);
-  options.connection.commandTimeout = uri.duration("command_timeout", nodeTimeout);
-  options.pool = poolFrom(uri);
-  options.pool.waitTimeout = uri.duration("pool_wait", nodeTimeout);
-  options.keyPrefix = uri.text("prefix", kDefaultKeyPrefix);
-  return std::make_shared<SingleOperator>(std::move(options));
-}
+std::shared_ptr<IOperator> connectParsed(const ParsedUri& uri);
 
 // redlock://[user:pass@]h1:p1,h2:p2,...[?opts]: one node per host, node_timeout for all.
 // redlock://<uri>;<uri>;...: one node per member URI; node_timeout in a redis:// member's query
@@ -71,15 +66,15 @@ std::shared_ptr<IOperator> connectRedlock(const ParsedUri& uri) {
   std::vector<std::shared_ptr<IOperator>> members;
   if (uri.members.empty()) {
     options.nodeTimeout = uri.duration("node_timeout", options.nodeTimeout);
-    for (const auto& host : uri.hosts) members.push_back(connectRedlockNode(uri, host, options.nodeTimeout));
+    for (const auto& host : uri.hosts) members.push_back(connectSingle(uri, host, options.nodeTimeout));
   } else {
     std::chrono::milliseconds slowest{0};
     for (const auto& text : uri.members) {
       const ParsedUri member = parseUri(text);
       const auto nodeTimeout = member.duration("node_timeout", RedlockOptions().nodeTimeout);
       slowest = std::max(slowest, nodeTimeout);
-      members.push_back(member.scheme == "redis" ? connectRedlockNode(member, member.hosts.front(), nodeTimeout)
-                                                 : connect(text));
+      members.push_back(member.scheme == "redis" ? connectSingle(member, member.hosts.front(), nodeTimeout)
+                                                 : connectParsed(member));
     }
     options.nodeTimeout = slowest;
   }
@@ -118,17 +113,18 @@ std::shared_ptr<IOperator> connectSentinel(const ParsedUri& uri) {
   return std::make_shared<SentinelOperator>(std::move(options));
 }
 
-}  // namespace
-
-std::shared_ptr<IOperator> connect(std::string_view text) {
-  const ParsedUri uri = parseUri(text);
+std::shared_ptr<IOperator> connectParsed(const ParsedUri& uri) {
   if (uri.scheme == "memory") return std::make_shared<MemoryOperator>();
-  if (uri.scheme == "redis") return connectSingle(uri);
+  if (uri.scheme == "redis") return connectSingle(uri, uri.hosts.front());
   if (uri.scheme == "redis+sentinel") return connectSentinel(uri);
   if (uri.scheme == "redis+cluster") return connectCluster(uri);
   if (uri.scheme == "redlock") return connectRedlock(uri);
   throw ConfigError("dlock: bad URI '" + uri.redacted + "': the " + uri.scheme +
                     " backend is not available in this build of dlock");
 }
+
+}  // namespace
+
+std::shared_ptr<IOperator> connect(std::string_view text) { return connectParsed(parseUri(text)); }
 
 }  // namespace dlock
