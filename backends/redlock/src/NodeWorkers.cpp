@@ -44,7 +44,7 @@ NodeWorkers::~NodeWorkers() {
 }
 
 void NodeWorkers::post(std::size_t node, std::size_t lane, Task task) {
-  Worker& worker = *workers_.at(node * lanesPerNode_ + lane % lanesPerNode_);
+  Worker& worker = *workers_.at(node * lanesPerNode_ + lane);
   {
     std::lock_guard<std::mutex> guard(worker.mutex);
     worker.queue.push_back(std::move(task));

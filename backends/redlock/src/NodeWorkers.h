@@ -30,9 +30,8 @@ class NodeWorkers {
   // Finishes the tasks running now, drops the queued ones, joins every thread.
   ~NodeWorkers();
 
+  // `lane` < lanesPerNode.
   void post(std::size_t node, std::size_t lane, Task task);
-
-  [[nodiscard]] std::size_t lanesPerNode() const noexcept { return lanesPerNode_; }
 
  private:
   struct Worker {

@@ -127,16 +127,17 @@ class RedlockOperator::Impl {
   std::shared_ptr<Ballot<T>> send(const std::vector<std::size_t>& nodes, std::size_t shard,
                                   std::optional<Steady::time_point> sendBy, Call call) {
     auto ballot = std::make_shared<Ballot<T>>(members_.size());
+    const auto shared = std::make_shared<const Call>(std::move(call));  // one copy of its arguments for all nodes
     for (std::size_t node : nodes) ballot->ask(node);
     for (std::size_t node : nodes) {
-      workers_.post(node, shard, [ballot, node, sendBy, call, member = members_[node]]() {
+      workers_.post(node, shard, [ballot, node, sendBy, shared, member = members_[node]]() {
         if (sendBy && Steady::now() >= *sendBy) {
           ballot->fail(node, member->describe() + ": not sent, the node was still busy with earlier requests",
                        false, true);
           return;
         }
         try {
-          ballot->answer(node, call(*member));
+          ballot->answer(node, (*shared)(*member));
         } catch (const BackendError& error) {
           ballot->fail(node, error.what(), true);
         } catch (const std::exception& error) {

@@ -28,8 +28,6 @@ class RedlockWatch final : public IReleaseWatch {
 
   bool waitForRelease(std::chrono::milliseconds timeout) override;
 
-  [[nodiscard]] std::size_t members() const noexcept { return members_.size(); }
-
  private:
   std::vector<std::unique_ptr<IReleaseWatch>> members_;
   std::size_t next_ = 0;  // the member to block on next
