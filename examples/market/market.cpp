@@ -52,6 +52,14 @@ const std::string kGate = "market:gate";
 std::string sellerId(int n) { return "seller" + std::to_string(n); }
 std::string buyerId(int n) { return "buyer" + std::to_string(n); }
 std::string userKey(const std::string& id) { return "users:" + id; }
+
+// Every user of a market with `sellers` sellers and `buyers` buyers, sellers first.
+std::vector<std::string> userIds(int sellers, int buyers) {
+  std::vector<std::string> users;
+  for (int n = 1; n <= sellers; ++n) users.push_back(sellerId(n));
+  for (int n = 1; n <= buyers; ++n) users.push_back(buyerId(n));
+  return users;
+}
 std::string inventoryKey(const std::string& id) { return "inventory:" + id; }
 
 struct Listing {
@@ -83,9 +91,7 @@ int seed(AppRedis& redis, int sellers, int buyers, int items, int funds) {
   }
 
   std::vector<Command> batch{{"MULTI"}, del};
-  std::vector<std::string> users;
-  for (int n = 1; n <= sellers; ++n) users.push_back(sellerId(n));
-  for (int n = 1; n <= buyers; ++n) users.push_back(buyerId(n));
+  const std::vector<std::string> users = userIds(sellers, buyers);
   for (const auto& user : users) batch.push_back({"HSET", userKey(user), "name", user, "funds", std::to_string(funds)});
   Command market{"ZADD", kMarket};
   Command listing{"HSET", kListing};
@@ -292,9 +298,7 @@ int check(AppRedis& redis) {
   const long long fundsEach = numberIn(setup, "funds_each");
   const long long fundsBefore = numberIn(setup, "funds_total");
 
-  std::vector<std::string> users;
-  for (int n = 1; n <= sellers; ++n) users.push_back(sellerId(n));
-  for (int n = 1; n <= buyers; ++n) users.push_back(buyerId(n));
+  const std::vector<std::string> users = userIds(sellers, buyers);
   std::map<std::string, long long> funds;
   std::map<std::string, std::set<std::string>> inventories;
   for (const auto& user : users) {

@@ -80,8 +80,8 @@ std::vector<std::string> accountsNamed(AppRedis& redis, const std::string& name)
   return ids;
 }
 
-int check(AppRedis& redis, const std::string& name) {
-  const auto ids = accountsNamed(redis, name);
+// `ids`: accountsNamed(redis, name).
+int check(AppRedis& redis, const std::string& name, const std::vector<std::string>& ids) {
   const Reply indexed = redis.command({"HGET", kByName, name});
   const bool ok = ids.size() == 1 && indexed.str == ids.front();
   std::printf("accounts named '%s': %zu%s\n", name.c_str(), ids.size(),
@@ -134,7 +134,7 @@ int race(const std::string& uri, const std::string& name, int users, std::chrono
     }
   }
   const auto ids = accountsNamed(redis, name);
-  const bool ok = created == 1 && failed == 0 && taken + tryLater == users - 1 && check(redis, name) == 0;
+  const bool ok = created == 1 && failed == 0 && taken + tryLater == users - 1 && check(redis, name, ids) == 0;
   std::printf("%d sign-ups of '%s' at once: created %d, told to try again later %d, found the name taken %d, "
               "failed %d\n",
               users, name.c_str(), created, tryLater, taken, failed);
@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
     if (args.mode() == "race") return race(args.uri(), name, args.number("users", 8), work);
     if (args.mode() == "check") {
       AppRedis redis(args.uri());
-      return check(redis, name);
+      return check(redis, name, accountsNamed(redis, name));
     }
     return usage("no such mode");
   } catch (const examples::UsageError& error) {
