@@ -1,9 +1,5 @@
 #include "SentinelTopology.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -49,30 +45,6 @@ std::map<std::string, std::string> fields(const Reply& reply) {
   return out;
 }
 
-// Forks and execs `argv` (argv[0] looked up in PATH) as a child of the test that is killed when
-// the test dies. The caller owns the pid: it kills and reaps it.
-pid_t startChild(const std::vector<std::string>& argv) {
-  // Everything the child needs is prepared before fork(): after it, only async-signal-safe calls.
-  std::vector<char*> args;
-  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t child = ::fork();
-  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (child == 0) {
-    // Die with the test, even when it crashes before its destructors run.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(1);
-    ::execvp(args[0], args.data());
-    const char* why = std::strerror(errno);
-    for (const char* part : {"cannot run ", static_cast<const char*>(args[0]), ": ", why, "\n"}) {
-      (void)!::write(2, part, std::strlen(part));
-    }
-    ::_exit(127);
-  }
-  return child;
-}
-
 }  // namespace
 
 SentinelTopology::SentinelTopology(Options options) : options_(std::move(options)) {
@@ -104,7 +76,7 @@ std::string SentinelTopology::uri(const std::string& query) const {
   std::string text = "redis+sentinel://";
   for (std::size_t i = 0; i < kSentinels; ++i) {
     if (i > 0) text += ",";
-    text += "127.0.0.1:" + std::to_string(sentinels_[i].port);
+    text += "127.0.0.1:" + std::to_string(sentinelPort(i));
   }
   text += "/" + options_.masterName;
   if (!query.empty()) text += "?" + query;
@@ -113,111 +85,67 @@ std::string SentinelTopology::uri(const std::string& query) const {
 
 void SentinelTopology::startData() {
   for (std::size_t i = 0; i < kDataNodes; ++i) {
-    Node& node = data_[i];
-    node.name = "data-" + std::to_string(i);
-    node.dir = dir_ + "/" + node.name;
-    node.config = node.dir + "/redis.conf";
-    std::filesystem::create_directories(node.dir);
-    for (int attempt = 0;; ++attempt) {
-      node.port = freeLoopbackPort();
-      {
-        std::ofstream out(node.config);
-        out << "bind 127.0.0.1\nport " << node.port << "\nsave \"\"\nappendonly no\ndir " << node.dir
-            << "\ndaemonize no\nlogfile " << node.dir << "/redis.log\n"
-            << "repl-diskless-sync yes\nrepl-diskless-sync-delay 0\nreplica-announce-ip 127.0.0.1\n";
-        if (!options_.dataPassword.empty()) {
-          out << "requirepass " << options_.dataPassword << "\nmasterauth " << options_.dataPassword << "\n";
-        }
-        if (i > 0) out << "replicaof 127.0.0.1 " << data_[0].port << "\n";
-      }
-      try {
-        launch(node);
-        waitForPing(node, 10s);
-        break;
-      } catch (const std::exception&) {
-        stop(node);
-        if (attempt == 2) throw;  // a port taken between the check and the bind, three times
-      }
+    RedisProcess::Options node;
+    node.config = {"repl-diskless-sync yes", "repl-diskless-sync-delay 0", "replica-announce-ip 127.0.0.1"};
+    if (!options_.dataPassword.empty()) {
+      node.config.push_back("requirepass " + options_.dataPassword);
+      node.config.push_back("masterauth " + options_.dataPassword);
     }
+    if (i > 0) node.config.push_back("replicaof 127.0.0.1 " + std::to_string(dataPort(0)));
+    data_[i].name = "data-" + std::to_string(i);
+    data_[i].process = std::make_unique<RedisProcess>(node);
   }
 }
 
 void SentinelTopology::startSentinels() {
   const std::string& name = options_.masterName;
+  // Each sentinel's config names the others' ports and ids: a port taken before its sentinel
+  // could bind it means starting all three again on new ports.
   for (int attempt = 0;; ++attempt) {
     std::array<std::string, kSentinels> ids;
+    std::array<int, kSentinels> ports{};
     for (std::size_t i = 0; i < kSentinels; ++i) {
       ids[i] = randomId();
-      Node& node = sentinels_[i];
-      node.name = "sentinel-" + std::to_string(i);
-      node.dir = dir_ + "/" + node.name;
-      node.config = node.dir + "/sentinel.conf";
-      node.sentinel = true;
-      std::filesystem::create_directories(node.dir);
       do {
-        node.port = freeLoopbackPort();
-      } while (i > 0 && (node.port == sentinels_[0].port || (i > 1 && node.port == sentinels_[1].port)));
-    }
-    for (std::size_t i = 0; i < kSentinels; ++i) {
-      Node& node = sentinels_[i];
-      std::ofstream out(node.config);
-      out << "bind 127.0.0.1\nport " << node.port << "\ndaemonize no\ndir " << node.dir << "\nlogfile " << node.dir
-          << "/sentinel.log\nsentinel myid " << ids[i] << "\nsentinel announce-ip 127.0.0.1\n";
-      if (!options_.sentinelPassword.empty()) {
-        out << "requirepass " << options_.sentinelPassword << "\nsentinel sentinel-pass " << options_.sentinelPassword
-            << "\n";
-      }
-      out << "sentinel monitor " << name << " 127.0.0.1 " << data_[0].port << " 2\n";
-      if (!options_.dataPassword.empty()) out << "sentinel auth-pass " << name << " " << options_.dataPassword << "\n";
-      out << "sentinel down-after-milliseconds " << name << " " << options_.downAfter.count() << "\n"
-          << "sentinel failover-timeout " << name << " " << options_.failoverTimeout.count() << "\n"
-          << "sentinel parallel-syncs " << name << " 1\n";
-      for (std::size_t r = 1; r < kDataNodes; ++r) {
-        out << "sentinel known-replica " << name << " 127.0.0.1 " << data_[r].port << "\n";
-      }
-      for (std::size_t other = 0; other < kSentinels; ++other) {
-        if (other == i) continue;
-        out << "sentinel known-sentinel " << name << " 127.0.0.1 " << sentinels_[other].port << " " << ids[other]
-            << "\n";
-      }
+        ports[i] = freeLoopbackPort();
+      } while (i > 0 && (ports[i] == ports[0] || (i > 1 && ports[i] == ports[1])));
     }
     try {
-      for (auto& node : sentinels_) launch(node);
-      for (auto& node : sentinels_) waitForPing(node, 10s);
+      for (std::size_t i = 0; i < kSentinels; ++i) {
+        RedisProcess::Options node;
+        node.sentinel = true;
+        node.port = ports[i];
+        node.config = {"sentinel myid " + ids[i], "sentinel announce-ip 127.0.0.1"};
+        if (!options_.sentinelPassword.empty()) {
+          node.config.push_back("requirepass " + options_.sentinelPassword);
+          node.config.push_back("sentinel sentinel-pass " + options_.sentinelPassword);
+        }
+        node.config.push_back("sentinel monitor " + name + " 127.0.0.1 " + std::to_string(dataPort(0)) + " 2");
+        if (!options_.dataPassword.empty()) {
+          node.config.push_back("sentinel auth-pass " + name + " " + options_.dataPassword);
+        }
+        const std::string downAfter = std::to_string(options_.downAfter.count());
+        const std::string failoverTimeout = std::to_string(options_.failoverTimeout.count());
+        node.config.push_back("sentinel down-after-milliseconds " + name + " " + downAfter);
+        node.config.push_back("sentinel failover-timeout " + name + " " + failoverTimeout);
+        node.config.push_back("sentinel parallel-syncs " + name + " 1");
+        for (std::size_t r = 1; r < kDataNodes; ++r) {
+          node.config.push_back("sentinel known-replica " + name + " 127.0.0.1 " + std::to_string(dataPort(r)));
+        }
+        for (std::size_t other = 0; other < kSentinels; ++other) {
+          if (other == i) continue;
+          node.config.push_back("sentinel known-sentinel " + name + " 127.0.0.1 " + std::to_string(ports[other]) + " " +
+                                ids[other]);
+        }
+        sentinels_[i].name = "sentinel-" + std::to_string(i);
+        sentinels_[i].process = std::make_unique<RedisProcess>(node);
+      }
       return;
     } catch (const std::exception&) {
-      for (auto& node : sentinels_) stop(node);
+      for (auto& node : sentinels_) node.process.reset();
       if (attempt == 2) throw;
     }
   }
-}
-
-void SentinelTopology::launch(Node& node) {
-  node.pid = startChild({node.sentinel ? "redis-sentinel" : "redis-server", node.config});
-  node.paused = false;
-}
-
-void SentinelTopology::waitForPing(Node& node, std::chrono::milliseconds budget) {
-  const auto deadline = Steady::now() + budget;
-  std::string lastError = "no answer";
-  while (Steady::now() < deadline) {
-    int status = 0;
-    if (::waitpid(node.pid, &status, WNOHANG) == node.pid) {
-      node.pid = -1;
-      const std::string log = node.dir + (node.sentinel ? "/sentinel.log" : "/redis.log");
-      throw std::runtime_error(node.name + " on port " + std::to_string(node.port) + " exited at start (status " +
-                               std::to_string(status) + "): " + tail(log, 10));
-    }
-    try {
-      RedisClient client("127.0.0.1", node.port, 200ms);
-      const Reply pong = client.command({"PING"});
-      if (pong.str == "PONG" || pong.isError()) return;  // NOAUTH: up all the same
-    } catch (const std::exception& error) {
-      lastError = error.what();
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  throw std::runtime_error(node.name + " on port " + std::to_string(node.port) + " did not answer PING: " + lastError);
 }
 
 bool SentinelTopology::ready(std::string& why) {
@@ -290,17 +218,17 @@ void SentinelTopology::waitUntilReady(std::chrono::milliseconds budget) {
 }
 
 void SentinelTopology::stop(Node& node) {
-  if (node.pid <= 0) return;
-  ::kill(node.pid, SIGCONT);
-  ::kill(node.pid, SIGKILL);
-  ::waitpid(node.pid, nullptr, 0);
-  node.pid = -1;
+  if (node.process) node.process->kill();
   node.paused = false;
 }
 
 void SentinelTopology::signal(Node& node, bool pause) {
-  if (node.pid <= 0) throw std::runtime_error(node.name + " is not running");
-  ::kill(node.pid, pause ? SIGSTOP : SIGCONT);
+  if (!node.process || !node.process->running()) throw std::runtime_error(node.name + " is not running");
+  if (pause) {
+    node.process->pause();
+  } else {
+    node.process->resume();
+  }
   node.paused = pause;
 }
 
@@ -324,7 +252,7 @@ int SentinelTopology::masterPort() {
 
 std::size_t SentinelTopology::nodeOfPort(int port) const {
   for (std::size_t i = 0; i < kDataNodes; ++i) {
-    if (data_[i].port == port) return i;
+    if (dataPort(i) == port) return i;
   }
   throw std::runtime_error("no data node has port " + std::to_string(port));
 }
@@ -371,21 +299,25 @@ void SentinelTopology::failover(std::size_t sentinel) {
 }
 
 RedisClient SentinelTopology::dataClient(std::size_t node, std::chrono::milliseconds timeout) {
-  RedisClient client("127.0.0.1", data_.at(node).port, timeout);
+  RedisClient client("127.0.0.1", dataPort(node), timeout);
   if (!options_.dataPassword.empty()) (void)client.ok({"AUTH", options_.dataPassword});
   return client;
 }
 
 RedisClient SentinelTopology::sentinelClient(std::size_t sentinel, std::chrono::milliseconds timeout) {
-  RedisClient client("127.0.0.1", sentinels_.at(sentinel).port, timeout);
+  RedisClient client("127.0.0.1", sentinelPort(sentinel), timeout);
   if (!options_.sentinelPassword.empty()) (void)client.ok({"AUTH", options_.sentinelPassword});
   return client;
 }
 
 std::string SentinelTopology::logTails() const {
   std::ostringstream out;
-  for (const auto& node : data_) out << "--- " << node.name << "\n" << tail(node.dir + "/redis.log", 8);
-  for (const auto& node : sentinels_) out << "--- " << node.name << "\n" << tail(node.dir + "/sentinel.log", 12);
+  for (const auto& node : data_) {
+    if (node.process) out << "--- " << node.name << "\n" << tail(node.process->directory() + "/redis.log", 8);
+  }
+  for (const auto& node : sentinels_) {
+    if (node.process) out << "--- " << node.name << "\n" << tail(node.process->directory() + "/redis.log", 12);
+  }
   return out.str();
 }
 

@@ -1,8 +1,9 @@
 // SentinelTopology.h — a Redis Sentinel set owned by one test: one master and two replicas
 // (redis-server) and three sentinels (redis-sentinel, quorum 2), all on free 127.0.0.1 ports,
-// without persistence, in a temporary directory. The same set scripts/sentinel-start makes, with
-// the same settings, started here as children of the test process so that each server is killed
-// and reaped by its pid (a script's servers end up nobody's children).
+// without persistence, each a RedisProcess. The same set scripts/sentinel-start makes, with the
+// same settings, started here as children of the test process so that each server is killed and
+// reaped by its pid (a script's servers end up nobody's children). directory() is a scratch
+// directory for the test's own files.
 //
 // Failover timing, tuned for tests: a master silent for `downAfter` (default 1 s) is down; the
 // failover timeout is `failoverTimeout` (default 3 s). Sentinels are configured with each other's
@@ -17,10 +18,12 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "RedisClient.h"
+#include "RedisProcess.h"
 
 namespace dlock::test {
 
@@ -47,8 +50,8 @@ class SentinelTopology {
 
   // redis+sentinel://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/<name>[?query], without credentials.
   [[nodiscard]] std::string uri(const std::string& query = "") const;
-  [[nodiscard]] int dataPort(std::size_t node) const { return data_.at(node).port; }
-  [[nodiscard]] int sentinelPort(std::size_t sentinel) const { return sentinels_.at(sentinel).port; }
+  [[nodiscard]] int dataPort(std::size_t node) const { return data_.at(node).process->port(); }
+  [[nodiscard]] int sentinelPort(std::size_t sentinel) const { return sentinels_.at(sentinel).process->port(); }
   [[nodiscard]] const std::string& directory() const { return dir_; }
 
   // The master port the first answering live sentinel names.
@@ -83,23 +86,19 @@ class SentinelTopology {
  private:
   struct Node {
     std::string name;  // "data-0", "sentinel-1"
-    std::string dir;
-    std::string config;
-    int port = 0;
-    pid_t pid = -1;
+    std::unique_ptr<RedisProcess> process;
     bool paused = false;
-    bool sentinel = false;
   };
 
   void startData();
   void startSentinels();
-  void launch(Node& node);
-  void waitForPing(Node& node, std::chrono::milliseconds budget);
   void waitUntilReady(std::chrono::milliseconds budget);
   bool ready(std::string& why);
   void stop(Node& node);
   void signal(Node& node, bool pause);
-  [[nodiscard]] bool live(const Node& node) const { return node.pid > 0 && !node.paused; }
+  [[nodiscard]] static bool live(const Node& node) {
+    return node.process && node.process->running() && !node.paused;
+  }
   [[nodiscard]] int askMaster(std::size_t sentinel);  // 0 when it does not answer
 
   Options options_;
