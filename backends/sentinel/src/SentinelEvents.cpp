@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "Connection.h"
@@ -46,8 +48,8 @@ std::vector<std::string> words(std::string_view text) {
   return out;
 }
 
-}  // namespace
-
+// One message as a SentinelEvent (see SentinelEvents.h); nullopt when the channel or payload is
+// not one of those.
 std::optional<SentinelEvent> parseSentinelEvent(std::string_view channel, std::string_view payload) {
   const auto known = std::find_if(std::begin(kChannels), std::end(kChannels),
                                   [&](const Channel& candidate) { return channel == candidate.name; });
@@ -75,6 +77,8 @@ std::optional<SentinelEvent> parseSentinelEvent(std::string_view channel, std::s
       return event;
   }
 }
+
+}  // namespace
 
 SentinelEvents::SentinelEvents(std::vector<ConnectionOptions> sentinels, PoolOptions backoff, Handler handler)
     : sentinels_(std::move(sentinels)),

@@ -25,9 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -45,9 +43,6 @@ struct SentinelEvent {
   MasterAddress from;      // the master being (or that was) replaced
   MasterAddress to;        // the replica being promoted, or the new master (not for Aborted)
 };
-
-// Parses one message; nullopt when the channel or payload is not one of the above.
-std::optional<SentinelEvent> parseSentinelEvent(std::string_view channel, std::string_view payload);
 
 class SentinelEvents {
  public:
