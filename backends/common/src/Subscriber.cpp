@@ -336,6 +336,12 @@ void Subscriber::State::handle(const redisReply& reply, std::optional<Steady::ti
     changed.notify_all();
     return;
   }
+  // PING answers ["pong", ""] on a connection with subscriptions, but +PONG on one without
+  // (every channel lingered out, or none was ever confirmed).
+  if (reply.type == REDIS_REPLY_STATUS && replyText(reply) == "PONG") {
+    pingSentAt.reset();
+    return;
+  }
   if (reply.type != REDIS_REPLY_ARRAY || reply.elements < 1 || reply.element[0]->type != REDIS_REPLY_STRING) return;
   const std::string_view kind = replyText(*reply.element[0]);
   if (kind == "pong") {

@@ -8,7 +8,8 @@
 // simply tries again; so does a channel the server drops on its own (a cluster slot moving away).
 // A refused SUBSCRIBE fails the watch() that asked, typed as a reply of that kind (TRYAGAIN is a
 // ConnectionError), and the next watch() asks again. Channels nobody watches any more stay
-// subscribed for `linger`, so a hot key does not pay SUBSCRIBE/UNSUBSCRIBE on every wait.
+// subscribed for `linger`, so a hot key does not pay SUBSCRIBE/UNSUBSCRIBE on every wait; with
+// none left, PINGs still check the connection.
 // `sharded` uses SSUBSCRIBE/SUNSUBSCRIBE (Redis Cluster's sharded pub/sub).
 // Owner: one operator. Thread safety: thread-safe.
 #pragma once
