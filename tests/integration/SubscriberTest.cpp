@@ -16,6 +16,7 @@
 #include "RedisProcess.h"
 #include "TcpProxy.h"
 #include "dlock/IOperator.h"
+#include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/WaitStrategies.h"
@@ -149,6 +150,35 @@ TEST_SUITE("Subscriber") {
     REQUIRE(acquired == 2);
     // Far less than the 30 s a lost wake-up costs: the waiters retried once subscribed again.
     for (const auto at : acquiredAt) CHECK(seconds(at - releasedAt) < 10.0);
+  }
+
+  TEST_CASE("a waiter whose server dies gets ConnectionError from its next attempt, not after its recheck bound") {
+    RedisProcess server;
+    constexpr auto kLong = 30s;  // the recheck bound and the holder's lease
+    auto holder = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(kLong).build();
+    const auto backend = std::make_shared<ObservedOperator>(dlock::connect(server.uri()));
+    auto waiter = dlock::LockBuilder()
+                      .backend(backend)
+                      .waitStrategy(std::make_shared<dlock::NotifyWait>(kLong))
+                      .leaseTime(kLong)
+                      .build();
+    REQUIRE(holder->tryLock("k"));
+    std::atomic<bool> connectionError{false};
+    Steady::time_point failedAt;
+    std::thread thread([&] {
+      try {
+        (void)waiter->tryLock("k", 2 * kLong);
+      } catch (const dlock::ConnectionError&) {
+        connectionError = true;
+      }
+      failedAt = Steady::now();
+    });
+    REQUIRE(eventually([&] { return backend->parked == 1; }, 10s));
+    const auto killedAt = Steady::now();
+    server.kill();  // the subscriber cannot reconnect: its first failed attempt wakes the waiter
+    thread.join();
+    CHECK(connectionError);
+    CHECK(seconds(failedAt - killedAt) < 10.0);
   }
 
   TEST_CASE("an idle subscriber answers its PINGs without reconnecting") {

@@ -102,10 +102,14 @@ class SubscriberWatch final : public IReleaseWatch {
     const auto& channel = state_->channels[channel_];
     // A lost connection counts as a release (one may have been missed), but only once the
     // channel is confirmed on the new connection: a retry before that misses a release published
-    // between the retry and the new SUBSCRIBE. Until then the waiter sleeps out its own bound.
+    // between the retry and the new SUBSCRIBE. A failed reconnect wakes the waiter too, so that
+    // its retry reports the trouble (or finds where the key lives now) instead of sleeping out its
+    // bound; generation_ stays behind until the confirmation, which then wakes it again.
+    const std::uint64_t failuresBefore = state_->connectFailures;
     const bool woke = state_->changed.wait_for(guard, timeout, [&] {
-      return channel.releases != seen_ || (state_->generation != generation_ && channel.confirmed) ||
-             state_->stopping;
+      return channel.releases != seen_ || state_->stopping ||
+             (state_->generation != generation_ &&
+              (channel.confirmed || state_->connectFailures != failuresBefore));
     });
     seen_ = channel.releases;
     if (channel.confirmed) generation_ = state_->generation;  // confirmed flags reset at every loss
