@@ -55,10 +55,12 @@ AcquireResult LockCore::attempt(std::string_view key, const std::string& token, 
                   result.holderTtl.count());
     }
     return result;
-  } catch (const ConnectionError& error) {
+  } catch (const std::exception& error) {
     logFailedAttempt(key, error);
-    // The command may have landed before the connection failed. Delete the key if it carries our
-    // token, so a throwing acquire leaves nothing held; if that fails too, the lease ends at its TTL.
+    // Any failure may come after the key was set: the command landed before its connection
+    // failed, or a later step of the acquire was refused (Sentinel's WAIT). Delete the key if it
+    // carries our token, so a throwing acquire leaves nothing held; if that fails too, the lease
+    // ends at its TTL.
     try {
       (void)backend_->unlock(key, token);
     } catch (...) {
@@ -66,13 +68,10 @@ AcquireResult LockCore::attempt(std::string_view key, const std::string& token, 
                   quoteKey(key), ttl.count());
     }
     throw;
-  } catch (const LockError& error) {
-    logFailedAttempt(key, error);
-    throw;
   }
 }
 
-void LockCore::logFailedAttempt(std::string_view key, const LockError& error) const {
+void LockCore::logFailedAttempt(std::string_view key, const std::exception& error) const {
   if (log_->should_log(spdlog::level::debug)) {
     log_->debug("dlock: acquiring {} on {} failed: {}", quoteKey(key), backend_->describe(), error.what());
   }

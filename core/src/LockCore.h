@@ -63,7 +63,7 @@ class LockCore {
  private:
   AcquireResult attempt(std::string_view key, const std::string& token, std::chrono::milliseconds ttl);
   void reportLost(const LeaseState& lease);
-  void logFailedAttempt(std::string_view key, const LockError& error) const;
+  void logFailedAttempt(std::string_view key, const std::exception& error) const;
   // Fairness: after a release that reached waiters, this process holds back from the key for
   // about two round trips, so a waiter can take it instead of the releaser barging back in.
   void yieldAfterContendedRelease(std::string_view key, Deadline deadline);

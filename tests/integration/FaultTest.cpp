@@ -132,6 +132,22 @@ TEST_SUITE("Faults") {
     lock->unlock("k");
   }
 
+  TEST_CASE("a fence key of the wrong type: BackendError, and the lock key is not left behind") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    for (const std::string key : {"k", "other"}) admin.ok({"HSET", "dlock:{" + key + "}:fence", "not", "a counter"});
+    auto backend = dlock::connect(server.uri());
+    // The acquire script fails before it sets the key: a script is not rolled back.
+    CHECK_THROWS_WITH_AS((void)backend->lock("k", "token-1", 30000ms), doctest::Contains("WRONGTYPE"),
+                         dlock::BackendError);
+    CHECK(admin.ok({"EXISTS", "dlock:{k}"}).integer == 0);
+    // Through a lock (the watchdog's lease): nothing held here or on the server.
+    auto lock = dlock::LockBuilder().backend(backend).build();
+    CHECK_THROWS_WITH_AS((void)lock->tryLock("other"), doctest::Contains("WRONGTYPE"), dlock::BackendError);
+    CHECK(lock->holdCount("other") == 0);
+    CHECK(admin.ok({"EXISTS", "dlock:{other}"}).integer == 0);
+  }
+
   TEST_CASE("a server still loading its data: LOADING is a ConnectionError until it is ready") {
     RedisProcess::Options options;
     // Microseconds per key loaded, and serve clients every KiB of loading (the default 2 MB would

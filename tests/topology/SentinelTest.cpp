@@ -388,6 +388,22 @@ TEST_SUITE("SentinelOperator") {
     CHECK_THROWS_AS(acked->lock("later", "token-later", 60000ms), dlock::ConnectionError);
   }
 
+  TEST_CASE("replication-acked acquire with WAIT refused by the ACL: BackendError, and the key is released") {
+    SentinelTopology set;
+    set.dataClient(0).ok({"ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait"});
+    const std::string scheme = "redis+sentinel://";
+    const std::string uri = scheme + "nowait:pw@" + set.uri("wait_replicas=1").substr(scheme.size());
+    auto backend = sentinelOperator(uri);
+    CHECK_THROWS_WITH_AS((void)backend->lock("k", "token-1", 60000ms), doctest::Contains("released it"),
+                         dlock::BackendError);
+    CHECK(set.dataClient(0).ok({"EXISTS", "dlock:{k}"}).integer == 0);
+    // Through a lock (the watchdog's lease): nothing held here or on the master.
+    auto lock = dlock::LockBuilder().backend(backend).build();
+    CHECK_THROWS_WITH_AS((void)lock->tryLock("other"), doctest::Contains("NOPERM"), dlock::BackendError);
+    CHECK(lock->holdCount("other") == 0);
+    CHECK(set.dataClient(0).ok({"EXISTS", "dlock:{other}"}).integer == 0);
+  }
+
   TEST_CASE("one sentinel of three dead: discovery and failover still work") {
     SentinelTopology set;
     set.killSentinel(0);  // the first one every client asks

@@ -336,6 +336,23 @@ TEST_SUITE("DistributedLock") {
     }
   }
 
+  TEST_CASE("a failure after the acquire landed leaves nothing held, on the backend either") {
+    VirtualFixture f;
+    // Acquires, then fails as a later step of an acquire can (Sentinel's WAIT refused by the ACL).
+    class FailingAfterAcquire final : public dlock::test::ForwardingOperator {
+     public:
+      using ForwardingOperator::ForwardingOperator;
+      dlock::AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
+        (void)inner_->lock(key, token, ttl);
+        throw dlock::BackendError("dlock: forwarding://: refused after the acquire");
+      }
+    };
+    auto lock = dlock::LockBuilder().backend(std::make_shared<FailingAfterAcquire>(f.backend)).clock(f.clock).build();
+    CHECK_THROWS_AS((void)lock->tryLock("k"), dlock::BackendError);
+    CHECK(lock->holdCount("k") == 0);
+    CHECK(f.backend->holderOf("k").empty());
+  }
+
   TEST_CASE("the default-key overloads use the configured default key") {
     VirtualFixture f;
     auto lock = dlock::LockBuilder().backend(f.backend).clock(f.clock).leaseTime(30s).defaultKey("jobs").build();

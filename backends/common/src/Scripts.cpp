@@ -39,11 +39,16 @@ return {0, 0}
 }  // namespace
 
 const Script& acquireScript() {
-  // SET first: the uncontended path runs two commands. A retried acquire whose first try landed
-  // finds its own token and succeeds again, so a retry after a lost reply is safe.
+  // INCR before SET: a script is not rolled back, so the step that can fail (a fence key of the
+  // wrong type, an ACL, OOM) must fail before the key is set, or the key would stay held by an
+  // acquire that reported an error. A SET refused after it leaves a fence raised by one, which
+  // only has to grow. A retried acquire whose first try landed finds its own token and succeeds
+  // again, so a retry after a lost reply is safe.
   static const Script script = makeScript("acquire", R"lua(
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {1, redis.call('INCR', KEYS[2])}
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  local fence = redis.call('INCR', KEYS[2])
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return {1, fence}
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}

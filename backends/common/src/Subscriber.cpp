@@ -33,7 +33,7 @@ struct Subscriber::State {
     bool confirmed = false;      // the server confirmed it
     bool unsubscribing = false;  // we sent UNSUBSCRIBE (linger ran out); its reply is ours
     std::string error;           // the server refused it (the reply's text)
-    std::uint64_t releases = 0;  // messages received
+    std::uint64_t releases = 0;  // messages received, and ends of the subscription its waiters must hear of
     Steady::time_point idleSince;
   };
 
@@ -100,12 +100,19 @@ class SubscriberWatch final : public IReleaseWatch {
   bool waitForRelease(std::chrono::milliseconds timeout) override {
     std::unique_lock<std::mutex> guard(state_->mutex);
     const auto& channel = state_->channels[channel_];
-    // A lost connection counts as a release: one may have been missed, so the waiter retries.
+    // A lost connection counts as a release (one may have been missed), but only once the
+    // channel is confirmed on the new connection: a retry before that misses a release published
+    // between the retry and the new SUBSCRIBE. A failed reconnect wakes the waiter too, so that
+    // its retry reports the trouble (or finds where the key lives now) instead of sleeping out its
+    // bound; generation_ stays behind until the confirmation, which then wakes it again.
+    const std::uint64_t failuresBefore = state_->connectFailures;
     const bool woke = state_->changed.wait_for(guard, timeout, [&] {
-      return channel.releases != seen_ || state_->generation != generation_ || state_->stopping;
+      return channel.releases != seen_ || state_->stopping ||
+             (state_->generation != generation_ &&
+              (channel.confirmed || state_->connectFailures != failuresBefore));
     });
     seen_ = channel.releases;
-    generation_ = state_->generation;
+    if (channel.confirmed) generation_ = state_->generation;  // confirmed flags reset at every loss
     return woke;
   }
 
@@ -333,7 +340,16 @@ void Subscriber::State::handle(const redisReply& reply, std::optional<Steady::ti
     if (it == channels.end()) return;
     it->second.error = std::string(replyText(reply));
     it->second.requested = false;
+    // Refused again after a reconnect, the channel's waiters would hear nothing more: wake
+    // them as a release would (as for a channel the server drops).
+    ++it->second.releases;
     changed.notify_all();
+    return;
+  }
+  // PING answers ["pong", ""] on a connection with subscriptions, but +PONG on one without
+  // (every channel lingered out, or none was ever confirmed).
+  if (reply.type == REDIS_REPLY_STATUS && replyText(reply) == "PONG") {
+    pingSentAt.reset();
     return;
   }
   if (reply.type != REDIS_REPLY_ARRAY || reply.elements < 1 || reply.element[0]->type != REDIS_REPLY_STRING) return;

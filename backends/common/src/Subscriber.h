@@ -3,12 +3,17 @@
 // watch(channel) subscribes (once per channel, however many waiters) and returns only when the
 // server has confirmed the subscription, so a release published after watch() returns is never
 // missed. A background thread owns the connection: it reads messages, PINGs when idle to notice
-// a dead server, and on any failure reconnects with back-off and subscribes again. A connection
-// loss wakes every waiter (a release may have been missed while disconnected), which then
-// simply tries again; so does a channel the server drops on its own (a cluster slot moving away).
+// a dead server, and on any failure reconnects with back-off and subscribes again. After a
+// connection loss every waiter is woken (a release may have been missed while disconnected) once
+// its channel is confirmed on the new connection, never before: a retry in between would miss a
+// release published before the new SUBSCRIBE. A failed reconnect wakes them as well (their retry
+// meets the failure and reports it), and the confirmation, when it comes, wakes them again. A
+// channel the server drops on its own (a cluster slot moving away) wakes its waiters too.
 // A refused SUBSCRIBE fails the watch() that asked, typed as a reply of that kind (TRYAGAIN is a
-// ConnectionError), and the next watch() asks again. Channels nobody watches any more stay
-// subscribed for `linger`, so a hot key does not pay SUBSCRIBE/UNSUBSCRIBE on every wait.
+// ConnectionError), and the next watch() asks again; refused again after a reconnect, it wakes
+// the channel's waiters. Channels nobody watches any more stay subscribed for `linger`, so a hot
+// key does not pay SUBSCRIBE/UNSUBSCRIBE on every wait; with none left, PINGs still check the
+// connection.
 // `sharded` uses SSUBSCRIBE/SUNSUBSCRIBE (Redis Cluster's sharded pub/sub).
 // Owner: one operator. Thread safety: thread-safe.
 #pragma once

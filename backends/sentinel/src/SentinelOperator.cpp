@@ -413,8 +413,10 @@ class SentinelOperator::Impl {
     });
   }
 
-  // After an acquire on `connection`: WAIT for the replicas; with too few, releases the key and
-  // throws ConnectionError saying whether that worked.
+  // After an acquire on `connection`: WAIT for the replicas. With too few, releases the key and
+  // throws ConnectionError; when WAIT is refused (an ACL without it), releases the key and throws
+  // BackendError (ConnectionError for a "not now" reply). Either message says whether the release
+  // worked. Never a ServerUnavailableError, which would say that nothing ran.
   void awaitReplicas(detail::Connection& connection, const detail::KeyNames& names, std::string_view token,
                      const detail::ReplySource& where) {
     const std::string replicas = std::to_string(options_.waitReplicas);
@@ -422,16 +424,29 @@ class SentinelOperator::Impl {
     connection.setReadTimeout(options_.waitTimeout + options_.connection.commandTimeout);
     const detail::ReplyPtr reply = connection.command({"WAIT", replicas, timeout});
     connection.setReadTimeout(options_.connection.commandTimeout);
+    if (reply->type == REDIS_REPLY_ERROR) {
+      const std::string message = "dlock: " + where.text() + ": WAIT refused after the acquire: " +
+                                  std::string(detail::replyText(*reply)) + "; " +
+                                  releaseAfterAcquire(connection, names, token, where);
+      if (detail::isTransientErrorReply(*reply)) throw ConnectionError(message);
+      throw BackendError(message);
+    }
     const std::uint64_t acknowledged = detail::readCountReply(*reply, where);
     if (acknowledged >= options_.waitReplicas) return;
-    std::string outcome = "could not release it; it ends at its TTL";
-    try {
-      if (detail::releaseOn(connection, names, token, nullptr, where).released) outcome = "released it";
-    } catch (const LockError& error) {
-      outcome += " (" + withoutPrefix(error.what()) + ")";
-    }
     throw ConnectionError("dlock: " + where.text() + ": only " + std::to_string(acknowledged) + " of " + replicas +
-                          " replicas acknowledged the lock within " + timeout + " ms; " + outcome);
+                          " replicas acknowledged the lock within " + timeout + " ms; " +
+                          releaseAfterAcquire(connection, names, token, where));
+  }
+
+  // Releases a key just acquired on `connection`; says how that went, for a message.
+  static std::string releaseAfterAcquire(detail::Connection& connection, const detail::KeyNames& names,
+                                         std::string_view token, const detail::ReplySource& where) {
+    try {
+      if (detail::releaseOn(connection, names, token, nullptr, where).released) return "released it";
+      return "it had ended already";
+    } catch (const LockError& error) {
+      return "could not release it; it ends at its TTL (" + withoutPrefix(error.what()) + ")";
+    }
   }
 
   const SentinelOptions options_;

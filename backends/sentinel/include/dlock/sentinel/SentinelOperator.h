@@ -37,7 +37,8 @@
 // Replication-acked acquire (waitReplicas > 0): after taking the key, `WAIT waitReplicas
 // waitTimeout` on the same connection. With fewer acknowledgements the key is released at once
 // and lock() throws ConnectionError; see SentinelOptions::waitReplicas for why it is an error and
-// not `false`.
+// not `false`. A refused WAIT (an ACL user without it) releases the key too; lock() throws
+// BackendError.
 //
 // Owner: shared. Thread safety: thread-safe. Construction never blocks and opens nothing; the
 // first call finds the master and starts the sentinel subscriptions (one thread per sentinel,

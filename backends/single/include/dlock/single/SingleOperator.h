@@ -1,9 +1,10 @@
 // SingleOperator.h — the IOperator for one Redis server, through hiredis.
 //
-// Acquire is one Lua script (SET NX PX plus the fencing counter), release a compare-and-delete
-// script that also PUBLISHes on the key's channel, extend a compare-and-PEXPIRE script (batched
-// in one pipeline per connection for the watchdog). Scripts go by EVALSHA, reloaded on NOSCRIPT.
-// Connections come from a small pool; a broken one is reconnected with back-off.
+// Acquire is one Lua script (when the key is free: INCR of the fencing counter, then SET PX),
+// release a compare-and-delete script that also PUBLISHes on the key's channel, extend a
+// compare-and-PEXPIRE script (batched in one pipeline per connection for the watchdog). Scripts
+// go by EVALSHA, reloaded on NOSCRIPT. Connections come from a small pool; a broken one is
+// reconnected with back-off.
 // Redis keys: `<prefix>{<key>}` holds the token, `<prefix>{<key>}:fence` the fencing counter,
 // and `<prefix>{<key>}:released` is the release channel.
 // Owner: shared. Thread safety: thread-safe.

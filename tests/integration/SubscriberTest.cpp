@@ -1,0 +1,206 @@
+// The release subscriber on a real server: its keep-alive, and what its waiters hear around a
+// lost connection.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "LogCapture.h"
+#include "RedisClient.h"
+#include "RedisProcess.h"
+#include "TcpProxy.h"
+#include "dlock/IOperator.h"
+#include "dlock/LockError.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+#include "dlock/core/WaitStrategies.h"
+#include "dlock/single/SingleOperator.h"
+
+using namespace std::chrono_literals;
+using dlock::test::LogCapture;
+using dlock::test::RedisClient;
+using dlock::test::RedisProcess;
+using dlock::test::TcpProxy;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+// Polls `condition` every 10 ms; false when `budget` passed first.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds budget) {
+  const auto deadline = Steady::now() + budget;
+  while (!condition()) {
+    if (Steady::now() >= deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+double seconds(Steady::duration duration) { return std::chrono::duration<double>(duration).count(); }
+
+// Subscribers of `channel` on the server (PUBSUB NUMSUB).
+long long subscribers(RedisClient& client, const std::string& channel) {
+  return client.ok({"PUBSUB", "NUMSUB", channel}).elements.at(1).integer;
+}
+
+// An operator that passes every call to `inner`, counting acquire attempts and the waiters
+// parked on a release watch.
+class ObservedOperator final : public dlock::IOperator {
+ public:
+  explicit ObservedOperator(std::shared_ptr<dlock::IOperator> inner) : inner_(std::move(inner)) {}
+
+  std::atomic<int> attempts{0};
+  std::atomic<int> parked{0};  // waiters inside waitForRelease() now
+
+  dlock::AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
+    ++attempts;
+    return inner_->lock(key, token, ttl);
+  }
+  dlock::ReleaseResult unlock(std::string_view key, std::string_view token) override {
+    return inner_->unlock(key, token);
+  }
+  bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
+    return inner_->extend(key, token, ttl);
+  }
+  std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override {
+    return inner_->raiseFence(key, atLeast);
+  }
+  std::unique_ptr<dlock::IReleaseWatch> watch(std::string_view key) override {
+    return std::make_unique<Watch>(inner_->watch(key), parked);
+  }
+  dlock::LeaseInfo inspect(std::string_view key) override { return inner_->inspect(key); }
+  [[nodiscard]] std::string describe() const override { return inner_->describe(); }
+
+ private:
+  class Watch final : public dlock::IReleaseWatch {
+   public:
+    Watch(std::unique_ptr<dlock::IReleaseWatch> inner, std::atomic<int>& parked)
+        : inner_(std::move(inner)), parked_(parked) {}
+    bool waitForRelease(std::chrono::milliseconds timeout) override {
+      ++parked_;
+      const bool released = inner_->waitForRelease(timeout);
+      --parked_;
+      return released;
+    }
+
+   private:
+    const std::unique_ptr<dlock::IReleaseWatch> inner_;
+    std::atomic<int>& parked_;
+  };
+
+  const std::shared_ptr<dlock::IOperator> inner_;
+};
+
+}  // namespace
+
+TEST_SUITE("Subscriber") {
+  TEST_CASE("a release while the subscriber re-subscribes after a lost connection wakes its waiters") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    TcpProxy proxy(server.host(), server.port());
+    const std::string channel = "dlock:{k}:released";
+    // Long enough that a missed release shows as a timeout, not as a slow hand-off: the waiters
+    // recheck every 30 s and the holder's lease lasts 30 s.
+    constexpr auto kLong = 30s;
+    auto holder = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(kLong).build();
+    // Two locks on one operator through the proxy: two waiters on one channel of one subscriber.
+    const auto backend = std::make_shared<ObservedOperator>(dlock::connect(proxy.uri()));
+    const auto notify = std::make_shared<dlock::NotifyWait>(kLong);
+    std::vector<std::shared_ptr<dlock::ILock>> waiters;
+    for (int i = 0; i < 2; ++i) {
+      waiters.push_back(dlock::LockBuilder().backend(backend).waitStrategy(notify).leaseTime(kLong).build());
+    }
+
+    REQUIRE(holder->tryLock("k"));
+    std::atomic<int> acquired{0};
+    std::vector<Steady::time_point> acquiredAt(waiters.size());
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < waiters.size(); ++i) {
+      threads.emplace_back([&, i] {
+        if (!waiters[i]->tryLock("k", 2 * kLong)) return;
+        acquiredAt[i] = Steady::now();
+        ++acquired;
+        waiters[i]->unlock("k");  // the other waiter's turn
+      });
+    }
+    REQUIRE(eventually([&] { return backend->parked == 2; }, 10s));
+    REQUIRE(subscribers(admin, channel) == 1);
+    const int attemptsBefore = backend->attempts;
+
+    // The subscriber's connection dies; what it sends on the next one is held back by the proxy:
+    // its SUBSCRIBE, and the PING it adds after a second without replies. The window has then
+    // lasted that second, and a release in it reaches nobody.
+    proxy.holdNewConnections();
+    REQUIRE(admin.ok({"CLIENT", "KILL", "TYPE", "pubsub"}).integer == 1);
+    REQUIRE(proxy.waitForHeld("SUBSCRIBE", 10s));
+    REQUIRE(proxy.waitForHeld("PING", 10s));
+    const auto releasedAt = Steady::now();
+    holder->unlock("k");
+    CHECK(subscribers(admin, channel) == 0);
+    // Nobody retried yet: a retry now would be answered "held", then miss the release.
+    CHECK(backend->attempts.load() == attemptsBefore);
+    proxy.release();
+
+    for (auto& thread : threads) thread.join();
+    REQUIRE(acquired == 2);
+    // Far less than the 30 s a lost wake-up costs: the waiters retried once subscribed again.
+    for (const auto at : acquiredAt) CHECK(seconds(at - releasedAt) < 10.0);
+  }
+
+  TEST_CASE("a waiter whose server dies gets ConnectionError from its next attempt, not after its recheck bound") {
+    RedisProcess server;
+    constexpr auto kLong = 30s;  // the recheck bound and the holder's lease
+    auto holder = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(kLong).build();
+    const auto backend = std::make_shared<ObservedOperator>(dlock::connect(server.uri()));
+    auto waiter = dlock::LockBuilder()
+                      .backend(backend)
+                      .waitStrategy(std::make_shared<dlock::NotifyWait>(kLong))
+                      .leaseTime(kLong)
+                      .build();
+    REQUIRE(holder->tryLock("k"));
+    std::atomic<bool> connectionError{false};
+    Steady::time_point failedAt;
+    std::thread thread([&] {
+      try {
+        (void)waiter->tryLock("k", 2 * kLong);
+      } catch (const dlock::ConnectionError&) {
+        connectionError = true;
+      }
+      failedAt = Steady::now();
+    });
+    REQUIRE(eventually([&] { return backend->parked == 1; }, 10s));
+    const auto killedAt = Steady::now();
+    server.kill();  // the subscriber cannot reconnect: its first failed attempt wakes the waiter
+    thread.join();
+    CHECK(connectionError);
+    CHECK(seconds(failedAt - killedAt) < 10.0);
+  }
+
+  TEST_CASE("an idle subscriber answers its PINGs without reconnecting") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    LogCapture log(spdlog::level::warn);
+    dlock::SingleOptions options;
+    options.connection.host = server.host();
+    options.connection.port = server.port();
+    dlock::SingleOperator backend(options);
+    const std::string channel = "dlock:{k}:released";
+
+    // Watched once, then by nobody: the channel lingers a while, then the subscriber drops it
+    // and keeps its connection with no channel at all.
+    (void)backend.watch("k");
+    REQUIRE(subscribers(admin, channel) == 1);
+    REQUIRE(eventually([&] { return subscribers(admin, channel) == 0; }, 30s));  // the linger is 5 s
+
+    // It PINGs every second when idle; a PONG it does not recognise costs a reconnect each time.
+    const long long before = admin.commandCalls()["ping"];
+    REQUIRE(eventually([&] { return admin.commandCalls()["ping"] >= before + 3; }, 30s));
+    CHECK(backend.reconnects() == 0);
+    CHECK(log.text().find("release subscriber") == std::string::npos);
+  }
+}
