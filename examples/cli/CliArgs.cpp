@@ -284,7 +284,10 @@ Runs COMMAND while holding the distributed lock KEY: flock(1) across hosts. Of a
 commands on the same backend, only one at a time runs its COMMAND under KEY. The lease is
 renewed while COMMAND runs; SIGINT, SIGTERM and SIGHUP sent to dlock are passed on to COMMAND;
 the lock is released when COMMAND ends, and dlock exits with COMMAND's status (128+N when it was
-killed by signal N).
+killed by signal N). If dlock itself ends first (killed, even by SIGKILL, or crashed), COMMAND is
+killed with SIGKILL: nothing renews the lease any more, and nobody is left to follow a SIGTERM
+with SIGKILL, so COMMAND never runs on unprotected. (Only COMMAND itself: processes it started
+are not, and a set-user-ID COMMAND is exempt, as Linux drops the request at its exec.)
 
 Options:
       --uri URI          the backend (default: $DLOCK_URI, else redis://127.0.0.1:6379):

@@ -7,9 +7,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -207,6 +209,17 @@ std::string readFile(const std::string& path) {
 bool exists(const std::string& path) {
   struct stat info {};
   return ::stat(path.c_str(), &info) == 0;
+}
+
+// Waits until process `pid` (not a child of this one) has ended, at most `timeout`: a pidfd turns
+// readable when the process exits, zombie or reaped.
+bool processEnds(pid_t pid, std::chrono::milliseconds timeout) {
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return errno == ESRCH;  // already gone
+  pollfd exited{fd, POLLIN, 0};
+  const bool ended = ::poll(&exited, 1, static_cast<int>(timeout.count())) == 1;
+  ::close(fd);
+  return ended;
 }
 
 // A shell command that prints "ready", then sleeps in short steps for at most `seconds`
@@ -427,6 +440,23 @@ TEST_SUITE("Cli") {
     const bool free = lock->tryLock(key);
     CHECK(free);
     if (free) lock->unlock(key);
+  }
+
+  TEST_CASE("dlock killed by SIGKILL takes its command with it: nothing runs on without the lease") {
+    RedisProcess server;
+    const std::string key = testKey("supervisor-killed");
+    Cli run({"--uri", server.uri(), key, "--", "sh", "-c", "echo $$; exec sleep 300"});
+    const std::optional<std::string> line = run.readLine();
+    REQUIRE(line.has_value());
+    const pid_t command = static_cast<pid_t>(std::stol(*line));
+
+    run.signal(SIGKILL);
+    CHECK(run.wait() == 128 + SIGKILL);
+    // The kernel signals the command while it reparents it, before dlock's exit is reported; the
+    // bound only covers a loaded machine scheduling the dying command.
+    const bool ended = processEnds(command, 20s);
+    CHECK(ended);
+    if (!ended) ::kill(command, SIGKILL);  // not left behind by a failing run
   }
 
   TEST_CASE("the command gets the descriptors dlock was given, none of dlock's own") {
