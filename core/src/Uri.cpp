@@ -174,11 +174,17 @@ void querySpans(std::string_view text, std::size_t from, std::size_t end, std::v
     if (eq != std::string_view::npos) {
       const UriOption* option = anyOption(pair.substr(0, eq));
       if (option == nullptr || option->type == UriOptionType::Secret) {
-        // A password may hold '&': the value runs on to the next "&name=".
-        while (pairEnd < end && !startsOption(text, pairEnd, end)) {
-          pairEnd = std::min(text.substr(0, end).find('&', pairEnd + 1), end);
+        // A password may hold '&' and ';': the value runs on to the next "&name=" or list member,
+        // never ending before its first byte (a password may start with either).
+        const std::size_t valueStart = pos + eq + 1;
+        pairEnd = valueStart;
+        while (pairEnd < text.size() &&
+               (pairEnd == valueStart ||
+                !(startsOption(text, pairEnd, text.size()) ||
+                  (text[pairEnd] == ';' && schemeLength(text, pairEnd + 1, text.size()) > 0)))) {
+          ++pairEnd;
         }
-        spans.push_back({pos + eq + 1, pairEnd, option != nullptr});
+        spans.push_back({valueStart, pairEnd, option != nullptr});
       }
     }
     pos = pairEnd + 1;
@@ -212,14 +218,19 @@ std::vector<Span> secretSpans(std::string_view text) {
       at = at == 0 ? std::string_view::npos : text.substr(0, at).rfind('@');
     }
     if (at != std::string_view::npos && at >= userStart) {
+      // The user is shown, unless it holds an '@': then "secret@host:port@..." may be a password
+      // alone followed by more '@'s, and the user the password.
       const auto colon = text.substr(0, at).find(':', userStart);
-      std::size_t passwordStart = colon == std::string_view::npos ? userStart : colon + 1;
-      // Nothing to mask may mean the password swallowed the syntax before it: "user:@host" may be
-      // the password "user:"; "redlock://redis://@host" the password "redis://"; "://@host" right
-      // after a list's ';', a password holding ";scheme://". Mask back to where that one starts.
-      if (passwordStart == at) passwordStart = userStart;
-      if (passwordStart == at) passwordStart = outerStart;
-      if (passwordStart == at && i > 0) passwordStart = previousUserStart;
+      const bool plainUser = colon != std::string_view::npos && text.substr(userStart, colon - userStart).find('@') == std::string_view::npos;
+      std::size_t passwordStart = plainUser ? colon + 1 : userStart;
+      // An '@' where the password starts (nothing, or nothing but other '@'s, to mask before it)
+      // may end a password that swallowed the syntax before it: "user:@host" may be the password
+      // "user:"; "redlock://redis://@host" the password "redis://"; "://@host" right after a
+      // list's ';' a password holding ";scheme://". Mask back to where that one starts.
+      const auto atPasswordStart = [&] { return text[passwordStart] == '@'; };
+      if (atPasswordStart()) passwordStart = userStart;
+      if (atPasswordStart()) passwordStart = outerStart;
+      if (atPasswordStart() && i > 0) passwordStart = previousUserStart;
       spans.push_back({passwordStart, at, true});
     }
     spans.insert(spans.end(), query.begin(), query.end());

@@ -229,4 +229,18 @@ TEST_SUITE("Uri") {
     CHECK(dlock::uriPasswords("redlock://redis://:a;b@h1:1;redis+sentinel://:c@h2/m?sentinel_password=d%26e") ==
           std::vector<std::string>{"a;b", "c", "d%26e"});
   }
+
+  TEST_CASE("a password that swallows URI syntax around it is still masked (found by fuzzing)") {
+    // A password alone, followed by more '@'s: the URI reads "Qz1Wk2@h" as the user.
+    CHECK(dlock::redactUri("redis://Qz1Wk2@h:1&x@y") == "redis://***@y");
+    // A password ending in a list's syntax: the member after it seems to have an empty one.
+    const std::string listed = dlock::redactUri("redlock://redis://u:Qz1;redis://@h:1;redis://h2:2");
+    CHECK_MESSAGE(!contains(listed, "Qz1;redis://"), listed);
+    CHECK(dlock::redactUri("redlock://redis://@a:1,b:2") == "redlock://***@a:1,b:2");  // the password "redis://"
+    // A secret option's value that starts like another option, or like a list member.
+    CHECK(dlock::redactUri("redis+sentinel://s/m?sentinel_password=&prefix=Qz1") == "redis+sentinel://s/m?sentinel_password=***");
+    CHECK(dlock::redactUri("redis+sentinel://s/m?sentinel_password=;redis://Qz1") == "redis+sentinel://s/m?sentinel_password=***");
+    CHECK(dlock::redactUri("redlock://redis+sentinel://s/m?sentinel_password=Qz1;redis://h:2") ==
+          "redlock://redis+sentinel://s/m?sentinel_password=***;redis://h:2");
+  }
 }
