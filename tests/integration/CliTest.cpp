@@ -590,6 +590,23 @@ TEST_SUITE("Cli") {
     CHECK(unreachableStatus.wait() == 125);
   }
 
+  TEST_CASE("a password holding URI syntax ('/', '?', ';', '@') is kept out of every message, whole and in part") {
+    // Such a URI is refused before any connection; the refusal must not quote the password.
+    for (const std::string& uri : {std::string("redis://:Qz1;Wk2/Vb3@127.0.0.1:6379"), std::string("redis://u:Qz1?Wk2@127.0.0.1:6379"),
+                                   std::string("redlock://redis://:Qz1;Wk2@h1:1;redis://h2:2;redis://h3:3"),
+                                   std::string("redis+sentinel://h/m?sentinel_password=Qz1&Wk2&bogus=1")}) {
+      CAPTURE(uri);
+      Cli run({"--uri", uri, "-v", "k", "--", "true"});
+      CHECK(run.wait() == 2);
+      CAPTURE(run.err());
+      CHECK(run.err().find("dlock: bad URI") != std::string::npos);
+      for (const char* piece : {"Qz1", "Wk2", "Vb3"}) CHECK(run.err().find(piece) == std::string::npos);
+      Cli status({"status", "k"}, {"DLOCK_URI=" + uri});
+      CHECK(status.wait() == 2);
+      CHECK(status.err().find("Qz1") == std::string::npos);
+    }
+  }
+
   TEST_CASE("a password in the URI never appears in any output") {
     const std::string password = "Pw-9f3c-secret";
     RedisProcess server(RedisProcess::Options{{"requirepass " + password}, "redis-server"});
