@@ -122,7 +122,7 @@ std::string lowerCase(std::string_view text) {
 
 // ---- What may hold a password -----------------------------------------------------------------
 
-// [begin, end) of the text, shown as "***" (also when empty: "user:@host" shows "user:***@host").
+// [begin, end) of the text, shown as "***" (also when empty, so that the mask is seen).
 struct Span {
   std::size_t begin = 0;
   std::size_t end = 0;

@@ -98,7 +98,8 @@ std::optional<int> Supervisor::takeInterrupt() {
 
 pid_t Supervisor::spawn(const std::vector<std::string>& command, SpawnError& error) {
   // Everything the child needs is made here, before fork: dlock has threads (watchdog,
-  // subscriber), so between fork and exec the child may only make async-signal-safe calls.
+  // subscriber), so between fork and exec the child may only make async-signal-safe calls (and
+  // fork runs the library's pthread_atfork child handlers there: they must stay so too).
   std::vector<char*> argv;
   argv.reserve(command.size() + 1);
   for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
