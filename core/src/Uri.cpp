@@ -73,7 +73,8 @@ const UriOption* anyOption(std::string_view name) {
 std::string optionList(const std::vector<UriOption>& options, bool member) {
   std::string names;
   for (const auto& option : options) names += (names.empty() ? "" : ", ") + std::string(option.name);
-  if (member && std::none_of(options.begin(), options.end(), [](const UriOption& o) { return o.name == kNodeTimeout.name; })) {
+  const auto isNodeTimeout = [](const UriOption& option) { return option.name == kNodeTimeout.name; };
+  if (member && std::none_of(options.begin(), options.end(), isNodeTimeout)) {
     names += (names.empty() ? "" : ", ") + std::string(kNodeTimeout.name);
   }
   return names.empty() ? "none" : names;
@@ -221,7 +222,8 @@ std::vector<Span> secretSpans(std::string_view text) {
       // The user is shown, unless it holds an '@': then "secret@host:port@..." may be a password
       // alone followed by more '@'s, and the user the password.
       const auto colon = text.substr(0, at).find(':', userStart);
-      const bool plainUser = colon != std::string_view::npos && text.substr(userStart, colon - userStart).find('@') == std::string_view::npos;
+      const bool plainUser =
+          colon != std::string_view::npos && text.substr(userStart, colon - userStart).find('@') == std::string_view::npos;
       std::size_t passwordStart = plainUser ? colon + 1 : userStart;
       // An '@' where the password starts (nothing, or nothing but other '@'s, to mask before it)
       // may end a password that swallowed the syntax before it: "user:@host" may be the password
@@ -282,7 +284,8 @@ class UriParser {
     const std::string where = member_ == 0 ? "" : "member " + std::to_string(member_) + ": ";
     // An '@' past the first '/' or '?' after the scheme: likely a password that holds one.
     const auto authorityEnd = current_.find_first_of("/?", std::min(current_.find("://") + 3, current_.size()));
-    const bool misplacedAt = authorityEnd != std::string_view::npos && current_.find('@', authorityEnd) != std::string_view::npos;
+    const bool misplacedAt =
+        authorityEnd != std::string_view::npos && current_.find('@', authorityEnd) != std::string_view::npos;
     throw ConfigError("dlock: bad URI '" + redacted_ + "': " + where + problem +
                       (misplacedAt ? " (a password's '/', '?' and '@' are written %2F, %3F and %40)" : ""));
   }

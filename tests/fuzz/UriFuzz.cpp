@@ -59,7 +59,8 @@ std::string written(std::string_view password, unsigned escaping) {
   std::string out;
   for (const char c : password) {
     const auto byte = static_cast<unsigned char>(c);
-    const bool plain = escaping % 3 == 1 && byte > 0x20 && byte < 0x7f && std::string_view(":/?#[]@;&=%+, ").find(c) == std::string_view::npos;
+    const bool syntax = std::string_view(":/?#[]@;&=%+, ").find(c) != std::string_view::npos;
+    const bool plain = escaping % 3 == 1 && byte > 0x20 && byte < 0x7f && !syntax;
     if (plain) {
       out += c;
     } else {

@@ -592,7 +592,8 @@ TEST_SUITE("Cli") {
 
   TEST_CASE("a password holding URI syntax ('/', '?', ';', '@') is kept out of every message, whole and in part") {
     // Such a URI is refused before any connection; the refusal must not quote the password.
-    for (const std::string& uri : {std::string("redis://:Qz1;Wk2/Vb3@127.0.0.1:6379"), std::string("redis://u:Qz1?Wk2@127.0.0.1:6379"),
+    for (const std::string& uri : {std::string("redis://:Qz1;Wk2/Vb3@127.0.0.1:6379"),
+                                   std::string("redis://u:Qz1?Wk2@127.0.0.1:6379"),
                                    std::string("redlock://redis://:Qz1;Wk2@h1:1;redis://h2:2;redis://h3:3"),
                                    std::string("redis+sentinel://h/m?sentinel_password=Qz1&Wk2&bogus=1")}) {
       CAPTURE(uri);
