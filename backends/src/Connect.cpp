@@ -59,8 +59,8 @@ std::shared_ptr<IOperator> connectCluster(const ParsedUri& uri) {
 std::shared_ptr<IOperator> connectParsed(const ParsedUri& uri);
 
 // redlock://[user:pass@]h1:p1,h2:p2,...[?opts]: one node per host, node_timeout for all.
-// redlock://<uri>;<uri>;...: one node per member URI; node_timeout in a redis:// member's query
-// is that node's, and the redlock waits for the slowest one's.
+// redlock://<uri>;<uri>;...: one node per member URI; node_timeout in a member's query is that
+// node's (a redis:// member's default timeouts too), and the redlock waits for the slowest one's.
 std::shared_ptr<IOperator> connectRedlock(const ParsedUri& uri) {
   RedlockOptions options;
   std::vector<std::shared_ptr<IOperator>> members;
@@ -69,8 +69,7 @@ std::shared_ptr<IOperator> connectRedlock(const ParsedUri& uri) {
     for (const auto& host : uri.hosts) members.push_back(connectSingle(uri, host, options.nodeTimeout));
   } else {
     std::chrono::milliseconds slowest{0};
-    for (const auto& text : uri.members) {
-      const ParsedUri member = parseUri(text);
+    for (const ParsedUri& member : uri.members) {
       const auto nodeTimeout = member.duration("node_timeout", RedlockOptions().nodeTimeout);
       slowest = std::max(slowest, nodeTimeout);
       members.push_back(member.scheme == "redis" ? connectSingle(member, member.hosts.front(), nodeTimeout)

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "dlock/Validation.h"
+#include "dlock/core/Uri.h"
 
 namespace dlock::cli {
 namespace {
@@ -89,22 +90,6 @@ std::string percentDecoded(std::string_view text) {
     }
   }
   return out;
-}
-
-// Where the value of query parameter `name` starts and ends, for every occurrence in `text`.
-template <class Visit>
-void forEachQueryValue(std::string_view text, std::string_view name, Visit visit) {
-  std::size_t pos = 0;
-  while ((pos = text.find(name, pos)) != std::string_view::npos) {
-    const bool atParameterStart = pos > 0 && (text[pos - 1] == '?' || text[pos - 1] == '&');
-    const std::size_t equals = pos + name.size();
-    pos = equals;
-    if (!atParameterStart || equals >= text.size() || text[equals] != '=') continue;
-    const std::size_t valueStart = equals + 1;
-    std::size_t valueEnd = text.find_first_of("&;# \t\n", valueStart);
-    if (valueEnd == std::string_view::npos) valueEnd = text.size();
-    visit(valueStart, valueEnd);
-  }
 }
 
 }  // namespace
@@ -284,7 +269,10 @@ Runs COMMAND while holding the distributed lock KEY: flock(1) across hosts. Of a
 commands on the same backend, only one at a time runs its COMMAND under KEY. The lease is
 renewed while COMMAND runs; SIGINT, SIGTERM and SIGHUP sent to dlock are passed on to COMMAND;
 the lock is released when COMMAND ends, and dlock exits with COMMAND's status (128+N when it was
-killed by signal N).
+killed by signal N). If dlock itself ends first (killed, even by SIGKILL, or crashed), COMMAND is
+killed with SIGKILL: nothing renews the lease any more, and nobody is left to follow a SIGTERM
+with SIGKILL, so COMMAND never runs on unprotected. (Only COMMAND itself: processes it started
+are not, and a set-user-ID COMMAND is exempt, as Linux drops the request at its exec.)
 
 Options:
       --uri URI          the backend (default: $DLOCK_URI, else redis://127.0.0.1:6379):
@@ -334,27 +322,14 @@ Examples:
 
 std::vector<std::string> uriSecrets(std::string_view text) {
   std::vector<std::string> secrets;
-  const auto add = [&](std::string_view secret) {
-    if (secret.empty()) return;
-    secrets.emplace_back(secret);
+  if (text.find("://") == std::string_view::npos) return secrets;  // no URI: "user@host" is no password
+  // What dlock's own messages mask, so a password holding '/', '?', '@' or ';' (which breaks the
+  // URI, and so reaches an error message) is found whole.
+  for (const std::string& secret : dlock::uriPasswords(text)) {
+    secrets.push_back(secret);
     const std::string decoded = percentDecoded(secret);
     if (decoded != secret && !decoded.empty()) secrets.push_back(decoded);
-  };
-  // Generous on purpose: the userinfo runs to the last '@' of the member, so a password holding a
-  // raw '/', '?' or '#' (which breaks the URI, and so reaches an error message) is still found.
-  for (std::size_t pos = text.find("://"); pos != std::string_view::npos; pos = text.find("://", pos)) {
-    const std::size_t start = pos + 3;
-    pos = start;
-    std::size_t end = text.find_first_of("; \t\n", start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::size_t at = end == start ? std::string_view::npos : text.rfind('@', end - 1);
-    if (at == std::string_view::npos || at < start) continue;
-    const std::string_view userinfo = text.substr(start, at - start);
-    if (userinfo.find("://") != std::string_view::npos) continue;  // a list's member: found next
-    const std::size_t colon = userinfo.find(':');
-    add(colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1));
   }
-  forEachQueryValue(text, "sentinel_password", [&](std::size_t b, std::size_t e) { add(text.substr(b, e - b)); });
   // Longest first, so a secret containing another is masked whole.
   std::sort(secrets.begin(), secrets.end(), [](const std::string& a, const std::string& b) {
     return a.size() != b.size() ? a.size() > b.size() : a < b;

@@ -78,8 +78,9 @@ inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(24 
 [[nodiscard]] std::string helpText();
 [[nodiscard]] std::string usageText();
 
-// The passwords inside every URI found in `text` (userinfo and sentinel_password), raw and
-// percent-decoded, longest first, each once. `text` may hold several URIs, one per line.
+// The passwords inside `text` (an argument, or $DLOCK_URI) when it holds a URI: what
+// dlock::redactUri masks as passwords (userinfo, sentinel_password), raw and percent-decoded,
+// longest first, each once.
 [[nodiscard]] std::vector<std::string> uriSecrets(std::string_view text);
 
 // `text` with every occurrence of each secret replaced by "***".

@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <system_error>
+#include <vector>
 
 extern char** environ;
 
@@ -32,14 +33,23 @@ sigset_t supervisedSignals() {
   return set;
 }
 
-// RAII for the posix_spawn attribute object.
-struct SpawnAttributes {
-  posix_spawnattr_t attr{};
-  SpawnAttributes() { posix_spawnattr_init(&attr); }
-  SpawnAttributes(const SpawnAttributes&) = delete;
-  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
-  ~SpawnAttributes() { posix_spawnattr_destroy(&attr); }
-};
+// Where execvp would look for `file`: itself when it names a path, else each $PATH entry
+// (an empty one is the current directory; no $PATH: glibc's default).
+std::vector<std::string> executableCandidates(const std::string& file) {
+  if (file.find('/') != std::string::npos) return {file};
+  const char* path = std::getenv("PATH");
+  const std::string dirs = path != nullptr ? path : "/bin:/usr/bin";
+  std::vector<std::string> candidates;
+  std::size_t start = 0;
+  for (;;) {
+    const auto colon = dirs.find(':', start);
+    const std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    candidates.push_back(dir.empty() ? file : dir + "/" + file);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return candidates;
+}
 
 }  // namespace
 
@@ -87,28 +97,69 @@ std::optional<int> Supervisor::takeInterrupt() {
 }
 
 pid_t Supervisor::spawn(const std::vector<std::string>& command, SpawnError& error) {
-  SpawnAttributes spawn;
-  // The child starts with the mask dlock started with, and SIGPIPE's default unless the caller
-  // had it ignored.
-  short flags = POSIX_SPAWN_SETSIGMASK;
-  posix_spawnattr_setsigmask(&spawn.attr, &startMask_);
-  if (!pipeIgnoredAtStart_) {
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
-    posix_spawnattr_setsigdefault(&spawn.attr, &defaults);
-    flags = static_cast<short>(flags | POSIX_SPAWN_SETSIGDEF);
-  }
-  posix_spawnattr_setflags(&spawn.attr, flags);
-
+  // Everything the child needs is made here, before fork: dlock has threads (watchdog,
+  // subscriber), so between fork and exec the child may only make async-signal-safe calls (and
+  // fork runs the library's pthread_atfork child handlers there: they must stay so too).
   std::vector<char*> argv;
   argv.reserve(command.size() + 1);
   for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int result = ::posix_spawnp(&pid, argv[0], nullptr, &spawn.attr, argv.data(), environ);
-  if (result != 0) {
-    error.error = result;
+  const std::vector<std::string> paths = executableCandidates(command.front());
+  const pid_t supervisor = ::getpid();
+  // The child reports a failed exec on this pipe; a successful one closes it (close-on-exec).
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) throwErrno("pipe2");
+
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    error.error = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    ::close(report[0]);
+    // kDeathSignal when dlock ends (Supervisor.h says why). It comes when the thread that forked
+    // ends, not the process: spawn() runs on main's thread, which lives as long as dlock.
+    ::prctl(PR_SET_PDEATHSIG, kDeathSignal);
+    // dlock may have died before prctl: then the child already belongs to another parent.
+    if (::getppid() != supervisor) ::raise(kDeathSignal);
+    // The signal mask dlock started with, and SIGPIPE's default unless the caller had it ignored.
+    ::pthread_sigmask(SIG_SETMASK, &startMask_, nullptr);
+    if (!pipeIgnoredAtStart_) {
+      struct sigaction defaults {};
+      defaults.sa_handler = SIG_DFL;
+      ::sigaction(SIGPIPE, &defaults, nullptr);
+    }
+    // The PATH search of execvp: the first candidate that runs; past one that is missing or not
+    // executable to the next, and EACCES from any of them wins over "not found", as there.
+    const auto searchGoesOn = [](int code) {
+      return code == EACCES || code == ENOENT || code == ENOTDIR || code == ESTALE || code == ENODEV ||
+             code == ETIMEDOUT;
+    };
+    int failure = ENOENT;
+    bool denied = false;
+    for (const auto& path : paths) {
+      ::execve(path.c_str(), argv.data(), environ);
+      failure = errno;
+      denied = denied || failure == EACCES;
+      if (!searchGoesOn(failure)) break;
+    }
+    if (denied && searchGoesOn(failure)) failure = EACCES;
+    [[maybe_unused]] const ssize_t written = ::write(report[1], &failure, sizeof failure);
+    ::_exit(127);
+  }
+
+  ::close(report[1]);
+  int failure = 0;
+  ssize_t got = 0;
+  do {
+    got = ::read(report[0], &failure, sizeof failure);
+  } while (got < 0 && errno == EINTR);
+  ::close(report[0]);
+  if (got == static_cast<ssize_t>(sizeof failure)) {
+    ::waitpid(pid, nullptr, 0);
+    error.error = failure;
     return -1;
   }
   return pid;

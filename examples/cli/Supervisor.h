@@ -9,9 +9,11 @@
 // The child gets the signal mask and SIGPIPE disposition dlock started with (dlock's library
 // ignores SIGPIPE for itself), and the descriptors dlock inherited, as flock(1) passes them on.
 // Those dlock opens itself are all close-on-exec: the Redis connections (the library sets it),
-// the signalfd and the pipe.
+// the signalfd and the pipe. The child never outlives dlock: it gets kDeathSignal when dlock
+// ends, however it ends (Linux PR_SET_PDEATHSIG).
 // Owner: main(). Thread safety: notifyLost() from any thread; everything else from the thread
-// that constructed it.
+// that constructed it, which must live as long as dlock (main's): the death signal comes when
+// the thread that forked the child ends.
 #pragma once
 
 #include <signal.h>
@@ -43,6 +45,10 @@ class Supervisor {
     std::chrono::milliseconds tickEvery{0};
   };
 
+  // What the command gets when dlock ends before it (killed, crashed): SIGKILL, because nobody is
+  // left to renew the lease or to follow a SIGTERM with SIGKILL after the grace period.
+  static constexpr int kDeathSignal = SIGKILL;
+
   // The failure of spawn(): the errno of exec or fork.
   struct SpawnError {
     int error = 0;
@@ -59,7 +65,8 @@ class Supervisor {
   // A SIGINT, SIGTERM or SIGHUP received so far (while waiting for the lock), without blocking.
   [[nodiscard]] std::optional<int> takeInterrupt();
 
-  // Starts the command (PATH search as execvp). The pid, or the errno of a failed start.
+  // Starts the command (PATH search as execvp), to get kDeathSignal if dlock ends first. The pid,
+  // or the errno of a failed start.
   [[nodiscard]] pid_t spawn(const std::vector<std::string>& command, SpawnError& error);
 
   // Runs until the child `pid` exits. On a lost lease: callbacks.onLost, then, when `terminate`,

@@ -215,10 +215,13 @@ int main(int argc, char** argv) {
   const char* uriFromEnvironment = std::getenv("DLOCK_URI");
 
   // Every password in the arguments or $DLOCK_URI, masked in everything dlock prints.
-  std::string inputs;  // one per line
-  for (const auto& arg : args) inputs += arg + '\n';
-  if (uriFromEnvironment != nullptr) inputs += uriFromEnvironment;
-  const std::vector<std::string> secrets = uriSecrets(inputs);
+  std::vector<std::string> secrets;
+  std::vector<std::string> inputs = args;
+  if (uriFromEnvironment != nullptr) inputs.emplace_back(uriFromEnvironment);
+  for (const auto& input : inputs) {
+    for (auto& secret : uriSecrets(input)) secrets.push_back(std::move(secret));
+  }
+  std::sort(secrets.begin(), secrets.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
 
   CliOptions options;
   try {

@@ -1,5 +1,15 @@
-// libFuzzer target: any byte string given to parseUri() is either parsed or refused with
-// ConfigError; never a crash, never another exception, and a refusal never echoes a password.
+// libFuzzer target for the URI parser, two properties:
+// 1. Any byte string given to parseUri() is either parsed or refused with ConfigError; never a
+//    crash, never another exception.
+// 2. No text made from a URI shows its password, whatever the password's bytes: a password taken
+//    from the input is written into URIs of every scheme (as userinfo, as sentinel_password, in a
+//    redlock list), raw or %-escaped, next to more input bytes that break the URI at any stage;
+//    neither the ConfigError's message, nor redacted or redactUri(), may then contain it.
+//    (parseUri logs nothing; those are all the texts it makes.)
+//
+// Input: [template][escaping][password bytes] 0xFF [other bytes]. The password always holds
+// kMarker, which nothing else may: a message that contains the password copied it, it did not
+// happen to spell it (short passwords such as "1" or "redis" occur in any message).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -11,25 +21,112 @@
 
 namespace {
 
+constexpr std::string_view kMarker = "Pw7Mk9";
+
 std::size_t occurrences(std::string_view haystack, std::string_view needle) {
   std::size_t count = 0;
   for (auto pos = haystack.find(needle); pos != std::string_view::npos; pos = haystack.find(needle, pos + 1)) ++count;
   return count;
 }
 
-}  // namespace
+bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Leniently: a bad escape stays as it is.
+std::string percentDecoded(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hexValue(text[i + 1]) >= 0 && hexValue(text[i + 2]) >= 0) {
+      out += static_cast<char>(hexValue(text[i + 1]) * 16 + hexValue(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// The password as written in the URI: raw (0), its URI syntax %-escaped (1), or all of it (2).
+std::string written(std::string_view password, unsigned escaping) {
+  if (escaping % 3 == 0) return std::string(password);
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : password) {
+    const auto byte = static_cast<unsigned char>(c);
+    const bool syntax = std::string_view(":/?#[]@;&=%+, ").find(c) != std::string_view::npos;
+    const bool plain = escaping % 3 == 1 && byte > 0x20 && byte < 0x7f && !syntax;
+    if (plain) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    }
+  }
+  return out;
+}
+
+// {P}: the password as written; {N}: the other input bytes. Every scheme, every place a password
+// goes, and the other bytes before, inside and after the URI (a bad host, port, path or option).
+constexpr std::string_view kTemplates[] = {
+    "redis://{P}@h:1{N}",
+    "redis://:{P}@h:1/2{N}",
+    "redis://user:{P}@h:1?connect_timeout=1{N}",
+    "redis://:{P}@{N}",
+    "{N}redis://:{P}@h:1",
+    "redis+sentinel://u:{P}@s1:1,s2:2/m/1{N}",
+    "redis+sentinel://s1:1/m?sentinel_password={P}{N}",
+    "redis+sentinel://:{P}@s1/m?prefix=x&sentinel_password={P}{N}",
+    "redis+sentinel://u:{P}@{N}",
+    "redis+cluster://:{P}@n1:1,n2:2{N}",
+    "redlock://:{P}@a:1,b:2,c:3{N}",
+    "redlock://redis://:{P}@a:1;redis://b:2;redis://u:{P}@c:3{N}",
+    "redlock://redis://a:1;redis+sentinel://s/m?sentinel_password={P};redis://b:2{N}",
+    "redlock://redis://a:1{N};redis://{P}@b:2",
+    "redlock://redis://:{P}@{N};redis://b:2",
+    "memory://:{P}@x{N}",
+};
+
+std::string fill(std::string_view pattern, std::string_view password, std::string_view other) {
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern.substr(i, 3) == "{P}") {
+      out += password;
+      i += 2;
+    } else if (pattern.substr(i, 3) == "{N}") {
+      out += other;
+      i += 2;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
+// Aborts when `text` shows the password, as given or as written.
+void checkHidden(std::string_view text, std::string_view password, std::string_view asWritten) {
+  if (contains(text, password) || contains(text, asWritten)) std::abort();
+}
+
+void checkMembersHidden(const dlock::ParsedUri& uri, std::string_view password, std::string_view asWritten) {
+  checkHidden(uri.redacted, password, asWritten);
+  for (const auto& member : uri.members) checkMembersHidden(member, password, asWritten);
+}
+
+// Property 1, and the old check: the parsed password's own place is masked.
+void parseAnything(std::string_view text) {
   try {
     const dlock::ParsedUri uri = dlock::parseUri(text);
-    // What parsed must be usable: typed options were checked already.
     (void)uri.duration("command_timeout", std::chrono::milliseconds(1));
     (void)uri.count("pool_size", 1);
-    // The password's own place is masked: it occurs fewer times in the redacted URI (it may
-    // legitimately recur elsewhere, e.g. inside a query value).
-    // (Shorter ones can coincide with the URI's own syntax, e.g. a password of "@", and one with a
-    // '*' with the mask itself: "x:***@" holds the password "x:**".)
+    // Shorter passwords can coincide with the URI's own syntax, e.g. "@"; one with a '*' with the
+    // mask itself: "x:***@" holds the password "x:**".
     const bool distinctive = uri.password.size() >= 4 && uri.password.find('*') == std::string::npos;
     const std::size_t given = distinctive ? occurrences(text, uri.password) : 0;
     if (given > 0 && occurrences(uri.redacted, uri.password) >= given) std::abort();
@@ -37,5 +134,38 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)error.what();
   }
   (void)dlock::redactUri(text);
+  (void)dlock::uriPasswords(text);
+}
+
+// Property 2.
+void passwordNeverShown(const std::uint8_t* data, std::size_t size) {
+  if (size < 2) return;
+  const std::string_view pattern = kTemplates[data[0] % std::size(kTemplates)];
+  const unsigned escaping = data[1];
+  const std::string_view rest(reinterpret_cast<const char*>(data + 2), size - 2);
+  const auto separator = rest.find('\xff');
+  std::string_view bytes = rest.substr(0, separator);
+  const std::string_view other = separator == std::string_view::npos ? std::string_view() : rest.substr(separator + 1);
+  // The marker somewhere in the password (where, the input says).
+  const std::size_t at = bytes.empty() ? 0 : static_cast<unsigned char>(bytes.front()) % (bytes.size() + 1);
+  const std::string password = std::string(bytes.substr(0, at)) + std::string(kMarker) + std::string(bytes.substr(at));
+  if (contains(other, kMarker) || contains(percentDecoded(other), kMarker)) return;  // would not be the password's
+  const std::string asWritten = written(password, escaping);
+  const std::string uri = fill(pattern, asWritten, other);
+
+  try {
+    const dlock::ParsedUri parsed = dlock::parseUri(uri);
+    checkMembersHidden(parsed, password, asWritten);
+  } catch (const dlock::ConfigError& error) {
+    checkHidden(error.what(), password, asWritten);
+  }
+  checkHidden(dlock::redactUri(uri), password, asWritten);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  parseAnything(std::string_view(reinterpret_cast<const char*>(data), size));
+  passwordNeverShown(data, size);
   return 0;
 }

@@ -7,9 +7,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -207,6 +209,17 @@ std::string readFile(const std::string& path) {
 bool exists(const std::string& path) {
   struct stat info {};
   return ::stat(path.c_str(), &info) == 0;
+}
+
+// Waits until process `pid` (not a child of this one) has ended, at most `timeout`: a pidfd turns
+// readable when the process exits, zombie or reaped.
+bool processEnds(pid_t pid, std::chrono::milliseconds timeout) {
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return errno == ESRCH;  // already gone
+  pollfd exited{fd, POLLIN, 0};
+  const bool ended = ::poll(&exited, 1, static_cast<int>(timeout.count())) == 1;
+  ::close(fd);
+  return ended;
 }
 
 // A shell command that prints "ready", then sleeps in short steps for at most `seconds`
@@ -429,6 +442,23 @@ TEST_SUITE("Cli") {
     if (free) lock->unlock(key);
   }
 
+  TEST_CASE("dlock killed by SIGKILL takes its command with it: nothing runs on without the lease") {
+    RedisProcess server;
+    const std::string key = testKey("supervisor-killed");
+    Cli run({"--uri", server.uri(), key, "--", "sh", "-c", "echo $$; exec sleep 300"});
+    const std::optional<std::string> line = run.readLine();
+    REQUIRE(line.has_value());
+    const pid_t command = static_cast<pid_t>(std::stol(*line));
+
+    run.signal(SIGKILL);
+    CHECK(run.wait() == 128 + SIGKILL);
+    // The kernel signals the command while it reparents it, before dlock's exit is reported; the
+    // bound only covers a loaded machine scheduling the dying command.
+    const bool ended = processEnds(command, 20s);
+    CHECK(ended);
+    if (!ended) ::kill(command, SIGKILL);  // not left behind by a failing run
+  }
+
   TEST_CASE("the command gets the descriptors dlock was given, none of dlock's own") {
     RedisProcess server;
     const std::string key = testKey("descriptors");
@@ -558,6 +588,24 @@ TEST_SUITE("Cli") {
     CHECK_FALSE(unreachable.err().empty());
     Cli unreachableStatus({"--uri", nobody, "status", "k"});
     CHECK(unreachableStatus.wait() == 125);
+  }
+
+  TEST_CASE("a password holding URI syntax ('/', '?', ';', '@') is kept out of every message, whole and in part") {
+    // Such a URI is refused before any connection; the refusal must not quote the password.
+    for (const std::string& uri : {std::string("redis://:Qz1;Wk2/Vb3@127.0.0.1:6379"),
+                                   std::string("redis://u:Qz1?Wk2@127.0.0.1:6379"),
+                                   std::string("redlock://redis://:Qz1;Wk2@h1:1;redis://h2:2;redis://h3:3"),
+                                   std::string("redis+sentinel://h/m?sentinel_password=Qz1&Wk2&bogus=1")}) {
+      CAPTURE(uri);
+      Cli run({"--uri", uri, "-v", "k", "--", "true"});
+      CHECK(run.wait() == 2);
+      CAPTURE(run.err());
+      CHECK(run.err().find("dlock: bad URI") != std::string::npos);
+      for (const char* piece : {"Qz1", "Wk2", "Vb3"}) CHECK(run.err().find(piece) == std::string::npos);
+      Cli status({"status", "k"}, {"DLOCK_URI=" + uri});
+      CHECK(status.wait() == 2);
+      CHECK(status.err().find("Qz1") == std::string::npos);
+    }
   }
 
   TEST_CASE("a password in the URI never appears in any output") {

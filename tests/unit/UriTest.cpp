@@ -9,6 +9,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 std::string configErrorOf(const std::string& uri) {
   try {
     (void)dlock::parseUri(uri);
@@ -58,8 +60,12 @@ TEST_SUITE("Uri") {
     CHECK(sentinel.db == 3);
     const auto cluster = dlock::parseUri("redis+cluster://n1:7000,n2:7001,n3:7002");
     CHECK(cluster.hosts.size() == 3);
-    const auto list = dlock::parseUri("redlock://redis://a:1;redis://b:2;redis://c:3");
-    CHECK(list.members.size() == 3);
+    const auto list = dlock::parseUri("redlock://redis://a:1;redis://:pw@b:2;redis+cluster://c:3?prefix=p");
+    REQUIRE(list.members.size() == 3);
+    CHECK(list.members[1].password == "pw");
+    CHECK(list.members[1].redacted == "redis://:***@b:2");
+    CHECK(list.members[2].scheme == "redis+cluster");
+    CHECK(list.members[2].text("prefix", "") == "p");
     const auto shorthand = dlock::parseUri("redlock://a:1,b:2,c:3");
     CHECK(shorthand.hosts.size() == 3);
     CHECK(dlock::parseUri("memory://").scheme == "memory");
@@ -78,7 +84,7 @@ TEST_SUITE("Uri") {
     CHECK(configErrorOf("redis://a:1,b:2").find("one host") != std::string::npos);
     CHECK(configErrorOf("redis+sentinel://s:1").find("no master name") != std::string::npos);
     CHECK(configErrorOf("redis+cluster://n:1/2").find("only database 0") != std::string::npos);
-    CHECK(configErrorOf("redis://h:1?bogus=1").find("unknown option 'bogus'") != std::string::npos);
+    CHECK(configErrorOf("redis://h:1?bogus=1").find("unknown option 'bogus' for redis://") != std::string::npos);
     CHECK(configErrorOf("redis://h:1?command_timeout=-5").find("command_timeout") != std::string::npos);
     CHECK(configErrorOf("redis://h:1?command_timeout=soon").find("positive duration") != std::string::npos);
     CHECK(configErrorOf("redis://h:1?pool_size=0").find("pool_size") != std::string::npos);
@@ -99,7 +105,7 @@ TEST_SUITE("Uri") {
     CHECK(dlock::redactUri("redis://alice:" + secret + "@h:1/0") == "redis://alice:***@h:1/0");
     CHECK(dlock::redactUri("redis://" + secret + "@h:1") == "redis://***@h:1");
     CHECK(dlock::redactUri("redis+sentinel://s:1/m?sentinel_password=" + secret + "&x=1") ==
-          "redis+sentinel://s:1/m?sentinel_password=***&x=1");
+          "redis+sentinel://s:1/m?sentinel_password=***&x=***");  // an unknown option may be a misspelt secret
     CHECK(dlock::redactUri("redis://h:1") == "redis://h:1");
     CHECK(dlock::redactUri("redlock://redis://a:" + secret + "@h:1;redis://h:2;redis://:" + secret + "@h:3") ==
           "redlock://redis://a:***@h:1;redis://h:2;redis://:***@h:3");
@@ -119,5 +125,122 @@ TEST_SUITE("Uri") {
     CHECK(dlock::redactUri("redlock://redis://:a1@h1:1;redis://h2:2;redis://b2@h3:3") ==
           "redlock://redis://:***@h1:1;redis://h2:2;redis://***@h3:3");
     CHECK(dlock::redactUri("memory://") == "memory://");
+  }
+
+  TEST_CASE("each scheme takes its own options: another is a ConfigError naming the option, the scheme and what it takes") {
+    // Before, any Redis scheme took every option, and ignored those it had no use for.
+    const std::string replicas = configErrorOf("redis://h:6379?wait_replicas=2");
+    CHECK_MESSAGE(contains(replicas, "option 'wait_replicas' does not apply to redis://; it takes connect_timeout, "
+                                     "command_timeout, pool_size, pool_wait, prefix"), replicas);
+    CHECK(contains(configErrorOf("redis+cluster://n:1?sentinel_password=x"),
+                   "option 'sentinel_password' does not apply to redis+cluster://"));
+    CHECK(contains(configErrorOf("redlock://a:1,b:2,c:3?wait_timeout=1s"), "option 'wait_timeout' does not apply to redlock://"));
+    CHECK(contains(configErrorOf("redis://h:1?node_timeout=5ms"), "option 'node_timeout' does not apply to redis://"));
+    CHECK(contains(configErrorOf("redis+sentinel://s/m?bogus=1"),
+                   "unknown option 'bogus' for redis+sentinel://; it takes connect_timeout, command_timeout, pool_size, "
+                   "pool_wait, prefix, sentinel_user, sentinel_password, wait_replicas, wait_timeout"));
+    const std::string member = configErrorOf("redlock://redis://a:1;redis://b:2?wait_replicas=1");
+    CHECK_MESSAGE(contains(member, "member 2: option 'wait_replicas' does not apply to redis:// (a redlock member); it "
+                                   "takes connect_timeout, command_timeout, pool_size, pool_wait, prefix, node_timeout"),
+                  member);
+
+    // What each scheme takes still parses, with its meaning.
+    CHECK_NOTHROW((void)dlock::parseUri("redis://h:1?connect_timeout=1&command_timeout=2s&pool_size=3&pool_wait=4ms&prefix=p:"));
+    CHECK_NOTHROW((void)dlock::parseUri("redis+sentinel://s/m?sentinel_user=u&sentinel_password=p&wait_replicas=0&wait_timeout=5"));
+    CHECK_NOTHROW((void)dlock::parseUri("redis+cluster://n:1?connect_timeout=1&command_timeout=2&pool_size=3&pool_wait=4&prefix=p"));
+    CHECK(dlock::parseUri("redlock://a:1,b:2,c:3?node_timeout=30ms&prefix=p").duration("node_timeout", 1ms) == 30ms);
+    const auto list = dlock::parseUri("redlock://redis://a:1?node_timeout=20;redis+sentinel://s/m?node_timeout=3s;memory://");
+    CHECK(list.members[0].duration("node_timeout", 1ms) == 20ms);
+    CHECK(list.members[1].duration("node_timeout", 1ms) == 3s);
+  }
+
+  TEST_CASE("uriOptions gives each scheme's options with their type and meaning") {
+    const auto names = [](std::string_view scheme) {
+      std::vector<std::string> out;
+      for (const auto& option : dlock::uriOptions(scheme)) {
+        CHECK_FALSE(option.meaning.empty());
+        out.emplace_back(option.name);
+      }
+      return out;
+    };
+    CHECK(names("redis") == std::vector<std::string>{"connect_timeout", "command_timeout", "pool_size", "pool_wait", "prefix"});
+    CHECK(names("redis+cluster") == names("redis"));
+    CHECK(names("redlock").back() == "node_timeout");
+    CHECK(names("redis+sentinel").size() == 9);
+    CHECK(names("memory").empty());
+    CHECK(names("http").empty());
+    for (const auto& option : dlock::uriOptions("redis+sentinel")) {
+      CHECK((option.type == dlock::UriOptionType::Secret) == (option.name == "sentinel_password"));
+    }
+  }
+
+  TEST_CASE("a password holding '/', '?', ';', '@', ':' or %-escapes appears in no error, not even in part") {
+    // Each password is pieces joined by URI syntax; no message may show it, nor any of its pieces.
+    struct Case {
+      std::string uri;
+      std::string password;
+    };
+    const std::vector<Case> cases = {
+        {"redis://:Qz1/Wk2@host:6379", "Qz1/Wk2"},  // the issue's example
+        {"redis://user:Qz1/Wk2@host:6379", "Qz1/Wk2"},
+        {"redis://Qz1/Wk2@host:6379", "Qz1/Wk2"},
+        {"redis://:Qz1?Wk2@host:6379", "Qz1?Wk2"},
+        {"redis://:Qz1;Wk2/Vb3@host:6379?bogus=1", "Qz1;Wk2/Vb3"},
+        {"redis://us%40er:Qz1@Wk2/Vb3:Xy4@host:0", "Qz1@Wk2/Vb3:Xy4"},
+        {"redis://:Qz1%2FWk2%zz@host:1", "Qz1%2FWk2%zz"},
+        {"redis+sentinel://:Qz1/Wk2@h1,h2/mymaster", "Qz1/Wk2"},
+        {"redis+cluster://:Qz1/Wk2@n1:1,n2:2", "Qz1/Wk2"},
+        {"redlock://:Qz1/Wk2@a:1,b:2,c:3", "Qz1/Wk2"},
+        {"redlock://redis://:Qz1/Wk2@h1:1;redis://h2:2;redis://h3:3", "Qz1/Wk2"},  // the issue's redlock member
+        {"redlock://redis://h1:1;redis://:Qz1;Wk2@h2:2;redis://h3:3", "Qz1;Wk2"},
+        {"redis+sentinel://h/m?sentinel_password=Qz1&Wk2&wait_replicas=x", "Qz1&Wk2"},
+        {"redis+sentinel://h/m?sentinel_pasword=Qz1Wk2", "Qz1Wk2"},  // misspelt: an unknown option
+        {"memory://:Qz1/Wk2@x", "Qz1/Wk2"},
+    };
+    for (const auto& [uri, password] : cases) {
+      CAPTURE(uri);
+      const std::string what = configErrorOf(uri);
+      const std::string redacted = dlock::redactUri(uri);
+      CHECK_MESSAGE(contains(what, "bad URI"), what);
+      for (const std::string piece : {"Qz1", "Wk2", "Vb3", "Xy4"}) {
+        CHECK_MESSAGE(!contains(what, piece), what);
+        CHECK_MESSAGE(!contains(redacted, piece), redacted);
+      }
+    }
+    // The part that failed is not quoted when it may be the password's.
+    CHECK(contains(configErrorOf("redis://user:Qz1/Wk2@host:6379"), "the port '***' is not a number"));
+    // And the likely cause is named.
+    CHECK(contains(configErrorOf("redis://:Qz1/Wk2@host:6379"), "a password's '/', '?' and '@' are written %2F, %3F and %40"));
+  }
+
+  TEST_CASE("a sentinel master name holding '@' is refused: it may be a password's tail, which describe() shows") {
+    const std::string what = configErrorOf("redis+sentinel://admin:123/Qz1@sentinel:26379");  // password "123/Qz1"
+    CHECK(contains(what, "an '@' in the master name"));
+    CHECK_FALSE(contains(what, "Qz1"));
+  }
+
+  TEST_CASE("redactUri masks a secret option's value up to the next option, and nothing a '@' in it does not hide") {
+    CHECK(dlock::redactUri("redis+sentinel://h1,h2/m?sentinel_password=p@ss&prefix=x") ==
+          "redis+sentinel://h1,h2/m?sentinel_password=***&prefix=x");
+    CHECK(dlock::redactUri("redis+sentinel://:pw@h1/m?sentinel_password=a&b&wait_replicas=1") ==
+          "redis+sentinel://:***@h1/m?sentinel_password=***&wait_replicas=1");
+    CHECK(dlock::redactUri("redis://h:1?prefix=team@x") == "redis://h:***@x");  // may be a password: masked
+    CHECK(dlock::redactUri("redlock://redis://:a;b@h1:1;redis://h2:2") == "redlock://redis://:***@h1:1;redis://h2:2");
+    CHECK(dlock::uriPasswords("redlock://redis://:a;b@h1:1;redis+sentinel://:c@h2/m?sentinel_password=d%26e") ==
+          std::vector<std::string>{"a;b", "c", "d%26e"});
+  }
+
+  TEST_CASE("a password that swallows URI syntax around it is still masked (found by fuzzing)") {
+    // A password alone, followed by more '@'s: the URI reads "Qz1Wk2@h" as the user.
+    CHECK(dlock::redactUri("redis://Qz1Wk2@h:1&x@y") == "redis://***@y");
+    // A password ending in a list's syntax: the member after it seems to have an empty one.
+    const std::string listed = dlock::redactUri("redlock://redis://u:Qz1;redis://@h:1;redis://h2:2");
+    CHECK_MESSAGE(!contains(listed, "Qz1;redis://"), listed);
+    CHECK(dlock::redactUri("redlock://redis://@a:1,b:2") == "redlock://***@a:1,b:2");  // the password "redis://"
+    // A secret option's value that starts like another option, or like a list member.
+    CHECK(dlock::redactUri("redis+sentinel://s/m?sentinel_password=&prefix=Qz1") == "redis+sentinel://s/m?sentinel_password=***");
+    CHECK(dlock::redactUri("redis+sentinel://s/m?sentinel_password=;redis://Qz1") == "redis+sentinel://s/m?sentinel_password=***");
+    CHECK(dlock::redactUri("redlock://redis+sentinel://s/m?sentinel_password=Qz1;redis://h:2") ==
+          "redlock://redis+sentinel://s/m?sentinel_password=***;redis://h:2");
   }
 }

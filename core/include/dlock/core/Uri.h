@@ -1,8 +1,14 @@
 // Uri.h — parsing of backend URIs (see <dlock/connect.h> for the forms). Plain values.
 //
-// parseUri() checks the shape only (scheme, hosts, ports, database, option names and values);
-// what a backend makes of it is dlock::connect()'s business. Errors are ConfigError naming the
-// problem and quoting the URI with its password masked.
+//   uriOptions(scheme)  the query options a scheme accepts: name, type, meaning
+//   parseUri(uri)       the URI's parts → ParsedUri; ConfigError when malformed
+//   redactUri(uri)      the URI for messages, with whatever may hold a password masked
+//   uriPasswords(uri)   the masked passwords themselves, as written (to scrub foreign text)
+//
+// parseUri() checks the shape (scheme, hosts, ports, database) and the options: each must be one
+// the scheme accepts, with a value of its type. What a backend makes of them is dlock::connect()'s
+// business. A ConfigError names the problem and quotes the URI as redactUri() shows it, and never
+// quotes a part of the URI that redactUri() masks.
 #pragma once
 
 #include <chrono>
@@ -19,6 +25,25 @@ struct UriHost {
   int port = 0;
 };
 
+enum class UriOptionType {
+  Duration,       // "250" (milliseconds), "250ms" or "2s"; positive, at most a day
+  Count,          // 0 to 100000
+  PositiveCount,  // 1 to 100000
+  Text,
+  Secret,         // text that is never shown: masked by redactUri
+};
+
+// One query option a scheme accepts.
+struct UriOption {
+  std::string_view name;
+  UriOptionType type;
+  std::string_view meaning;
+};
+
+// The query options `scheme` accepts (lower case; none for memory:// and unknown schemes). A
+// member of a redlock list takes those of its own scheme, and node_timeout.
+[[nodiscard]] const std::vector<UriOption>& uriOptions(std::string_view scheme);
+
 struct ParsedUri {
   std::string scheme;    // memory, redis, redis+sentinel, redis+cluster, redlock
   std::string user;      // percent-decoded
@@ -26,29 +51,29 @@ struct ParsedUri {
   std::vector<UriHost> hosts;
   std::string masterName;               // redis+sentinel
   int db = 0;                           // redis, redis+sentinel
-  std::map<std::string, std::string> options;  // the query, by name
-  std::vector<std::string> members;     // redlock://uri;uri;... : the member URIs, unparsed
-  std::string redacted;                 // the URI as given, password masked: for messages
+  std::map<std::string, std::string> options;  // the query, by name, percent-decoded; checked
+  std::vector<ParsedUri> members;       // redlock://uri;uri;... : the member URIs
+  std::string redacted;                 // the URI as given, through redactUri: for messages
 
   // A query option as a duration: "250", "250ms" or "2s"; `fallback` when absent.
   // ConfigError when malformed or not positive.
   [[nodiscard]] std::chrono::milliseconds duration(const std::string& name, std::chrono::milliseconds fallback) const;
-  // A query option as a positive count; `fallback` when absent.
+  // A query option as a count; `fallback` when absent.
   [[nodiscard]] std::size_t count(const std::string& name, std::size_t fallback) const;
   // A query option as text; `fallback` when absent.
   [[nodiscard]] std::string text(const std::string& name, const std::string& fallback) const;
 };
 
-// Options every Redis scheme accepts; parseUri rejects any other name.
-inline const std::vector<std::string>& knownUriOptions() {
-  static const std::vector<std::string> names = {
-      "connect_timeout", "command_timeout", "pool_size", "pool_wait", "prefix",
-      "sentinel_user", "sentinel_password", "wait_replicas", "wait_timeout", "node_timeout"};
-  return names;
-}
-
-// Masks the password of a URI for messages: redis://user:***@host:6379.
+// `uri` for messages: redis://user:***@host:6379. A password cannot be told apart from the URI's
+// syntax when it holds the delimiters ('/', '?', '@', ';', '&', …), so the mask is generous: in each
+// URI (each member of a redlock list) from after "user:" to the last '@', and each query value that
+// is not a known option's plain value (secrets such as sentinel_password, unknown options) up to
+// the next "&name=". An '@' inside a query value thus masks the hosts too: write it as %40.
 [[nodiscard]] std::string redactUri(std::string_view uri);
+
+// The userinfo passwords and secret option values redactUri(uri) masks, as written in `uri`
+// (not percent-decoded), each once.
+[[nodiscard]] std::vector<std::string> uriPasswords(std::string_view uri);
 
 [[nodiscard]] ParsedUri parseUri(std::string_view uri);
 
