@@ -590,7 +590,7 @@ TEST_SUITE("Cli") {
     CHECK(unreachableStatus.wait() == 125);
   }
 
-  TEST_CASE("a password holding URI syntax ('/', '?', ';', '@') is kept out of every message, whole and in part") {
+  TEST_CASE("a password holding URI syntax ('/', '?', semicolon, '@') is kept out of every message, whole and in part") {
     // Such a URI is refused before any connection; the refusal must not quote the password.
     for (const std::string& uri : {std::string("redis://:Qz1;Wk2/Vb3@127.0.0.1:6379"),
                                    std::string("redis://u:Qz1?Wk2@127.0.0.1:6379"),
