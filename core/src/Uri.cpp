@@ -459,6 +459,9 @@ ParsedUri UriParser::parse(std::string_view text, std::size_t member) {
   if (question != std::string_view::npos) {
     const std::string_view query = rest.substr(question + 1);
     rest = rest.substr(0, question);
+    // A raw '@' after the host is most likely the tail of a password holding '?' ("redis://pa?ss@h"
+    // would otherwise connect to host "pa" and show it): refuse it rather than guess.
+    if (query.find('@') != std::string_view::npos) fail("a raw '@' in the query (write '@' in a value as %40)");
     std::size_t start = 0;
     while (start < query.size()) {
       const auto amp = query.find('&', start);

@@ -243,4 +243,13 @@ TEST_SUITE("Uri") {
     CHECK(dlock::redactUri("redlock://redis+sentinel://s/m?sentinel_password=Qz1;redis://h:2") ==
           "redlock://redis+sentinel://s/m?sentinel_password=***;redis://h:2");
   }
+
+  TEST_CASE("a password holding '?' before an '@' is refused, not read as a host that describe() would show") {
+    // "Qz1?prefix=Wk2" is the password: without the check the URI named host "Qz1".
+    const std::string error = configErrorOf("redis://Qz1?prefix=Wk2@h:1");
+    CHECK_MESSAGE(contains(error, "a raw '@' in the query"), error);
+    CHECK_MESSAGE(!contains(error, "Qz1"), error);
+    CHECK_MESSAGE(!contains(error, "Wk2"), error);
+    CHECK(dlock::parseUri("redis://h:1?prefix=a%40b").text("prefix", "") == "a@b");
+  }
 }
