@@ -37,8 +37,11 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wa
       clock_(std::move(clock)),
       options_(std::move(options)),
       log_(logger()),
-      watchdog_(backend_, clock_, options_.watchdogLease, counters_,
-                [this](const LeaseState& lease) { reportLost(lease); }) {}
+      waiters_([] { return std::make_shared<WaiterQueue>(); }),
+      watchdog_([this] {
+        return std::make_shared<Watchdog>(backend_, clock_, options_.watchdogLease, counters_,
+                                          [this](const LeaseState& lease) { reportLost(lease); });
+      }) {}
 
 LockCore::~LockCore() = default;
 
@@ -111,7 +114,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
       const milliseconds valid = result.validity.count() > 0 ? std::min(result.validity, ttl) : ttl;
       auto lease = std::make_shared<LeaseState>(std::string(key), token, result.fencingToken, ttl, renewed,
                                                 sentAt + valid);
-      if (renewed) watchdog_.add(lease);
+      if (renewed) watchdog_->add(lease);
       if (log_->should_log(spdlog::level::debug)) {
         log_->debug("dlock: acquired {} on {} (fencing token {})", quoteKey(key), backend_->describe(),
                     result.fencingToken);
@@ -124,7 +127,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
     if (deadline == kTryOnce || now >= deadline) return timedOut();
     if (!ticket) {
       // Queue behind this process's other waiters for the key; only the head talks to the backend.
-      ticket.emplace(waiters_, key);
+      ticket.emplace(*waiters_, key);
       if (!ticket->waitForTurn(deadline)) return timedOut();
       continue;  // our turn: the key may be free by now
     }
@@ -145,6 +148,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
 }
 
 void LockCore::release(LeaseState& lease) {
+  if (lease.inheritedAcrossFork()) throwInherited(lease);
   if (lease.lost.load(std::memory_order_acquire)) {
     lease.finished.store(true, std::memory_order_release);
     // Lost locally (renewals failed until the deadline) need not mean gone on the server: delete
@@ -175,6 +179,7 @@ void LockCore::release(LeaseState& lease) {
 }
 
 bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
+  if (lease.inheritedAcrossFork()) return false;  // the parent's to release, not ours
   try {
     release(lease);
     return true;
@@ -191,6 +196,11 @@ bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
     lease.finished.store(true, std::memory_order_release);
   }
   return false;
+}
+
+void LockCore::throwInherited(const LeaseState& lease) const {
+  throw NotOwnerError("dlock: unlock " + quoteKey(lease.key) + " on " + backend_->describe() +
+                      ": acquired by the parent process before fork(); only the parent can release it");
 }
 
 void LockCore::noteContendedRelease(std::string_view key) {
