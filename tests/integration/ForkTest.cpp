@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ForkedChild.h"
+#include "ForkedIncrements.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "dlock/LockError.h"
@@ -22,6 +23,7 @@
 #include "dlock/core/LockBuilder.h"
 
 using namespace std::chrono_literals;
+using dlock::test::exerciseBeforeFork;
 using dlock::test::ForkedChild;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
@@ -49,25 +51,6 @@ std::shared_ptr<dlock::ILock> makeLock(const std::string& uri, std::chrono::mill
   return dlock::LockBuilder().backend(dlock::connect(uri)).watchdogLease(watchdogLease).build();
 }
 
-// Has `lock` (in this process) wait for `key` while another thread holds it, so that everything
-// it can start exists before a fork: pooled connections, the release subscriber and its thread,
-// the watchdog's thread, the waiter queue.
-void exerciseEverything(dlock::ILock& lock, const std::string& key, RedisClient& client) {
-  lock.lock(key);
-  std::thread waiter([&] {
-    if (lock.tryLock(key, 30s)) lock.unlock(key);
-  });
-  // Released once the waiter listens for the release.
-  const std::string channel = "dlock:{" + key + "}:released";
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (client.ok({"PUBSUB", "NUMSUB", channel}).elements.at(1).integer == 0 &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(1ms);
-  }
-  lock.unlock(key);
-  waiter.join();
-}
-
 // The lease left on `key`'s lock, in ms (-2: no such key).
 long long pttl(RedisClient& client, const std::string& key) {
   return client.ok({"PTTL", "dlock:{" + key + "}"}).integer;
@@ -78,31 +61,10 @@ long long pttl(RedisClient& client, const std::string& key) {
 TEST_SUITE("Fork") {
   TEST_CASE("a lock inherited across fork(): 4 children x 500 locked increments through it end exact, 10 rounds") {
     RedisProcess server;
-    RedisClient client(server.host(), server.port());
-    auto lock = makeLock(server.uri());
-    exerciseEverything(*lock, "fork-counter-lock", client);
-
-    constexpr int kChildren = 4;
-    constexpr int kIncrements = 500;
-    for (int round = 1; round <= 10; ++round) {
-      CAPTURE(round);
-      std::vector<std::unique_ptr<ForkedChild>> children;
-      for (int i = 0; i < kChildren; ++i) {
-        children.push_back(std::make_unique<ForkedChild>([&] {
-          RedisClient own(server.host(), server.port());
-          for (int n = 0; n < kIncrements; ++n) {
-            lock->lock("fork-counter-lock");
-            const dlock::test::Reply value = own.ok({"GET", "fork-counter"});
-            const long long seen = value.isNil() ? 0 : std::stoll(value.str);
-            own.ok({"SET", "fork-counter", std::to_string(seen + 1)});
-            lock->unlock("fork-counter-lock");
-          }
-          return kDone;
-        }));
-      }
-      for (auto& child : children) CHECK(child->exitStatus(60s) == kDone);
-      REQUIRE(client.ok({"GET", "fork-counter"}).str == std::to_string(round * kChildren * kIncrements));
-    }
+    std::shared_ptr<dlock::IOperator> backend = dlock::connect(server.uri());
+    auto lock = dlock::LockBuilder().backend(backend).build();
+    exerciseBeforeFork(*lock, "fork-counter-lock");
+    dlock::test::checkForkedIncrements(lock, backend, "fork-counter-lock", server, 10, 4, 500, 60s);
     // The parent is unaffected.
     REQUIRE(lock->tryLock("fork-counter-lock", 5s));
     lock->unlock("fork-counter-lock");
@@ -113,7 +75,7 @@ TEST_SUITE("Fork") {
     RedisClient client(server.host(), server.port());
     constexpr auto kLease = 600ms;  // renewed every 200 ms
     auto lock = makeLock(server.uri(), kLease);
-    exerciseEverything(*lock, "fork-renewed", client);
+    exerciseBeforeFork(*lock, "fork-renewed");
 
     ForkedChild child([&] {
       RedisClient own(server.host(), server.port());
@@ -144,11 +106,10 @@ TEST_SUITE("Fork") {
 
   TEST_CASE("destroying an inherited lock and its backend in the child returns at once") {
     RedisProcess server;
-    RedisClient client(server.host(), server.port());
     constexpr auto kLease = 2s;
     auto backend = dlock::connect(server.uri());
     auto lock = dlock::LockBuilder().backend(backend).watchdogLease(kLease).build();
-    exerciseEverything(*lock, "fork-teardown", client);
+    exerciseBeforeFork(*lock, "fork-teardown");
 
     SUBCASE("unused in the child") {
       ForkedChild child([&] {
@@ -178,7 +139,7 @@ TEST_SUITE("Fork") {
     RedisClient client(server.host(), server.port());
     constexpr auto kLease = 600ms;
     auto lock = makeLock(server.uri(), kLease);
-    exerciseEverything(*lock, "fork-held", client);
+    exerciseBeforeFork(*lock, "fork-held");
     lock->lock("fork-held");
     dlock::Lease lease = lock->acquire("fork-lease");
     REQUIRE(lease.isHeld());
