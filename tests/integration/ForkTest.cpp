@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -180,5 +181,40 @@ TEST_SUITE("Fork") {
     CHECK(lease.isHeld());
     CHECK_NOTHROW(lock->unlock("fork-held"));
     CHECK_NOTHROW(lease.release());
+  }
+  TEST_CASE("a child does not keep the parent's connections open: they end when the parent closes them") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    std::shared_ptr<dlock::IOperator> backend = dlock::connect(server.uri());
+    auto lock = dlock::LockBuilder().backend(backend).build();
+    exerciseBeforeFork(*lock, "fork-sockets");
+    const std::string channel = "dlock:{fork-sockets}:released";
+    const auto subscribers = [&] { return client.ok({"PUBSUB", "NUMSUB", channel}).elements.at(1).integer; };
+    const auto clients = [&] {  // connections to the server, the test's own included
+      const std::string list = client.ok({"CLIENT", "LIST"}).str;
+      return std::count(list.begin(), list.end(), '\n');
+    };
+    REQUIRE(subscribers() == 1);  // the release subscriber lingers on the channel
+
+    int release[2];
+    REQUIRE(::pipe(release) == 0);
+    ForkedChild child([&] {
+      char byte = 0;
+      return ::read(release[0], &byte, 1) == 1 ? kDone : kUnlockFailed;  // alive until the parent is done
+    });
+    ::close(release[0]);
+
+    lock.reset();
+    backend.reset();
+    // Only the test's own client is left once the server has seen the parent's sockets close.
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while ((subscribers() != 0 || clients() != 1) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(5ms);
+    }
+    CHECK(subscribers() == 0);
+    CHECK(clients() == 1);
+    CHECK(::write(release[1], "x", 1) == 1);
+    ::close(release[1]);
+    CHECK(child.exitStatus(10s) == kDone);
   }
 }
