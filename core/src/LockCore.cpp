@@ -38,6 +38,7 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wa
       options_(std::move(options)),
       log_(logger()),
       waiters_([] { return std::make_shared<WaiterQueue>(); }),
+      yields_([] { return std::make_shared<Yields>(); }),
       watchdog_([this] {
         return std::make_shared<Watchdog>(backend_, clock_, options_.watchdogLease, counters_,
                                           [this](const LeaseState& lease) { reportLost(lease); });
@@ -209,31 +210,35 @@ void LockCore::noteContendedRelease(std::string_view key) {
   const auto window = std::clamp<std::chrono::nanoseconds>(2 * roundTrip, std::chrono::microseconds(50),
                                                            std::chrono::milliseconds(5));
   const SteadyTime until = std::chrono::steady_clock::now() + window;
-  std::lock_guard<std::mutex> guard(yieldMutex_);
-  if (yieldUntil_.size() > 1024) {
+  Yields& yields = *yields_;
+  std::lock_guard<std::mutex> guard(yields.mutex);
+  if (yields.until.size() > 1024) {
     const SteadyTime now = std::chrono::steady_clock::now();
-    for (auto it = yieldUntil_.begin(); it != yieldUntil_.end();) it = it->second <= now ? yieldUntil_.erase(it) : std::next(it);
+    for (auto it = yields.until.begin(); it != yields.until.end();) {
+      it = it->second <= now ? yields.until.erase(it) : std::next(it);
+    }
   }
-  // (yieldsPending_ is refreshed below, after the insert.)
-  const auto it = yieldUntil_.find(key);
-  if (it == yieldUntil_.end()) {
-    yieldUntil_.emplace(std::string(key), until);
+  // (yields.pending is refreshed below, after the insert.)
+  const auto it = yields.until.find(key);
+  if (it == yields.until.end()) {
+    yields.until.emplace(std::string(key), until);
   } else {
     it->second = until;
   }
-  yieldsPending_.store(yieldUntil_.size(), std::memory_order_release);
+  yields.pending.store(yields.until.size(), std::memory_order_release);
 }
 
 void LockCore::yieldAfterContendedRelease(std::string_view key, Deadline deadline) {
-  if (yieldsPending_.load(std::memory_order_acquire) == 0) return;  // the uncontended path
+  Yields& yields = *yields_;
+  if (yields.pending.load(std::memory_order_acquire) == 0) return;  // the uncontended path
   SteadyTime until;
   {
-    std::lock_guard<std::mutex> guard(yieldMutex_);
-    const auto it = yieldUntil_.find(key);
-    if (it == yieldUntil_.end()) return;
+    std::lock_guard<std::mutex> guard(yields.mutex);
+    const auto it = yields.until.find(key);
+    if (it == yields.until.end()) return;
     until = it->second;
-    yieldUntil_.erase(it);
-    yieldsPending_.store(yieldUntil_.size(), std::memory_order_release);
+    yields.until.erase(it);
+    yields.pending.store(yields.until.size(), std::memory_order_release);
   }
   until = std::min(until, deadline);
   if (until > std::chrono::steady_clock::now()) std::this_thread::sleep_until(until);

@@ -85,9 +85,12 @@ class LockCore {
 
   ForkLocal<WaiterQueue> waiters_;  // a forked child queues only its own threads
   std::atomic<std::int64_t> roundTripNanos_{0};  // smoothed duration of an acquire attempt
-  std::atomic<std::size_t> yieldsPending_{0};  // yieldUntil_.size(), readable without the mutex
-  std::mutex yieldMutex_;
-  std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> yieldUntil_;  // guarded by yieldMutex_
+  struct Yields {
+    std::atomic<std::size_t> pending{0};  // until.size(), readable without the mutex
+    std::mutex mutex;
+    std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> until;  // guarded by mutex
+  };
+  ForkLocal<Yields> yields_;  // a forked child's own: a parent's thread may have held the mutex
 
   // Last: its thread uses the members above. A forked child gets its own, which renews only the
   // child's leases; the parent's thread does not exist there.
