@@ -12,6 +12,9 @@ namespace dlock::detail {
 struct ForkSocketList {
   std::mutex mutex;
   ForkSocket* head = nullptr;  // guarded by mutex
+  // The parent's connections, never touched again but kept reachable: the parent's threads that
+  // owned them do not exist here, and LeakSanitizer would report them.
+  ForkSocket* inherited = nullptr;  // guarded by mutex
 
   static ForkSocketList& instance() {
     static ForkSocketList* const list = [] {
@@ -25,13 +28,16 @@ struct ForkSocketList {
 
   // In the child, on the only thread there is: every socket here is the parent's.
   void closeInChild() {
-    for (ForkSocket* socket = head; socket != nullptr;) {
-      ForkSocket* next = socket->next_;
+    ForkSocket* last = nullptr;
+    for (ForkSocket* socket = head; socket != nullptr; socket = socket->next_) {
       if (socket->context_->fd >= 0) (void)::close(socket->context_->fd);
       socket->context_->fd = -1;
       socket->context_ = nullptr;  // forgotten: its destructor (if ever run) does nothing
-      socket->previous_ = socket->next_ = nullptr;
-      socket = next;
+      last = socket;
+    }
+    if (last != nullptr) {
+      last->next_ = inherited;
+      inherited = head;
     }
     head = nullptr;
     mutex.unlock();
