@@ -66,11 +66,11 @@ class LockCore {
   AcquireResult attempt(std::string_view key, const std::string& token, std::chrono::milliseconds ttl);
   void reportLost(const LeaseState& lease);
   void logFailedAttempt(std::string_view key, const LockError& error) const;
-  [[noreturn]] void throwInherited(const LeaseState& lease) const;
   // Fairness: after a release that reached waiters, this process holds back from the key for
   // about two round trips, so a waiter can take it instead of the releaser barging back in.
   void yieldAfterContendedRelease(std::string_view key, Deadline deadline);
   void noteContendedRelease(std::string_view key);
+  [[noreturn]] void throwInherited(const LeaseState& lease) const;
 
   const std::uint64_t id_;
   const std::shared_ptr<IOperator> backend_;
