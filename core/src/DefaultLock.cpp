@@ -1,5 +1,7 @@
 #include "dlock/core/DefaultLock.h"
 
+#include <pthread.h>
+
 #include <mutex>
 #include <utility>
 
@@ -15,6 +17,11 @@ struct DefaultLockSlot {
 
 DefaultLockSlot& slot() {
   static DefaultLockSlot instance;
+  // Held across fork(), so a child never finds it locked by a thread of the parent's; the child
+  // keeps the default lock, which then works there as new (see DESIGN.md, "After fork()").
+  static const int forkSafe = ::pthread_atfork([] { instance.mutex.lock(); }, [] { instance.mutex.unlock(); },
+                                               [] { instance.mutex.unlock(); });
+  (void)forkSafe;
   return instance;
 }
 

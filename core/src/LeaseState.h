@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dlock/Clock.h"
+#include "dlock/detail/Fork.h"
 
 namespace dlock::detail {
 
@@ -32,6 +33,10 @@ struct LeaseState {
   std::atomic<Clock::duration::rep> deadlineNanos;
   std::atomic<bool> lost{false};      // the backend no longer has it for us
   std::atomic<bool> finished{false};  // released or abandoned: the watchdog lets it go
+  // A lease acquired before a fork() is the parent's: a child never renews or releases it.
+  const std::uint64_t forkGenerationAtAcquire = forkGeneration();
+
+  [[nodiscard]] bool inheritedAcrossFork() const { return forkGenerationAtAcquire != forkGeneration(); }
 
   [[nodiscard]] Clock::time_point deadline() const {
     return Clock::time_point(Clock::duration(deadlineNanos.load(std::memory_order_acquire)));
@@ -40,7 +45,7 @@ struct LeaseState {
     deadlineNanos.store(deadline.time_since_epoch().count(), std::memory_order_release);
   }
   [[nodiscard]] bool validAt(Clock::time_point now) const {
-    return !lost.load(std::memory_order_acquire) && now < deadline();
+    return !lost.load(std::memory_order_acquire) && now < deadline() && !inheritedAcrossFork();
   }
 };
 

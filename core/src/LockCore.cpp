@@ -37,8 +37,12 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wa
       clock_(std::move(clock)),
       options_(std::move(options)),
       log_(logger()),
-      watchdog_(backend_, clock_, options_.watchdogLease, counters_,
-                [this](const LeaseState& lease) { reportLost(lease); }) {}
+      waiters_([] { return std::make_shared<WaiterQueue>(); }),
+      yields_([] { return std::make_shared<Yields>(); }),
+      watchdog_([this] {
+        return std::make_shared<Watchdog>(backend_, clock_, options_.watchdogLease, counters_,
+                                          [this](const LeaseState& lease) { reportLost(lease); });
+      }) {}
 
 LockCore::~LockCore() = default;
 
@@ -110,7 +114,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
       const milliseconds valid = result.validity.count() > 0 ? std::min(result.validity, ttl) : ttl;
       auto lease = std::make_shared<LeaseState>(std::string(key), token, result.fencingToken, ttl, renewed,
                                                 sentAt + valid);
-      if (renewed) watchdog_.add(lease);
+      if (renewed) watchdog_->add(lease);
       if (log_->should_log(spdlog::level::debug)) {
         log_->debug("dlock: acquired {} on {} (fencing token {})", quoteKey(key), backend_->describe(),
                     result.fencingToken);
@@ -123,7 +127,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
     if (deadline == kTryOnce || now >= deadline) return timedOut();
     if (!ticket) {
       // Queue behind this process's other waiters for the key; only the head talks to the backend.
-      ticket.emplace(waiters_, key);
+      ticket.emplace(*waiters_, key);
       if (!ticket->waitForTurn(deadline)) return timedOut();
       continue;  // our turn: the key may be free by now
     }
@@ -144,6 +148,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
 }
 
 void LockCore::release(LeaseState& lease) {
+  if (lease.inheritedAcrossFork()) throwInherited(lease);
   if (lease.lost.load(std::memory_order_acquire)) {
     lease.finished.store(true, std::memory_order_release);
     // Lost locally (renewals failed until the deadline) need not mean gone on the server: delete
@@ -174,6 +179,7 @@ void LockCore::release(LeaseState& lease) {
 }
 
 bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
+  if (lease.inheritedAcrossFork()) return false;  // the parent's to release, not ours
   try {
     release(lease);
     return true;
@@ -192,37 +198,46 @@ bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
   return false;
 }
 
+void LockCore::throwInherited(const LeaseState& lease) const {
+  throw NotOwnerError("dlock: unlock " + quoteKey(lease.key) + " on " + backend_->describe() +
+                      ": acquired by the parent process before fork(); only the parent can release it");
+}
+
 void LockCore::noteContendedRelease(std::string_view key) {
   // Two round trips: the release message reaches the waiter, and its acquire reaches the server.
   const auto roundTrip = std::chrono::nanoseconds(roundTripNanos_.load(std::memory_order_relaxed));
   const auto window = std::clamp<std::chrono::nanoseconds>(2 * roundTrip, std::chrono::microseconds(50),
                                                            std::chrono::milliseconds(5));
   const SteadyTime until = std::chrono::steady_clock::now() + window;
-  std::lock_guard<std::mutex> guard(yieldMutex_);
-  if (yieldUntil_.size() > 1024) {
+  Yields& yields = *yields_;
+  std::lock_guard<std::mutex> guard(yields.mutex);
+  if (yields.until.size() > 1024) {
     const SteadyTime now = std::chrono::steady_clock::now();
-    for (auto it = yieldUntil_.begin(); it != yieldUntil_.end();) it = it->second <= now ? yieldUntil_.erase(it) : std::next(it);
+    for (auto it = yields.until.begin(); it != yields.until.end();) {
+      it = it->second <= now ? yields.until.erase(it) : std::next(it);
+    }
   }
-  // (yieldsPending_ is refreshed below, after the insert.)
-  const auto it = yieldUntil_.find(key);
-  if (it == yieldUntil_.end()) {
-    yieldUntil_.emplace(std::string(key), until);
+  // (yields.pending is refreshed below, after the insert.)
+  const auto it = yields.until.find(key);
+  if (it == yields.until.end()) {
+    yields.until.emplace(std::string(key), until);
   } else {
     it->second = until;
   }
-  yieldsPending_.store(yieldUntil_.size(), std::memory_order_release);
+  yields.pending.store(yields.until.size(), std::memory_order_release);
 }
 
 void LockCore::yieldAfterContendedRelease(std::string_view key, Deadline deadline) {
-  if (yieldsPending_.load(std::memory_order_acquire) == 0) return;  // the uncontended path
+  Yields& yields = *yields_;
+  if (yields.pending.load(std::memory_order_acquire) == 0) return;  // the uncontended path
   SteadyTime until;
   {
-    std::lock_guard<std::mutex> guard(yieldMutex_);
-    const auto it = yieldUntil_.find(key);
-    if (it == yieldUntil_.end()) return;
+    std::lock_guard<std::mutex> guard(yields.mutex);
+    const auto it = yields.until.find(key);
+    if (it == yields.until.end()) return;
     until = it->second;
-    yieldUntil_.erase(it);
-    yieldsPending_.store(yieldUntil_.size(), std::memory_order_release);
+    yields.until.erase(it);
+    yields.pending.store(yields.until.size(), std::memory_order_release);
   }
   until = std::min(until, deadline);
   if (until > std::chrono::steady_clock::now()) std::this_thread::sleep_until(until);

@@ -20,6 +20,7 @@
 #include "dlock/IOperator.h"
 #include "dlock/IWait.h"
 #include "dlock/LockOptions.h"
+#include "dlock/detail/Fork.h"
 
 namespace spdlog {
 class logger;
@@ -44,7 +45,8 @@ class LockCore {
                                       std::optional<std::chrono::milliseconds> leaseTime);
 
   // Releases a lease. LockLostError when it had ended (the lease is finished either way);
-  // a backend error leaves the lease as it was so the caller can retry.
+  // a backend error leaves the lease as it was so the caller can retry. NotOwnerError, sending
+  // nothing, for a lease a parent process acquired before fork().
   void release(LeaseState& lease);
 
   // release() that logs instead of throwing; on any failure the lease is finished (no more
@@ -68,6 +70,7 @@ class LockCore {
   // about two round trips, so a waiter can take it instead of the releaser barging back in.
   void yieldAfterContendedRelease(std::string_view key, Deadline deadline);
   void noteContendedRelease(std::string_view key);
+  [[noreturn]] void throwInherited(const LeaseState& lease) const;
 
   const std::uint64_t id_;
   const std::shared_ptr<IOperator> backend_;
@@ -80,13 +83,18 @@ class LockCore {
   std::mutex handlerMutex_;
   ILock::LostHandler lostHandler_;  // guarded by handlerMutex_
 
-  WaiterQueue waiters_;
+  ForkLocal<WaiterQueue> waiters_;  // a forked child queues only its own threads
   std::atomic<std::int64_t> roundTripNanos_{0};  // smoothed duration of an acquire attempt
-  std::atomic<std::size_t> yieldsPending_{0};  // yieldUntil_.size(), readable without the mutex
-  std::mutex yieldMutex_;
-  std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> yieldUntil_;  // guarded by yieldMutex_
+  struct Yields {
+    std::atomic<std::size_t> pending{0};  // until.size(), readable without the mutex
+    std::mutex mutex;
+    std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> until;  // guarded by mutex
+  };
+  ForkLocal<Yields> yields_;  // a forked child's own: a parent's thread may have held the mutex
 
-  Watchdog watchdog_;  // last: its thread uses the members above
+  // Last: its thread uses the members above. A forked child gets its own, which renews only the
+  // child's leases; the parent's thread does not exist there.
+  ForkLocal<Watchdog> watchdog_;
 };
 
 }  // namespace dlock::detail

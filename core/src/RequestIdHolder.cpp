@@ -7,6 +7,7 @@
 
 #include "LeaseState.h"
 #include "dlock/Validation.h"
+#include "dlock/detail/Fork.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock {
@@ -17,6 +18,9 @@ using KeyHolds = std::map<std::string, RequestIdHolder::Hold, std::less<>>;
 // All holds of one thread. Few locks per process, so a vector of (lock id, holds) pairs.
 struct ThreadHolds {
   std::vector<std::pair<std::uint64_t, KeyHolds>> locks;
+  // The thread that called fork() goes on in the child with a copy of these holds: they are the
+  // parent's, so the child forgets them (the parent keeps, renews and releases its own).
+  std::uint64_t forkGeneration = detail::watchForks();
 
   ThreadHolds() = default;
   ThreadHolds(const ThreadHolds&) = delete;
@@ -48,6 +52,10 @@ struct ThreadHolds {
 // The one thread-local object (STYLE: thread-local state sits behind one function).
 ThreadHolds& threadHolds() {
   static thread_local ThreadHolds holds;
+  if (holds.forkGeneration != detail::forkGeneration()) {
+    holds.locks.clear();
+    holds.forkGeneration = detail::forkGeneration();
+  }
   return holds;
 }
 

@@ -1,15 +1,14 @@
 #include "dlock/core/Token.h"
 
-#include <pthread.h>
 #include <sys/random.h>
 
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 
 #include "dlock/LockError.h"
+#include "dlock/detail/Fork.h"
 
 namespace dlock {
 namespace {
@@ -17,12 +16,8 @@ namespace {
 constexpr std::size_t kTokenBytes = 16;  // 128 bits
 
 // Kernel randomness fetched in blocks, so an acquisition costs no system call. A forked child
-// must never reuse its parent's unread bytes (two processes would share tokens), so fork bumps
-// a generation that empties every thread's block.
-std::atomic<std::uint64_t> forkGeneration{0};
-
-void onFork() { forkGeneration.fetch_add(1, std::memory_order_relaxed); }
-
+// must never reuse its parent's unread bytes (two processes would share tokens), so a block
+// filled in another fork generation is emptied first.
 struct RandomBlock {
   std::array<std::uint8_t, 4096> bytes{};
   std::size_t used = bytes.size();
@@ -42,7 +37,7 @@ struct RandomBlock {
   }
 
   const std::uint8_t* take(std::size_t count) {
-    const std::uint64_t current = forkGeneration.load(std::memory_order_relaxed);
+    const std::uint64_t current = detail::forkGeneration();
     if (generation != current) {
       generation = current;
       used = bytes.size();
@@ -55,8 +50,8 @@ struct RandomBlock {
 };
 
 RandomBlock& threadBlock() {
-  static const int registered = pthread_atfork(nullptr, nullptr, onFork);
-  (void)registered;
+  static const std::uint64_t watched = detail::watchForks();
+  (void)watched;
   static thread_local RandomBlock block;
   return block;
 }

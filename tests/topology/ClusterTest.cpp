@@ -17,6 +17,7 @@
 
 #include "ChildProcess.h"
 #include "ClusterTopology.h"
+#include "ForkedIncrements.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
@@ -74,6 +75,17 @@ long long counterValue(RedisClient& client, const std::string& key) {
 }  // namespace
 
 TEST_SUITE("ClusterOperator") {
+
+  TEST_CASE("a cluster lock inherited across fork(): 4 children x 100 locked increments through it end exact") {
+    ClusterTopology cluster;
+    dlock::test::RedisProcess counter;
+    std::shared_ptr<dlock::IOperator> backend = operatorFor(cluster);
+    auto lock = dlock::LockBuilder().backend(backend).build();
+    dlock::test::exerciseBeforeFork(*lock, "fork-counter-lock");
+    dlock::test::checkForkedIncrements(lock, backend, "fork-counter-lock", counter, 2, 4, 100, 60s);
+    REQUIRE(lock->tryLock("fork-counter-lock", 5s));  // the parent is unaffected
+    lock->unlock("fork-counter-lock");
+  }
   TEST_CASE("options are checked before anything is sent") {
     dlock::ClusterOptions none;
     CHECK_THROWS_AS(dlock::ClusterOperator{none}, dlock::ConfigError);

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "ForkedIncrements.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "ChildProcess.h"
@@ -126,6 +127,17 @@ void contend(const std::string& uri, RedisProcess& counterServer, int processes,
 }  // namespace
 
 TEST_SUITE("Redlock") {
+
+  TEST_CASE("a redlock inherited across fork(): 4 children x 100 locked increments through it end exact") {
+    RedlockSet set;
+    RedisProcess counter;
+    std::shared_ptr<dlock::IOperator> backend = dlock::connect(set.uri());
+    auto lock = dlock::LockBuilder().backend(backend).build();
+    dlock::test::exerciseBeforeFork(*lock, "fork-counter-lock");
+    dlock::test::checkForkedIncrements(lock, backend, "fork-counter-lock", counter, 2, 4, 100, 60s);
+    REQUIRE(lock->tryLock("fork-counter-lock", 5s));  // the parent is unaffected
+    lock->unlock("fork-counter-lock");
+  }
   TEST_CASE("four processes contend through a redlock: exact counter, fencing tokens increase in order") {
     RedlockSet set;
     RedisProcess counter;

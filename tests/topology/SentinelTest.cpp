@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ChildProcess.h"
+#include "ForkedIncrements.h"
 #include "RedisClient.h"
 #include "SentinelTopology.h"
 #include "TestHelpers.h"
@@ -260,6 +261,17 @@ void failoverUnderContention(const std::function<void(SentinelTopology&)>& trigg
 }  // namespace
 
 TEST_SUITE("SentinelOperator") {
+
+  TEST_CASE("a sentinel lock inherited across fork(): 4 children x 100 locked increments through it end exact") {
+    SentinelTopology set;
+    dlock::test::RedisProcess counter;
+    std::shared_ptr<dlock::IOperator> backend = dlock::connect(set.uri());
+    auto lock = dlock::LockBuilder().backend(backend).build();
+    dlock::test::exerciseBeforeFork(*lock, "fork-counter-lock");
+    dlock::test::checkForkedIncrements(lock, backend, "fork-counter-lock", counter, 2, 4, 100, 60s);
+    REQUIRE(lock->tryLock("fork-counter-lock", 5s));  // the parent is unaffected
+    lock->unlock("fork-counter-lock");
+  }
   TEST_CASE("finds the master through the sentinels: lock, extend, inspect and unlock go there") {
     SentinelTopology set;
     auto backend = sentinelOperator(set.uri());

@@ -16,6 +16,7 @@
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/cluster/ClusterKeys.h"
+#include "dlock/detail/Fork.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock {
@@ -83,9 +84,10 @@ std::string validPrefix(std::string prefix) {
   return prefix;
 }
 
-}  // namespace
-
-class ClusterOperator::Impl : public std::enable_shared_from_this<ClusterOperator::Impl> {
+// What one process owns: the slot map, the nodes with their pools and subscribers. Shared with
+// outstanding watches. A forked child makes its own at its first call and never touches the
+// parent's.
+class Connected {
  public:
   struct Route {
     Node* node = nullptr;       // the slot's master in the map; null when none serves it
@@ -97,10 +99,10 @@ class ClusterOperator::Impl : public std::enable_shared_from_this<ClusterOperato
     Node* node = nullptr;
   };
 
-  explicit Impl(ClusterOptions options);
-  Impl(const Impl&) = delete;
-  Impl& operator=(const Impl&) = delete;
-  ~Impl() = default;
+  explicit Connected(ClusterOptions options);
+  Connected(const Connected&) = delete;
+  Connected& operator=(const Connected&) = delete;
+  ~Connected() = default;
 
   // Runs `call` on the master of `slot`, following redirections and retrying transient errors
   // (see the header). Any reply but a redirection is returned, error replies included; with
@@ -165,14 +167,12 @@ class ClusterOperator::Impl : public std::enable_shared_from_this<ClusterOperato
   std::mutex refreshMutex_;              // one CLUSTER SLOTS at a time
 };
 
-namespace {
-
 // A release watch that follows its slot: when the map names another master for it, it
 // subscribes there and reports a possible release (one may have gone to the new master).
 class ClusterWatch final : public IReleaseWatch {
  public:
-  ClusterWatch(std::shared_ptr<ClusterOperator::Impl> impl, std::uint16_t slot, std::string channel,
-               ClusterOperator::Impl::Subscription subscription)
+  ClusterWatch(std::shared_ptr<Connected> impl, std::uint16_t slot, std::string channel,
+               Connected::Subscription subscription)
       : impl_(std::move(impl)), slot_(slot), channel_(std::move(channel)), current_(std::move(subscription)) {}
 
   bool waitForRelease(milliseconds timeout) override {
@@ -194,15 +194,15 @@ class ClusterWatch final : public IReleaseWatch {
   }
 
  private:
-  const std::shared_ptr<ClusterOperator::Impl> impl_;
+  const std::shared_ptr<Connected> impl_;
   const std::uint16_t slot_;
   const std::string channel_;
-  ClusterOperator::Impl::Subscription current_;
+  Connected::Subscription current_;
 };
 
 }  // namespace
 
-ClusterOperator::Impl::Impl(ClusterOptions options)
+Connected::Connected(ClusterOptions options)
     : prefix_(validPrefix(std::move(options.keyPrefix))),
       connection_(options.connection),
       pool_(options.pool),
@@ -230,7 +230,7 @@ ClusterOperator::Impl::Impl(ClusterOptions options)
   }
 }
 
-Node* ClusterOperator::Impl::nodeAtLocked(const detail::NodeAddress& address) {
+Node* Connected::nodeAtLocked(const detail::NodeAddress& address) {
   auto& node = nodes_[address.text()];
   if (!node) {
     ConnectionOptions options = connection_;
@@ -241,22 +241,22 @@ Node* ClusterOperator::Impl::nodeAtLocked(const detail::NodeAddress& address) {
   return node.get();
 }
 
-Node* ClusterOperator::Impl::nodeAt(const detail::NodeAddress& address) {
+Node* Connected::nodeAt(const detail::NodeAddress& address) {
   std::lock_guard<std::mutex> guard(mutex_);
   return nodeAtLocked(address);
 }
 
-Node* ClusterOperator::Impl::ownerOf(std::uint16_t slot) const {
+Node* Connected::ownerOf(std::uint16_t slot) const {
   std::lock_guard<std::mutex> guard(mutex_);
   return slots_[slot];
 }
 
-std::uint64_t ClusterOperator::Impl::version() const {
+std::uint64_t Connected::version() const {
   std::lock_guard<std::mutex> guard(mutex_);
   return version_;
 }
 
-std::uint64_t ClusterOperator::Impl::reconnects() const {
+std::uint64_t Connected::reconnects() const {
   std::lock_guard<std::mutex> guard(mutex_);
   std::uint64_t total = retiredReconnects_;
   for (const auto& [name, node] : nodes_) {
@@ -267,7 +267,7 @@ std::uint64_t ClusterOperator::Impl::reconnects() const {
 }
 
 template <class Read>
-auto ClusterOperator::Impl::readMap(Read read) {
+auto Connected::readMap(Read read) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     if (version_ > 0) return read();
@@ -277,14 +277,14 @@ auto ClusterOperator::Impl::readMap(Read read) {
   return read();
 }
 
-ClusterOperator::Impl::Route ClusterOperator::Impl::route(std::uint16_t slot, bool withSubscriber) {
+Connected::Route Connected::route(std::uint16_t slot, bool withSubscriber) {
   return readMap([&] {
     Node* node = slots_[slot];
     return Route{node, version_, withSubscriber && node != nullptr ? node->subscriber : nullptr};
   });
 }
 
-std::vector<Node*> ClusterOperator::Impl::owners(const std::vector<std::uint16_t>& slots) {
+std::vector<Node*> Connected::owners(const std::vector<std::uint16_t>& slots) {
   return readMap([&] {
     std::vector<Node*> found;
     found.reserve(slots.size());
@@ -293,7 +293,7 @@ std::vector<Node*> ClusterOperator::Impl::owners(const std::vector<std::uint16_t
   });
 }
 
-void ClusterOperator::Impl::refresh(std::uint64_t seen) {
+void Connected::refresh(std::uint64_t seen) {
   std::lock_guard<std::mutex> single(refreshMutex_);
   std::vector<Node*> candidates;
   {
@@ -351,7 +351,7 @@ void ClusterOperator::Impl::refresh(std::uint64_t seen) {
   throw BackendError(message);  // only replies dlock cannot use: NOPERM, cluster support disabled, ...
 }
 
-void ClusterOperator::Impl::refreshQuietly(std::uint64_t seen) noexcept {
+void Connected::refreshQuietly(std::uint64_t seen) noexcept {
   try {
     refresh(seen);
   } catch (const std::exception& error) {
@@ -362,7 +362,7 @@ void ClusterOperator::Impl::refreshQuietly(std::uint64_t seen) noexcept {
   }
 }
 
-void ClusterOperator::Impl::apply(const std::vector<detail::SlotRange>& ranges, const Node& source) {
+void Connected::apply(const std::vector<detail::SlotRange>& ranges, const Node& source) {
   std::vector<std::shared_ptr<detail::Subscriber>> retired;  // destroyed outside the lock
   std::size_t moved = 0;
   {
@@ -394,13 +394,13 @@ void ClusterOperator::Impl::apply(const std::vector<detail::SlotRange>& ranges, 
   }
 }
 
-bool ClusterOperator::Impl::ownerChanged(std::uint16_t slot, const Route& route) {
+bool Connected::ownerChanged(std::uint16_t slot, const Route& route) {
   refreshQuietly(route.version);
   Node* now = ownerOf(slot);
   return now != nullptr && now != route.node;
 }
 
-Answer ClusterOperator::Impl::execute(std::uint16_t slot, const ScriptCall& call, bool withSubscriber) {
+Answer Connected::execute(std::uint16_t slot, const ScriptCall& call, bool withSubscriber) {
   const auto deadline = Steady::now() + budget_;
   milliseconds backoff = kFirstBackoff;
   unsigned redirects = 0;
@@ -459,18 +459,18 @@ Answer ClusterOperator::Impl::execute(std::uint16_t slot, const ScriptCall& call
   }
 }
 
-void ClusterOperator::Impl::moved(const detail::Redirect& redirect, std::uint64_t seen) {
+void Connected::moved(const detail::Redirect& redirect, std::uint64_t seen) {
   refreshQuietly(seen);
   std::lock_guard<std::mutex> guard(mutex_);
   slots_[redirect.slot] = nodeAtLocked(redirect.target);
 }
 
-std::shared_ptr<detail::Subscriber> ClusterOperator::Impl::subscriberOf(Node* node) const {
+std::shared_ptr<detail::Subscriber> Connected::subscriberOf(Node* node) const {
   std::lock_guard<std::mutex> guard(mutex_);
   return node->subscriber;
 }
 
-std::shared_ptr<detail::Subscriber> ClusterOperator::Impl::subscriberFor(Node* node) {
+std::shared_ptr<detail::Subscriber> Connected::subscriberFor(Node* node) {
   std::lock_guard<std::mutex> guard(mutex_);
   if (!node->subscriber) {
     detail::SubscriberOptions options;
@@ -481,7 +481,7 @@ std::shared_ptr<detail::Subscriber> ClusterOperator::Impl::subscriberFor(Node* n
   return node->subscriber;
 }
 
-bool ClusterOperator::Impl::listening(const Subscription& subscription, std::uint16_t slot,
+bool Connected::listening(const Subscription& subscription, std::uint16_t slot,
                                       const std::string& channel) const {
   std::shared_ptr<detail::Subscriber> subscriber;
   {
@@ -492,7 +492,7 @@ bool ClusterOperator::Impl::listening(const Subscription& subscription, std::uin
   return subscriber != nullptr && subscriber->subscribed(channel);
 }
 
-ClusterOperator::Impl::Subscription ClusterOperator::Impl::subscribe(std::uint16_t slot, const std::string& channel) {
+Connected::Subscription Connected::subscribe(std::uint16_t slot, const std::string& channel) {
   unsigned redirects = 0;
   bool followedFailover = false;
   while (true) {
@@ -524,37 +524,54 @@ ClusterOperator::Impl::Subscription ClusterOperator::Impl::subscribe(std::uint16
   }
 }
 
-ClusterOperator::ClusterOperator(ClusterOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}
+class ClusterOperator::Impl {
+ public:
+  explicit Impl(ClusterOptions options)
+      : connected_([options = std::move(options)] { return std::make_shared<Connected>(options); }) {}
+
+  // This process's slot map, nodes and subscribers.
+  Connected& here() const { return *connected_; }
+  [[nodiscard]] const std::shared_ptr<Connected>& shared() const { return connected_.shared(); }
+
+ private:
+  detail::ForkLocal<Connected> connected_;
+};
+
+ClusterOperator::ClusterOperator(ClusterOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 
 ClusterOperator::~ClusterOperator() = default;
 
 AcquireResult ClusterOperator::lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
-  const ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
+  Connected& here = impl_->here();
+  const ClusterKeyNames names = clusterKeyNames(here.prefix_, key);
   const std::string ttlText = std::to_string(ttl.count());
   const Answer answer =
-      impl_->execute(names.slot, {"lock", key, detail::acquireScript(), {names.lock, names.fence}, {token, ttlText}});
-  return detail::readAcquireReply(*answer.reply, impl_->where("lock", key, *answer.node));
+      here.execute(names.slot, {"lock", key, detail::acquireScript(), {names.lock, names.fence}, {token, ttlText}});
+  return detail::readAcquireReply(*answer.reply, here.where("lock", key, *answer.node));
 }
 
 ReleaseResult ClusterOperator::unlock(std::string_view key, std::string_view token) {
-  const ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
-  const Answer answer = impl_->execute(
+  Connected& here = impl_->here();
+  const ClusterKeyNames names = clusterKeyNames(here.prefix_, key);
+  const Answer answer = here.execute(
       names.slot, {"unlock", key, detail::shardedReleaseScript(), {names.lock}, {token, names.channel}}, true);
-  ReleaseResult result = detail::readReleaseReply(*answer.reply, impl_->where("unlock", key, *answer.node));
+  ReleaseResult result = detail::readReleaseReply(*answer.reply, here.where("unlock", key, *answer.node));
   // Our own subscriber is not a waiter of another process.
   if (result.notified > 0 && answer.subscriber && answer.subscriber->subscribed(names.channel)) --result.notified;
   return result;
 }
 
 bool ClusterOperator::extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
-  const ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
+  Connected& here = impl_->here();
+  const ClusterKeyNames names = clusterKeyNames(here.prefix_, key);
   const std::string ttlText = std::to_string(ttl.count());
   const Answer answer =
-      impl_->execute(names.slot, {"extend", key, detail::extendScript(), {names.lock}, {token, ttlText}});
-  return detail::readFlagReply(*answer.reply, impl_->where("extend", key, *answer.node));
+      here.execute(names.slot, {"extend", key, detail::extendScript(), {names.lock}, {token, ttlText}});
+  return detail::readFlagReply(*answer.reply, here.where("extend", key, *answer.node));
 }
 
 std::vector<bool> ClusterOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+  Connected& here = impl_->here();
   std::vector<bool> extended(leases.size(), false);
   if (leases.empty()) return extended;
   const std::string ttlText = std::to_string(ttl.count());
@@ -563,11 +580,11 @@ std::vector<bool> ClusterOperator::extendAll(const std::vector<LeaseRef>& leases
   lockKeys.reserve(leases.size());
   slots.reserve(leases.size());
   for (const auto& lease : leases) {
-    ClusterKeyNames names = clusterKeyNames(impl_->prefix_, lease.key);
+    ClusterKeyNames names = clusterKeyNames(here.prefix_, lease.key);
     lockKeys.push_back(std::move(names.lock));
     slots.push_back(names.slot);
   }
-  const std::vector<Node*> owners = impl_->owners(slots);
+  const std::vector<Node*> owners = here.owners(slots);
   std::map<Node*, std::vector<std::size_t>> byNode;
   std::vector<std::size_t> oneByOne;  // leases the batch could not settle: the routed path retries them
   for (std::size_t i = 0; i < leases.size(); ++i) {
@@ -596,7 +613,7 @@ std::vector<bool> ClusterOperator::extendAll(const std::vector<LeaseRef>& leases
       if (detail::parseRedirect(reply, node->host()) || detail::isTransientErrorReply(reply)) {
         oneByOne.push_back(i);
       } else {
-        extended[i] = detail::readFlagReply(reply, impl_->where("extend", leases[i].key, *node));
+        extended[i] = detail::readFlagReply(reply, here.where("extend", leases[i].key, *node));
       }
     }
   }
@@ -606,43 +623,60 @@ std::vector<bool> ClusterOperator::extendAll(const std::vector<LeaseRef>& leases
 }
 
 std::uint64_t ClusterOperator::raiseFence(std::string_view key, std::uint64_t atLeast) {
-  const ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
+  Connected& here = impl_->here();
+  const ClusterKeyNames names = clusterKeyNames(here.prefix_, key);
   const std::string wanted = std::to_string(atLeast);
   const Answer answer =
-      impl_->execute(names.slot, {"raiseFence", key, detail::raiseFenceScript(), {names.fence}, {wanted}});
-  return detail::readCountReply(*answer.reply, impl_->where("raiseFence", key, *answer.node));
+      here.execute(names.slot, {"raiseFence", key, detail::raiseFenceScript(), {names.fence}, {wanted}});
+  return detail::readCountReply(*answer.reply, here.where("raiseFence", key, *answer.node));
 }
 
 std::unique_ptr<IReleaseWatch> ClusterOperator::watch(std::string_view key) {
-  ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
-  Impl::Subscription subscription = impl_->subscribe(names.slot, names.channel);
-  return std::make_unique<ClusterWatch>(impl_, names.slot, std::move(names.channel), std::move(subscription));
+  Connected& here = impl_->here();
+  ClusterKeyNames names = clusterKeyNames(here.prefix_, key);
+  Connected::Subscription subscription = here.subscribe(names.slot, names.channel);
+  return std::make_unique<ClusterWatch>(impl_->shared(), names.slot, std::move(names.channel), std::move(subscription));
 }
 
 LeaseInfo ClusterOperator::inspect(std::string_view key) {
-  const ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
+  Connected& here = impl_->here();
+  const ClusterKeyNames names = clusterKeyNames(here.prefix_, key);
   const Answer answer =
-      impl_->execute(names.slot, {"inspect", key, detail::inspectScript(), {names.lock, names.fence}, {}});
-  return detail::readInspectReply(*answer.reply, impl_->where("inspect", key, *answer.node));
+      here.execute(names.slot, {"inspect", key, detail::inspectScript(), {names.lock, names.fence}, {}});
+  return detail::readInspectReply(*answer.reply, here.where("inspect", key, *answer.node));
 }
 
-std::string ClusterOperator::describe() const { return impl_->describe_; }
+std::string ClusterOperator::describe() const { return impl_->here().describe_; }
 
-void ClusterOperator::refreshSlots() { impl_->refresh(impl_->version()); }
+void ClusterOperator::refreshSlots() {
+  Connected& here = impl_->here();
+  here.refresh(here.version());
+}
 
 std::string ClusterOperator::nodeFor(std::string_view key) {
-  const ClusterKeyNames names = clusterKeyNames(impl_->prefix_, key);
-  const Impl::Route route = impl_->route(names.slot);
+  Connected& here = impl_->here();
+  const ClusterKeyNames names = clusterKeyNames(here.prefix_, key);
+  const Connected::Route route = here.route(names.slot);
   if (route.node == nullptr) {
-    throw ConnectionError("dlock: no node of " + impl_->describe_ + " serves slot " + std::to_string(names.slot));
+    throw ConnectionError("dlock: no node of " + here.describe_ + " serves slot " + std::to_string(names.slot));
   }
   return route.node->name();
 }
 
-std::uint64_t ClusterOperator::reconnects() const noexcept { return impl_->reconnects(); }
+std::uint64_t ClusterOperator::reconnects() const noexcept {
+  try {
+    return impl_->here().reconnects();
+  } catch (...) {  // a forked child could not set up its own state yet: none re-opened
+    return 0;
+  }
+}
 
 std::uint64_t ClusterOperator::slotRefreshes() const noexcept {
-  return impl_->refreshes_.load(std::memory_order_relaxed);
+  try {
+    return impl_->here().refreshes_.load(std::memory_order_relaxed);
+  } catch (...) {
+    return 0;
+  }
 }
 
 }  // namespace dlock

@@ -47,6 +47,7 @@ Connection::Connection(const ConnectionOptions& options)
   // A child the application forks and execs must not inherit our Redis connections.
   const int flags = ::fcntl(context_->fd, F_GETFD);
   if (flags >= 0) (void)::fcntl(context_->fd, F_SETFD, flags | FD_CLOEXEC);
+  forkSocket_.track(*context_);  // nor one that forks and goes on
   ignoreSigpipeByDefault();
   if (redisSetTimeout(context_.get(), toTimeval(options.commandTimeout)) != REDIS_OK) {
     throwContextError(*context_, "set the command timeout on " + address_);

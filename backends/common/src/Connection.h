@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ForkSockets.h"
 #include "Reply.h"
 #include "dlock/common/RedisOptions.h"
 
@@ -62,6 +63,7 @@ class Connection {
     void operator()(redisContext* context) const noexcept { redisFree(context); }
   };
   std::unique_ptr<redisContext, ContextDeleter> context_;
+  ForkSocket forkSocket_;  // after context_: forgotten before the context is freed
   std::string address_;
   bool broken_ = false;
   bool timedOut_ = false;

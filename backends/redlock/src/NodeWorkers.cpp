@@ -7,44 +7,43 @@
 
 namespace dlock::detail {
 
-NodeWorkers::NodeWorkers(std::size_t nodes, std::size_t lanesPerNode) : lanesPerNode_(lanesPerNode) {
-  workers_.reserve(nodes * lanesPerNode);
+NodeWorkers::NodeWorkers(std::size_t nodes, std::size_t lanesPerNode)
+    : lanesPerNode_(lanesPerNode),
+      threads_([count = nodes * lanesPerNode] { return std::make_shared<Threads>(count); }) {}
+
+NodeWorkers::Threads::Threads(std::size_t count) {
+  workers.reserve(count);
   try {
-    for (std::size_t i = 0; i < nodes * lanesPerNode; ++i) {
-      workers_.push_back(std::make_unique<Worker>());
-      Worker& worker = *workers_.back();
+    for (std::size_t i = 0; i < count; ++i) {
+      workers.push_back(std::make_unique<Worker>());
+      Worker& worker = *workers.back();
       worker.thread = std::thread([&worker] { run(worker); });
     }
   } catch (...) {
     // Could not start every thread: stop the ones that did start before giving up.
-    for (auto& worker : workers_) {
-      {
-        std::lock_guard<std::mutex> guard(worker->mutex);
-        worker->stopping = true;
-      }
-      worker->ready.notify_all();
-      if (worker->thread.joinable()) worker->thread.join();
-    }
+    stop();
     throw;
   }
 }
 
-NodeWorkers::~NodeWorkers() {
-  for (auto& worker : workers_) {
+NodeWorkers::Threads::~Threads() { stop(); }
+
+void NodeWorkers::Threads::stop() noexcept {
+  for (auto& worker : workers) {
     {
       std::lock_guard<std::mutex> guard(worker->mutex);
       worker->stopping = true;
     }
     worker->ready.notify_all();
   }
-  for (auto& worker : workers_) {
+  for (auto& worker : workers) {
     if (worker->thread.joinable()) worker->thread.join();
     worker->queue.clear();  // the thread has ended: nobody else touches the queue now
   }
 }
 
 void NodeWorkers::post(std::size_t node, std::size_t lane, Task task) {
-  Worker& worker = *workers_.at(node * lanesPerNode_ + lane);
+  Worker& worker = *threads_->workers.at(node * lanesPerNode_ + lane);
   {
     std::lock_guard<std::mutex> guard(worker.mutex);
     worker.queue.push_back(std::move(task));

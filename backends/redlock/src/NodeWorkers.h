@@ -4,7 +4,8 @@
 // dead node holds up only its own work, never another node's. post(node, lane, task) runs
 // `task` on thread `lane` of `node`; tasks posted to one (node, lane) run one at a time in the
 // order posted, which the operator relies on: a release posted after an acquire of the same key
-// reaches that node after the acquire finished.
+// reaches that node after the acquire finished. A forked child starts its own threads at its
+// first post(); the parent's, and the tasks queued for them, are left behind.
 // Owner: one RedlockOperator. Thread safety: thread-safe.
 #pragma once
 
@@ -17,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "dlock/detail/Fork.h"
+
 namespace dlock::detail {
 
 class NodeWorkers {
@@ -28,7 +31,7 @@ class NodeWorkers {
   NodeWorkers(const NodeWorkers&) = delete;
   NodeWorkers& operator=(const NodeWorkers&) = delete;
   // Finishes the tasks running now, drops the queued ones, joins every thread.
-  ~NodeWorkers();
+  ~NodeWorkers() = default;
 
   // `lane` < lanesPerNode.
   void post(std::size_t node, std::size_t lane, Task task);
@@ -42,10 +45,21 @@ class NodeWorkers {
     std::thread thread;
   };
 
+  // The threads of one process, started together and stopped together.
+  struct Threads {
+    explicit Threads(std::size_t count);
+    Threads(const Threads&) = delete;
+    Threads& operator=(const Threads&) = delete;
+    ~Threads();
+    void stop() noexcept;
+
+    std::vector<std::unique_ptr<Worker>> workers;  // node * lanesPerNode_ + lane
+  };
+
   static void run(Worker& worker);
 
   const std::size_t lanesPerNode_;
-  std::vector<std::unique_ptr<Worker>> workers_;  // node * lanesPerNode_ + lane
+  ForkLocal<Threads> threads_;
 };
 
 }  // namespace dlock::detail

@@ -20,6 +20,7 @@
 #include "Subscriber.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
+#include "dlock/detail/Fork.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock {
@@ -74,7 +75,12 @@ ConnectionOptions sentinelConnection(const SentinelOptions& options) {
 
 }  // namespace
 
-class SentinelOperator::Impl {
+namespace {
+
+// What one process owns: the master it found and its pool, the sentinel subscriptions, the
+// release subscriber and the promotion thread. A forked child makes its own at its first call and
+// never touches the parent's.
+class Connected {
  public:
   // The master calls go to, with its pool. Replaced, never changed, when the master moves, so
   // a caller tells whether it moved by comparing pointers.
@@ -104,7 +110,7 @@ class SentinelOperator::Impl {
     Forced,   // whatever happened before
   };
 
-  explicit Impl(SentinelOptions options)
+  explicit Connected(SentinelOptions options)
       : options_(validated(std::move(options))),
         resolver_(options_.sentinels, options_.masterName, sentinelConnection(options_), options_.connection),
         events_(resolver_.sentinels(), options_.pool, [this](const detail::SentinelEvent& event) { onEvent(event); }),
@@ -112,11 +118,11 @@ class SentinelOperator::Impl {
     promotions_ = std::thread([this] { watchPromotions(); });  // once every member exists
   }
 
-  Impl(const Impl&) = delete;
-  Impl& operator=(const Impl&) = delete;
+  Connected(const Connected&) = delete;
+  Connected& operator=(const Connected&) = delete;
   // The event and promotion threads call releases_ and the releases' thread may start them: stop
   // those first, then the members go in reverse order.
-  ~Impl() {
+  ~Connected() {
     {
       std::lock_guard<std::mutex> guard(mutex_);
       stopping_ = true;
@@ -464,10 +470,24 @@ class SentinelOperator::Impl {
   std::atomic<std::uint64_t> switches_{0};
   std::atomic<std::uint64_t> retiredReconnects_{0};  // of the pools of earlier masters
 
-  // Last: their threads use the members above (see ~Impl).
+  // Last: their threads use the members above (see ~Connected).
   std::thread promotions_;         // watchPromotions()
   detail::SentinelEvents events_;  // failover events, from every sentinel
   detail::Subscriber releases_;    // release messages, on the master now
+};
+
+}  // namespace
+
+class SentinelOperator::Impl {
+ public:
+  explicit Impl(SentinelOptions options)
+      : connected_([options = std::move(options)] { return std::make_shared<Connected>(options); }) {}
+
+  // This process's master, subscriptions and threads.
+  Connected& here() const { return *connected_; }
+
+ private:
+  detail::ForkLocal<Connected> connected_;
 };
 
 SentinelOperator::SentinelOperator(SentinelOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
@@ -475,76 +495,91 @@ SentinelOperator::SentinelOperator(SentinelOptions options) : impl_(std::make_un
 SentinelOperator::~SentinelOperator() = default;
 
 AcquireResult SentinelOperator::lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
-  return impl_->on("lock", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
+  Connected& here = impl_->here();
+  return here.on("lock", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
     const AcquireResult result = detail::acquireOn(c, names, token, ttl, source);
-    if (result.acquired && impl_->options_.waitReplicas > 0) impl_->awaitReplicas(c, names, token, source);
+    if (result.acquired && here.options_.waitReplicas > 0) here.awaitReplicas(c, names, token, source);
     return result;
   });
 }
 
 ReleaseResult SentinelOperator::unlock(std::string_view key, std::string_view token) {
-  return impl_->on("unlock", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
-    return detail::releaseOn(c, names, token, &impl_->releases_, source);
+  Connected& here = impl_->here();
+  return here.on("unlock", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
+    return detail::releaseOn(c, names, token, &here.releases_, source);
   });
 }
 
 bool SentinelOperator::extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
-  return impl_->on("extend", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
+  Connected& here = impl_->here();
+  return here.on("extend", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
     return detail::extendOn(c, names, token, ttl, source);
   });
 }
 
 std::vector<bool> SentinelOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
   if (leases.empty()) return {};
+  Connected& here = impl_->here();
   const std::string what = "(" + std::to_string(leases.size()) + " leases)";
-  return impl_->run("extend", leases.front().key, [&](detail::Connection& c, const Impl::Master& master) {
-    return detail::extendManyOn(c, impl_->options_.keyPrefix, leases, ttl,
+  return here.run("extend", leases.front().key, [&](detail::Connection& c, const Connected::Master& master) {
+    return detail::extendManyOn(c, here.options_.keyPrefix, leases, ttl,
                                 detail::ReplySource("extend", what, master.label));
   });
 }
 
 std::uint64_t SentinelOperator::raiseFence(std::string_view key, std::uint64_t atLeast) {
-  return impl_->on("raiseFence", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
+  Connected& here = impl_->here();
+  return here.on("raiseFence", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
     return detail::raiseFenceOn(c, names, atLeast, source);
   });
 }
 
 std::unique_ptr<IReleaseWatch> SentinelOperator::watch(std::string_view key) {
-  (void)impl_->current();  // the subscriber's target is the master: find it first
-  return impl_->releases_.watch(detail::keyNames(impl_->options_.keyPrefix, key).channel());
+  Connected& here = impl_->here();
+  (void)here.current();  // the subscriber's target is the master: find it first
+  return here.releases_.watch(detail::keyNames(here.options_.keyPrefix, key).channel());
 }
 
 LeaseInfo SentinelOperator::inspect(std::string_view key) {
-  return impl_->on("inspect", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
+  Connected& here = impl_->here();
+  return here.on("inspect", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
     return detail::inspectOn(c, names, source);
   });
 }
 
 std::string SentinelOperator::describe() const {
-  std::string text = "redis+sentinel://" + impl_->resolver_.sentinelList() + "/" + impl_->options_.masterName;
+  Connected& here = impl_->here();
+  std::string text = "redis+sentinel://" + here.resolver_.sentinelList() + "/" + here.options_.masterName;
   const std::string master = masterAddress();
   if (!master.empty()) text += " (master " + master + ")";
   return text;
 }
 
 std::string SentinelOperator::masterAddress() const {
-  std::lock_guard<std::mutex> guard(impl_->mutex_);
-  return impl_->master_ ? impl_->master_->text : std::string();
+  Connected& here = impl_->here();
+  std::lock_guard<std::mutex> guard(here.mutex_);
+  return here.master_ ? here.master_->text : std::string();
 }
 
 std::uint64_t SentinelOperator::masterSwitches() const noexcept {
-  return impl_->switches_.load(std::memory_order_relaxed);
+  try {
+    return impl_->here().switches_.load(std::memory_order_relaxed);
+  } catch (...) {  // a forked child could not set up its own state yet: no switch seen
+    return 0;
+  }
 }
 
 std::uint64_t SentinelOperator::reconnects() const noexcept {
-  std::uint64_t total = impl_->retiredReconnects_.load(std::memory_order_relaxed) + impl_->releases_.reconnects() +
-                        impl_->events_.reconnects();
   try {
-    std::lock_guard<std::mutex> guard(impl_->mutex_);
-    if (impl_->master_) total += impl_->master_->pool->reconnects();
+    Connected& here = impl_->here();
+    std::uint64_t total = here.retiredReconnects_.load(std::memory_order_relaxed) + here.releases_.reconnects() +
+                          here.events_.reconnects();
+    std::lock_guard<std::mutex> guard(here.mutex_);
+    if (here.master_) total += here.master_->pool->reconnects();
+    return total;
   } catch (...) {
+    return 0;
   }
-  return total;
 }
 
 }  // namespace dlock

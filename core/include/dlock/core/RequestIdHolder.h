@@ -4,7 +4,8 @@
 // reentrancy count, so unlock(key) needs no token and one thread may hold many keys of many
 // locks at once. Entries are the calling thread's only: another thread's unlock(key) finds
 // nothing and gets NotOwnerError. A thread that exits while holding keys stops their renewal
-// and logs a warning; their leases then end at their TTL.
+// and logs a warning; their leases then end at their TTL. After fork(), the child's copy of the
+// forking thread's holds is forgotten: they stay the parent's.
 // Thread safety: each thread sees only its own holder; no locking needed.
 #pragma once
 

@@ -43,6 +43,8 @@
 // their wait strategy's recheck bound (NotifyWait: 1 s), whichever is first.
 //
 // extendAll groups leases by master: one pipelined round trip per node.
+// After fork(), a child's first call asks for the slot map again with its own connections and
+// subscribers; the parent's are never used there.
 // Owner: shared. Thread safety: thread-safe.
 #pragma once
 
@@ -110,7 +112,7 @@ class ClusterOperator final : public IOperator {
   class Impl;
 
  private:
-  std::shared_ptr<Impl> impl_;  // shared with outstanding watches
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace dlock

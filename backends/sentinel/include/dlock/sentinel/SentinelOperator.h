@@ -43,7 +43,9 @@
 // Owner: shared. Thread safety: thread-safe. Construction never blocks and opens nothing; the
 // first call finds the master and starts the sentinel subscriptions (one thread per sentinel,
 // plus the release subscriber's thread once a waiter watches a key). One more thread, idle until
-// a promotion is announced, polls the replica being promoted.
+// a promotion is announced, polls the replica being promoted. After fork(), a child's first call
+// finds the master again with its own connections, subscriptions and threads; the parent's are
+// never used there.
 #pragma once
 
 #include <chrono>

@@ -7,6 +7,8 @@
 // reconnected with back-off.
 // Redis keys: `<prefix>{<key>}` holds the token, `<prefix>{<key>}:fence` the fencing counter,
 // and `<prefix>{<key>}:released` is the release channel.
+// After fork(), a child's first call opens the child's own connections and subscriber; the
+// parent's are never used or closed there.
 // Owner: shared. Thread safety: thread-safe.
 #pragma once
 

@@ -1,0 +1,68 @@
+#include "ForkSockets.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <mutex>
+
+namespace dlock::detail {
+
+// Every tracked socket of this process. The mutex is taken around fork() (prepare handler), so
+// the child finds the list whole and the mutex free.
+struct ForkSocketList {
+  std::mutex mutex;
+  ForkSocket* head = nullptr;  // guarded by mutex
+  // The parent's connections, never touched again but kept reachable: the parent's threads that
+  // owned them do not exist here, and LeakSanitizer would report them.
+  ForkSocket* inherited = nullptr;  // guarded by mutex
+
+  static ForkSocketList& instance() {
+    static ForkSocketList* const list = [] {
+      auto* created = new ForkSocketList;  // never destroyed: connections may close after static destruction
+      (void)::pthread_atfork([] { instance().mutex.lock(); }, [] { instance().mutex.unlock(); },
+                             [] { instance().closeInChild(); });
+      return created;
+    }();
+    return *list;
+  }
+
+  // In the child, on the only thread there is: every socket here is the parent's.
+  void closeInChild() {
+    ForkSocket* last = nullptr;
+    for (ForkSocket* socket = head; socket != nullptr; socket = socket->next_) {
+      if (socket->context_->fd >= 0) (void)::close(socket->context_->fd);
+      socket->context_->fd = -1;
+      socket->context_ = nullptr;  // forgotten: its destructor (if ever run) does nothing
+      last = socket;
+    }
+    if (last != nullptr) {
+      last->next_ = inherited;
+      inherited = head;
+    }
+    head = nullptr;
+    mutex.unlock();
+  }
+};
+
+void ForkSocket::track(redisContext& context) {
+  ForkSocketList& list = ForkSocketList::instance();
+  std::lock_guard<std::mutex> guard(list.mutex);
+  context_ = &context;
+  next_ = list.head;
+  if (next_ != nullptr) next_->previous_ = this;
+  list.head = this;
+}
+
+ForkSocket::~ForkSocket() {
+  ForkSocketList& list = ForkSocketList::instance();
+  std::lock_guard<std::mutex> guard(list.mutex);
+  if (context_ == nullptr) return;
+  if (previous_ != nullptr) {
+    previous_->next_ = next_;
+  } else {
+    list.head = next_;
+  }
+  if (next_ != nullptr) next_->previous_ = previous_;
+}
+
+}  // namespace dlock::detail

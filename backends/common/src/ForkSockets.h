@@ -1,0 +1,34 @@
+// ForkSockets.h — the sockets of this process's Redis connections, closed in a forked child.
+//
+// A child inherits a copy of every socket of its parent. It never uses the parent's connections
+// (ForkLocal leaves those objects behind, see dlock/detail/Fork.h), and a pthread_atfork child
+// handler closes its copies of their sockets: the server then sees a connection end when the
+// parent ends it, not when the last child exits (a subscription would otherwise outlive its
+// subscriber), and a connection object the child did touch fails instead of writing to it.
+// Closing the child's copy does nothing to the parent's.
+// Owner: one Connection. Thread safety: thread-safe.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+namespace dlock::detail {
+
+class ForkSocket {
+ public:
+  ForkSocket() = default;
+  ForkSocket(const ForkSocket&) = delete;
+  ForkSocket& operator=(const ForkSocket&) = delete;
+  ~ForkSocket();
+
+  // Closes `context`'s socket (and sets its fd to -1, so redisFree does not close it again) in
+  // any child forked from now on, until this object is destroyed.
+  void track(redisContext& context);
+
+ private:
+  friend struct ForkSocketList;
+  redisContext* context_ = nullptr;  // guarded by the list's mutex, as are the links
+  ForkSocket* previous_ = nullptr;
+  ForkSocket* next_ = nullptr;
+};
+
+}  // namespace dlock::detail
