@@ -1,6 +1,7 @@
 // LockCore.h — the acquire/release algorithm shared by thread holds (DistributedLock) and Lease
 // handles. Kept alive by the lock and by every Lease it handed out, so a Lease may outlive its
-// lock. Thread safety: thread-safe.
+// lock; the last of them may be dropped by a lost handler, on the watchdog's thread (see
+// Watchdog.h). Thread safety: thread-safe.
 #pragma once
 
 #include <chrono>
@@ -43,8 +44,10 @@ class LockCore {
   std::shared_ptr<LeaseState> acquire(std::string_view key, Deadline deadline,
                                       std::optional<std::chrono::milliseconds> leaseTime);
 
-  // Releases a lease. LockLostError when it had ended (the lease is finished either way);
-  // a backend error leaves the lease as it was so the caller can retry.
+  // Releases a lease. LockLostError when it had ended, i.e. is not valid (the lease is finished
+  // either way); a backend error leaves the lease held so the caller can retry. A release that
+  // finds the key gone while the lease is valid, after an earlier try that may have run (its
+  // reply lost), counts as released: the key was ours until now, so that try removed it.
   void release(LeaseState& lease);
 
   // release() that logs instead of throwing; on any failure the lease is finished (no more
@@ -54,15 +57,15 @@ class LockCore {
   [[nodiscard]] bool isValid(const LeaseState& lease) const { return lease.validAt(clock_->now()); }
 
   void setLostHandler(ILock::LostHandler handler);
-  [[nodiscard]] LockStats stats() const { return counters_.snapshot(); }
+  [[nodiscard]] LockStats stats() const { return counters_->snapshot(); }
   [[nodiscard]] const LockOptions& options() const noexcept { return options_; }
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   [[nodiscard]] std::string describe() const { return backend_->describe(); }
-  LockCounters& counters() noexcept { return counters_; }
+  LockCounters& counters() noexcept { return *counters_; }
 
  private:
   AcquireResult attempt(std::string_view key, const std::string& token, std::chrono::milliseconds ttl);
-  void reportLost(const LeaseState& lease);
+  [[noreturn]] void releaseEnded(LeaseState& lease);
   void logFailedAttempt(std::string_view key, const LockError& error) const;
   // Fairness: after a release that reached waiters, this process holds back from the key for
   // about two round trips, so a waiter can take it instead of the releaser barging back in.
@@ -75,10 +78,7 @@ class LockCore {
   const std::shared_ptr<Clock> clock_;
   const LockOptions options_;
   const std::shared_ptr<spdlog::logger> log_;
-  LockCounters counters_;
-
-  std::mutex handlerMutex_;
-  ILock::LostHandler lostHandler_;  // guarded by handlerMutex_
+  const std::shared_ptr<LockCounters> counters_;  // shared with the watchdog
 
   WaiterQueue waiters_;
   std::atomic<std::int64_t> roundTripNanos_{0};  // smoothed duration of an acquire attempt
@@ -86,7 +86,7 @@ class LockCore {
   std::mutex yieldMutex_;
   std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> yieldUntil_;  // guarded by yieldMutex_
 
-  Watchdog watchdog_;  // last: its thread uses the members above
+  const std::shared_ptr<Watchdog> watchdog_;  // stopped by the destructor
 };
 
 }  // namespace dlock::detail

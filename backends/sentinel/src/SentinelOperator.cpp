@@ -468,8 +468,9 @@ AcquireResult SentinelOperator::lock(std::string_view key, std::string_view toke
 }
 
 ReleaseResult SentinelOperator::unlock(std::string_view key, std::string_view token) {
+  detail::ReleaseTries tries;  // run() tries again after a pooled connection failed
   return impl_->on("unlock", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
-    return detail::releaseOn(c, names, token, &impl_->releases_, source);
+    return detail::releaseOn(c, names, token, &impl_->releases_, source, &tries);
   });
 }
 
@@ -479,7 +480,7 @@ bool SentinelOperator::extend(std::string_view key, std::string_view token, std:
   });
 }
 
-std::vector<bool> SentinelOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+std::vector<ExtendResult> SentinelOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
   if (leases.empty()) return {};
   const std::string what = "(" + std::to_string(leases.size()) + " leases)";
   return impl_->run("extend", leases.front().key, [&](detail::Connection& c, const Impl::Master& master) {

@@ -43,8 +43,9 @@ AcquireResult SingleOperator::lock(std::string_view key, std::string_view token,
 }
 
 ReleaseResult SingleOperator::unlock(std::string_view key, std::string_view token) {
+  detail::ReleaseTries tries;  // the pool retries once after a pooled connection failed
   return impl_->on("unlock", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
-    return detail::releaseOn(c, names, token, &impl_->subscriber_, source);
+    return detail::releaseOn(c, names, token, &impl_->subscriber_, source, &tries);
   });
 }
 
@@ -54,7 +55,7 @@ bool SingleOperator::extend(std::string_view key, std::string_view token, std::c
   });
 }
 
-std::vector<bool> SingleOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+std::vector<ExtendResult> SingleOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
   if (leases.empty()) return {};
   const std::string what = "(" + std::to_string(leases.size()) + " leases)";  // outlives `source`, which refers to it
   const detail::ReplySource source("extend", what, impl_->pool_.address());
