@@ -186,7 +186,7 @@ TEST_SUITE("LockOnRedis") {
     CHECK(client.ok({"EXISTS", "dlock:{k}"}).integer == 0);
   }
 
-  TEST_CASE("the longest lease is one Redis accepts; a longer one is refused before anything is sent") {
+  TEST_CASE("the longest lease is one Redis accepts, and a longer one is refused before anything is sent") {
     RedisProcess server;
     RedisClient client(server.host(), server.port());
     auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(30s).build();
