@@ -60,7 +60,9 @@ void DistributedLock::throwNotHeld(const char* operation, std::string_view key) 
 void DistributedLock::doUnlock(std::string_view key) {
   RequestIdHolder::Hold* hold = RequestIdHolder::find(core_->id(), key);
   if (hold == nullptr) throwNotHeld("unlock", key);
-  if (hold->count > 1) {
+  // An inner hold is only counted down while the lease holds; once it has ended, the release
+  // below reports LockLostError and every hold of the key is forgotten.
+  if (hold->count > 1 && core_->isValid(*hold->lease)) {
     --hold->count;
     return;
   }
@@ -83,7 +85,7 @@ bool DistributedLock::doUnlockQuietly(std::string_view key) noexcept {
     }
     return false;
   }
-  if (hold->count > 1) {
+  if (hold->count > 1 && core_->isValid(*hold->lease)) {
     --hold->count;
     return true;
   }

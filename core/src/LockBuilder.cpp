@@ -47,13 +47,13 @@ LockBuilder& LockBuilder::options(LockOptions options) {
 
 std::shared_ptr<ILock> LockBuilder::build() const {
   if (!backend_) throw ConfigError("dlock: LockBuilder: no backend; call backend(...) with an IOperator");
-  if (options_.leaseTime && options_.leaseTime->count() <= 0) {
-    throw ConfigError("dlock: LockBuilder: leaseTime must be positive");
-  }
   if (options_.watchdogLease < std::chrono::milliseconds(3)) {
     throw ConfigError("dlock: LockBuilder: watchdogLease must be at least 3 ms");
   }
+  // The rules every entry point applies, reported as a bad option.
   try {
+    if (options_.leaseTime) detail::checkLeaseTime(*options_.leaseTime, "leaseTime", "LockBuilder");
+    detail::checkLeaseTime(options_.watchdogLease, "watchdogLease", "LockBuilder");
     detail::checkKey(options_.defaultKey, "LockBuilder defaultKey");
   } catch (const InvalidArgumentError& error) {
     throw ConfigError(error.what());

@@ -37,17 +37,15 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wa
       clock_(std::move(clock)),
       options_(std::move(options)),
       log_(logger()),
+      counters_(std::make_shared<LockCounters>()),
       waiters_([] { return std::make_shared<WaiterQueue>(); }),
       yields_([] { return std::make_shared<Yields>(); }),
-      watchdog_([this] {
-        return std::make_shared<Watchdog>(backend_, clock_, options_.watchdogLease, counters_,
-                                          [this](const LeaseState& lease) { reportLost(lease); });
-      }) {}
+      watchdog_([this] { return makeWatchdog(); }) {}
 
-LockCore::~LockCore() = default;
+LockCore::~LockCore() { watchdog_->stop(); }
 
 AcquireResult LockCore::attempt(std::string_view key, const std::string& token, milliseconds ttl) {
-  counters_.attempts.fetch_add(1, std::memory_order_relaxed);
+  counters_->attempts.fetch_add(1, std::memory_order_relaxed);
   try {
     const SteadyTime start = std::chrono::steady_clock::now();
     AcquireResult result = backend_->lock(key, token, ttl);
@@ -95,13 +93,13 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
   std::optional<SteadyTime> waitingSince;
   const auto stopWaiting = [&](SteadyTime now) {
     if (waitingSince) {
-      counters_.waitMillis.fetch_add(std::chrono::duration_cast<milliseconds>(now - *waitingSince).count(),
-                                     std::memory_order_relaxed);
+      counters_->waitMillis.fetch_add(std::chrono::duration_cast<milliseconds>(now - *waitingSince).count(),
+                                      std::memory_order_relaxed);
     }
   };
   const auto timedOut = [&]() -> std::shared_ptr<LeaseState> {
     stopWaiting(std::chrono::steady_clock::now());
-    counters_.failedTries.fetch_add(1, std::memory_order_relaxed);
+    counters_->failedTries.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   };
 
@@ -110,10 +108,9 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
     const AcquireResult result = attempt(key, token, ttl);
     if (result.acquired) {
       stopWaiting(std::chrono::steady_clock::now());
-      counters_.acquisitions.fetch_add(1, std::memory_order_relaxed);
-      const milliseconds valid = result.validity.count() > 0 ? std::min(result.validity, ttl) : ttl;
+      counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
       auto lease = std::make_shared<LeaseState>(std::string(key), token, result.fencingToken, ttl, renewed,
-                                                sentAt + valid);
+                                                sentAt + knownValidity(result.validity, ttl));
       if (renewed) watchdog_->add(lease);
       if (log_->should_log(spdlog::level::debug)) {
         log_->debug("dlock: acquired {} on {} (fencing token {})", quoteKey(key), backend_->describe(),
@@ -147,26 +144,55 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
   }
 }
 
+void LockCore::releaseEnded(LeaseState& lease) {
+  lease.finished.store(true, std::memory_order_release);
+  const bool reported = lease.lost.exchange(true, std::memory_order_acq_rel);  // by the watchdog
+  if (!reported) {
+    counters_->lostLeases.fetch_add(1, std::memory_order_relaxed);
+    log_->warn("dlock: unlock {} on {}: the lease had ended before unlock", quoteKey(lease.key), backend_->describe());
+  }
+  // Ended locally need not mean gone on the server: delete it if it still carries our token, so
+  // others need not wait out the TTL. Best effort.
+  try {
+    (void)backend_->unlock(lease.key, lease.token);
+  } catch (const std::exception&) {
+  }
+  throw LockLostError("dlock: unlock " + quoteKey(lease.key) + " on " + backend_->describe() + ": the lease " +
+                      (reported ? "was lost while held" : "had ended") + " (fencing token " +
+                      std::to_string(lease.fencingToken) + "); the critical section was not protected");
+}
+
 void LockCore::release(LeaseState& lease) {
   if (lease.inheritedAcrossFork()) throwInherited(lease);
-  if (lease.lost.load(std::memory_order_acquire)) {
-    lease.finished.store(true, std::memory_order_release);
-    // Lost locally (renewals failed until the deadline) need not mean gone on the server: delete
-    // it if it still carries our token, so others need not wait out the TTL. Best effort.
-    try {
-      (void)backend_->unlock(lease.key, lease.token);
-    } catch (const std::exception&) {
-    }
-    throw LockLostError("dlock: unlock " + quoteKey(lease.key) + " on " + backend_->describe() +
-                        ": the lease was lost while held (fencing token " + std::to_string(lease.fencingToken) +
-                        "); the critical section was not protected");
+  // Lost or past its deadline, as isHeld() says: whatever the server answers now, the section
+  // was not protected to the end.
+  if (!isValid(lease)) releaseEnded(lease);
+  lease.releasing.store(true, std::memory_order_seq_cst);  // before the key can disappear
+  ReleaseResult result;
+  try {
+    result = backend_->unlock(lease.key, lease.token);
+  } catch (const ConnectionError&) {
+    // The release may have run before the connection failed; the hold stays for a retry.
+    lease.releaseInDoubt.store(true, std::memory_order_release);
+    lease.releasing.store(false, std::memory_order_release);
+    throw;
+  } catch (...) {
+    lease.releasing.store(false, std::memory_order_release);  // nothing ran; the hold stays
+    throw;
   }
-  const ReleaseResult result = backend_->unlock(lease.key, lease.token);  // a backend error keeps the lease
+  if (!result.released && (result.inDoubt || lease.releaseInDoubt.load(std::memory_order_acquire)) &&
+      isValid(lease)) {
+    // The key was ours until now (the lease is still valid) and is gone: the earlier try whose
+    // reply was lost removed it.
+    result.released = true;
+    log_->debug("dlock: {} on {} was released by an earlier try whose reply was lost", quoteKey(lease.key),
+                backend_->describe());
+  }
   lease.finished.store(true, std::memory_order_release);
   if (result.released && result.notified > 0) noteContendedRelease(lease.key);
   if (!result.released) {
     lease.lost.store(true, std::memory_order_release);
-    counters_.lostLeases.fetch_add(1, std::memory_order_relaxed);
+    counters_->lostLeases.fetch_add(1, std::memory_order_relaxed);
     log_->warn("dlock: unlock {} on {}: the lease had ended before unlock", quoteKey(lease.key),
                backend_->describe());
     throw LockLostError("dlock: unlock " + quoteKey(lease.key) + " on " + backend_->describe() +
@@ -243,25 +269,18 @@ void LockCore::yieldAfterContendedRelease(std::string_view key, Deadline deadlin
   if (until > std::chrono::steady_clock::now()) std::this_thread::sleep_until(until);
 }
 
-void LockCore::setLostHandler(ILock::LostHandler handler) {
+std::shared_ptr<Watchdog> LockCore::makeWatchdog() {
+  auto watchdog = std::make_shared<Watchdog>(backend_, clock_, options_.watchdogLease, counters_);
+  // A forked child makes its own watchdog: it reports to the handler the lock was given.
   std::lock_guard<std::mutex> guard(handlerMutex_);
-  lostHandler_ = std::move(handler);
+  if (lostHandler_) watchdog->setLostHandler(lostHandler_);
+  return watchdog;
 }
 
-void LockCore::reportLost(const LeaseState& lease) {
-  ILock::LostHandler handler;
-  {
-    std::lock_guard<std::mutex> guard(handlerMutex_);
-    handler = lostHandler_;
-  }
-  if (!handler) return;
-  try {
-    handler(lease.key, lease.fencingToken);
-  } catch (const std::exception& error) {
-    log_->warn("dlock: the lock-lost handler threw for {}: {}", quoteKey(lease.key), error.what());
-  } catch (...) {
-    log_->warn("dlock: the lock-lost handler threw for {}", quoteKey(lease.key));
-  }
+void LockCore::setLostHandler(ILock::LostHandler handler) {
+  std::lock_guard<std::mutex> guard(handlerMutex_);
+  lostHandler_ = handler;
+  watchdog_->setLostHandler(std::move(handler));
 }
 
 }  // namespace dlock::detail

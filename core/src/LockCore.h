@@ -1,6 +1,7 @@
 // LockCore.h — the acquire/release algorithm shared by thread holds (DistributedLock) and Lease
 // handles. Kept alive by the lock and by every Lease it handed out, so a Lease may outlive its
-// lock. Thread safety: thread-safe.
+// lock; the last of them may be dropped by a lost handler, on the watchdog's thread (see
+// Watchdog.h). Thread safety: thread-safe.
 #pragma once
 
 #include <chrono>
@@ -44,9 +45,11 @@ class LockCore {
   std::shared_ptr<LeaseState> acquire(std::string_view key, Deadline deadline,
                                       std::optional<std::chrono::milliseconds> leaseTime);
 
-  // Releases a lease. LockLostError when it had ended (the lease is finished either way);
-  // a backend error leaves the lease as it was so the caller can retry. NotOwnerError, sending
-  // nothing, for a lease a parent process acquired before fork().
+  // Releases a lease. LockLostError when it had ended, i.e. is not valid (the lease is finished
+  // either way); a backend error leaves the lease held so the caller can retry. A release that
+  // finds the key gone while the lease is valid, after an earlier try that may have run (its
+  // reply lost), counts as released: the key was ours until now, so that try removed it.
+  // NotOwnerError, sending nothing, for a lease a parent process acquired before fork().
   void release(LeaseState& lease);
 
   // release() that logs instead of throwing; on any failure the lease is finished (no more
@@ -56,15 +59,16 @@ class LockCore {
   [[nodiscard]] bool isValid(const LeaseState& lease) const { return lease.validAt(clock_->now()); }
 
   void setLostHandler(ILock::LostHandler handler);
-  [[nodiscard]] LockStats stats() const { return counters_.snapshot(); }
+  [[nodiscard]] LockStats stats() const { return counters_->snapshot(); }
   [[nodiscard]] const LockOptions& options() const noexcept { return options_; }
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   [[nodiscard]] std::string describe() const { return backend_->describe(); }
-  LockCounters& counters() noexcept { return counters_; }
+  LockCounters& counters() noexcept { return *counters_; }
 
  private:
   AcquireResult attempt(std::string_view key, const std::string& token, std::chrono::milliseconds ttl);
-  void reportLost(const LeaseState& lease);
+  [[noreturn]] void releaseEnded(LeaseState& lease);
+  std::shared_ptr<Watchdog> makeWatchdog();
   void logFailedAttempt(std::string_view key, const std::exception& error) const;
   // Fairness: after a release that reached waiters, this process holds back from the key for
   // about two round trips, so a waiter can take it instead of the releaser barging back in.
@@ -78,10 +82,7 @@ class LockCore {
   const std::shared_ptr<Clock> clock_;
   const LockOptions options_;
   const std::shared_ptr<spdlog::logger> log_;
-  LockCounters counters_;
-
-  std::mutex handlerMutex_;
-  ILock::LostHandler lostHandler_;  // guarded by handlerMutex_
+  const std::shared_ptr<LockCounters> counters_;  // shared with the watchdog
 
   ForkLocal<WaiterQueue> waiters_;  // a forked child queues only its own threads
   std::atomic<std::int64_t> roundTripNanos_{0};  // smoothed duration of an acquire attempt
@@ -92,8 +93,12 @@ class LockCore {
   };
   ForkLocal<Yields> yields_;  // a forked child's own: a parent's thread may have held the mutex
 
-  // Last: its thread uses the members above. A forked child gets its own, which renews only the
-  // child's leases; the parent's thread does not exist there.
+  // The lost handler as the lock was given it, for the watchdog a forked child makes.
+  std::mutex handlerMutex_;
+  ILock::LostHandler lostHandler_;  // guarded by handlerMutex_
+
+  // Last: made from the members above; stopped by the destructor. A forked child gets its own,
+  // which renews only the child's leases; the parent's thread does not exist there.
   ForkLocal<Watchdog> watchdog_;
 };
 

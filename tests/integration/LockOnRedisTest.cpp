@@ -186,6 +186,24 @@ TEST_SUITE("LockOnRedis") {
     CHECK(client.ok({"EXISTS", "dlock:{k}"}).integer == 0);
   }
 
+  TEST_CASE("the longest lease is one Redis accepts, and a longer one is refused before anything is sent") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(30s).build();
+    REQUIRE(lock->tryLock("k", 1s, dlock::kMaxLeaseTime));
+    CHECK(client.ok({"PTTL", "dlock:{k}"}).integer > dlock::kMaxLeaseTime.count() - 60000);
+    lock->unlock("k");
+    auto before = client.commandCalls();
+    CHECK_THROWS_AS((void)lock->tryLock("k", 1s, std::chrono::milliseconds::max()), dlock::InvalidArgumentError);
+    dlock::AcquireOptions options;
+    options.leaseTime = dlock::kMaxLeaseTime + 1ms;
+    CHECK_THROWS_AS((void)lock->acquire("k", options), dlock::InvalidArgumentError);
+    auto after = client.commandCalls();
+    before.erase("info");  // commandCalls() itself
+    after.erase("info");
+    CHECK(after == before);
+  }
+
   TEST_CASE("1000 keys under the watchdog: renewals per interval do not grow with the key count") {
     RedisProcess server;
     RedisClient client(server.host(), server.port());

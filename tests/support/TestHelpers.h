@@ -7,6 +7,7 @@
 //   processAlive(pid)                 true while `pid` runs (a zombie does not count)
 //   runScript(command)                a script's exit status and first line of output
 //   pidsIn(dir, nodes)                the server.pid each of dir/<node> holds (scripts/lib/redis.sh)
+//   extendedFlags(results)            the `extended` flag of each of extendAll's results
 #pragma once
 
 #include <doctest/doctest.h>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "RedisClient.h"
+#include "dlock/IOperator.h"
 #include "dlock/LockError.h"
 
 namespace dlock::test {
@@ -86,6 +88,13 @@ inline std::pair<int, std::string> runScript(const std::string& command) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   const int status = ::pclose(out);
   return {status, line};
+}
+
+inline std::vector<bool> extendedFlags(const std::vector<ExtendResult>& results) {
+  std::vector<bool> flags;
+  flags.reserve(results.size());
+  for (const auto& result : results) flags.push_back(result.extended);
+  return flags;
 }
 
 inline std::vector<pid_t> pidsIn(const std::string& dir, const std::vector<std::string>& nodes) {

@@ -32,6 +32,7 @@ using namespace std::string_literals;
 using dlock::test::ChildProcess;
 using dlock::test::ClusterTopology;
 using dlock::test::RedisClient;
+using dlock::test::extendedFlags;
 using Steady = std::chrono::steady_clock;
 
 namespace {
@@ -314,7 +315,7 @@ TEST_SUITE("ClusterOperator") {
     }
     std::vector<dlock::LeaseRef> leases;
     for (const auto& key : keys) leases.push_back(dlock::LeaseRef{key, "token-a"});
-    const auto extended = backend->extendAll(leases, 20000ms);
+    const auto extended = extendedFlags(backend->extendAll(leases, 20000ms));
     CHECK(std::count(extended.begin(), extended.end(), true) == static_cast<long>(keys.size()));
     for (const auto& key : keys) {
       CAPTURE(key);
@@ -345,7 +346,7 @@ TEST_SUITE("ClusterOperator") {
       before.push_back(cluster.client(master).commandCalls()["evalsha"]);
       movedBefore.push_back(cluster.errorCount(master, "MOVED"));
     }
-    const auto extended = backend->extendAll(leases, 30000ms);
+    const auto extended = extendedFlags(backend->extendAll(leases, 30000ms));
     REQUIRE(extended.size() == keys.size());
     for (std::size_t i = 0; i < keys.size(); ++i) {
       CAPTURE(keys[i]);

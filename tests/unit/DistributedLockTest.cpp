@@ -154,13 +154,9 @@ TEST_SUITE("DistributedLock") {
     CHECK_THROWS_AS((void)lock->acquire(""), dlock::InvalidArgumentError);
     CHECK_THROWS_AS(lock->lock(oversized), dlock::InvalidArgumentError);
     CHECK_THROWS_AS((void)lock->tryLock(oversized, 1s), dlock::InvalidArgumentError);
-    CHECK_THROWS_AS((void)lock->tryLock("k", 0ms), dlock::InvalidArgumentError);
-    CHECK_THROWS_AS((void)lock->tryLock("k", -5ms), dlock::InvalidArgumentError);
     CHECK_THROWS_AS((void)lock->tryLock("k", 1s, 0ms), dlock::InvalidArgumentError);
     CHECK_THROWS_AS((void)lock->tryLock("k", 1s, -1ms), dlock::InvalidArgumentError);
-    dlock::AcquireOptions negativeWait;
-    negativeWait.waitTime = -1ms;
-    CHECK_THROWS_AS((void)lock->acquire("k", negativeWait), dlock::InvalidArgumentError);
+    CHECK_THROWS_AS((void)lock->tryLock("k", 0ms, 0ms), dlock::InvalidArgumentError);
     dlock::AcquireOptions zeroLease;
     zeroLease.leaseTime = 0ms;
     CHECK_THROWS_AS((void)lock->acquire("k", zeroLease), dlock::InvalidArgumentError);
@@ -174,10 +170,81 @@ TEST_SUITE("DistributedLock") {
       CHECK(std::string(e.what()).find("1025 bytes") != std::string::npos);
     }
     try {
-      (void)lock->tryLock("k", -5ms);
+      (void)lock->tryLock("k", 1s, -5ms);
     } catch (const dlock::InvalidArgumentError& e) {
-      CHECK(std::string(e.what()).find("timeout must be positive") != std::string::npos);
+      CHECK(std::string(e.what()).find("lease time must be positive") != std::string::npos);
     }
+  }
+
+  TEST_CASE("tryLock with a timeout of zero or less tries once instead of throwing") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    auto other = f.leased(30s);
+    for (const auto timeout : {0ms, -5ms, std::chrono::milliseconds::min()}) {
+      CAPTURE(timeout.count());
+      auto calls = f.backend->calls();
+      REQUIRE(lock->tryLock("k", timeout));  // free: taken at the one try
+      CHECK(f.backend->calls() == calls + 1);
+      calls = f.backend->calls();
+      CHECK_FALSE(other->tryLock("k", timeout));  // held: false after one try
+      CHECK_FALSE(other->tryLock("k", timeout, 10s));
+      CHECK(f.backend->calls() == calls + 2);
+      lock->unlock("k");
+    }
+    auto defaults = dlock::LockBuilder().backend(f.backend).clock(f.clock).leaseTime(30s).defaultKey("d").build();
+    CHECK(defaults->tryLock(0ms));
+    defaults->unlock();
+  }
+
+  TEST_CASE("a wait budget computed as deadline - now that has run out tries once") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    const auto deadline = std::chrono::steady_clock::now();  // the work before took all the budget
+    const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto calls = f.backend->calls();
+    CHECK(lock->tryLock("k", remaining));
+    CHECK(f.backend->calls() == calls + 1);
+    lock->unlock("k");
+    dlock::AcquireOptions options;
+    options.waitTime = remaining;
+    dlock::Lease lease = lock->acquire("k", options);
+    CHECK(lease);
+    options.waitTime = -1ms;
+    CHECK_FALSE(lock->acquire("k", options));  // held by `lease`: one try, an empty lease
+  }
+
+  TEST_CASE("a lease longer than kMaxLeaseTime is refused before anything is sent") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    const auto calls = f.backend->calls();
+    for (const auto lease : {dlock::kMaxLeaseTime + 1ms, std::chrono::milliseconds::max()}) {
+      CAPTURE(lease.count());
+      CHECK_THROWS_AS((void)lock->tryLock("k", 1s, lease), dlock::InvalidArgumentError);
+      CHECK_THROWS_AS((void)lock->tryLock("k", 0ms, lease), dlock::InvalidArgumentError);
+      dlock::AcquireOptions acquireOptions;
+      acquireOptions.leaseTime = lease;
+      CHECK_THROWS_AS((void)lock->acquire("k", acquireOptions), dlock::InvalidArgumentError);
+      CHECK_THROWS_AS((void)dlock::LockBuilder().backend(f.backend).leaseTime(lease).build(), dlock::ConfigError);
+      CHECK_THROWS_AS((void)dlock::LockBuilder().backend(f.backend).watchdogLease(lease).build(), dlock::ConfigError);
+      dlock::LockOptions lockOptions;
+      lockOptions.leaseTime = lease;
+      CHECK_THROWS_AS((void)dlock::LockBuilder().backend(f.backend).options(lockOptions).build(), dlock::ConfigError);
+    }
+    CHECK(f.backend->calls() == calls);
+    try {
+      (void)lock->tryLock("k", 1s, std::chrono::milliseconds::max());
+    } catch (const dlock::InvalidArgumentError& e) {
+      CHECK(std::string(e.what()).find("kMaxLeaseTime") != std::string::npos);
+    }
+    // The limit itself is a lease like any other, under the watchdog too.
+    REQUIRE(lock->tryLock("k", 1s, dlock::kMaxLeaseTime));
+    CHECK(f.backend->inspect("k").remaining == dlock::kMaxLeaseTime);
+    f.clock->advance(dlock::kMaxLeaseTime - 1ms);
+    CHECK(lock->isHeld("k"));
+    lock->unlock("k");
+    auto longest = dlock::LockBuilder().backend(f.backend).clock(f.clock).watchdogLease(dlock::kMaxLeaseTime).build();
+    REQUIRE(longest->tryLock("k"));
+    longest->unlock("k");
   }
 
   TEST_CASE("a key of exactly the limit is accepted") {
@@ -246,6 +313,39 @@ TEST_SUITE("DistributedLock") {
     CHECK_THROWS_AS(lock->unlock("k"), dlock::NotOwnerError);
     CHECK(lock->stats().acquisitions == 1);
     CHECK(lock->stats().reentries == 2);
+  }
+
+  TEST_CASE("unlock of a reentrant hold whose lease ended throws LockLostError and forgets every hold") {
+    VirtualFixture f;
+    SUBCASE("expired") {
+      auto lock = f.leased(30s);
+      lock->lock("k");
+      lock->lock("k");
+      lock->lock("k");
+      f.clock->advance(30s);
+      CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+      CHECK(lock->holdCount("k") == 0);
+      CHECK_THROWS_AS(lock->unlock("k"), dlock::NotOwnerError);
+      CHECK(lock->stats().lostLeases == 1);
+    }
+    SUBCASE("taken while held, under the watchdog") {
+      auto lock = f.watched(30s);
+      lock->lock("k");
+      lock->lock("k");
+      REQUIRE(f.backend->unlock("k", f.backend->holderOf("k")).released);
+      f.clock->advance(10s);  // the watchdog finds it gone
+      CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+      CHECK(lock->holdCount("k") == 0);
+      CHECK(lock->stats().lostLeases == 1);
+    }
+    SUBCASE("quietly") {
+      auto lock = f.leased(30s);
+      lock->lock("k");
+      lock->lock("k");
+      f.clock->advance(30s);
+      CHECK_FALSE(lock->unlockQuietly("k"));
+      CHECK(lock->holdCount("k") == 0);
+    }
   }
 
   TEST_CASE("reentry on an ended lease throws LockLostError") {
@@ -431,5 +531,72 @@ TEST_SUITE("DistributedLock") {
     f.clock->advance(1ms);
     CHECK_FALSE(lock->isHeld("k"));  // 2 s before the backend's own expiry
     CHECK(f.backend->inspect("k").held);
+  }
+}
+
+namespace {
+
+// A backend whose next release runs and then fails with ConnectionError: its reply was lost.
+class LostReleaseReply final : public dlock::test::ForwardingOperator {
+ public:
+  using ForwardingOperator::ForwardingOperator;
+  std::atomic<bool> loseNext{false};
+  dlock::ReleaseResult unlock(std::string_view key, std::string_view token) override {
+    const dlock::ReleaseResult result = inner_->unlock(key, token);
+    if (loseNext.exchange(false)) throw dlock::ConnectionError("dlock: forwarding://: the reply was lost");
+    return result;
+  }
+};
+
+// A backend that retries each release as ConnectionPool::run does after a reused connection
+// failed: the first try ran but its reply was lost, so the retry finds the key gone.
+class RetriedRelease final : public dlock::test::ForwardingOperator {
+ public:
+  using ForwardingOperator::ForwardingOperator;
+  dlock::ReleaseResult unlock(std::string_view key, std::string_view token) override {
+    (void)inner_->unlock(key, token);
+    dlock::ReleaseResult retry = inner_->unlock(key, token);
+    retry.inDoubt = !retry.released;
+    return retry;
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("DistributedLock") {
+  TEST_CASE("an unlock retried after its reply was lost reports released while the lease is valid, then lost") {
+    VirtualFixture f;
+    auto backend = std::make_shared<LostReleaseReply>(f.backend);
+    auto lock = dlock::LockBuilder().backend(backend).clock(f.clock).leaseTime(30s).build();
+    REQUIRE(lock->tryLock("k"));
+    backend->loseNext = true;
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::ConnectionError);
+    CHECK(lock->holdCount("k") == 1);        // kept for a retry ...
+    CHECK(f.backend->holderOf("k").empty());  // ... although the release ran
+    SUBCASE("retried within the lease") {
+      f.clock->advance(30s - 1ms);
+      CHECK_NOTHROW(lock->unlock("k"));  // the key was ours until now: the lost try released it
+      CHECK(lock->stats().lostLeases == 0);
+    }
+    SUBCASE("retried after the lease") {
+      f.clock->advance(30s);  // now nobody can tell whose doing the missing key is
+      CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+    }
+    CHECK(lock->holdCount("k") == 0);
+  }
+
+  TEST_CASE("a release the backend reports in doubt counts as released while the lease is valid") {
+    VirtualFixture f;
+    auto lock = dlock::LockBuilder()
+                    .backend(std::make_shared<RetriedRelease>(f.backend))
+                    .clock(f.clock)
+                    .leaseTime(30s)
+                    .build();
+    REQUIRE(lock->tryLock("k"));
+    CHECK_NOTHROW(lock->unlock("k"));
+    CHECK(lock->stats().lostLeases == 0);
+    dlock::Lease lease = lock->acquire("k");
+    f.clock->advance(30s);  // ended: a missing key is no longer proof of our own release
+    CHECK_THROWS_AS(lease.release(), dlock::LockLostError);
   }
 }

@@ -1,9 +1,11 @@
 // Fixtures.h — building blocks of the unit suite: a lock over a MemoryOperator on a clock the
-// test controls.
+// test controls, an operator to bend, and an event to force an interleaving of threads.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 
 #include "dlock/core/LockBuilder.h"
 #include "dlock/memory/MemoryOperator.h"
@@ -24,7 +26,7 @@ class ForwardingOperator : public IOperator {
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
     return inner_->extend(key, token, ttl);
   }
-  std::vector<bool> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override {
+  std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override {
     return inner_->extendAll(leases, ttl);
   }
   std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override {
@@ -35,6 +37,29 @@ class ForwardingOperator : public IOperator {
 
  protected:
   std::shared_ptr<MemoryOperator> inner_;
+};
+
+// A one-shot signal between threads. wait() gives up after `budget` of real time, so a test whose
+// interleaving went wrong fails instead of hanging.
+class Event {
+ public:
+  void set() {
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      set_ = true;
+    }
+    changed_.notify_all();
+  }
+  // True once set; false when `budget` passed first.
+  [[nodiscard]] bool wait(std::chrono::milliseconds budget = std::chrono::seconds(10)) {
+    std::unique_lock<std::mutex> guard(mutex_);
+    return changed_.wait_for(guard, budget, [this] { return set_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool set_ = false;  // guarded by mutex_
 };
 
 struct VirtualFixture {

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <thread>
 #include <utility>
 
@@ -9,6 +10,21 @@
 
 using namespace std::chrono_literals;
 using dlock::test::VirtualFixture;
+
+namespace {
+
+// A backend that refuses releases while `refuse` is set, as a server refuses a script (NOPERM).
+class RefusingRelease final : public dlock::test::ForwardingOperator {
+ public:
+  using ForwardingOperator::ForwardingOperator;
+  std::atomic<bool> refuse{false};
+  dlock::ReleaseResult unlock(std::string_view key, std::string_view token) override {
+    if (refuse) throw dlock::BackendError("dlock: forwarding://: NOPERM this user has no permissions to run PUBLISH");
+    return inner_->unlock(key, token);
+  }
+};
+
+}  // namespace
 
 TEST_SUITE("Lease") {
   TEST_CASE("acquire returns a lease that carries its key, token and fencing token") {
@@ -112,6 +128,26 @@ TEST_SUITE("Lease") {
     CHECK(lease);
     lease.release();
     CHECK(f.backend->holderOf("k").empty());
+  }
+
+  TEST_CASE("a release refused with BackendError keeps the lease, and its destructor then ends the renewals") {
+    VirtualFixture f;
+    auto backend = std::make_shared<RefusingRelease>(f.backend);
+    auto lock = dlock::LockBuilder().backend(backend).clock(f.clock).watchdogLease(30s).build();
+    dlock::test::LogCapture log;
+    {
+      dlock::Lease lease = lock->acquire("k");
+      backend->refuse = true;
+      CHECK_THROWS_AS(lease.release(), dlock::BackendError);
+      CHECK(lease);  // still ours to release, as after a ConnectionError
+      CHECK(lease.isHeld());
+      f.clock->advance(10s);
+      CHECK(lock->stats().renewals == 1);
+    }  // the destructor tries once more, fails again, and gives the lease up
+    CHECK(log.text().find("releasing 'k' failed") != std::string::npos);
+    for (int step = 0; step < 3; ++step) f.clock->advance(10s);
+    CHECK(lock->stats().renewals == 1);  // not renewed for ever
+    CHECK_FALSE(f.backend->inspect("k").held);
   }
 
   TEST_CASE("a lease under the watchdog outlives its lease time and its lock") {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "Fixtures.h"
+#include "LogCapture.h"
 #include "dlock/macros.h"
 
 using namespace std::chrono_literals;
@@ -107,6 +108,93 @@ TEST_SUITE("Macros") {
         }(),
         std::runtime_error);
     CHECK(f.backend->holderOf("k").empty());
+  }
+
+  TEST_CASE("DISTRIBUTED_TRY_LOCK with a timeout of zero or less tries once") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    DefaultLockScope scope(lock);
+    int ran = 0;
+    auto calls = f.backend->calls();
+    DISTRIBUTED_TRY_LOCK("k", 0ms) { ++ran; }
+    DISTRIBUTED_TRY_LOCK("k", -1ms) { ++ran; }
+    CHECK(ran == 2);
+    CHECK(f.backend->calls() == calls + 4);  // one try and one release each
+    auto holder = f.leased(30s);
+    REQUIRE(holder->tryLock("k"));
+    calls = f.backend->calls();
+    DISTRIBUTED_TRY_LOCK_WITH(lock, "k", 0ms) { ++ran; }
+    CHECK(ran == 2);
+    CHECK(f.backend->calls() == calls + 1);
+    const dlock::ScopedLock refused(lock, "k", -5ms);
+    CHECK_FALSE(refused.owns());
+    holder->unlock("k");
+  }
+
+  TEST_CASE("DISTRIBUTED_LOCK_NAMED's guard unlock reports a lost lease, and the scope end then does nothing") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    DefaultLockScope scope(lock);
+    dlock::test::LogCapture log;
+    std::uint64_t calls = 0;
+    {
+      DISTRIBUTED_LOCK_NAMED(guard, "k");
+      CHECK(guard.owns());
+      CHECK(guard.fencingToken() == 1);
+      f.clock->advance(30s);  // the section outlived its lease
+      CHECK_THROWS_AS(guard.unlock(), dlock::LockLostError);
+      CHECK_FALSE(guard.owns());
+      CHECK_THROWS_AS(guard.unlock(), dlock::NotOwnerError);
+      calls = f.backend->calls();
+    }
+    CHECK(f.backend->calls() == calls);
+    CHECK(log.text().find("not held by this thread") == std::string::npos);
+  }
+
+  TEST_CASE("a named guard's unlock releases at once") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    DefaultLockScope scope(lock);
+    {
+      DISTRIBUTED_LOCK_NAMED(guard, "k");
+      guard.unlock();
+      CHECK(f.backend->holderOf("k").empty());
+      CHECK_FALSE(lock->isHeld("k"));
+      REQUIRE(lock->tryLock("k"));  // held again, by a hold the guard knows nothing of
+    }
+    CHECK(lock->isHeld("k"));  // the scope end released nothing
+    lock->unlock("k");
+  }
+
+  TEST_CASE("DISTRIBUTED_TRY_LOCK_NAMED's guard unlock reports a lost lease too") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    DefaultLockScope scope(lock);
+    bool reported = false;
+    DISTRIBUTED_TRY_LOCK_NAMED(guard, "k", 10ms) {
+      f.clock->advance(31s);
+      try {
+        guard.unlock();
+      } catch (const dlock::LockLostError&) {
+        reported = true;
+      }
+    }
+    CHECK(reported);
+    CHECK(lock->holdCount("k") == 0);
+  }
+
+  TEST_CASE("ScopedLock::unlock keeps the hold after a ConnectionError, for a retry or the destructor") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    {
+      dlock::ScopedLock guard(lock, "k");
+      f.backend->failNextCalls(1);
+      CHECK_THROWS_AS(guard.unlock(), dlock::ConnectionError);
+      CHECK(guard.owns());
+      CHECK(lock->holdCount("k") == 1);
+    }  // the destructor releases it
+    CHECK(f.backend->holderOf("k").empty());
+    CHECK(lock->holdCount("k") == 0);
   }
 
   TEST_CASE("a macro used with no default lock set throws ConfigError") {

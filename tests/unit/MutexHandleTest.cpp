@@ -87,6 +87,22 @@ TEST_SUITE("MutexHandle") {
     CHECK(f.backend->size() == 0);
   }
 
+  TEST_CASE("unlockOrThrow reports a lost lease as LockLostError, where unlock only logs") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    auto mutex = lock->mutex("k");
+    {
+      std::unique_lock<dlock::MutexHandle> guard(mutex);
+      f.clock->advance(30s);  // the section outlived its lease
+      CHECK_THROWS_AS(guard.release()->unlockOrThrow(), dlock::LockLostError);
+    }
+    CHECK(lock->holdCount("k") == 0);
+    CHECK_THROWS_AS(mutex.unlockOrThrow(), dlock::NotOwnerError);
+    mutex.lock();
+    mutex.unlockOrThrow();  // a lease that held to the end: released, no error
+    CHECK(f.backend->holderOf("k").empty());
+  }
+
   TEST_CASE("unlock never throws: a failed release is logged and the hold forgotten") {
     VirtualFixture f;
     auto lock = f.leased(30s);

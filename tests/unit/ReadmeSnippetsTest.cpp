@@ -37,6 +37,14 @@ void nightlyReport() {
   }
 }
 
+void settleInvoice(const std::string& invoiceId) {
+  DISTRIBUTED_LOCK_NAMED(guard, "invoice:" + invoiceId);
+  std::uint64_t fence = guard.fencingToken();  // give it to the storage: it refuses older tokens
+  // ... the critical section; check dlock::defaultLock()->isHeld(guard.key()) before committing ...
+  guard.unlock();  // LockLostError if the lease ended before this point
+  (void)fence;
+}
+
 #include <dlock/core/LockBuilder.h>
 #include <dlock/memory/MemoryOperator.h>
 #include <dlock/memory/VirtualClock.h>
@@ -97,8 +105,10 @@ TEST_SUITE("Readme") {
     startUp(lock);
     shipOrder("42");
     nightlyReport();
+    settleInvoice("7");
     dlock::resetDefaultLock();
     CHECK(lock->stats().lostLeases == 0);
     CHECK_FALSE(lock->isHeld("order:42"));
+    CHECK_FALSE(lock->isHeld("invoice:7"));
   }
 }

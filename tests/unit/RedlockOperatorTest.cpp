@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
@@ -17,12 +18,11 @@
 
 using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
+using dlock::test::extendedFlags;
 
 namespace {
 
-// A node with switchable faults, over a MemoryOperator. Unlike MemoryOperator it answers
-// "acquired" to an acquire by the token that already holds the key, as the Redis acquire script
-// does (a retry by the same owner).
+// A node with switchable faults, over a MemoryOperator.
 class ScriptedNode final : public dlock::IOperator {
  public:
   explicit ScriptedNode(std::shared_ptr<dlock::Clock> clock)
@@ -32,6 +32,8 @@ class ScriptedNode final : public dlock::IOperator {
   std::atomic<bool> failRaise{false};   // raiseFence throws ConnectionError
   std::atomic<bool> failUnlock{false};  // unlock throws ConnectionError
   std::atomic<bool> failWatch{false};   // watch throws ConnectionError
+  // unlock runs twice, as a pool retries after a lost reply: the second try is the answer
+  std::atomic<bool> retryUnlock{false};
   std::atomic<int> locks{0};
   std::atomic<int> raises{0};
 
@@ -40,17 +42,15 @@ class ScriptedNode final : public dlock::IOperator {
   dlock::AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
     check();
     ++locks;
-    if (memory_->holderOf(key) == token) {
-      dlock::AcquireResult again;
-      again.acquired = true;
-      again.fencingToken = memory_->inspect(key).fencingToken;
-      return again;
-    }
     return memory_->lock(key, token, ttl);
   }
   dlock::ReleaseResult unlock(std::string_view key, std::string_view token) override {
     check(failUnlock);
-    return memory_->unlock(key, token);
+    if (!retryUnlock) return memory_->unlock(key, token);
+    (void)memory_->unlock(key, token);
+    dlock::ReleaseResult retry = memory_->unlock(key, token);
+    retry.inDoubt = !retry.released;
+    return retry;
   }
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
     check();
@@ -382,7 +382,7 @@ TEST_SUITE("RedlockOperator") {
     CHECK(n.holding("k", "t") >= 4);
     start = Steady::now();
     CHECK(n.redlock->extend("k", "t", 400ms));
-    CHECK(n.redlock->extendAll({{"k", "t"}, {"other", "t"}}, 400ms) == std::vector<bool>{true, false});
+    CHECK(extendedFlags(n.redlock->extendAll({{"k", "t"}, {"other", "t"}}, 400ms)) == std::vector<bool>{true, false});
     CHECK(Steady::now() - start < 600ms);
     n.nodes[2]->setLatency(0ms);
   }
@@ -428,7 +428,7 @@ TEST_SUITE("RedlockOperator") {
     std::vector<std::uint64_t> before;
     for (auto& node : n.nodes) before.push_back(node->calls());
     const auto extended = n.redlock->extendAll({{"a", "ta"}, {"b", "tb"}, {"c", "tc"}}, 20s);
-    CHECK(extended == std::vector<bool>{true, false, false});
+    CHECK(extendedFlags(extended) == std::vector<bool>{true, false, false});
     for (std::size_t i = 0; i < n.nodes.size(); ++i) CHECK(n.nodes[i]->calls() == before[i] + 1);
     n.clock->advance(15s);
     CHECK(n.redlock->inspect("a").held);  // extended to 20 s on every node
@@ -442,6 +442,35 @@ TEST_SUITE("RedlockOperator") {
     n.nodes[0]->failNextCalls(1);
     n.nodes[1]->failNextCalls(1);
     CHECK_THROWS_AS((void)n.redlock->extend("a", "ta", 20s), dlock::ConnectionError);  // 2 yes, 2 unknown
+  }
+
+  TEST_CASE("an unlock that only nodes in doubt bring to a quorum is in doubt, and the lock takes it as released") {
+    ScriptedNodes n;
+    REQUIRE(n.redlock->lock("a", "t", 10s).acquired);
+    for (std::size_t i : {0, 1}) n.nodes[i]->retryUnlock = true;
+    const auto enough = n.redlock->unlock("a", "t");  // 3 released now: a quorum on its own
+    CHECK(enough.released);
+    CHECK_FALSE(enough.inDoubt);
+
+    REQUIRE(n.redlock->lock("b", "t", 10s).acquired);
+    n.nodes[2]->retryUnlock = true;  // 2 released now, 3 maybe earlier
+    const auto doubtful = n.redlock->unlock("b", "t");
+    CHECK_FALSE(doubtful.released);
+    CHECK(doubtful.inDoubt);
+    CHECK(n.holding("b", "t") == 0);
+
+    REQUIRE(n.redlock->lock("c", "t", 10s).acquired);
+    for (std::size_t i : {0, 1, 2, 3}) REQUIRE(n.nodes[i]->memory().unlock("c", "t").released);  // gone before
+    for (std::size_t i : {1, 2}) n.nodes[i]->retryUnlock = false;
+    const auto lost = n.redlock->unlock("c", "t");  // 1 released, 1 in doubt: no quorum even so
+    CHECK_FALSE(lost.released);
+    CHECK_FALSE(lost.inDoubt);
+
+    for (std::size_t i : {0, 1, 2}) n.nodes[i]->retryUnlock = true;
+    auto lock = dlock::LockBuilder().backend(n.redlock).leaseTime(10s).build();
+    REQUIRE(lock->tryLock("d"));
+    CHECK_NOTHROW(lock->unlock("d"));  // in doubt while the lease is valid: released
+    CHECK(lock->stats().lostLeases == 0);
   }
 
   TEST_CASE("inspect gives the quorum view") {
@@ -550,6 +579,25 @@ TEST_SUITE("RedlockOperator") {
     lock->unlock("a");
     lock->unlock("b");
     CHECK(n.leases() == 0);
+  }
+
+  TEST_CASE("after a renewal the lease is held for ttl - drift, as after the acquisition") {
+    MemoryNodes n;
+    auto lock = dlock::LockBuilder().backend(n.redlock).clock(n.clock).watchdogLease(30s).build();
+    // Drift: 30 s * 0.01 + 2 ms = 302 ms, so each grant holds for 29,698 ms from when it was sent.
+    REQUIRE(lock->tryLock("k"));
+    n.clock->advance(10s);  // renewed at 10 s: held until 39.698 s
+    REQUIRE(lock->stats().renewals == 1);
+    for (const auto& node : n.nodes) node->failNextCalls(1000);  // no renewal gets through any more
+    n.clock->advance(10s);
+    n.clock->advance(10s);
+    CHECK(lock->stats().renewalFailures == 2);
+    n.clock->advance(9698ms - 1ms);
+    CHECK(lock->isHeld("k"));
+    n.clock->advance(1ms);
+    CHECK_FALSE(lock->isHeld("k"));  // not at 40 s, the renewal's time + the whole ttl
+    for (const auto& node : n.nodes) node->failNextCalls(0);
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
   }
 
   TEST_CASE("the watchdog reports a lease lost when a quorum no longer has it") {

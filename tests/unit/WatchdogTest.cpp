@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -153,7 +154,7 @@ class UnrenewableOperator final : public dlock::test::ForwardingOperator {
   bool extend(std::string_view, std::string_view, std::chrono::milliseconds) override {
     throw dlock::ConnectionError("renewal path down");
   }
-  std::vector<bool> extendAll(const std::vector<dlock::LeaseRef>&, std::chrono::milliseconds) override {
+  std::vector<dlock::ExtendResult> extendAll(const std::vector<dlock::LeaseRef>&, std::chrono::milliseconds) override {
     throw dlock::ConnectionError("renewal path down");
   }
 };
@@ -173,5 +174,126 @@ TEST_SUITE("Watchdog") {
     CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
     CHECK_FALSE(f.backend->inspect("k").held);   // deleted, so nobody waits out its TTL
     CHECK(log.text().find("renewal path down") != std::string::npos);
+  }
+}
+
+TEST_SUITE("Watchdog") {
+  TEST_CASE("a lost handler that drops the last reference to its lock does not end the process") {
+    VirtualFixture f;
+    std::shared_ptr<dlock::ILock> lock = f.watched(30s);
+    std::atomic<int> reports{0};
+    lock->onLockLost([&lock, &reports](std::string_view, std::uint64_t) {
+      ++reports;
+      lock.reset();  // the lock, its core and its watchdog go now, on the watchdog's own thread
+    });
+    REQUIRE(lock->tryLock("k"));
+    REQUIRE(lock->tryLock("k2"));
+    // Both keys are taken away behind our back: one renewal finds both gone.
+    REQUIRE(f.backend->unlock("k", f.backend->holderOf("k")).released);
+    REQUIRE(f.backend->unlock("k2", f.backend->holderOf("k2")).released);
+    f.clock->advance(10s);  // returns once the watchdog's thread has ended
+    CHECK(reports == 1);    // the lock was gone before the second report: nobody to tell
+    CHECK(lock == nullptr);
+    const auto calls = f.backend->calls();
+    for (int step = 0; step < 3; ++step) f.clock->advance(10s);
+    CHECK(f.backend->calls() == calls);  // nothing renews any more
+  }
+
+  TEST_CASE("a lost handler that drops a lease which outlived its lock does not end the process") {
+    VirtualFixture f;
+    std::optional<dlock::Lease> lease;
+    std::atomic<int> reports{0};
+    {
+      auto lock = f.watched(30s);
+      lock->onLockLost([&lease, &reports](std::string_view, std::uint64_t) {
+        ++reports;
+        lease.reset();  // its release fails (lost), then it drops the last reference to the core
+      });
+      lease = lock->acquire("k");
+      REQUIRE(*lease);
+    }  // the lock object is gone; the lease keeps its core and watchdog alive
+    REQUIRE(f.backend->unlock("k", f.backend->holderOf("k")).released);
+    f.clock->advance(10s);
+    CHECK(reports == 1);
+    CHECK_FALSE(lease.has_value());
+    CHECK(f.backend->size() == 0);
+  }
+}
+
+namespace {
+
+// Forces the race of a renewal and the release of the same lease: once armed, a renewal waits
+// until the release has run on the backend (the key is gone when it arrives), and the release
+// returns only once the watchdog has judged that renewal's answer.
+class RenewalBehindRelease final : public dlock::test::ForwardingOperator {
+ public:
+  using ForwardingOperator::ForwardingOperator;
+
+  std::atomic<bool> armed{false};
+  dlock::test::Event renewalSent;     // the armed renewal is on its way
+  dlock::test::Event released;        // the release has run
+  dlock::test::Event renewalJudged;   // the watchdog has handled the renewal's answer (set by the test)
+
+  std::vector<dlock::ExtendResult> extendAll(const std::vector<dlock::LeaseRef>& leases,
+                                             std::chrono::milliseconds ttl) override {
+    if (armed.exchange(false)) {
+      renewalSent.set();
+      CHECK(released.wait());
+    }
+    return inner_->extendAll(leases, ttl);
+  }
+  dlock::ReleaseResult unlock(std::string_view key, std::string_view token) override {
+    const dlock::ReleaseResult result = inner_->unlock(key, token);
+    released.set();
+    CHECK(renewalJudged.wait());
+    return result;
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("Watchdog") {
+  TEST_CASE("a renewal that reaches the backend after the release of its lease does not report it lost") {
+    VirtualFixture f;
+    auto backend = std::make_shared<RenewalBehindRelease>(f.backend);
+    auto lock = dlock::LockBuilder().backend(backend).clock(f.clock).watchdogLease(30s).build();
+    std::atomic<int> reports{0};
+    lock->onLockLost([&reports](std::string_view, std::uint64_t) { ++reports; });
+    REQUIRE(lock->tryLock("k"));
+    backend->armed = true;
+    std::thread ticker([&] {
+      f.clock->advance(10s);  // returns once the watchdog has handled this tick's renewal
+      backend->renewalJudged.set();
+    });
+    REQUIRE(backend->renewalSent.wait());
+    CHECK_NOTHROW(lock->unlock("k"));  // runs on the backend while the renewal waits
+    ticker.join();
+    CHECK(reports == 0);
+    CHECK(lock->stats().lostLeases == 0);
+    CHECK(lock->holdCount("k") == 0);
+    CHECK(f.backend->holderOf("k").empty());
+  }
+
+  TEST_CASE("after an unlock fails with ConnectionError the lease is renewed again and a real loss still reported") {
+    VirtualFixture f;
+    auto lock = f.watched(30s);
+    std::atomic<int> reports{0};
+    lock->onLockLost([&reports](std::string_view, std::uint64_t) { ++reports; });
+    REQUIRE(lock->tryLock("k"));
+    f.backend->failNextCalls(1);
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::ConnectionError);  // the hold stays
+    for (int step = 0; step < 6; ++step) {  // 60 s: two leases, renewed
+      f.clock->advance(10s);
+      CHECK(lock->isHeld("k"));
+    }
+    CHECK(lock->stats().renewals == 6);
+    // The key is taken away. That failed unlock might have removed it, so a renewal finding it
+    // gone proves nothing at once; once the lease has run out unrenewed, it is lost.
+    REQUIRE(f.backend->unlock("k", f.backend->holderOf("k")).released);
+    for (int step = 0; step < 3; ++step) f.clock->advance(10s);
+    CHECK_FALSE(lock->isHeld("k"));
+    CHECK(reports == 1);
+    CHECK(lock->stats().lostLeases == 1);
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
   }
 }

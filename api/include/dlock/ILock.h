@@ -6,6 +6,10 @@
 //   held by another      waits            false (after t)         NotOwnerError
 //   our lease lost       LockLostError    LockLostError           LockLostError (hold forgotten)
 //
+// "Lost" is what isHeld(k) sees: the watchdog found the lease gone, or its local deadline passed.
+// A timeout t <= 0 tries once (java.util.concurrent.locks.Lock, try_lock_for); a lease time must
+// be positive and at most kMaxLeaseTime, else InvalidArgumentError before anything is sent.
+//
 // Holds belong to the calling thread: the token of each held key lives in thread-local storage
 // (RequestIdHolder), so unlock(k) takes no token and one thread may hold many keys. For work
 // that moves between threads, acquire() returns a Lease object instead.
@@ -58,11 +62,11 @@ class ILock {
   }
 
   // Waits at most `timeout` (steady clock) with the lock's IWait strategy; false on timeout.
-  // `timeout` must be positive (tryLock(key) tries once): InvalidArgumentError otherwise.
+  // `timeout <= 0` tries once, as tryLock(key) does, so a budget computed as `deadline - now`
+  // may run out without an exception.
   [[nodiscard]] bool tryLock(std::chrono::milliseconds timeout) { return tryLock(defaultKey(), timeout); }
   [[nodiscard]] bool tryLock(std::string_view key, std::chrono::milliseconds timeout) {
     detail::checkKey(key, "tryLock");
-    detail::checkPositive(timeout, "the timeout", "tryLock");
     return doAcquire(key, deadlineAfter(timeout), std::nullopt);
   }
   // As above with this acquisition's own lease instead of the lock's (Redisson's
@@ -70,14 +74,15 @@ class ILock {
   [[nodiscard]] bool tryLock(std::string_view key, std::chrono::milliseconds timeout,
                              std::chrono::milliseconds leaseTime) {
     detail::checkKey(key, "tryLock");
-    detail::checkPositive(timeout, "the timeout", "tryLock");
-    detail::checkPositive(leaseTime, "the lease time", "tryLock");
+    detail::checkLeaseTime(leaseTime, "the lease time", "tryLock");
     return doAcquire(key, deadlineAfter(timeout), leaseTime);
   }
 
   // Releases one hold of this thread; the lease is released when the count reaches zero.
-  // NotOwnerError when this thread does not hold the key; LockLostError when the lease had ended
-  // (the hold is forgotten); ConnectionError keeps the hold so unlock can be retried.
+  // NotOwnerError when this thread does not hold the key; LockLostError when the lease had ended,
+  // at any count (the hold is forgotten: every enclosing section ran unprotected too);
+  // ConnectionError keeps the hold so unlock can be retried. A retry that finds the key gone
+  // while the lease is still valid took it as released by the try whose reply was lost.
   void unlock() { unlock(defaultKey()); }
   void unlock(std::string_view key) {
     detail::checkKey(key, "unlock");
@@ -108,18 +113,12 @@ class ILock {
   }
 
   // An acquisition as a movable object with its own token, not tied to this thread. Waits as
-  // options.waitTime says (unset: as long as it takes); an empty Lease when that timed out.
+  // options.waitTime says (unset: as long as it takes; <= 0: tries once); an empty Lease when
+  // that timed out.
   [[nodiscard]] Lease acquire(std::string_view key, const AcquireOptions& options = {}) {
     detail::checkKey(key, "acquire");
-    if (options.waitTime && options.waitTime->count() < 0) {
-      throw InvalidArgumentError("dlock: acquire: the wait time must not be negative, got " +
-                                 std::to_string(options.waitTime->count()) + "ms");
-    }
-    if (options.leaseTime) detail::checkPositive(*options.leaseTime, "the lease time", "acquire");
-    const Deadline deadline = !options.waitTime              ? kNoDeadline
-                              : options.waitTime->count() == 0 ? kTryOnce
-                                                               : deadlineAfter(*options.waitTime);
-    return doAcquireLease(key, deadline, options.leaseTime);
+    if (options.leaseTime) detail::checkLeaseTime(*options.leaseTime, "the lease time", "acquire");
+    return doAcquireLease(key, options.waitTime ? deadlineAfter(*options.waitTime) : kNoDeadline, options.leaseTime);
   }
 
   // Registers a handler for leases the watchdog finds lost (replaces the previous one).
@@ -134,7 +133,9 @@ class ILock {
   static constexpr Deadline kTryOnce = Deadline::min();
   static constexpr Deadline kNoDeadline = Deadline::max();
 
+  // kTryOnce for a timeout <= 0; kNoDeadline when now + timeout would not fit.
   static Deadline deadlineAfter(std::chrono::milliseconds timeout) {
+    if (timeout.count() <= 0) return kTryOnce;
     const auto now = std::chrono::steady_clock::now();
     if (timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::max() - now)) return kNoDeadline;
     return now + timeout;
@@ -163,10 +164,7 @@ inline void MutexHandle::lock() { lock_->lock(key_); }
 
 inline bool MutexHandle::try_lock() { return lock_->tryLock(key_); }
 
-inline bool MutexHandle::tryLockFor(std::chrono::milliseconds wait) {
-  if (wait.count() <= 0) return lock_->tryLock(key_);
-  return lock_->tryLock(key_, wait);
-}
+inline bool MutexHandle::tryLockFor(std::chrono::milliseconds wait) { return lock_->tryLock(key_, wait); }
 
 template <class Rep, class Period>
 bool MutexHandle::try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
@@ -180,5 +178,7 @@ bool MutexHandle::try_lock_until(const std::chrono::time_point<Clock, Duration>&
 }
 
 inline void MutexHandle::unlock() noexcept { (void)lock_->unlockQuietly(key_); }
+
+inline void MutexHandle::unlockOrThrow() { lock_->unlock(key_); }
 
 }  // namespace dlock

@@ -1,9 +1,9 @@
 // IOperator.h — the backend surface: what a lock needs from a store of leases.
 //
-// Defines AcquireResult, LeaseRef, LeaseInfo, IReleaseWatch and IOperator. Implementations:
-// MemoryOperator (tests), SingleOperator, SentinelOperator, ClusterOperator, RedlockOperator.
-// Keys and tokens reaching an operator are already validated (non-empty, at most kMaxKeyBytes,
-// any bytes); ttl is strictly positive.
+// Defines AcquireResult, ReleaseResult, ExtendResult, LeaseRef, LeaseInfo, IReleaseWatch and
+// IOperator. Implementations: MemoryOperator (tests), SingleOperator, SentinelOperator,
+// ClusterOperator, RedlockOperator. Keys and tokens reaching an operator are already validated
+// (non-empty, at most kMaxKeyBytes, any bytes); ttl is strictly positive and at most kMaxLeaseTime.
 //
 // Every call either answers or throws: ConnectionError when the backend cannot be reached in
 // time, BackendError for an error reply — never a silent `false`.
@@ -39,6 +39,19 @@ struct ReleaseResult {
   // How many subscribers the release message reached (waiters of this key, in any process);
   // the lock uses it to give waiters a fair chance at the key.
   std::uint32_t notified = 0;
+  // When not released: the backend sent this release more than once (a connection died after
+  // sending it, before its reply), so an earlier try may be what freed the key. The lock then
+  // decides with the lease's local validity: still valid means the key was ours until now.
+  bool inDoubt = false;
+};
+
+// The outcome of renewing one lease (extendAll).
+struct ExtendResult {
+  bool extended = false;  // false: the lease had ended or belongs to someone else
+  // When extended: how long, from the moment the renewal was sent, the lease is known to hold;
+  // zero means the whole ttl. As AcquireResult::validity: Redlock reports the ttl minus its
+  // clock-drift allowance.
+  std::chrono::milliseconds validity{0};
 };
 
 // One lease in a batch renewal.
@@ -85,13 +98,15 @@ class IOperator {
   // Compare-and-expire: true when `token` still holds `key`, whose lease now ends in `ttl`.
   virtual bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) = 0;
 
-  // extend() for many leases; the result has one entry per lease, in order. Backends override it
-  // to use one round trip per connection; this default makes one call per lease.
-  virtual std::vector<bool> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
-    std::vector<bool> extended;
-    extended.reserve(leases.size());
-    for (const auto& lease : leases) extended.push_back(extend(lease.key, lease.token, ttl));
-    return extended;
+  // extend() for many leases, as the watchdog renews them; the result has one entry per lease, in
+  // order, with the validity of each renewal (what extend() does not report). Backends override
+  // it to use one round trip per connection; this default makes one call per lease and reports
+  // the whole ttl as valid, so a backend that grants less (Redlock) must override it.
+  virtual std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+    std::vector<ExtendResult> results;
+    results.reserve(leases.size());
+    for (const auto& lease : leases) results.push_back(ExtendResult{extend(lease.key, lease.token, ttl), {}});
+    return results;
   }
 
   // Raises the key's fencing counter to at least `atLeast` (never lowers it); returns its value

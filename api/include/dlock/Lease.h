@@ -26,7 +26,8 @@ class LeaseControl {
   LeaseControl& operator=(const LeaseControl&) = delete;
   virtual ~LeaseControl() = default;
 
-  // Releases the key: LockLostError if the lease had ended; ConnectionError leaves it held.
+  // Releases the key: LockLostError if the lease had ended; ConnectionError or BackendError
+  // leaves it held.
   virtual void release() = 0;
   // Releases the key, logging instead of throwing; false when the release failed.
   virtual bool releaseQuietly() noexcept = 0;
@@ -58,16 +59,15 @@ class Lease {
   // True while this object owns an acquisition (it may still have been lost: see isHeld()).
   explicit operator bool() const noexcept { return control_ != nullptr; }
 
-  // Releases the key. NotOwnerError on an empty lease; LockLostError when the lease had ended
-  // before the release (the lease is empty afterwards either way); ConnectionError keeps the
-  // lease so the release can be retried.
+  // Releases the key now, reporting what the destructor only logs. NotOwnerError on an empty
+  // lease; LockLostError when the lease had ended before the release (the lease is empty
+  // afterwards either way); ConnectionError or BackendError keeps the lease, so the release can
+  // be retried (or is tried once more by the destructor).
   void release() {
     if (!control_) throw NotOwnerError("dlock: release of an empty lease");
     try {
       control_->release();
-    } catch (const ConnectionError&) {
-      throw;
-    } catch (...) {
+    } catch (const LockLostError&) {
       control_.reset();
       throw;
     }

@@ -9,18 +9,21 @@
 namespace dlock {
 
 struct LockOptions {
-  // Lease of each acquisition. Unset: the watchdog lease below, renewed while held.
+  // Lease of each acquisition, at most kMaxLeaseTime. Unset: the watchdog lease below, renewed
+  // while held.
   std::optional<std::chrono::milliseconds> leaseTime;
-  // Lease under the watchdog, renewed every third of it while held (Redisson's 30 s / 10 s).
+  // Lease under the watchdog, renewed every third of it while held (Redisson's 30 s / 10 s);
+  // from 3 ms to kMaxLeaseTime.
   std::chrono::milliseconds watchdogLease{std::chrono::seconds(30)};
   // The key of the overloads without one (java.util.concurrent.locks.Lock has no key).
   std::string defaultKey = "default";
 };
 
 struct AcquireOptions {
-  // How long to wait for the key. Unset: wait as long as it takes; zero: try once.
+  // How long to wait for the key. Unset: wait as long as it takes; zero or negative: try once.
   std::optional<std::chrono::milliseconds> waitTime;
-  // Lease of this acquisition. Unset: the lock's LockOptions::leaseTime (or the watchdog).
+  // Lease of this acquisition, at most kMaxLeaseTime. Unset: the lock's LockOptions::leaseTime
+  // (or the watchdog).
   std::optional<std::chrono::milliseconds> leaseTime;
 };
 

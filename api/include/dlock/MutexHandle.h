@@ -11,6 +11,12 @@
 //
 // Locking goes through the ILock, so holds are per thread and reentrant. As the standard
 // requires, unlock() throws nothing: a failed release is logged and the lease ends at its TTL.
+// unlockOrThrow() is the reporting form, for code that must learn that its lease was lost:
+//
+//   std::unique_lock<dlock::MutexHandle> guard(m);
+//   ...                                       // the critical section
+//   guard.release()->unlockOrThrow();         // LockLostError if the lease ended meanwhile
+//
 // try_lock_for/until with a non-positive wait try once, as the standard's do.
 // Owner: the caller; the ILock must outlive the handle. Thread safety: thread-safe.
 #pragma once
@@ -34,6 +40,9 @@ class MutexHandle {
   template <class Clock, class Duration>
   [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, Duration>& until);
   void unlock() noexcept;
+  // unlock() that reports, as ILock::unlock does: LockLostError when the lease had ended before
+  // (the hold is forgotten), NotOwnerError when not held, ConnectionError keeping the hold.
+  void unlockOrThrow();
 
   [[nodiscard]] const std::string& key() const noexcept { return key_; }
 

@@ -1,6 +1,7 @@
 // Validation.h — the input rules every entry point applies before anything reaches a backend:
 // keys are non-empty byte strings of at most kMaxKeyBytes (any bytes: '\0', "\r\n", '{', '%'),
-// and durations are strictly positive. Also quoteKey(), which renders a key for messages.
+// and lease times are positive and at most kMaxLeaseTime. Also quoteKey(), which renders a key
+// for messages.
 #pragma once
 
 #include <chrono>
@@ -14,6 +15,13 @@ namespace dlock {
 
 // Longest user key, in bytes. Redis allows far more; a lock name longer than this is a bug.
 inline constexpr std::size_t kMaxKeyBytes = 1024;
+
+// Longest lease (LockOptions::leaseTime and watchdogLease, AcquireOptions::leaseTime, the lease of
+// tryLock): 365 days. Redis refuses a PX/PEXPIRE whose expiry (now + ttl, in milliseconds since
+// 1970) passes its own limit, and the lock keeps deadlines in nanoseconds of the steady clock,
+// which overflow about 292 years after boot; a year stays far from both. A lease longer than
+// that is a bug, as an oversized key is. Wait times have no limit (a long wait is "forever").
+inline constexpr std::chrono::milliseconds kMaxLeaseTime = std::chrono::hours(24 * 365);
 
 namespace detail {
 
@@ -52,6 +60,16 @@ inline void checkPositive(std::chrono::milliseconds duration, const char* what, 
   if (duration.count() <= 0) {
     throw InvalidArgumentError(std::string("dlock: ") + operation + ": " + what + " must be positive, got " +
                                std::to_string(duration.count()) + "ms");
+  }
+}
+
+// A lease time: positive and at most kMaxLeaseTime.
+inline void checkLeaseTime(std::chrono::milliseconds lease, const char* what, const char* operation) {
+  checkPositive(lease, what, operation);
+  if (lease > kMaxLeaseTime) {
+    throw InvalidArgumentError(std::string("dlock: ") + operation + ": " + what + " of " +
+                               std::to_string(lease.count()) + "ms is longer than the limit of " +
+                               std::to_string(kMaxLeaseTime.count()) + "ms (dlock::kMaxLeaseTime)");
   }
 }
 

@@ -59,6 +59,7 @@ struct Answer {
   detail::ReplyPtr reply;
   Node* node = nullptr;
   std::shared_ptr<detail::Subscriber> subscriber;
+  bool cutOff = false;  // an earlier try failed on a connection after it may have run
 };
 
 // Sleeps out the next back-off step, never past `deadline`; false when the deadline has passed.
@@ -405,6 +406,7 @@ Answer Connected::execute(std::uint16_t slot, const ScriptCall& call, bool withS
   milliseconds backoff = kFirstBackoff;
   unsigned redirects = 0;
   Node* askTarget = nullptr;
+  bool cutOff = false;
   while (true) {
     Route current;
     const bool asking = askTarget != nullptr;
@@ -429,15 +431,20 @@ Answer Connected::execute(std::uint16_t slot, const ScriptCall& call, bool withS
     detail::ReplyPtr reply;
     try {
       reply = node.pool.run([&](detail::Connection& connection) {
-        return asking ? detail::runScriptAsking(connection, call.script, call.keys, call.args)
-                      : detail::runScript(connection, call.script, call.keys, call.args);
+        try {
+          return asking ? detail::runScriptAsking(connection, call.script, call.keys, call.args)
+                        : detail::runScript(connection, call.script, call.keys, call.args);
+        } catch (const ConnectionError&) {
+          cutOff = true;  // the pool or the failover path below may send it again
+          throw;
+        }
       });
     } catch (const ConnectionError&) {
       // The master may be gone and its replica promoted: follow the slot if the map says so.
       if (asking || Steady::now() >= deadline || !ownerChanged(slot, current)) throw;
       continue;
     }
-    if (reply->type != REDIS_REPLY_ERROR) return Answer{std::move(reply), &node, std::move(current.subscriber)};
+    if (reply->type != REDIS_REPLY_ERROR) return Answer{std::move(reply), &node, std::move(current.subscriber), cutOff};
     if (const auto redirect = detail::parseRedirect(*reply, node.host())) {
       if (++redirects > kMaxRedirects) {
         throw ConnectionError("dlock: " + where(call.operation, call.key, node) + ": more than " +
@@ -455,7 +462,7 @@ Answer Connected::execute(std::uint16_t slot, const ScriptCall& call, bool withS
       if (suggestsNewTopology(*reply)) refreshQuietly(current.version);
       if (backOff(deadline, backoff)) continue;
     }
-    return Answer{std::move(reply), &node, std::move(current.subscriber)};  // the reply reader maps the error
+    return Answer{std::move(reply), &node, std::move(current.subscriber), cutOff};  // the reply reader maps the error
   }
 }
 
@@ -558,6 +565,7 @@ ReleaseResult ClusterOperator::unlock(std::string_view key, std::string_view tok
   ReleaseResult result = detail::readReleaseReply(*answer.reply, here.where("unlock", key, *answer.node));
   // Our own subscriber is not a waiter of another process.
   if (result.notified > 0 && answer.subscriber && answer.subscriber->subscribed(names.channel)) --result.notified;
+  result.inDoubt = !result.released && answer.cutOff;
   return result;
 }
 
@@ -570,9 +578,9 @@ bool ClusterOperator::extend(std::string_view key, std::string_view token, std::
   return detail::readFlagReply(*answer.reply, here.where("extend", key, *answer.node));
 }
 
-std::vector<bool> ClusterOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+std::vector<ExtendResult> ClusterOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
   Connected& here = impl_->here();
-  std::vector<bool> extended(leases.size(), false);
+  std::vector<ExtendResult> extended(leases.size());
   if (leases.empty()) return extended;
   const std::string ttlText = std::to_string(ttl.count());
   std::vector<std::string> lockKeys;
@@ -613,12 +621,12 @@ std::vector<bool> ClusterOperator::extendAll(const std::vector<LeaseRef>& leases
       if (detail::parseRedirect(reply, node->host()) || detail::isTransientErrorReply(reply)) {
         oneByOne.push_back(i);
       } else {
-        extended[i] = detail::readFlagReply(reply, here.where("extend", leases[i].key, *node));
+        extended[i].extended = detail::readFlagReply(reply, here.where("extend", leases[i].key, *node));
       }
     }
   }
   std::sort(oneByOne.begin(), oneByOne.end());
-  for (const std::size_t i : oneByOne) extended[i] = extend(leases[i].key, leases[i].token, ttl);
+  for (const std::size_t i : oneByOne) extended[i].extended = extend(leases[i].key, leases[i].token, ttl);
   return extended;
 }
 

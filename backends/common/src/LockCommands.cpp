@@ -5,6 +5,7 @@
 
 #include "Scripts.h"
 #include "Subscriber.h"
+#include "dlock/LockError.h"
 
 namespace dlock::detail {
 
@@ -17,11 +18,19 @@ AcquireResult acquireOn(Connection& connection, const KeyNames& names, std::stri
 }
 
 ReleaseResult releaseOn(Connection& connection, const KeyNames& names, std::string_view token,
-                        const Subscriber* own, const ReplySource& where) {
+                        const Subscriber* own, const ReplySource& where, ReleaseTries* tries) {
   const std::string channel = names.channel();
-  const ReplyPtr reply = runScript(connection, releaseScript(), {names.lock}, {token, channel});
+  ReplyPtr reply;
+  try {
+    reply = runScript(connection, releaseScript(), {names.lock}, {token, channel});
+  } catch (const ConnectionError&) {
+    if (tries != nullptr) tries->cutOff = true;  // I/O failed: the script may have run
+    throw;
+  }
+  // An error reply (READONLY, NOPERM...) means the script did not delete the key: not cut off.
   ReleaseResult result = readReleaseReply(*reply, where);
   if (result.notified > 0 && own != nullptr && own->subscribed(channel)) --result.notified;
+  result.inDoubt = !result.released && tries != nullptr && tries->cutOff;
   return result;
 }
 
@@ -32,8 +41,9 @@ bool extendOn(Connection& connection, const KeyNames& names, std::string_view to
   return readFlagReply(*reply, where);
 }
 
-std::vector<bool> extendManyOn(Connection& connection, std::string_view prefix, const std::vector<LeaseRef>& leases,
-                               std::chrono::milliseconds ttl, const ReplySource& where) {
+std::vector<ExtendResult> extendManyOn(Connection& connection, std::string_view prefix,
+                                       const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl,
+                                       const ReplySource& where) {
   // One extendMany per chunk, every chunk in one pipeline: the watchdog's renewals cost one round
   // trip and, up to kChunk leases, one command, however many keys are held.
   constexpr std::size_t kChunk = 5000;
@@ -51,11 +61,12 @@ std::vector<bool> extendManyOn(Connection& connection, std::string_view prefix, 
     calls.emplace_back(std::move(keys), std::move(args));
   }
   const auto replies = runScriptPipelined(connection, extendManyScript(), calls);
-  std::vector<bool> extended;
+  std::vector<ExtendResult> extended;
   extended.reserve(leases.size());
   for (std::size_t chunk = 0; chunk < replies.size(); ++chunk) {
-    const auto flags = readFlagsReply(*replies[chunk], calls[chunk].first.size(), where);
-    extended.insert(extended.end(), flags.begin(), flags.end());
+    for (const bool flag : readFlagsReply(*replies[chunk], calls[chunk].first.size(), where)) {
+      extended.push_back(ExtendResult{flag, {}});  // one server: the whole ttl
+    }
   }
   return extended;
 }

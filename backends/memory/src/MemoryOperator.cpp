@@ -118,6 +118,13 @@ AcquireResult MemoryOperator::lock(std::string_view key, std::string_view token,
   State::KeyState& entry = it->second;
   AcquireResult result;
   if (const State::Entry* holder = state_->liveLease(entry, now)) {
+    if (holder->token == token) {
+      // As the Redis acquire script: the owner's retry (its first reply lost) succeeds again with
+      // the fencing token it got, and the lease keeps its expiry.
+      result.acquired = true;
+      result.fencingToken = entry.fence;
+      return result;
+    }
     result.holderTtl = std::chrono::ceil<std::chrono::milliseconds>(holder->expiresAt - now);
     return result;
   }
@@ -152,18 +159,18 @@ bool MemoryOperator::extend(std::string_view key, std::string_view token, std::c
   return holder != nullptr;
 }
 
-std::vector<bool> MemoryOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+std::vector<ExtendResult> MemoryOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
   beforeCall();
-  std::vector<bool> extended;
-  extended.reserve(leases.size());
+  std::vector<ExtendResult> results;
+  results.reserve(leases.size());
   std::lock_guard<std::mutex> guard(state_->mutex);
   const Clock::time_point now = state_->clock->now();
   for (const auto& lease : leases) {
     State::Entry* holder = state_->ownedLease(lease.key, lease.token, now);
     if (holder != nullptr) holder->expiresAt = now + ttl;
-    extended.push_back(holder != nullptr);
+    results.push_back(ExtendResult{holder != nullptr, {}});
   }
-  return extended;
+  return results;
 }
 
 std::uint64_t MemoryOperator::raiseFence(std::string_view key, std::uint64_t atLeast) {

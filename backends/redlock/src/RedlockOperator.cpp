@@ -299,8 +299,9 @@ class RedlockOperator::Impl {
     return std::max(known[quorum_ - 1], milliseconds(1));
   }
 
-  // extend() and extendAll(): one call per node (`batch` uses the members' extendAll).
-  std::vector<bool> extendQuorum(const std::vector<LeaseRef>& leases, milliseconds ttl, bool batch) {
+  // extend() and extendAll(): one call per node (`batch` uses the members' extendAll). A lease
+  // extended on a quorum in time is valid for ttl - drift from `start`, as an acquisition is.
+  std::vector<ExtendResult> extendQuorum(const std::vector<LeaseRef>& leases, milliseconds ttl, bool batch) {
     const char* operation = batch ? "extendAll" : "extend";
     const milliseconds validFor = validityOf(ttl, operation, leases.front().key);
     auto owned = std::make_shared<std::vector<std::pair<std::string, std::string>>>();
@@ -316,12 +317,15 @@ class RedlockOperator::Impl {
                                   std::vector<LeaseRef> refs;
                                   refs.reserve(owned->size());
                                   for (const auto& [key, token] : *owned) refs.push_back(LeaseRef{key, token});
-                                  std::vector<bool> extended = member.extendAll(refs, ttl);
-                                  if (extended.size() != refs.size()) {
+                                  const std::vector<ExtendResult> results = member.extendAll(refs, ttl);
+                                  if (results.size() != refs.size()) {
                                     throw BackendError("dlock: extendAll on " + member.describe() + " returned " +
-                                                       std::to_string(extended.size()) + " results for " +
+                                                       std::to_string(results.size()) + " results for " +
                                                        std::to_string(refs.size()) + " leases");
                                   }
+                                  std::vector<bool> extended;
+                                  extended.reserve(results.size());
+                                  for (const auto& result : results) extended.push_back(result.extended);
                                   return extended;
                                 });
     // Decided when every lease has a quorum of yes, or too few nodes left to give it one.
@@ -346,14 +350,14 @@ class RedlockOperator::Impl {
 
     std::size_t failed = 0;
     for (const auto& vote : votes) failed += vote.state == VoteState::Answered ? 0 : 1;
-    std::vector<bool> result(leases.size(), false);
+    std::vector<ExtendResult> result(leases.size());
     std::optional<std::size_t> undecided;
     for (std::size_t j = 0; j < leases.size(); ++j) {
       std::size_t yes = 0;
       for (const auto& vote : votes) yes += vote.state == VoteState::Answered && vote.value[j] ? 1 : 0;
       if (!valid) continue;  // the extension may already have run out somewhere: lost
       if (yes >= quorum_) {
-        result[j] = true;
+        result[j] = ExtendResult{true, validFor};
       } else if (yes + failed >= quorum_ && !undecided) {
         undecided = j;
       }
@@ -587,6 +591,7 @@ ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view tok
   (void)ballot->waitForAll(Steady::now() + waited);
   const auto votes = ballot->snapshot();
   std::size_t failed = 0;
+  std::size_t inDoubt = 0;  // not released now, but a cut-off earlier try on the node may have
   ReleaseResult result;
   for (std::size_t i = 0; i < votes.size(); ++i) {
     const auto& vote = votes[i];
@@ -595,13 +600,20 @@ ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view tok
       continue;
     }
     if (vote.value.released) released[i] = true;
+    if (!released[i] && vote.value.inDoubt) ++inDoubt;
     // A waiter subscribes on every node; the largest count is the best guess of how many there are.
     result.notified = std::max(result.notified, vote.value.notified);
   }
   const auto releasedCount = static_cast<std::size_t>(std::count(released.begin(), released.end(), true));
-  if (releasedCount >= d.quorum_ || releasedCount + failed < d.quorum_) {
+  if (releasedCount >= d.quorum_ || releasedCount + inDoubt + failed < d.quorum_) {
     d.rememberReleased(key, token, {});
     result.released = releasedCount >= d.quorum_;
+    return result;
+  }
+  if (releasedCount + inDoubt >= d.quorum_) {
+    // A quorum released it now or maybe earlier: the lock decides with the lease's validity.
+    d.rememberReleased(key, token, {});
+    result.inDoubt = true;
     return result;
   }
   d.rememberReleased(key, token, releasedCount > 0 ? released : std::vector<bool>());
@@ -612,10 +624,10 @@ ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view tok
 }
 
 bool RedlockOperator::extend(std::string_view key, std::string_view token, milliseconds ttl) {
-  return impl_->extendQuorum({LeaseRef{key, token}}, ttl, false).front();
+  return impl_->extendQuorum({LeaseRef{key, token}}, ttl, false).front().extended;
 }
 
-std::vector<bool> RedlockOperator::extendAll(const std::vector<LeaseRef>& leases, milliseconds ttl) {
+std::vector<ExtendResult> RedlockOperator::extendAll(const std::vector<LeaseRef>& leases, milliseconds ttl) {
   if (leases.empty()) return {};
   return impl_->extendQuorum(leases, ttl, true);
 }

@@ -505,8 +505,9 @@ AcquireResult SentinelOperator::lock(std::string_view key, std::string_view toke
 
 ReleaseResult SentinelOperator::unlock(std::string_view key, std::string_view token) {
   Connected& here = impl_->here();
+  detail::ReleaseTries tries;  // run() tries again after a pooled connection failed
   return here.on("unlock", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
-    return detail::releaseOn(c, names, token, &here.releases_, source);
+    return detail::releaseOn(c, names, token, &here.releases_, source, &tries);
   });
 }
 
@@ -517,7 +518,7 @@ bool SentinelOperator::extend(std::string_view key, std::string_view token, std:
   });
 }
 
-std::vector<bool> SentinelOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+std::vector<ExtendResult> SentinelOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
   if (leases.empty()) return {};
   Connected& here = impl_->here();
   const std::string what = "(" + std::to_string(leases.size()) + " leases)";

@@ -63,8 +63,9 @@ AcquireResult SingleOperator::lock(std::string_view key, std::string_view token,
 
 ReleaseResult SingleOperator::unlock(std::string_view key, std::string_view token) {
   Connected& here = impl_->here();
+  detail::ReleaseTries tries;  // the pool retries once after a pooled connection failed
   return here.on("unlock", key, [&](detail::Connection& c, const detail::KeyNames& names, const auto& source) {
-    return detail::releaseOn(c, names, token, &here.subscriber_, source);
+    return detail::releaseOn(c, names, token, &here.subscriber_, source, &tries);
   });
 }
 
@@ -74,7 +75,7 @@ bool SingleOperator::extend(std::string_view key, std::string_view token, std::c
   });
 }
 
-std::vector<bool> SingleOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
+std::vector<ExtendResult> SingleOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
   if (leases.empty()) return {};
   Connected& here = impl_->here();
   const std::string what = "(" + std::to_string(leases.size()) + " leases)";  // outlives `source`, which refers to it

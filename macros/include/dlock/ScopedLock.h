@@ -1,9 +1,11 @@
 // ScopedLock.h — ScopedLock: holds one key of an ILock for a scope, like std::lock_guard.
 //
 // The blocking constructor waits until the key is held; the timed one waits at most `timeout`
-// and owns() says whether it got the key. The destructor releases and never throws: a failed
-// release is logged on the `dlock` logger and the lease ends at its TTL. The DISTRIBUTED_LOCK
-// macros are built on it.
+// (<= 0: tries once) and owns() says whether it got the key. The destructor releases and never
+// throws: a failed release is logged on the `dlock` logger and the lease ends at its TTL.
+// unlock() releases early and reports, as Abseil's ReleasableMutexLock::Release() does, so a
+// section learns whether it was protected to its end (LockLostError); the destructor then does
+// nothing. The DISTRIBUTED_LOCK macros are built on it.
 // Owner: the scope. Thread safety: not thread-safe; lives and dies on one thread (the hold is
 // the thread's). Neither copyable nor movable, like std::lock_guard.
 #pragma once
@@ -39,6 +41,25 @@ class ScopedLock {
 
   ~ScopedLock() {
     if (owns_) (void)lock_->unlockQuietly(key_);
+  }
+
+  // Releases the key now. LockLostError when the lease had ended before (the section was not
+  // protected to its end), NotOwnerError when this guard does not hold the key; after either,
+  // or after success, the destructor does nothing. ConnectionError and BackendError keep the
+  // hold: call unlock() again, or let the destructor try once more (quietly).
+  void unlock() {
+    if (!owns_) throw NotOwnerError("dlock: unlock " + detail::quoteKey(key_) + ": this guard does not hold the key");
+    try {
+      lock_->unlock(key_);
+    } catch (const ConnectionError&) {
+      throw;
+    } catch (const BackendError&) {
+      throw;
+    } catch (...) {
+      owns_ = false;  // released, lost or not held: nothing left for the destructor
+      throw;
+    }
+    owns_ = false;
   }
 
   [[nodiscard]] bool owns() const noexcept { return owns_; }

@@ -36,7 +36,8 @@ class LockBuilder {
   LockBuilder& clock(std::shared_ptr<Clock> clock);
   LockBuilder& options(LockOptions options);
 
-  // ConfigError when no backend was given or an option is out of range.
+  // ConfigError when no backend was given or an option is out of range (a lease time not
+  // positive or above kMaxLeaseTime, a watchdog lease under 3 ms, a bad default key).
   [[nodiscard]] std::shared_ptr<ILock> build() const;
 
  private:

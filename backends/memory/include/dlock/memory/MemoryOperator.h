@@ -2,7 +2,8 @@
 //
 // It behaves as the Redis backends do: leases expire at their TTL on the injected clock, unlock
 // and extend check the token, each key has a fencing counter that grows with every acquisition,
-// and a release wakes the key's waiters (watch()). On a VirtualClock, lease expiry is tested in
+// an acquire by the token that holds the key succeeds again (same fencing token, same expiry,
+// as the Redis acquire script), and a release wakes the key's waiters (watch()). On a VirtualClock, lease expiry is tested in
 // microseconds. Faults can be injected: failNextCalls(n) makes the next n calls throw
 // ConnectionError; setLatency(d) delays every call by d of real time.
 // Owner: shared. Thread safety: thread-safe.
@@ -30,7 +31,7 @@ class MemoryOperator final : public IOperator {
   ReleaseResult unlock(std::string_view key, std::string_view token) override;
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   // One call for the whole batch, as a Redis pipeline is one round trip.
-  std::vector<bool> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
+  std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
   std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override;
   std::unique_ptr<IReleaseWatch> watch(std::string_view key) override;
   LeaseInfo inspect(std::string_view key) override;

@@ -12,8 +12,11 @@
 //   lock      acquired when a quorum (N/2 + 1) took the key and the validity time
 //             (ttl - elapsed - drift, drift = ttl * 0.01 + 2 ms) is still positive; otherwise the
 //             key is released on every node (compare-and-delete) before returning.
-//   unlock    compare-and-delete on every node; released when a quorum released it.
-//   extend    needs a quorum and a positive validity; extendAll does one call per node per batch.
+//   unlock    compare-and-delete on every node; released when a quorum released it; in doubt
+//             (ReleaseResult::inDoubt) when only the nodes whose own answer was in doubt make up
+//             the quorum.
+//   extend    needs a quorum and a positive validity; extendAll does one call per node per batch
+//             and reports the validity of each renewal as lock does (ttl - drift, from the start).
 //   fencing   the highest token of the quorum, written back (raiseFence) to the quorum before it
 //             is returned, so tokens grow across acquisitions whose quorums differ.
 //   watch     watches on (at least) a quorum of nodes; wakes on the first release seen on any.
@@ -74,7 +77,7 @@ class RedlockOperator final : public IOperator {
   // then finds the reachable nodes already released and reports not released).
   ReleaseResult unlock(std::string_view key, std::string_view token) override;
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
-  std::vector<bool> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
+  std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
   // Raises the counter on every node; returns the highest value once a quorum has it.
   std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override;
   // Returns once a quorum of nodes is subscribed (a release deletes the key on a quorum and is

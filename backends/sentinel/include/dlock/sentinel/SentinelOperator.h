@@ -114,7 +114,7 @@ class SentinelOperator final : public IOperator {
   AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   ReleaseResult unlock(std::string_view key, std::string_view token) override;
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
-  std::vector<bool> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
+  std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
   std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override;
   std::unique_ptr<IReleaseWatch> watch(std::string_view key) override;
   LeaseInfo inspect(std::string_view key) override;
