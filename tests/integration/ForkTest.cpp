@@ -2,14 +2,18 @@
 // in the child they work as if new, and the parent's holds stay the parent's.
 #include <doctest/doctest.h>
 
+#if DLOCK_TEST_FORK_WITH_THREADS  // see tests/CMakeLists.txt
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -45,6 +49,7 @@ enum Step : int {
   kTakenByOther,
   kNotHeldAnyMore,
   kUnlockFailed,
+  kHandlerNotCalled,
 };
 
 // A lock whose watchdog renews every third of `watchdogLease`.
@@ -103,6 +108,34 @@ TEST_SUITE("Fork") {
     // 5 renewals take 5 intervals; the child fails at once when the key expires.
     CHECK(child.exitStatus(20 * kLease + 10s) == kDone);
     CHECK(pttl(client, "fork-renewed") == -2);
+  }
+
+  TEST_CASE("the lost-lease handler given before fork() hears of a lease the child loses") {
+    RedisProcess server;
+    constexpr auto kLease = 600ms;  // renewed every 200 ms
+    auto lock = makeLock(server.uri(), kLease);
+    struct Heard {
+      std::mutex mutex;
+      std::condition_variable changed;
+      bool lost = false;  // guarded by mutex
+    };
+    auto heard = std::make_shared<Heard>();
+    lock->onLockLost([heard](std::string_view, std::uint64_t) {
+      const std::lock_guard<std::mutex> guard(heard->mutex);
+      heard->lost = true;
+      heard->changed.notify_all();
+    });
+    exerciseBeforeFork(*lock, "fork-lost");
+
+    ForkedChild child([&] {
+      if (!lock->tryLock("fork-lost", 5s)) return kNotAcquired;
+      RedisClient own(server.host(), server.port());
+      own.ok({"SET", "dlock:{fork-lost}", "another-owner", "PX", "60000"});  // taken from under us
+      std::unique_lock<std::mutex> guard(heard->mutex);
+      // The child's watchdog finds the key gone at its next renewal, a third of the lease away.
+      return heard->changed.wait_for(guard, 20 * kLease, [&] { return heard->lost; }) ? kDone : kHandlerNotCalled;
+    });
+    CHECK(child.exitStatus(20 * kLease + 10s) == kDone);
   }
 
   TEST_CASE("destroying an inherited lock and its backend in the child returns at once") {
@@ -218,3 +251,5 @@ TEST_SUITE("Fork") {
     CHECK(child.exitStatus(10s) == kDone);
   }
 }
+
+#endif  // DLOCK_TEST_FORK_WITH_THREADS
