@@ -100,8 +100,10 @@ inline long long releaseSubscribers(RedisClient& client, const std::string& key,
 // DEBUG SLEEP, as opposed to one waiting in epoll for commands.
 inline bool inNanosleep(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/syscall");
-  long number = -1;
-  if (!(in >> number)) throw std::runtime_error("cannot read /proc/" + std::to_string(pid) + "/syscall");
+  std::string first;  // the syscall number, or "running" when the thread is on a CPU
+  if (!(in >> first)) throw std::runtime_error("cannot read /proc/" + std::to_string(pid) + "/syscall");
+  if (first.empty() || first.find_first_not_of("0123456789") != std::string::npos) return false;
+  const long number = std::stol(first);
 #ifdef SYS_nanosleep
   if (number == SYS_nanosleep) return true;
 #endif
