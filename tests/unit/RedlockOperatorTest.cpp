@@ -324,10 +324,12 @@ TEST_SUITE("RedlockOperator") {
     dlock::RedlockOptions options;
     options.nodeTimeout = 10s;
     MemoryNodes n(5, options);
-    for (auto& node : n.nodes) node->setLatency(40ms);
-    // A 30 ms lease leaves under 28 ms of validity; every node takes 40 ms to answer.
+    for (auto& node : n.nodes) node->setLatency(400ms);
+    // A 300 ms lease leaves under 295 ms of validity, of which the attempt waits half; every node
+    // takes 400 ms to answer. Asking all five takes far less than that half, even on a busy
+    // machine, so each node gets the acquire and then the release behind it.
     const auto start = Steady::now();
-    const auto result = n.redlock->lock("k", "t", 30ms);
+    const auto result = n.redlock->lock("k", "t", 300ms);
     CHECK(Steady::now() - start < options.nodeTimeout / 2);  // gave up at the validity, not at the node timeout
     CHECK_FALSE(result.acquired);
     // The acquires land late; the releases queued behind them take the keys away again. The
