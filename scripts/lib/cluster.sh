@@ -31,8 +31,8 @@ cluster_start_node() {
 
 # cluster_wait_ok PORT... — waits until every node reports cluster_state:ok and knows them all.
 cluster_wait_ok() {
-  local count=$# port tries ok info
-  for tries in $(seq 300); do
+  local count=$# port ok info deadline=$((SECONDS + REDIS_READY_TIMEOUT))
+  while [ "$SECONDS" -lt "$deadline" ]; do
     ok=1
     for port in "$@"; do
       info=$(redis-cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | tr -d '\r')
@@ -44,16 +44,16 @@ cluster_wait_ok() {
     [ "$ok" -eq 1 ] && return 0
     sleep 0.1
   done
-  echo "cluster_wait_ok: the cluster did not become ready" >&2
+  echo "cluster_wait_ok: the cluster did not become ready within ${REDIS_READY_TIMEOUT} s" >&2
   return 1
 }
 
 # cluster_wait_replicas PORT... — waits until every node that is a replica reports its link to
 # its master up (ROLE: slave … connected).
 cluster_wait_replicas() {
-  local port tries role
+  local port role deadline=$((SECONDS + REDIS_READY_TIMEOUT))
   for port in "$@"; do
-    for tries in $(seq 300); do
+    while [ "$SECONDS" -lt "$deadline" ]; do
       role=$(redis-cli -h 127.0.0.1 -p "$port" role 2>/dev/null | tr -d '\r' | tr '\n' ' ')
       case "$role" in
         slave*connected*|master*) break ;;

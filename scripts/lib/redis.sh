@@ -24,15 +24,21 @@ redis_alive() {
   [ -n "$state" ] && [ "$state" != "Z" ]
 }
 
-# redis_wait_ping PID PORT — waits (10 s at most) until the server on PORT answers; fails at
-# once when PID has exited.
+# How long (seconds) a script waits for a server, or a whole topology, to be ready: it takes well
+# under a second when the machine is idle, seconds when it is busy; only a set that never comes up
+# reaches this. REDIS_READY_TIMEOUT=N changes it.
+REDIS_READY_TIMEOUT="${REDIS_READY_TIMEOUT:-60}"
+
+# redis_wait_ping PID PORT — waits (REDIS_READY_TIMEOUT at most) until the server on PORT
+# answers; fails at once when PID has exited.
 redis_wait_ping() {
-  local pid="$1" port="$2" tries
-  for tries in $(seq 200); do
+  local pid="$1" port="$2" deadline=$((SECONDS + REDIS_READY_TIMEOUT))
+  while [ "$SECONDS" -lt "$deadline" ]; do
     if redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -qE 'PONG|NOAUTH'; then return 0; fi
     redis_alive "$pid" || return 1
     sleep 0.05
   done
+  echo "redis_wait_ping: 127.0.0.1:$port did not answer within ${REDIS_READY_TIMEOUT} s" >&2
   return 1
 }
 

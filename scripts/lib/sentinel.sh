@@ -95,8 +95,8 @@ sentinel_start() {
   fi
 
   # Ready: replicas in sync and every sentinel sees the whole set (about a second).
-  local tries ok
-  for tries in $(seq 200); do
+  local ok=0 dead=0 deadline=$((SECONDS + REDIS_READY_TIMEOUT))
+  while [ "$SECONDS" -lt "$deadline" ]; do
     ok=1
     for r in "${replicas[@]}"; do
       redis-cli -h 127.0.0.1 -p "$r" info replication 2>/dev/null | grep -q 'master_link_status:up' || ok=0
@@ -111,9 +111,9 @@ sentinel_start() {
     for n in 0 1 2; do _sentinel_ready "${ports[$n]}" || ok=0; done
     [ "$ok" -eq 1 ] && break
     for n in 1 2 3; do
-      redis_alive "$(cat "$dir/sentinel-$n/server.pid")" || { tries=200; break; }
+      redis_alive "$(cat "$dir/sentinel-$n/server.pid")" || dead=1
     done
-    [ "$tries" -eq 200 ] && break
+    [ "$dead" -eq 1 ] && break
     sleep 0.05
   done
   if [ "$ok" -ne 1 ]; then

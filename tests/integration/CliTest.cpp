@@ -25,6 +25,7 @@
 
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "TestHelpers.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 
@@ -33,6 +34,8 @@ extern char** environ;
 using namespace std::chrono_literals;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
+using dlock::test::eventually;
+using dlock::test::releaseSubscribers;
 using Steady = std::chrono::steady_clock;
 
 namespace {
@@ -103,7 +106,7 @@ class Cli {
   void signal(int signo) const { ::kill(pid_, signo); }
 
   // The next line the command (or dlock) wrote to stdout; nullopt at EOF or after `timeout`.
-  std::optional<std::string> readLine(std::chrono::milliseconds timeout = 10s) {
+  std::optional<std::string> readLine(std::chrono::milliseconds timeout = dlock::test::kEventBudget) {
     const auto deadline = Steady::now() + timeout;
     for (;;) {
       const auto newline = out_.find('\n', lineStart_);
@@ -116,9 +119,18 @@ class Cli {
     }
   }
 
+  // Waits until dlock's stderr contains `text`; false at EOF or after `timeout`.
+  bool waitForErr(const std::string& text, std::chrono::milliseconds timeout = dlock::test::kEventBudget) {
+    const auto deadline = Steady::now() + timeout;
+    while (err_.find(text) == std::string::npos) {
+      if (Steady::now() >= deadline || !pump(deadline)) return false;
+    }
+    return true;
+  }
+
   // Waits for dlock to exit, collecting its output: its exit status (128 + N when killed by
   // signal N), or -1 when it was still running after `timeout` (then it is killed).
-  int wait(std::chrono::milliseconds timeout = 20s) {
+  int wait(std::chrono::milliseconds timeout = 60s) {
     const auto deadline = Steady::now() + timeout;
     while (!exited_) {
       int status = 0;
@@ -187,6 +199,17 @@ class Cli {
   Steady::time_point started_;
   Steady::time_point finished_;
 };
+
+// Bounds on how long dlock takes to start, talk to Redis and exit, or to act on a signal or a
+// lost lease: generous for a sanitizer build on a busy machine, and far below the waits a test
+// tells apart from them (a held key it must not wait for, a command that would run for a minute).
+constexpr auto kPromptly = 10s;
+constexpr int kCommandSeconds = 60;  // how long the commands of those tests would run if not stopped
+
+// A file a command waits for, so that it ends when the test has seen what it waits for.
+std::vector<std::string> untilExists(const std::string& file, const std::string& then) {
+  return {"sh", "-c", "echo ready; while [ ! -e '" + file + "' ]; do sleep 0.05; done; " + then};
+}
 
 std::string testKey(const std::string& name) { return "dlock-test:{" + std::to_string(::getpid()) + ":" + name + "}"; }
 
@@ -268,12 +291,15 @@ TEST_SUITE("Cli") {
     RedisProcess server;
     const std::string key = testKey("exclusive");
 
-    // The check sees overlap when there is some: the same commands without dlock interleave.
+    // The check sees overlap when there is some: the same commands without dlock interleave (each
+    // ends only once all three have started, however slowly they start).
     const std::string unguarded = tempFile("unguarded");
     {
       std::vector<pid_t> pids;
       for (int i = 0; i < 3; ++i) {
-        const auto command = markingCommand("u" + std::to_string(i), unguarded);
+        const std::vector<std::string> command = {
+            "sh", "-c", "echo \"start $1\" >> \"$2\"; while [ \"$(grep -c start \"$2\")\" -lt 3 ]; do sleep 0.05; done; "
+            "echo \"end $1\" >> \"$2\"", "sh", "u" + std::to_string(i), unguarded};
         const pid_t pid = ::fork();
         REQUIRE(pid >= 0);
         if (pid == 0) {
@@ -319,7 +345,7 @@ TEST_SUITE("Cli") {
 
     Cli noWait({"--uri", server.uri(), "--no-wait", key, "--", "touch", ran});
     CHECK(noWait.wait() == 1);
-    CHECK(noWait.elapsed() < 2s);
+    CHECK(noWait.elapsed() < kPromptly);  // tried once; the key stays held for as long as the test runs
     CHECK_FALSE(exists(ran));
     CHECK(noWait.err().empty());  // a conflict is quiet, as with flock
 
@@ -329,7 +355,7 @@ TEST_SUITE("Cli") {
     Cli timedOut({"--uri", server.uri(), "--wait", "300ms", key, "--", "touch", ran});
     CHECK(timedOut.wait() == 1);
     CHECK(timedOut.elapsed() >= 300ms);
-    CHECK(timedOut.elapsed() < 3s);
+    CHECK(timedOut.elapsed() < 300ms + kPromptly);
     CHECK_FALSE(exists(ran));
 
     Cli verbose({"--uri", server.uri(), "-n", "-v", key, "--", "touch", ran});
@@ -352,7 +378,7 @@ TEST_SUITE("Cli") {
     Cli waiter({"--uri", server.uri(), "--wait", "10s", key, "--", "echo", "ran"});
     CHECK_FALSE(waiter.readLine(400ms).has_value());  // still waiting
     held.release();
-    CHECK(waiter.readLine(5s) == "ran");
+    CHECK(waiter.readLine(dlock::test::kEventBudget) == "ran");  // the lease would have been renewed for ever
     CHECK(waiter.wait() == 0);
   }
 
@@ -383,11 +409,12 @@ TEST_SUITE("Cli") {
     REQUIRE(held);
     const std::string ran = tempFile("interrupted-ran");
     Cli waiter({"--uri", server.uri(), key, "--", "touch", ran});
-    std::this_thread::sleep_for(300ms);
+    RedisClient client(server.host(), server.port());
+    CHECK(eventually([&] { return releaseSubscribers(client, key) >= 1; }));  // dlock is waiting for the key
     waiter.signal(SIGTERM);
     const auto signalled = Steady::now();
-    CHECK(waiter.wait(5s) == 128 + SIGTERM);
-    CHECK(waiter.finishedAt() - signalled < 1s);
+    CHECK(waiter.wait() == 128 + SIGTERM);
+    CHECK(waiter.finishedAt() - signalled < kPromptly);  // the key stays held: only the signal ends it
     CHECK_FALSE(exists(ran));
     CHECK(held.isHeld());
   }
@@ -398,11 +425,13 @@ TEST_SUITE("Cli") {
     auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
     for (const int signo : {SIGINT, SIGTERM, SIGHUP}) {
       CAPTURE(signo);
-      Cli run({"--uri", server.uri(), key, "--", "sh", "-c", "echo ready; exec sleep 10"});
+      Cli run({"--uri", server.uri(), key, "--", "sh", "-c",
+               "echo ready; exec sleep " + std::to_string(kCommandSeconds)});
       REQUIRE(run.readLine() == "ready");
+      const auto signalled = Steady::now();
       run.signal(signo);
-      CHECK(run.wait(5s) == 128 + signo);
-      CHECK(run.elapsed() < 5s);
+      CHECK(run.wait(std::chrono::seconds(kCommandSeconds)) == 128 + signo);
+      CHECK(run.finishedAt() - signalled < kPromptly);
       const bool free = lock->tryLock(key);
       CHECK(free);
       if (free) lock->unlock(key);
@@ -463,7 +492,7 @@ TEST_SUITE("Cli") {
     RedisProcess server;
     const std::string key = testKey("descriptors");
     // Under the watchdog, with a connection to Redis open in dlock while the command runs.
-    Cli run({"--uri", server.uri(), "--ttl", "300ms", key, "--", "sh", "-c", "sleep 0.2; ls /proc/$$/fd"});
+    Cli run({"--uri", server.uri(), "--ttl", "3s", key, "--", "sh", "-c", "sleep 0.2; ls /proc/$$/fd"});
     CHECK(run.wait() == 0);
     CHECK(run.out() == "0\n1\n2\n" + std::to_string(Cli::kInheritedFd) + "\n");
   }
@@ -513,34 +542,38 @@ TEST_SUITE("Cli") {
     const std::string mark = tempFile("lost-mark");
 
     SUBCASE("the default: SIGTERM, exit code 3") {
-      Cli run(concat({"--uri", server.uri(), "--ttl", "300ms", key, "--"},
-                     readyThenSleep("echo got-term > " + mark + "; exit 0")));
+      Cli run(concat({"--uri", server.uri(), "--ttl", "3s", key, "--"},
+                     readyThenSleep("echo got-term > " + mark + "; exit 0", kCommandSeconds)));
       REQUIRE(run.readLine() == "ready");
       CHECK(client.ok({"DEL", redisKey(key)}).integer == 1);  // behind its back
       const auto deleted = Steady::now();
-      CHECK(run.wait() == 3);
-      CHECK(run.finishedAt() - deleted < 2s);
+      CHECK(run.wait(std::chrono::seconds(kCommandSeconds)) == 3);
+      CHECK(run.finishedAt() - deleted < 1s + kPromptly);  // the next renewal (every 1 s) finds it lost
       CHECK(readFile(mark) == "got-term\n");
       CHECK(run.err().find("dlock: lost the lock '" + key + "' on " + server.uri()) != std::string::npos);
       CHECK(run.err().find("stopping it (SIGTERM, then SIGKILL after 5s)") != std::string::npos);
     }
     SUBCASE("a command that ignores SIGTERM gets SIGKILL after the grace period, and a chosen code") {
-      Cli run(concat({"--uri", server.uri(), "--ttl", "300ms", "--grace", "300ms", "--lost-exit-code", "9", key, "--"},
-                     readyThenSleep("")));  // trap '' TERM: ignored
+      Cli run(concat({"--uri", server.uri(), "--ttl", "3s", "--grace", "300ms", "--lost-exit-code", "9", key, "--"},
+                     readyThenSleep("", kCommandSeconds)));  // trap '' TERM: ignored
       REQUIRE(run.readLine() == "ready");
       CHECK(client.ok({"DEL", redisKey(key)}).integer == 1);
       const auto deleted = Steady::now();
-      CHECK(run.wait() == 9);
+      CHECK(run.wait(std::chrono::seconds(kCommandSeconds)) == 9);
       CHECK(run.finishedAt() - deleted >= 300ms);
-      CHECK(run.finishedAt() - deleted < 3s);
+      CHECK(run.finishedAt() - deleted < 1s + kPromptly);
       CHECK(run.err().find("dlock: lost the lock") != std::string::npos);
     }
     SUBCASE("--on-lost ignore lets the command finish, and still reports the loss") {
-      Cli run({"--uri", server.uri(), "--ttl", "300ms", "--on-lost", "ignore", key, "--", "sh", "-c",
-               "echo ready; sleep 0.7; echo finished > " + mark});
+      const std::string go = tempFile("lost-go");
+      Cli run(concat({"--uri", server.uri(), "--ttl", "3s", "--on-lost", "ignore", key, "--"},
+                     untilExists(go, "echo finished > " + mark)));
       REQUIRE(run.readLine() == "ready");
       CHECK(client.ok({"DEL", redisKey(key)}).integer == 1);
+      CHECK(run.waitForErr("letting it finish"));  // the loss was noticed while the command ran
+      std::ofstream(go).close();
       CHECK(run.wait() == 3);
+      std::remove(go.c_str());
       CHECK(readFile(mark) == "finished\n");
       CHECK(run.err().find("letting it finish") != std::string::npos);
     }
@@ -550,14 +583,18 @@ TEST_SUITE("Cli") {
   TEST_CASE("--verbose logs the acquisition, the renewals and the release") {
     RedisProcess server;
     const std::string key = testKey("verbose");
-    Cli run({"--uri", server.uri(), "--verbose", "--ttl", "150ms", key, "--", "sleep", "0.5"});
+    // The command runs until the first renewal was logged (every 500 ms).
+    const std::string go = tempFile("verbose-go");
+    Cli run(concat({"--uri", server.uri(), "--verbose", "--ttl", "1500ms", key, "--"}, untilExists(go, "true")));
+    CHECK(run.waitForErr("dlock: renewed the lease of '" + key + "'"));
+    std::ofstream(go).close();
     CHECK(run.wait() == 0);
+    std::remove(go.c_str());
     const std::string& err = run.err();
     CAPTURE(err);
-    CHECK(err.find("dlock: acquired '" + key + "' on " + server.uri() + " (fencing token 1; lease 150ms") !=
+    CHECK(err.find("dlock: acquired '" + key + "' on " + server.uri() + " (fencing token 1; lease 1500ms") !=
           std::string::npos);
-    CHECK(err.find("dlock: running sleep 0.5") != std::string::npos);
-    CHECK(err.find("dlock: renewed the lease of '" + key + "'") != std::string::npos);
+    CHECK(err.find("dlock: running sh -c ") != std::string::npos);
     CHECK(err.find("dlock: the command exited with status 0") != std::string::npos);
     CHECK(err.find("dlock: released '" + key + "'") != std::string::npos);
   }
@@ -622,7 +659,7 @@ TEST_SUITE("Cli") {
       CHECK(run.err().find("Pw-9f3c") == std::string::npos);
     };
 
-    Cli verbose({"--uri", uri, "-v", "--ttl", "150ms", key, "--", "sleep", "0.2"});
+    Cli verbose({"--uri", uri, "-v", "--ttl", "1500ms", key, "--", "sleep", "0.2"});
     CHECK(verbose.wait() == 0);
     CHECK(verbose.err().find("on redis://:***@127.0.0.1:" + port) != std::string::npos);
     checkClean(verbose);

@@ -22,6 +22,7 @@ using dlock::test::FaultProxy;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
 using dlock::test::checkEveryLockKeyHasTtl;
+using dlock::test::eventually;
 using dlock::test::recovers;
 using Steady = std::chrono::steady_clock;
 
@@ -47,8 +48,9 @@ TEST_SUITE("Faults") {
     std::atomic<int> cycles{0};
     std::atomic<int> connectionErrors{0};
     std::atomic<int> otherErrors{0};
+    std::atomic<int> rounds{0};
     std::thread worker([&] {
-      while (!stop) {
+      for (; !stop; ++rounds) {
         try {
           if (!lock->tryLock("k", 1s)) continue;
           try {
@@ -68,8 +70,15 @@ TEST_SUITE("Faults") {
         }
       }
     });
+    // A kill every 20 ms lands anywhere in an operation; each waits for the worker to have finished
+    // a round since the last one, however slowly it runs.
     for (int kill = 0; kill < 30; ++kill) {
+      const int round = rounds;
       std::this_thread::sleep_for(20ms);
+      if (!eventually([&] { return rounds > round; })) {
+        FAIL_CHECK("the worker finished no round within " << dlock::test::kEventBudget.count() << " s");
+        break;
+      }
       admin.command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
     }
     stop = true;
@@ -88,13 +97,15 @@ TEST_SUITE("Faults") {
     auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri() + kShortTimeouts)).leaseTime(3s).build();
     REQUIRE(lock->tryLock("warm"));
     lock->unlock("warm");
-    admin.ok({"CLIENT", "PAUSE", "1500", "ALL"});
+    // Far longer than the attempt and its clean-up, which wait at most the command timeout each.
+    constexpr auto kPause = 6s;
+    admin.ok({"CLIENT", "PAUSE", std::to_string(std::chrono::milliseconds(kPause).count()), "ALL"});
     const auto start = Steady::now();
     CHECK_THROWS_AS((void)lock->tryLock("k"), dlock::ConnectionError);
-    // The attempt and its clean-up each wait at most the command timeout.
-    CHECK(Steady::now() - start < 1400ms);
+    CHECK(Steady::now() - start < kPause / 2);  // gave up on its own, long before the pause ended
     CHECK(lock->holdCount("k") == 0);
-    std::this_thread::sleep_for(1500ms);  // the pause ends; the queued commands run
+    // A command sent now is answered once the pause ends, after the queued ones.
+    RedisClient(server.host(), server.port(), kPause * 5).ok({"PING"});
     checkEveryLockKeyHasTtl(admin);
     CHECK(recovers([&] { return cycle(*lock, "other"); }));
   }
@@ -102,15 +113,20 @@ TEST_SUITE("Faults") {
   TEST_CASE("DEBUG SLEEP on the server: ConnectionError in time, then recovery") {
     RedisProcess server;
     auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri() + kShortTimeouts)).leaseTime(3s).build();
+    // Far longer than the attempt and its clean-up, which wait at most the command timeout each.
+    constexpr auto kSleep = 6s;
     std::thread sleeper([&] {
-      RedisClient admin(server.host(), server.port());
-      admin.command({"DEBUG", "SLEEP", "1.2"});
+      RedisClient admin(server.host(), server.port(), kSleep * 5);
+      admin.command({"DEBUG", "SLEEP", std::to_string(std::chrono::seconds(kSleep).count())});
     });
-    std::this_thread::sleep_for(100ms);
-    const auto start = Steady::now();
-    CHECK_THROWS_AS((void)lock->tryLock("k"), dlock::ConnectionError);
-    CHECK(Steady::now() - start < 1100ms);
+    const bool asleep = eventually([&] { return dlock::test::inNanosleep(server.pid()); });
+    if (asleep) {
+      const auto start = Steady::now();
+      CHECK_THROWS_AS((void)lock->tryLock("k"), dlock::ConnectionError);
+      CHECK(Steady::now() - start < kSleep / 2);  // gave up on its own, long before the server woke
+    }
     sleeper.join();
+    REQUIRE_MESSAGE(asleep, "redis-server never went into DEBUG SLEEP");
     RedisClient admin(server.host(), server.port());
     checkEveryLockKeyHasTtl(admin);
     CHECK(recovers([&] { return cycle(*lock, "other"); }));
@@ -154,11 +170,14 @@ TEST_SUITE("Faults") {
     RedisProcess::Options options;
     // Microseconds per key loaded, and serve clients every KiB of loading (the default 2 MB would
     // answer nobody until this small dataset is loaded): a loading window a client can see.
-    options.config = {"key-load-delay 100", "loading-process-events-interval-bytes 1024"};
+    constexpr int kKeys = 20000;
+    constexpr auto kKeyLoadDelay = 100us;
+    options.config = {"key-load-delay " + std::to_string(kKeyLoadDelay.count()),
+                      "loading-process-events-interval-bytes 1024"};
     RedisProcess server(options);
     {
       RedisClient admin(server.host(), server.port());
-      admin.ok({"DEBUG", "POPULATE", "20000"});
+      admin.ok({"DEBUG", "POPULATE", std::to_string(kKeys)});
       admin.ok({"SAVE"});
     }
     auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri() + kShortTimeouts)).leaseTime(5s).build();
@@ -171,6 +190,12 @@ TEST_SUITE("Faults") {
       sawLoading = std::string(error.what()).find("LOADING") != std::string::npos;
     }
     CHECK(sawLoading);
+    // Ready when the server says so. Its loading time is at least kKeys x kKeyLoadDelay (2 s) and a
+    // busy machine stretches it; the budget is many times that, for a server that never finishes.
+    RedisClient admin(server.host(), server.port());
+    const auto loadTime = std::chrono::duration_cast<std::chrono::milliseconds>(kKeys * kKeyLoadDelay);
+    REQUIRE_MESSAGE(eventually([&] { return dlock::test::infoField(admin, "loading") == "0"; }, loadTime * 30),
+                    "the restarted server never finished loading");
     CHECK(recovers([&] { return cycle(*lock, "k"); }));
   }
 

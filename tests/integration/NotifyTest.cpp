@@ -6,23 +6,45 @@
 
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
+#include "dlock/core/WaitStrategies.h"
 #include "dlock/single/SingleOperator.h"
 
 using namespace std::chrono_literals;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
+using dlock::test::eventually;
+using dlock::test::releaseSubscribers;
 using Steady = std::chrono::steady_clock;
 
 namespace {
 
+// Leases, and the waiter's recheck of a held key, far longer than the waits and bounds below: a
+// waiter that gets the key soon after its release was woken by the release message, nothing else.
+constexpr auto kLongLease = 60s;
+constexpr auto kWaitFor = 20s;      // a waiter's tryLock; a lost release message makes it time out
+constexpr auto kHandOffBound = 5s;  // release to acquisition: a round trip, stretched by a busy machine
+
 // Two locks on two operators: as two processes would be (separate connections and subscribers).
 struct TwoClients {
   RedisProcess server;
-  std::shared_ptr<dlock::ILock> holder = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(10s).build();
-  std::shared_ptr<dlock::ILock> waiter = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(10s).build();
+  RedisClient admin{server.host(), server.port()};
+  std::shared_ptr<dlock::ILock> holder =
+      dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(kLongLease).build();
+  std::shared_ptr<dlock::ILock> waiter = dlock::LockBuilder()
+                                             .backend(dlock::connect(server.uri()))
+                                             .leaseTime(kLongLease)
+                                             .waitStrategy(std::make_shared<dlock::NotifyWait>(kLongLease))
+                                             .build();
+
+  // True once the waiter lock has made `attempts` attempts in all and someone listens for the
+  // release of `key`: a waiter attempts, queues, subscribes, attempts again, then sleeps.
+  bool waiterAsleep(const std::string& key, std::uint64_t attempts) {
+    return waiter->stats().attempts >= attempts && releaseSubscribers(admin, key) >= 1;
+  }
 };
 
 }  // namespace
@@ -34,18 +56,17 @@ TEST_SUITE("Notify") {
     std::atomic<bool> acquired{false};
     Steady::time_point acquiredAt;
     std::thread waiter([&] {
-      acquired = c.waiter->tryLock("k", 20s);
+      acquired = c.waiter->tryLock("k", kWaitFor);
       acquiredAt = Steady::now();
       if (acquired) c.waiter->unlock("k");
     });
-    std::this_thread::sleep_for(100ms);
+    CHECK(eventually([&] { return c.waiterAsleep("k", 3); }));
     const auto releasedAt = Steady::now();
     c.holder->unlock("k");
     waiter.join();
     REQUIRE(acquired);
-    // Not timed to the microsecond: only "well before the 10 s lease", and the recheck bound of
-    // NotifyWait (1 s) would also be beaten by polling, so require less than that.
-    CHECK(acquiredAt - releasedAt < 900ms);
+    // The waiter rechecks only after a minute; the lease lasts a minute too.
+    CHECK(acquiredAt - releasedAt < kHandOffBound);
   }
 
   TEST_CASE("a waiter whose holder dies without releasing acquires once the lease ends") {
@@ -53,12 +74,13 @@ TEST_SUITE("Notify") {
     RedisClient client(server.host(), server.port());
     auto waiter = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(10s).build();
     // A holder that vanished: its key expires in 1.5 s and nobody will publish a release.
-    client.ok({"SET", "dlock:{k}", "dead-holder", "PX", "1500"});
-    const auto start = Steady::now();
-    REQUIRE(waiter->tryLock("k", 10s));
+    constexpr auto kDeadLease = 1500ms;
+    const auto start = Steady::now();  // before the SET: the key cannot expire before start + kDeadLease
+    client.ok({"SET", "dlock:{k}", "dead-holder", "PX", std::to_string(kDeadLease.count())});
+    REQUIRE(waiter->tryLock("k", kDeadLease * 40));
     const auto waited = Steady::now() - start;
-    CHECK(waited >= 1400ms);
-    CHECK(waited < 5s);
+    CHECK(waited >= kDeadLease - 10ms);  // Redis keeps expiry times in whole milliseconds
+    CHECK(waited < kDeadLease * 10);     // soon after the lease, far from the tryLock timeout
     waiter->unlock("k");
   }
 
@@ -67,10 +89,10 @@ TEST_SUITE("Notify") {
     REQUIRE(c.holder->tryLock("k"));
     std::atomic<bool> first{false};
     std::thread waiter([&] {
-      first = c.waiter->tryLock("k", 20s);
+      first = c.waiter->tryLock("k", kWaitFor);
       if (first) c.waiter->unlock("k");
     });
-    std::this_thread::sleep_for(100ms);
+    CHECK(eventually([&] { return c.waiterAsleep("k", 3); }));
     c.holder->unlock("k");
     waiter.join();
     REQUIRE(first);
@@ -78,19 +100,24 @@ TEST_SUITE("Notify") {
     c.server.restart();  // the subscriber's connection dies; the keys are gone too
     // The first call on each pooled connection may meet the dead socket; run() retries once.
     REQUIRE(c.holder->tryLock("k"));
+    RedisClient admin(c.server.host(), c.server.port());
     std::atomic<bool> second{false};
     Steady::time_point acquiredAt;
+    const auto attemptsBefore = c.waiter->stats().attempts;
     std::thread again([&] {
-      second = c.waiter->tryLock("k", 20s);
+      second = c.waiter->tryLock("k", kWaitFor);
       acquiredAt = Steady::now();
       if (second) c.waiter->unlock("k");
     });
-    std::this_thread::sleep_for(1500ms);  // the subscriber has reconnected by now
+    // The subscriber has reconnected and subscribed again, and the waiter sleeps on it.
+    CHECK(eventually([&] {
+      return c.waiter->stats().attempts >= attemptsBefore + 3 && releaseSubscribers(admin, "k") >= 1;
+    }));
     const auto releasedAt = Steady::now();
     c.holder->unlock("k");
     again.join();
     REQUIRE(second);
-    CHECK(acquiredAt - releasedAt < 900ms);
+    CHECK(acquiredAt - releasedAt < kHandOffBound);
   }
 
   TEST_CASE("threads of one process queue for a key: one talks to Redis, all get it in turn") {
@@ -99,15 +126,17 @@ TEST_SUITE("Notify") {
     REQUIRE(c.holder->tryLock("k"));
     std::atomic<int> acquired{0};
     std::vector<std::thread> waiters;
-    for (int i = 0; i < 6; ++i) {
+    constexpr int kWaiters = 6;
+    for (int i = 0; i < kWaiters; ++i) {
       waiters.emplace_back([&] {
-        if (c.waiter->tryLock("k", 20s)) {
+        if (c.waiter->tryLock("k", kWaitFor)) {
           ++acquired;
           c.waiter->unlock("k");
         }
       });
     }
-    std::this_thread::sleep_for(300ms);
+    // Each waiter attempted once and queued; the head attempted twice more around its subscription.
+    CHECK(eventually([&] { return c.waiterAsleep("k", kWaiters + 2); }));
     const auto before = client.commandCalls()["evalsha"];
     std::this_thread::sleep_for(500ms);
     // Queued waiters make no calls while the key stays held (the head sleeps on the subscription).

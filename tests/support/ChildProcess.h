@@ -33,7 +33,8 @@ class ChildProcess {
 
   void writeLine(const std::string& line);
   // The next line of output, or nullopt at EOF or after `timeout`.
-  std::optional<std::string> readLine(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // The default is generous: a child on a busy machine may take seconds to start and answer.
+  std::optional<std::string> readLine(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   void signal(int signo);
   // Waits for the exit; returns the exit status (128 + signal when killed).
   int wait();

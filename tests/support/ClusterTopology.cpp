@@ -93,7 +93,7 @@ ClusterTopology::ClusterTopology(Options options) : options_(std::move(options))
   for (std::size_t i = 0; i < nodes_.size(); ++i) ids_.push_back(client(i).ok({"CLUSTER", "MYID"}).str);
   create();
   waitUntilStable();
-  waitForReplicas(20s);
+  waitForReplicas(60s);
 }
 
 // nodes_ goes first (each RedisProcess kills its pid and removes its directory), then dir_.

@@ -69,7 +69,7 @@ class ClusterTopology {
 
   // Waits until every running node reports cluster_state:ok and they all name the same master
   // for every slot; throws after `budget`.
-  void waitUntilStable(std::chrono::milliseconds budget = std::chrono::seconds(20));
+  void waitUntilStable(std::chrono::milliseconds budget = std::chrono::seconds(60));
   // Waits until a running node other than `deadMaster` serves its slots and the cluster is
   // stable again; returns that node. Throws after `budget`.
   std::size_t waitForFailover(std::size_t deadMaster, std::chrono::milliseconds budget = std::chrono::seconds(30));

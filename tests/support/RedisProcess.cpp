@@ -18,6 +18,14 @@
 
 namespace dlock::test {
 
+namespace {
+
+// A redis-server answers PING within milliseconds of its start; a busy machine running sanitizer
+// builds may stretch that to seconds. Only a server that never answers reaches this.
+constexpr std::chrono::seconds kStartBudget{60};
+
+}  // namespace
+
 int freeLoopbackPort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
@@ -43,7 +51,7 @@ RedisProcess::RedisProcess(Options options) : options_(std::move(options)) {
     host_ = text.substr(0, colon);
     port_ = std::stoi(text.substr(colon + 1));
     external_ = true;
-    waitUntilReady(std::chrono::seconds(2));
+    waitUntilReady(kStartBudget);
     return;
   }
   char pattern[] = "/tmp/dlock-redis-XXXXXX";
@@ -93,7 +101,7 @@ void RedisProcess::start() {
   }
   pid_ = child;
   try {
-    waitUntilReady(std::chrono::seconds(10));
+    waitUntilReady(kStartBudget);
   } catch (...) {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
@@ -127,8 +135,9 @@ void RedisProcess::waitUntilReady(std::chrono::milliseconds budget) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  throw std::runtime_error("redis-server on " + host_ + ":" + std::to_string(port_) + " did not answer PING: " +
-                           lastError);
+  throw std::runtime_error("redis-server on " + host_ + ":" + std::to_string(port_) + " did not answer PING within " +
+                           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(budget).count()) +
+                           " s: " + lastError);
 }
 
 void RedisProcess::kill() {
@@ -143,13 +152,15 @@ void RedisProcess::kill() {
 void RedisProcess::restart() {
   if (external_) throw std::runtime_error("RedisProcess: cannot restart an outside server (DLOCK_TEST_REDIS)");
   kill();
-  // The old socket may linger briefly; redis-server sets SO_REUSEADDR, so a few retries suffice.
-  for (int attempt = 0;; ++attempt) {
+  // The old socket may linger briefly (redis-server sets SO_REUSEADDR), or an outgoing connection
+  // may hold the port for a while: try again until the port can be had, within the start budget.
+  const auto deadline = std::chrono::steady_clock::now() + kStartBudget;
+  for (;;) {
     try {
       start();
       return;
     } catch (const std::exception&) {
-      if (attempt == 20) throw;
+      if (std::chrono::steady_clock::now() >= deadline) throw;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }

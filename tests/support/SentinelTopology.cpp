@@ -54,7 +54,7 @@ SentinelTopology::SentinelTopology(Options options) : options_(std::move(options
   try {
     startData();
     startSentinels();
-    waitUntilReady(20s);
+    waitUntilReady(60s);  // about a second when idle; generous for a busy machine
   } catch (...) {
     for (auto& node : sentinels_) stop(node);
     for (auto& node : data_) stop(node);

@@ -2,7 +2,12 @@
 //
 //   checkEveryLockKeyHasTtl(client)   CHECKs that every dlock lock key (not a :fence counter)
 //                                     carries a TTL
-//   recovers(op)                      retries `op` while it throws ConnectionError (5 s at most)
+//   kEventBudget                      how long to wait for an event that takes milliseconds
+//   eventually(condition[, budget])   polls `condition` until it holds; false when the budget ran out
+//   recovers(op)                      retries `op` while it throws ConnectionError (kEventBudget)
+//   infoField(client, field)          a field of the server's INFO ("loading", "master_link_status")
+//   releaseSubscribers(client, key)   subscribers of a key's release channel (waiters asleep on it)
+//   inNanosleep(pid)                  true while the main thread of `pid` sleeps in nanosleep
 //   TempDir                           a fresh directory, removed with everything in it
 //   processAlive(pid)                 true while `pid` runs (a zombie does not count)
 //   runScript(command)                a script's exit status and first line of output
@@ -13,11 +18,13 @@
 #include <doctest/doctest.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -36,10 +43,28 @@ inline void checkEveryLockKeyHasTtl(RedisClient& client, const std::string& pref
   }
 }
 
-// Retries `operation` while it throws ConnectionError (the fault is not over), for at most
-// `budget`; returns what it returned once it ran through, false when the budget ran out.
+// The budget for an event that takes milliseconds on an idle machine: a thread or process
+// starting, a subscription, a reconnect after the fault is over (the client's back-off is capped at
+// 1 s, RedisOptions::maxReconnectBackoff). A sanitizer build on a busy machine stretches these to
+// seconds; only an event that never comes reaches this.
+inline constexpr std::chrono::seconds kEventBudget{30};
+
+// Polls `condition` every 10 ms; false when `budget` passed first.
+template <class Condition>
+bool eventually(Condition&& condition, std::chrono::milliseconds budget = kEventBudget) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// Retries `operation` while it throws ConnectionError (the fault is not over, or the client is
+// still backing off), for at most `budget`; returns what it returned once it ran through, false
+// when the budget ran out. Call it once the fault has ended: it waits for the client, not the fault.
 template <class Operation>
-bool recovers(Operation&& operation, std::chrono::milliseconds budget = std::chrono::seconds(5)) {
+bool recovers(Operation&& operation, std::chrono::milliseconds budget = kEventBudget) {
   const auto deadline = std::chrono::steady_clock::now() + budget;
   while (std::chrono::steady_clock::now() < deadline) {
     try {
@@ -49,6 +74,42 @@ bool recovers(Operation&& operation, std::chrono::milliseconds budget = std::chr
     }
   }
   return false;
+}
+
+// The value of `field` in the server's INFO (all sections), "" when it has none.
+inline std::string infoField(RedisClient& client, const std::string& field) {
+  const std::string info = client.ok({"INFO", "everything"}).str;
+  const std::string prefix = field + ":";
+  for (std::size_t at = 0; at < info.size();) {
+    const auto end = info.find("\r\n", at);
+    const std::string line = info.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+    if (end == std::string::npos) break;
+    at = end + 2;
+  }
+  return "";
+}
+
+// How many clients subscribe to the release channel of dlock key `key`: a waiter asleep on the
+// release message is one of them.
+inline long long releaseSubscribers(RedisClient& client, const std::string& key,
+                                    const std::string& prefix = "dlock:") {
+  const Reply reply = client.ok({"PUBSUB", "NUMSUB", prefix + "{" + key + "}:released"});
+  return reply.elements.size() == 2 ? reply.elements[1].integer : 0;
+}
+
+// True while the main thread of `pid` is in nanosleep or clock_nanosleep: a redis-server running
+// DEBUG SLEEP, as opposed to one waiting in epoll for commands.
+inline bool inNanosleep(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/syscall");
+  std::string first;  // the syscall number, or "running" when the thread is on a CPU
+  if (!(in >> first)) throw std::runtime_error("cannot read /proc/" + std::to_string(pid) + "/syscall");
+  if (first.empty() || first.find_first_not_of("0123456789") != std::string::npos) return false;
+  const long number = std::stol(first);
+#ifdef SYS_nanosleep
+  if (number == SYS_nanosleep) return true;
+#endif
+  return number == SYS_clock_nanosleep;
 }
 
 class TempDir {

@@ -26,6 +26,7 @@
 #include "dlock/cluster/ClusterOperator.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
+#include "dlock/core/WaitStrategies.h"
 
 using namespace std::chrono_literals;
 using namespace std::string_literals;
@@ -34,6 +35,7 @@ using dlock::test::ClusterTopology;
 using dlock::test::RedisClient;
 using dlock::test::extendedFlags;
 using Steady = std::chrono::steady_clock;
+using dlock::test::eventually;
 
 namespace {
 
@@ -67,6 +69,25 @@ std::string readFile(const std::string& path) {
   text << in.rdbuf();
   return text.str();
 }
+
+// Subscribers (SSUBSCRIBE) of the release channel of `key` on `node`: a waiter asleep on it is one.
+long long shardSubscribers(const ClusterTopology& cluster, std::size_t node, const std::string& key) {
+  const auto reply = cluster.client(node).ok({"PUBSUB", "SHARDNUMSUB", std::string(kPrefix) + "{" + key + "}:released"});
+  return reply.elements.size() == 2 ? reply.elements[1].integer : 0;
+}
+
+// A waiter that rechecks a held key only after a minute, with a lease of a minute: when it gets
+// the key within seconds of a release, the release message woke it.
+std::shared_ptr<dlock::ILock> notifiedWaiter(std::shared_ptr<dlock::IOperator> backend) {
+  return dlock::LockBuilder()
+      .backend(std::move(backend))
+      .leaseTime(60s)
+      .waitStrategy(std::make_shared<dlock::NotifyWait>(60s))
+      .build();
+}
+
+// How long a release message may take to arrive: a round trip, on a busy machine.
+constexpr auto kHandOffBound = 5s;
 
 long long counterValue(RedisClient& client, const std::string& key) {
   const auto value = client.ok({"GET", key});
@@ -245,13 +266,13 @@ TEST_SUITE("ClusterOperator") {
         CHECK(released.released);
         CHECK(released.notified == 1);  // the waiter's SSUBSCRIBE on that master
         const auto start = Steady::now();
-        CHECK(watch->waitForRelease(2000ms));
-        CHECK(Steady::now() - start < 500ms);
+        CHECK(watch->waitForRelease(dlock::test::kEventBudget));
+        CHECK(Steady::now() - start < kHandOffBound);
       }
       // Through ILock: waiters on every master acquire right after the release, well before the
-      // holder's 10 s lease would end and before NotifyWait's 1 s recheck.
-      auto holder = dlock::LockBuilder().backend(holderBackend).leaseTime(10s).build();
-      auto waiter = dlock::LockBuilder().backend(waiterBackend).leaseTime(10s).build();
+      // holder's lease would end and before their recheck.
+      auto holder = dlock::LockBuilder().backend(holderBackend).leaseTime(60s).build();
+      auto waiter = notifiedWaiter(waiterBackend);
       for (const auto& key : keys) REQUIRE(holder->tryLock(key));
       std::vector<Steady::time_point> acquiredAt(keys.size());
       std::vector<int> acquired(keys.size(), 0);
@@ -265,21 +286,29 @@ TEST_SUITE("ClusterOperator") {
           }
         });
       }
-      std::this_thread::sleep_for(300ms);
+      // Each waiter attempted, queued, subscribed on its key's master and attempted again: asleep.
+      CHECK(eventually([&] {
+        if (waiter->stats().attempts < 3 * keys.size()) return false;
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          if (shardSubscribers(cluster, masters[i], keys[i]) < 1) return false;
+        }
+        return true;
+      }));
       const auto releasedAt = Steady::now();
       for (const auto& key : keys) holder->unlock(key);
       for (auto& thread : waiters) thread.join();
       for (std::size_t i = 0; i < keys.size(); ++i) {
         CAPTURE(keys[i]);
         REQUIRE(acquired[i] == 1);
-        CHECK(acquiredAt[i] - releasedAt < 500ms);
+        CHECK(acquiredAt[i] - releasedAt < kHandOffBound);
       }
     }
 
     {  // the watchdog renews leases on every master
       auto lock = dlock::LockBuilder().backend(holderBackend).watchdogLease(1000ms).build();
       for (const auto& key : keys) REQUIRE(lock->tryLock(key));
-      std::this_thread::sleep_for(2500ms);  // 2.5 leases
+      // Eight renewals of each key, one every 333 ms: more than 2.5 leases, only renewals kept them.
+      CHECK(eventually([&] { return lock->stats().renewals >= 8 * keys.size(); }));
       for (std::size_t i = 0; i < keys.size(); ++i) {
         CAPTURE(keys[i]);
         CHECK(lock->isHeld(keys[i]));
@@ -418,7 +447,7 @@ TEST_SUITE("ClusterOperator") {
 
     // The watch made on the source follows the slot once its operator's map shows the move.
     watcherBackend->refreshSlots();
-    CHECK(watch->waitForRelease(2000ms));  // re-subscribed on the target: a release may have been missed
+    CHECK(watch->waitForRelease(dlock::test::kEventBudget));  // re-subscribed on the target: a release may have been missed
     CHECK_FALSE(watch->waitForRelease(50ms));
     // A new watch from a stale map: SSUBSCRIBE on the source meets MOVED, the map is refreshed and
     // the subscription lands on the target.
@@ -429,8 +458,8 @@ TEST_SUITE("ClusterOperator") {
     const auto released = backend->unlock(key, "token-2");
     CHECK(released.released);
     CHECK(released.notified == 2);
-    CHECK(watch->waitForRelease(2000ms));
-    CHECK(late->waitForRelease(2000ms));
+    CHECK(watch->waitForRelease(dlock::test::kEventBudget));
+    CHECK(late->waitForRelease(dlock::test::kEventBudget));
   }
 
   TEST_CASE("a watch whose node hands its slot over subscribes again on the new owner, its map stale till then") {
@@ -453,8 +482,9 @@ TEST_SUITE("ClusterOperator") {
     // operator of the move: SSUBSCRIBE on the source meets MOVED, and the watch lands on the
     // target. (The wake and the new subscription are one report or two, depending on whether the
     // drop arrived before the call.)
-    CHECK(watch->waitForRelease(2000ms));
-    for (int i = 0; i < 2 && watch->waitForRelease(50ms); ++i) {
+    CHECK(watch->waitForRelease(dlock::test::kEventBudget));
+    CHECK(eventually([&] { return shardSubscribers(cluster, target, key) >= 1; }));  // subscribed there
+    for (int i = 0; i < 2 && watch->waitForRelease(500ms); ++i) {  // its report, if separate, is close behind
     }
     CHECK(cluster.errorCount(source, "MOVED") == movedBefore + 1);
     CHECK(watcherBackend->nodeFor(key) == cluster.address(target));
@@ -465,8 +495,8 @@ TEST_SUITE("ClusterOperator") {
     CHECK(released.released);
     CHECK(released.notified == 1);
     const auto start = Steady::now();
-    CHECK(watch->waitForRelease(2000ms));
-    CHECK(Steady::now() - start < 500ms);
+    CHECK(watch->waitForRelease(dlock::test::kEventBudget));
+    CHECK(Steady::now() - start < kHandOffBound);
   }
 
   TEST_CASE("a slot migrated live while four processes contend for its key: no errors, exact count") {
@@ -581,7 +611,7 @@ TEST_SUITE("ClusterOperator") {
       REQUIRE(backend->lock(victimKey, "before", 5000ms).acquired);
       auto watch = waiterBackend->watch(victimKey);
       REQUIRE(backend->unlock(victimKey, "before").notified == 1);
-      CHECK(watch->waitForRelease(2000ms));
+      CHECK(watch->waitForRelease(dlock::test::kEventBudget));
     }
 
     struct Outcome {
@@ -589,6 +619,7 @@ TEST_SUITE("ClusterOperator") {
       std::size_t key;
       int kind;  // 0 answered, 1 ConnectionError, 2 anything else
       std::string error;
+      Steady::time_point end{};
     };
     std::mutex mutex;
     std::vector<Outcome> outcomes;
@@ -609,6 +640,7 @@ TEST_SUITE("ClusterOperator") {
             outcome.kind = 2;
             outcome.error = error.what();
           }
+          outcome.end = Steady::now();
           {
             std::lock_guard<std::mutex> guard(mutex);
             outcomes.push_back(std::move(outcome));
@@ -617,7 +649,11 @@ TEST_SUITE("ClusterOperator") {
         }
       });
     }
-    std::this_thread::sleep_for(500ms);
+    const auto answered = [&](const auto& counts) {
+      std::lock_guard<std::mutex> guard(mutex);
+      return static_cast<std::size_t>(std::count_if(outcomes.begin(), outcomes.end(), counts));
+    };
+    CHECK(eventually([&] { return answered([](const Outcome& o) { return o.kind == 0; }) >= 10; }));
     const auto killedAt = Steady::now();
     cluster.kill(victim);
     std::size_t promoted = victim;
@@ -629,7 +665,20 @@ TEST_SUITE("ClusterOperator") {
       throw;
     }
     const auto failedOverAt = Steady::now();
-    std::this_thread::sleep_for(1500ms);
+    // The clients settle within their own timeouts (a 300 ms retry budget, 300 ms connect and
+    // 500 ms command timeouts, a reconnect back-off of at most 1 s); kSettle leaves room for a busy
+    // machine. Calls that start after it must all be answered; they run until some did on the
+    // victim's slots.
+    constexpr auto kSettle = 5s;
+    const auto settledAt = failedOverAt + kSettle;
+    CHECK(eventually(
+        [&] {
+          return answered([&](const Outcome& o) {
+                   return o.start >= settledAt &&
+                          owners[dlock::clusterKeyNames(kPrefix, keys[o.key]).slot] == victim;
+                 }) >= 10;
+        },
+        kSettle + dlock::test::kEventBudget));
     stop = true;
     for (auto& thread : clients) thread.join();
 
@@ -641,10 +690,10 @@ TEST_SUITE("ClusterOperator") {
     for (const auto& outcome : outcomes) {
       if (outcome.kind == 2) FAIL_CHECK("not a ConnectionError: " << outcome.error);
       if (outcome.kind == 1) ++connectionErrors;
-      if (outcome.start < killedAt) {
+      if (outcome.end < killedAt) {  // a call still running at the kill belongs to the failover
         ++before;
         if (outcome.kind != 0) FAIL_CHECK("before the kill: " << outcome.error);
-      } else if (outcome.start < failedOverAt + 300ms) {
+      } else if (outcome.start < settledAt) {
         ++during;
       } else {
         ++after;
@@ -663,8 +712,8 @@ TEST_SUITE("ClusterOperator") {
     CHECK(afterOnVictim > 0);
 
     // A waiter whose subscription died with the victim hands off on the promoted master.
-    auto holder = dlock::LockBuilder().backend(backend).leaseTime(10s).build();
-    auto waiter = dlock::LockBuilder().backend(waiterBackend).leaseTime(10s).build();
+    auto holder = dlock::LockBuilder().backend(backend).leaseTime(60s).build();
+    auto waiter = notifiedWaiter(waiterBackend);
     REQUIRE(holder->tryLock(victimKey, 5s));
     std::atomic<bool> acquired{false};
     Steady::time_point acquiredAt;
@@ -679,12 +728,15 @@ TEST_SUITE("ClusterOperator") {
         MESSAGE("waiter: " << error.what());
       }
     });
-    std::this_thread::sleep_for(300ms);
+    // Asleep on its subscription, moved to the promoted master.
+    CHECK(eventually([&] {
+      return waiter->stats().attempts >= 3 && shardSubscribers(cluster, promoted, victimKey) >= 1;
+    }));
     const auto releasedAt = Steady::now();
     holder->unlock(victimKey);
     waiting.join();
     REQUIRE(acquired);
-    CHECK(acquiredAt - releasedAt < 500ms);
+    CHECK(acquiredAt - releasedAt < kHandOffBound);
   }
 
   TEST_CASE("reconnects() never goes down, also when a master with a reconnected subscriber steps down") {
@@ -700,16 +752,20 @@ TEST_SUITE("ClusterOperator") {
     auto watch = backend->watch(key);  // a subscriber on `master`
     REQUIRE(backend->reconnects() == 0);
     cluster.client(master).ok({"CLIENT", "KILL", "TYPE", "pubsub"});
-    const auto deadline = Steady::now() + 10s;
-    while (backend->reconnects() == 0 && Steady::now() < deadline) std::this_thread::sleep_for(20ms);
+    CHECK(eventually([&] { return backend->reconnects() >= 1; }));
     const auto reconnected = backend->reconnects();
     REQUIRE(reconnected >= 1);
 
-    // A graceful failover: the master becomes a replica, and the operator's map drops it.
-    cluster.client(replicas.front()).ok({"CLUSTER", "FAILOVER"});
-    while (cluster.ownerOf(slot) != replicas.front() && Steady::now() < deadline + 20s) {
-      std::this_thread::sleep_for(50ms);
-    }
+    // A graceful failover: the master becomes a replica, and the operator's map drops it. Redis
+    // gives up a manual failover it cannot finish within its own timeout (5 s, CLUSTER_MF_TIMEOUT),
+    // as a busy machine can make it do: then it is asked again.
+    constexpr auto kManualFailoverTimeout = 5s;
+    CHECK(eventually(
+        [&] {
+          (void)cluster.client(replicas.front()).command({"CLUSTER", "FAILOVER"});
+          return eventually([&] { return cluster.ownerOf(slot) == replicas.front(); }, kManualFailoverTimeout * 2);
+        },
+        kManualFailoverTimeout * 12));
     REQUIRE(cluster.ownerOf(slot) == replicas.front());
     cluster.waitUntilStable();
     backend->refreshSlots();

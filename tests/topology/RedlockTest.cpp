@@ -34,6 +34,8 @@
 using namespace std::chrono_literals;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
+using dlock::test::eventually;
+using dlock::test::recovers;
 using Steady = std::chrono::steady_clock;
 
 namespace {
@@ -166,8 +168,9 @@ TEST_SUITE("Redlock") {
     for (std::size_t i : {1, 3}) before.push_back(set.scriptCalls(i));
     auto lock = leasedLock(set.uri(), 10s);
     const auto start = Steady::now();
-    CHECK_THROWS_AS((void)lock->tryLock("k", 3s), dlock::ConnectionError);
-    CHECK(Steady::now() - start < 3s);
+    constexpr auto kWait = 30s;
+    CHECK_THROWS_AS((void)lock->tryLock("k", kWait), dlock::ConnectionError);
+    CHECK(Steady::now() - start < kWait / 2);  // refused nodes: no quorum is possible, so it does not wait
     CHECK_FALSE(lock->isHeld("k"));
     CHECK(set.holding("k") == 0);
     // The live nodes did take the key (and gave it back): acquire and release ran there.
@@ -181,17 +184,20 @@ TEST_SUITE("Redlock") {
 
   TEST_CASE("a paused node does not stall acquisitions beyond the node timeout") {
     RedlockSet set;
-    auto lock = leasedLock(set.uri("node_timeout=200ms"), 10s);
-    REQUIRE(lock->tryLock("warm", 2s));  // connections to every node are open
+    // A command to the paused node would wait 30 s; the node timeout cuts the wait to 200 ms.
+    auto lock = leasedLock(set.uri("node_timeout=200ms&command_timeout=30s"), 10s);
+    // Connections to every node are open (the first ones may take longer than 200 ms to set up).
+    REQUIRE(recovers([&] { return lock->tryLock("warm", 2s); }));
+    CHECK(eventually([&] { return set.holding("warm") == 5; }));
     lock->unlock("warm");
     set.servers[2]->pause();
     for (int i = 0; i < 3; ++i) {
       const std::string key = "k" + std::to_string(i);
       const auto start = Steady::now();
-      REQUIRE(lock->tryLock(key, 5s));
+      REQUIRE(lock->tryLock(key, 30s));
       const auto took = Steady::now() - start;
-      CHECK(took < 1s);  // one node timeout (200 ms), with room for a loaded machine
-      CHECK(set.holding(key, 2) == 4);  // the paused node is not asked
+      CHECK(took < 5s);  // one node timeout (200 ms) with room for a loaded machine; not the 30 s
+      CHECK(eventually([&] { return set.holding(key, 2) == 4; }));  // the other four took it
       lock->unlock(key);
     }
     set.servers[2]->resume();
@@ -202,32 +208,47 @@ TEST_SUITE("Redlock") {
     // A 10 s lease of which the drift allowance leaves 100 ms of validity: the keys the late
     // answers leave would live for 10 s, so a key gone soon after was removed by the rollback.
     dlock::RedlockOptions options;
-    options.nodeTimeout = 2s;
+    options.nodeTimeout = 30s;
     options.clockDriftMargin = 9800ms;  // + 1% of 10 s = 9.9 s
     std::vector<std::shared_ptr<dlock::IOperator>> members;
-    for (const auto& server : set.servers) members.push_back(dlock::connect(server->uri() + "?command_timeout=2s"));
+    for (const auto& server : set.servers) members.push_back(dlock::connect(server->uri() + "?command_timeout=30s"));
     dlock::RedlockOperator redlock(members, options);
-    REQUIRE(redlock.lock("warm", "w", 10s).acquired);  // connections to every node are open
+    // Connections to every node are open; setting them up may take longer than 100 ms.
+    REQUIRE(eventually([&] { return redlock.lock("warm", "w", 10s).acquired; }));
     REQUIRE(redlock.unlock("warm", "w").released);
-    // Three nodes busy for 400 ms: whatever they answer comes too late.
+    // Three nodes asleep for 3 s, far longer than the validity and than a busy machine's delays,
+    // and far shorter than the node timeout: whatever they answer comes too late. The rollback
+    // waits for their answers to its releases, so the call returns when they wake.
+    constexpr auto kSleep = 3s;
     std::vector<std::thread> sleepers;
     for (std::size_t i : {0, 1, 2}) {
-      sleepers.emplace_back([&set, i] { set.client(i).ok({"DEBUG", "SLEEP", "0.4"}); });
+      sleepers.emplace_back([&, i] {
+        RedisClient(set.servers[i]->host(), set.servers[i]->port(), kSleep * 5)
+            .ok({"DEBUG", "SLEEP", std::to_string(std::chrono::seconds(kSleep).count())});
+      });
     }
-    std::this_thread::sleep_for(50ms);  // the DEBUG SLEEPs have started
-    const auto before = set.scriptCalls(3);
-    const auto start = Steady::now();
-    const auto result = redlock.lock("k", "t", 10s);
-    const auto took = Steady::now() - start;
+    const bool asleep = eventually([&] {
+      for (std::size_t i : {0, 1, 2}) {
+        if (!dlock::test::inNanosleep(set.servers[i]->pid())) return false;
+      }
+      return true;
+    });
+    bool acquired = false;
+    if (asleep) {
+      const auto before = set.scriptCalls(3);
+      const auto start = Steady::now();
+      acquired = redlock.lock("k", "t", 10s).acquired;
+      const auto took = Steady::now() - start;
+      CHECK(took < options.nodeTimeout / 2);  // gave up on time, not at the node timeout
+      CHECK(set.scriptCalls(3) - before >= 2);  // node 3 took the key and released it
+    }
     for (auto& sleeper : sleepers) sleeper.join();
-    CHECK_FALSE(result.acquired);  // too slow is a failed attempt, not a connection error
-    CHECK(took < 2s);              // gave up on time, not at the node timeout
-    CHECK(set.scriptCalls(3) - before >= 2);  // node 3 took the key and released it
+    REQUIRE_MESSAGE(asleep, "the three servers never went into DEBUG SLEEP");
+    CHECK_FALSE(acquired);  // too slow is a failed attempt, not a connection error
     // The late acquires landed after the DEBUG SLEEP; the releases behind them removed them.
-    const auto deadline = Steady::now() + 3s;
-    while (set.holding("k") > 0 && Steady::now() < deadline) std::this_thread::sleep_for(10ms);
-    CHECK(set.holding("k") == 0);
-    CHECK(redlock.lock("k", "t2", 10s).acquired);  // with every node answering at once, 100 ms is plenty
+    CHECK(eventually([&] { return set.holding("k") == 0; }));
+    // With every node answering at once, 100 ms is plenty (a busy machine may need a second try).
+    CHECK(eventually([&] { return redlock.lock("k", "t2", 10s).acquired; }));
   }
 
   TEST_CASE("fencing tokens keep increasing when successive acquisitions use different quorums") {
@@ -237,7 +258,8 @@ TEST_SUITE("Redlock") {
     const auto acquire = [&](const char* step) {
       INFO(step);
       auto lock = leasedLock(set.uri(), 10s);
-      REQUIRE(lock->tryLock("fenced", 5s));
+      // A new client's first connections may outlast the node timeout on a busy machine.
+      REQUIRE(recovers([&] { return lock->tryLock("fenced", 5s); }));
       const std::uint64_t token = lock->fencingToken("fenced");
       CHECK(token > last);
       last = token;
@@ -268,12 +290,12 @@ TEST_SUITE("Redlock") {
     for (bool nodeDown : {false, true}) {
       INFO("node down: " << nodeDown);
       if (nodeDown) set.servers[4]->kill();
-      auto holder = leasedLock(set.uri(), 30s);
-      // Rechecks every 10 s and the lease is 30 s: only the release message can wake it sooner.
+      auto holder = leasedLock(set.uri(), 60s);
+      // Rechecks after a minute and the lease is a minute: only the release message can wake it sooner.
       auto waiter = dlock::LockBuilder()
                         .backend(dlock::connect(set.uri()))
-                        .leaseTime(30s)
-                        .waitStrategy(std::make_shared<dlock::NotifyWait>(10s))
+                        .leaseTime(60s)
+                        .waitStrategy(std::make_shared<dlock::NotifyWait>(60s))
                         .build();
       REQUIRE(holder->tryLock("k"));
       std::atomic<bool> acquired{false};
@@ -283,12 +305,16 @@ TEST_SUITE("Redlock") {
         acquiredAt = Steady::now();
         if (acquired) waiter->unlock("k");
       });
-      std::this_thread::sleep_for(300ms);  // the waiter is subscribed and asleep
+      // The waiter attempted, queued, subscribed (node 0 is always up here), attempted again: asleep.
+      auto node0 = set.client(0);
+      CHECK(eventually([&] {
+        return waiter->stats().attempts >= 3 && dlock::test::releaseSubscribers(node0, "k") >= 1;
+      }));
       const auto releasedAt = Steady::now();
       holder->unlock("k");
       thread.join();
       REQUIRE(acquired);
-      CHECK(acquiredAt - releasedAt < 2s);
+      CHECK(acquiredAt - releasedAt < 5s);
     }
   }
 
@@ -296,10 +322,14 @@ TEST_SUITE("Redlock") {
     RedlockSet set;
     auto lock = dlock::LockBuilder().backend(dlock::connect(set.uri())).watchdogLease(1500ms).build();
     REQUIRE(lock->tryLock("k"));
-    std::this_thread::sleep_for(2s);  // more than a lease: renewed every 500 ms
+    // Four renewals (every 500 ms): more than a lease has passed, and only renewals kept it.
+    const auto renewedTimes = [&](std::uint64_t count) {
+      return eventually([&] { return lock->stats().renewals >= count; });
+    };
+    CHECK(renewedTimes(4));
     CHECK(lock->isHeld("k"));
     set.servers[0]->kill();
-    std::this_thread::sleep_for(2s);
+    CHECK(renewedTimes(8));
     CHECK(lock->isHeld("k"));
     for (std::size_t i = 1; i < 5; ++i) {
       const auto ttl = set.client(i).ok({"PTTL", "dlock:{k}"}).integer;

@@ -144,9 +144,10 @@ struct ScriptedNodes {
   std::shared_ptr<dlock::RedlockOperator> redlock;
 };
 
-// Waits (real time, bounded) until `condition` holds; for work that finishes on worker threads.
+// Waits (real time, bounded) until `condition` holds; for work that finishes on worker threads in
+// milliseconds, and in seconds on a busy machine.
 template <class Condition>
-bool eventually(Condition condition, std::chrono::milliseconds budget = 5s) {
+bool eventually(Condition condition, std::chrono::milliseconds budget = 30s) {
   const auto deadline = Steady::now() + budget;
   while (!condition()) {
     if (Steady::now() >= deadline) return false;
@@ -251,8 +252,8 @@ TEST_SUITE("RedlockOperator") {
     for (std::size_t i : {1, 2, 3}) n.nodes[i]->failNextCalls(1000);
     auto lock = dlock::LockBuilder().backend(n.redlock).leaseTime(10s).build();
     const auto start = Steady::now();
-    CHECK_THROWS_AS((void)lock->tryLock("k", 3s), dlock::ConnectionError);
-    CHECK(Steady::now() - start < 3s);
+    CHECK_THROWS_AS((void)lock->tryLock("k", 30s), dlock::ConnectionError);
+    CHECK(Steady::now() - start < 15s);  // no quorum is possible: it does not wait out the timeout
     CHECK(n.leases() == 0);
     CHECK_FALSE(lock->isHeld("k"));
   }
@@ -321,13 +322,15 @@ TEST_SUITE("RedlockOperator") {
 
   TEST_CASE("an attempt whose elapsed time eats the validity fails and is rolled back") {
     dlock::RedlockOptions options;
-    options.nodeTimeout = 1s;
+    options.nodeTimeout = 10s;
     MemoryNodes n(5, options);
-    for (auto& node : n.nodes) node->setLatency(40ms);
-    // A 30 ms lease leaves under 28 ms of validity; every node takes 40 ms to answer.
+    for (auto& node : n.nodes) node->setLatency(400ms);
+    // A 300 ms lease leaves under 295 ms of validity, of which the attempt waits half; every node
+    // takes 400 ms to answer. Asking all five takes far less than that half, even on a busy
+    // machine, so each node gets the acquire and then the release behind it.
     const auto start = Steady::now();
-    const auto result = n.redlock->lock("k", "t", 30ms);
-    CHECK(Steady::now() - start < 1s);  // gave up at the validity, not at the node timeout
+    const auto result = n.redlock->lock("k", "t", 300ms);
+    CHECK(Steady::now() - start < options.nodeTimeout / 2);  // gave up at the validity, not at the node timeout
     CHECK_FALSE(result.acquired);
     // The acquires land late; the releases queued behind them take the keys away again. The
     // members run on a virtual clock, so nothing expires on its own meanwhile.
@@ -358,12 +361,13 @@ TEST_SUITE("RedlockOperator") {
     dlock::RedlockOptions options;
     options.nodeTimeout = 100ms;
     MemoryNodes n(5, options);
-    n.nodes[2]->setLatency(600ms);
+    constexpr auto kLatency = 2s;
+    n.nodes[2]->setLatency(kLatency);
     const auto start = Steady::now();
     const auto result = n.redlock->lock("k", "t", 10s);
     const auto took = Steady::now() - start;
     CHECK(took >= 100ms);  // the other nodes answered at once; node 2 had its full chance
-    CHECK(took < 500ms);
+    CHECK(took < kLatency / 2);
     CHECK(result.acquired);
     CHECK(n.holding("k", "t") == 4);
     n.nodes[2]->setLatency(0ms);
@@ -373,17 +377,18 @@ TEST_SUITE("RedlockOperator") {
     dlock::RedlockOptions options;
     options.nodeTimeout = 2s;  // longer than the validity: the validity bounds the wait
     MemoryNodes n(5, options);
-    n.nodes[2]->setLatency(1500ms);
+    constexpr auto kLatency = 3s;  // far beyond the waits below, so a bound can tell them apart
+    n.nodes[2]->setLatency(kLatency);
     // 400 ms - 6 ms drift: the quorum answers at once; node 2 gets half the validity, no more.
     auto start = Steady::now();
     const auto result = n.redlock->lock("k", "t", 400ms);
-    CHECK(Steady::now() - start < 300ms);
+    CHECK(Steady::now() - start < kLatency / 2);
     CHECK(result.acquired);
     CHECK(n.holding("k", "t") >= 4);
     start = Steady::now();
     CHECK(n.redlock->extend("k", "t", 400ms));
     CHECK(extendedFlags(n.redlock->extendAll({{"k", "t"}, {"other", "t"}}, 400ms)) == std::vector<bool>{true, false});
-    CHECK(Steady::now() - start < 600ms);
+    CHECK(Steady::now() - start < kLatency / 2);
     n.nodes[2]->setLatency(0ms);
   }
 
@@ -391,10 +396,11 @@ TEST_SUITE("RedlockOperator") {
     dlock::RedlockOptions options;
     options.nodeTimeout = 50ms;
     MemoryNodes n(5, options);
-    for (std::size_t i : {0, 1, 2}) n.nodes[i]->setLatency(600ms);
+    constexpr auto kLatency = 2s;
+    for (std::size_t i : {0, 1, 2}) n.nodes[i]->setLatency(kLatency);
     const auto start = Steady::now();
     CHECK_THROWS_AS((void)n.redlock->lock("k", "t", 10s), dlock::ConnectionError);
-    CHECK(Steady::now() - start < 500ms);
+    CHECK(Steady::now() - start < kLatency / 2);
     for (std::size_t i : {0, 1, 2}) n.nodes[i]->setLatency(0ms);
     // The late acquires are undone by the releases queued behind them.
     CHECK(eventually([&] { return n.emptyAfter(2); }));
@@ -509,7 +515,6 @@ TEST_SUITE("RedlockOperator") {
     // A release deletes the key on a quorum; the watch covers a quorum of the live nodes, and two
     // quorums always share a node. Here the release reaches nodes 0, 3 and 4 only.
     std::thread releaser([&] {
-      std::this_thread::sleep_for(20ms);
       for (std::size_t i : {0, 3, 4}) CHECK(n.nodes[i]->memory().unlock("k", "t").released);
     });
     const auto start = Steady::now();
@@ -624,7 +629,8 @@ TEST_SUITE("RedlockOperator") {
       acquiredAt = Steady::now();
       if (acquired) waiter->unlock("k");
     });
-    std::this_thread::sleep_for(50ms);
+    // The waiter attempted, queued, subscribed and attempted again: it sleeps on the watch.
+    CHECK(eventually([&] { return waiter->stats().attempts >= 3; }));
     const auto releasedAt = Steady::now();
     holder->unlock("k");
     thread.join();
