@@ -197,6 +197,10 @@ std::vector<Span> secretSpans(std::string_view text) {
   std::vector<Span> spans;
   const std::vector<std::size_t> starts = uriStarts(text);
   std::size_t previousUserStart = 0;
+  // Where a password may have begun in the members before this one that have no '@' of their own:
+  // a password holding ";scheme://" splits the list inside itself, and its head looks like such a
+  // member ("redis://:secret;x://more@host", "redis://secret;x://@host"). npos after an '@'.
+  std::size_t openPasswordStart = std::string_view::npos;
   for (std::size_t i = 0; i < starts.size(); ++i) {
     const std::size_t begin = starts[i];
     const std::size_t end = i + 1 < starts.size() ? starts[i + 1] - 1 : text.size();  // before the ';'
@@ -233,7 +237,14 @@ std::vector<Span> secretSpans(std::string_view text) {
       if (atPasswordStart()) passwordStart = userStart;
       if (atPasswordStart()) passwordStart = outerStart;
       if (atPasswordStart() && i > 0) passwordStart = previousUserStart;
+      passwordStart = std::min(passwordStart, openPasswordStart);
       spans.push_back({passwordStart, at, true});
+      openPasswordStart = std::string_view::npos;
+    } else if (openPasswordStart == std::string_view::npos) {
+      // Even "redis://h1:1" may be a password's head: masked (from its port on) if a later member
+      // has an '@'. Messages about such a list say less; they never show a password.
+      const auto colon = text.substr(0, end).find(':', userStart);
+      openPasswordStart = colon != std::string_view::npos ? colon + 1 : userStart;
     }
     spans.insert(spans.end(), query.begin(), query.end());
     previousUserStart = userStart;

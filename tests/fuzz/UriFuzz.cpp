@@ -150,7 +150,15 @@ void passwordNeverShown(const std::uint8_t* data, std::size_t size) {
   const std::size_t at = bytes.empty() ? 0 : static_cast<unsigned char>(bytes.front()) % (bytes.size() + 1);
   const std::string password = std::string(bytes.substr(0, at)) + std::string(kMarker) + std::string(bytes.substr(at));
   if (contains(other, kMarker) || contains(percentDecoded(other), kMarker)) return;  // would not be the password's
-  const std::string asWritten = written(password, escaping);
+  std::string asWritten = written(password, escaping);
+  // In the password-only spelling ("redis://secret@h") a raw ':' is the user/password separator
+  // (RFC 3986): what comes before it is a user name, shown by design. A password holding ':'
+  // is written %3A there.
+  if (pattern.find("//{P}@") != std::string_view::npos) {
+    for (std::size_t pos = asWritten.find(':'); pos != std::string::npos; pos = asWritten.find(':', pos)) {
+      asWritten.replace(pos, 1, "%3A");
+    }
+  }
   const std::string uri = fill(pattern, asWritten, other);
 
   try {
