@@ -71,17 +71,35 @@ TEST_SUITE("ClusterSlot") {
     }
   }
 
-  TEST_CASE("a key with braces hashes through a tag derived from all of its bytes") {
+  TEST_CASE("a key with braces keeps the single-server names on a cluster, so its fencing counter moves with it") {
     const auto names = dlock::clusterKeyNames("dlock:", "a{b}c");
-    CHECK(names.lock.rfind("dlock:{#", 0) == 0);
-    CHECK(names.lock.size() == std::string("dlock:{#0123456789abcdef}:lock:a{b}c").size());
-    CHECK(names.lock.substr(names.lock.size() - 11) == ":lock:a{b}c");
-    // Redis alone would hash only "b" for both of these; the derived tags tell them apart.
+    CHECK(names.lock == "dlock:{a{b}c}");
+    CHECK(names.fence == "dlock:{a{b}c}:fence");
+    CHECK(names.channel == "dlock:{a{b}c}:released");
+    CHECK(dlock::keyHashSlot(names.fence) == names.slot);
+    CHECK(names.slot == dlock::keyHashSlot("a{b"));  // Redis's own tag rule: up to the key's first '}'
+  }
+
+  TEST_CASE("a key starting with '}' takes a tag derived from all of its bytes, a form no plain name has") {
+    const auto names = dlock::clusterKeyNames("dlock:", "}x");
+    CHECK(names.lock.rfind("dlock:#{", 0) == 0);  // a plain name has '{' right after the prefix
+    CHECK(names.lock.size() == std::string("dlock:#{0123456789abcdef}:lock:}x").size());
+    CHECK(names.lock.substr(names.lock.size() - 8) == ":lock:}x");
     std::set<std::uint16_t> slots;
-    for (int i = 0; i < 64; ++i) slots.insert(dlock::clusterKeyNames("dlock:", "x{b}" + std::to_string(i)).slot);
+    for (int i = 0; i < 64; ++i) slots.insert(dlock::clusterKeyNames("dlock:", "}" + std::to_string(i)).slot);
     CHECK(slots.size() > 48);  // 64 keys into 16384 slots: a few collisions at most
-    // The same key always gets the same names.
-    CHECK(dlock::clusterKeyNames("dlock:", "a{b}c").lock == names.lock);
+    CHECK(dlock::clusterKeyNames("dlock:", "}x").lock == names.lock);
+  }
+
+  TEST_CASE("a key that spells another key's derived name does not share it") {
+    // "#<h>}:lock:}x" named plainly is `dlock:{#<h>}:lock:}x}`; the derived names of "}x" and of
+    // "}x}" begin `dlock:#{`, so neither can equal it.
+    const auto derived = dlock::clusterKeyNames("dlock:", "}x}");
+    const std::string tag = derived.lock.substr(std::string("dlock:#{").size(), 16);
+    const auto plain = dlock::clusterKeyNames("dlock:", "#" + tag + "}:lock:}x");
+    CHECK(plain.lock != derived.lock);
+    CHECK(plain.fence != derived.lock);
+    CHECK(plain.lock != derived.fence);
   }
 
   TEST_CASE("no two keys share a name, whatever their bytes") {
@@ -100,8 +118,8 @@ TEST_SUITE("ClusterSlot") {
   TEST_CASE("the prefix is part of every name") {
     const auto plain = dlock::clusterKeyNames("app:", "k");
     CHECK(plain.lock == "app:{k}");
-    const auto braced = dlock::clusterKeyNames("app:", "k}");
-    CHECK(braced.lock.rfind("app:{#", 0) == 0);
-    CHECK(braced.slot == dlock::clusterKeyNames("other:", "k}").slot);  // the tag, not the prefix, picks the slot
+    const auto derived = dlock::clusterKeyNames("app:", "}k");
+    CHECK(derived.lock.rfind("app:#{", 0) == 0);
+    CHECK(derived.slot == dlock::clusterKeyNames("other:", "}k").slot);  // the tag, not the prefix, picks the slot
   }
 }

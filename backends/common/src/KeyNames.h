@@ -1,26 +1,44 @@
-// KeyNames.h — the Redis names of one lock: `<prefix>{<key>}` holds the owner token,
-// `<prefix>{<key>}:fence` the fencing counter and `<prefix>{<key>}:released` is the release
-// channel. They share the `{<key>}` hash tag, so one script touches one cluster slot. The
-// companions are made on demand: a call builds only the names it sends.
+// KeyNames.h — the Redis names of one lock, the same for every topology: `<prefix>{<key>}` holds
+// the owner token, `<prefix>{<key>}:fence` the fencing counter and `<prefix>{<key>}:released` is
+// the release channel. They share the `{<key>}` hash tag, so one script touches one cluster slot.
+//
+// One exception, on a cluster only: a key starting with '}' would give the empty tag `{}`, for
+// which Redis hashes each whole name and the three would land in different slots. Such a key is
+// named `<prefix>#{<h>}:lock:<key>` (`:fence:`, `:released:`), <h> being 16 hex digits of the
+// SHA-1 of the key. No plain name can take that form (a plain one has '{' right after the prefix),
+// and every name holds the whole key, so two keys never share a name. On one server the plain
+// names stay, whatever the key: names on one server never change between releases.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace dlock::detail {
 
-struct KeyNames {
-  std::string lock;
+// CRC16 of the key's hash tag (or of the whole key when it has none) modulo 16384: Redis
+// Cluster's slot of a key.
+[[nodiscard]] std::uint16_t hashSlot(std::string_view redisKey) noexcept;
+[[nodiscard]] std::uint16_t crc16(std::string_view bytes) noexcept;
 
-  [[nodiscard]] std::string fence() const { return lock + ":fence"; }
-  [[nodiscard]] std::string channel() const { return lock + ":released"; }
+class KeyNames {
+ public:
+  // `sharded`: the names are for a cluster (see above). The prefix must not contain '{' or '}'
+  // there; the cluster refuses such a prefix.
+  KeyNames(std::string_view prefix, std::string_view key, bool sharded);
+
+  [[nodiscard]] const std::string& lock() const noexcept { return lock_; }
+  [[nodiscard]] std::string fence() const { return companion("fence"); }
+  [[nodiscard]] std::string channel() const { return companion("released"); }
+  [[nodiscard]] std::uint16_t slot() const noexcept { return hashSlot(lock_); }
+
+ private:
+  [[nodiscard]] std::string companion(std::string_view role) const;
+
+  std::string lock_;
+  // Derived names only: `<prefix>#{<h>}:` and the key.
+  std::string head_;
+  std::string key_;
 };
-
-inline KeyNames keyNames(std::string_view prefix, std::string_view key) {
-  KeyNames names;
-  names.lock.reserve(prefix.size() + key.size() + 2);
-  names.lock.append(prefix).append("{").append(key).append("}");
-  return names;
-}
 
 }  // namespace dlock::detail

@@ -1,51 +1,8 @@
-// SentinelOperator.h — the IOperator for a Redis master watched by Redis Sentinel.
-//
-// Defines SentinelAddress, SentinelOptions and SentinelOperator. The lock protocol is the one of
-// SingleOperator (the same Lua scripts, keys and release channel), sent to whichever node is the
-// master now:
-//
-//   finding the master   ask the sentinels in turn `SENTINEL get-master-addr-by-name <name>`
-//                        (each within its own timeouts), confirm the answer with ROLE on the node
-//                        itself; the sentinel that answered is asked first next time
-//   finding it again     after a connection failure, and after a READONLY / MASTERDOWN / LOADING /
-//                        NOREPLICAS reply
-//   following failovers  a subscription to every sentinel (only the one leading a failover
-//                        announces its steps): when a replica is selected for promotion, calls
-//                        wait (at most the command timeout) instead of going to the old master,
-//                        and move to the replica as soon as it answers ROLE master — before the
-//                        sentinels name it, and before clients of a graceful SENTINEL FAILOVER
-//                        would otherwise keep writing to a master whose writes are about to be
-//                        thrown away. `+switch-master` moves them too; an aborted failover
-//                        releases the waiting calls. A sentinel that still names a master just
-//                        failed over is not believed for 30 s.
-//   on a new master      a fresh connection pool; the release subscriber reconnects to it, which
-//                        wakes every waiter to try again there
-//
-// A call that fails before its command can have run (no connection, or refused as above) is
-// retried once on the master the sentinels name now, when it moved; any other failure is a
-// ConnectionError (see IOperator.h). So during a failover a call either answers from a confirmed
-// master or throws ConnectionError: never a BackendError for a node that is between roles, never
-// "acquired" from a replica. Once every sentinel is unreachable, an operator that still has a
-// working master keeps using it; one that must find the master fails with ConnectionError after
-// at most (sentinels × (sentinelConnectTimeout + sentinelCommandTimeout)).
-//
-// What failover cannot keep: replication is asynchronous, so a lock (or any write) the old master
-// acknowledged in the moments before it died may be missing on the promoted replica, and someone
-// else may then take the key. waitReplicas narrows that window; see below and
-// backends/sentinel/README.md.
-//
-// Replication-acked acquire (waitReplicas > 0): after taking the key, `WAIT waitReplicas
-// waitTimeout` on the same connection. With fewer acknowledgements the key is released at once
-// and lock() throws ConnectionError; see SentinelOptions::waitReplicas for why it is an error and
-// not `false`. A refused WAIT (an ACL user without it) releases the key too; lock() throws
-// BackendError.
-//
-// Owner: shared. Thread safety: thread-safe. Construction never blocks and opens nothing; the
-// first call finds the master and starts the sentinel subscriptions (one thread per sentinel,
-// plus the release subscriber's thread once a waiter watches a key). One more thread, idle until
-// a promotion is announced, polls the replica being promoted. After fork(), a child's first call
-// finds the master again with its own connections, subscriptions and threads; the parent's are
-// never used there.
+// SentinelOperator.h — the IOperator for a Redis master watched by Redis Sentinel: RedisOperator
+// over the master the sentinels name, following failovers as they announce them; optionally an
+// acquire counts only once replicas acknowledged it (waitReplicas). How failovers are followed and
+// what they cannot keep: backends/sentinel/README.md.
+// Owner: shared. Thread safety: thread-safe. Construction never blocks and opens nothing.
 #pragma once
 
 #include <chrono>
@@ -55,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "dlock/IOperator.h"
 #include "dlock/common/RedisOptions.h"
+#include "dlock/redis/RedisOperator.h"
 
 namespace dlock {
 
@@ -104,35 +61,16 @@ struct SentinelOptions {
   std::chrono::milliseconds waitTimeout{std::chrono::milliseconds(100)};
 };
 
-class SentinelOperator final : public IOperator {
+class SentinelOperator final : public RedisOperator {
  public:
   // ConfigError when there is no sentinel, no master name, a zero pool size, or waitReplicas
   // without a positive waitTimeout.
   explicit SentinelOperator(SentinelOptions options);
-  ~SentinelOperator() override;
-
-  AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
-  ReleaseResult unlock(std::string_view key, std::string_view token) override;
-  bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
-  std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
-  std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override;
-  std::unique_ptr<IReleaseWatch> watch(std::string_view key) override;
-  LeaseInfo inspect(std::string_view key) override;
-  // "redis+sentinel://h1:p1,h2:p2/name (master h:p)"; never a password.
-  [[nodiscard]] std::string describe() const override;
 
   // "host:port" of the master calls go to now; empty until the first call found one.
   [[nodiscard]] std::string masterAddress() const;
   // How many times the master changed since construction (the first one found not counted).
   [[nodiscard]] std::uint64_t masterSwitches() const noexcept;
-  // Connections re-opened after a failure, since construction (pools of every master so far,
-  // the release subscriber and the sentinel subscription).
-  [[nodiscard]] std::uint64_t reconnects() const noexcept;
-
-  class Impl;
-
- private:
-  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace dlock

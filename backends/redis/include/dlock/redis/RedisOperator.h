@@ -1,0 +1,51 @@
+// RedisOperator.h — the IOperator of every Redis topology, written once: SingleOperator,
+// SentinelOperator and ClusterOperator are this class over one server, a Sentinel-watched master
+// and a Cluster. Made through those classes or dlock::connect(uri).
+// Owner: shared. Thread safety: thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dlock/IOperator.h"
+
+namespace dlock {
+namespace detail {
+class Topology;
+struct RedisOperatorOptions;
+}  // namespace detail
+
+class RedisOperator : public IOperator {
+ public:
+  ~RedisOperator() override;
+
+  AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
+  ReleaseResult unlock(std::string_view key, std::string_view token) override;
+  bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
+  std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
+  std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override;
+  std::unique_ptr<IReleaseWatch> watch(std::string_view key) override;
+  LeaseInfo inspect(std::string_view key) override;
+  [[nodiscard]] std::string describe() const override;
+
+  // Connections re-opened after a failure, since construction.
+  [[nodiscard]] std::uint64_t reconnects() const noexcept;
+
+ protected:
+  using MakeTopology = std::function<std::shared_ptr<detail::Topology>()>;
+  // Makes this process's topology at once, so its configuration errors reach the caller; a forked
+  // child makes its own at its first call.
+  RedisOperator(const detail::RedisOperatorOptions& options, MakeTopology makeTopology);
+  // This process's topology.
+  [[nodiscard]] detail::Topology& topology() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace dlock

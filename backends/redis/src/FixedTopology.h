@@ -1,0 +1,31 @@
+// FixedTopology.h — one Redis server: every key on its one node. A pooled connection found dead
+// is replaced once (RedisOperator does that for every topology); nothing else is retried, as there
+// is nowhere else to go.
+// Owner: a RedisOperator. Thread safety: thread-safe.
+#pragma once
+
+#include "Topology.h"
+
+namespace dlock::detail {
+
+class FixedTopology final : public Topology {
+ public:
+  FixedTopology(const ConnectionOptions& connection, const PoolOptions& pool) : node_(connection, pool, false) {}
+
+  Route route(std::uint16_t slot, Call& /*call*/) override { return Route{&node_, slot, false, 0}; }
+  bool retryAfterReply(const Route&, std::string_view, Call&) override { return false; }
+  bool retryAfterFailure(const Route&, Failure, Call&) override { return false; }
+  [[nodiscard]] bool retryable(std::string_view /*error*/) const override { return false; }
+  std::vector<RedisNode*> owners(const std::vector<std::uint16_t>& slots) override {
+    return std::vector<RedisNode*>(slots.size(), &node_);
+  }
+  [[nodiscard]] bool serves(const RedisNode* node, std::uint16_t /*slot*/) const override { return node == &node_; }
+  [[nodiscard]] bool sharded() const noexcept override { return false; }
+  [[nodiscard]] std::string describe() const override { return "redis://" + node_.name(); }
+  [[nodiscard]] std::uint64_t reconnects() const override { return node_.reconnects(); }
+
+ private:
+  RedisNode node_;
+};
+
+}  // namespace dlock::detail

@@ -1,0 +1,44 @@
+#include "RedisNode.h"
+
+namespace dlock::detail {
+
+RedisNode::RedisNode(const ConnectionOptions& connection, const PoolOptions& pool, bool sharded, std::string label)
+    : pool_(connection, pool),
+      label_(label.empty() ? pool_.address() : std::move(label)),
+      backoff_(pool),
+      sharded_(sharded) {}
+
+RedisNode::~RedisNode() = default;
+
+std::shared_ptr<Subscriber> RedisNode::subscriber() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (!subscriber_) {
+    SubscriberOptions options;
+    options.sharded = sharded_;
+    subscriber_ = std::make_shared<Subscriber>([target = pool_.connectionOptions()] { return target; }, backoff_,
+                                               options);
+  }
+  return subscriber_;
+}
+
+std::shared_ptr<Subscriber> RedisNode::subscriberIfAny() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return subscriber_;
+}
+
+void RedisNode::retireSubscriber() {
+  std::shared_ptr<Subscriber> retired;  // stopped outside the lock: it joins its thread
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (!subscriber_) return;
+    retiredReconnects_ += subscriber_->reconnects();
+    retired = std::move(subscriber_);
+  }
+}
+
+std::uint64_t RedisNode::reconnects() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return pool_.reconnects() + retiredReconnects_ + (subscriber_ ? subscriber_->reconnects() : 0);
+}
+
+}  // namespace dlock::detail

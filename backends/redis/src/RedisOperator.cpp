@@ -1,0 +1,399 @@
+#include "dlock/redis/RedisOperator.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "Errors.h"
+#include "RedisOperatorOptions.h"
+#include "Topology.h"
+#include "dlock/detail/Fork.h"
+#include "KeyNames.h"
+#include "Replies.h"
+#include "Reply.h"
+#include "Scripts.h"
+#include "dlock/LockError.h"
+#include "dlock/detail/Log.h"
+
+namespace dlock {
+namespace detail {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A watch that could not follow its key to another node sleeps this long before the waiter retries.
+constexpr milliseconds kRewatchPause{100};
+// Leases per extendMany command in a batch renewal.
+constexpr std::size_t kExtendChunk = 5000;
+
+std::string withoutPrefix(const std::string& message) {
+  constexpr std::string_view kPrefix = "dlock: ";
+  return message.compare(0, kPrefix.size(), kPrefix) == 0 ? message.substr(kPrefix.size()) : message;
+}
+
+// Sends `send(connection, route)` to the node the topology routes `slot` to, trying again where
+// and as long as it says; then returns `finish(connection, reply, route)`, run on the same
+// connection before it goes back. An error reply the topology does not retry reaches `finish`,
+// whose reader maps it; what `finish` throws is not retried.
+template <class Send, class Finish>
+auto run(Topology& topology, Call& call, std::uint16_t slot, Send&& send, Finish&& finish)
+    -> decltype(finish(std::declval<Connection&>(), std::declval<const redisReply&>(), std::declval<const Route&>())) {
+  while (true) {
+    const Route route = topology.route(slot, call);
+    Failure failure = Failure::NoConnection;
+    std::string why;
+    {
+      std::optional<ConnectionPool::Handle> handle;
+      try {
+        handle.emplace(route.node->pool().borrow());
+      } catch (const ConnectionError& error) {
+        why = error.what();
+      }
+      if (handle) {
+        ReplyPtr reply;
+        try {
+          reply = send(**handle, route);
+        } catch (const ConnectionError& error) {
+          failure = handle->reused() && (*handle)->broken() && !(*handle)->timedOut() ? Failure::Stale : Failure::Io;
+          why = error.what();
+          call.sent = true;
+        }
+        if (reply) {
+          if (reply->type != REDIS_REPLY_ERROR) return finish(**handle, *reply, route);
+          if (topology.retryAfterReply(route, replyText(*reply), call)) continue;
+          try {
+            return finish(**handle, *reply, route);
+          } catch (const ServerUnavailableError& error) {
+            if (call.note.empty()) throw;
+            throw ConnectionError(error.what() + call.note);  // with why the topology could not recover
+          }
+        }
+      }
+    }  // the connection goes back (or, broken, away) before the topology looks again
+    if (failure == Failure::Stale && !call.staleRetried) {
+      call.staleRetried = true;  // the server restarted while the connection sat idle: nothing ran
+      continue;
+    }
+    if (topology.retryAfterFailure(route, failure, call)) continue;
+    throw ConnectionError(why + call.note);
+  }
+}
+
+// The script call of a route: ASKING first after an ASK redirection.
+ReplyPtr runOn(Connection& connection, const Route& route, const Script& script, const Argv& keys, const Argv& args) {
+  return route.asking ? runScriptAsking(connection, script, keys, args) : runScript(connection, script, keys, args);
+}
+
+// A confirmed subscription to a release channel and the node it is on.
+struct Subscription {
+  std::unique_ptr<IReleaseWatch> watch;
+  RedisNode* node = nullptr;
+};
+
+Subscription subscribe(Topology& topology, milliseconds budget, std::uint16_t slot, const std::string& channel) {
+  Call call("watch", channel, budget);
+  call.subscribing = true;
+  while (true) {
+    const Route route = topology.route(slot, call);
+    try {
+      return Subscription{route.node->subscriber()->watch(channel), route.node};
+    } catch (const ServerReplyError& error) {
+      // Refused for this channel only; the subscriber asks again on the next watch().
+      if (!topology.retryAfterReply(route, error.reply(), call)) throw;
+    } catch (const ConnectionError&) {
+      if (!topology.retryAfterFailure(route, Failure::Io, call)) throw;
+    }
+  }
+}
+
+// A release watch that follows its key: once the topology no longer routes the key's slot to the
+// node it listens on (a failover, a slot moved), or a cluster node dropped the channel (it handed
+// the slot over), it subscribes where the slot lives now and reports a possible release, as one
+// may have gone there unheard.
+class FollowingWatch final : public IReleaseWatch {
+ public:
+  FollowingWatch(std::shared_ptr<Topology> topology, milliseconds budget, std::uint16_t slot, std::string channel,
+                 Subscription subscription)
+      : topology_(std::move(topology)),
+        budget_(budget),
+        slot_(slot),
+        channel_(std::move(channel)),
+        current_(std::move(subscription)) {}
+
+  bool waitForRelease(milliseconds timeout) override {
+    if (listening()) return current_.watch->waitForRelease(timeout);
+    current_.watch.reset();
+    try {
+      current_ = subscribe(*topology_, budget_, slot_, channel_);
+    } catch (const LockError& error) {
+      // The waiter's next attempt meets the same trouble and reports it; do not spin.
+      logger()->debug("dlock: release watch on {} not moved yet: {}", topology_->describe(), error.what());
+      std::this_thread::sleep_for(std::min(timeout, kRewatchPause));
+    }
+    return true;
+  }
+
+ private:
+  [[nodiscard]] bool listening() const {
+    if (current_.watch == nullptr || !topology_->serves(current_.node, slot_)) return false;
+    if (!topology_->sharded()) return true;  // the subscriber's own reconnects keep it listening
+    const auto subscriber = current_.node->subscriberIfAny();
+    return subscriber != nullptr && subscriber->subscribed(channel_);
+  }
+
+  const std::shared_ptr<Topology> topology_;
+  const milliseconds budget_;
+  const std::uint16_t slot_;
+  const std::string channel_;
+  Subscription current_;
+};
+
+// Releases a key just acquired on `connection`; says how that went, for a message.
+std::string releaseAfterAcquire(Connection& connection, const KeyNames& names, bool sharded, std::string_view token,
+                                const ReplySource& where) {
+  try {
+    const Script& script = sharded ? shardedReleaseScript() : releaseScript();
+    const ReplyPtr reply = runScript(connection, script, {names.lock()}, {token, names.channel()});
+    if (readReleaseReply(*reply, where).released) return "released it";
+    return "it had ended already";
+  } catch (const LockError& error) {
+    return "could not release it; it ends at its TTL (" + withoutPrefix(error.what()) + ")";
+  }
+}
+
+// After an acquire on `connection`: WAIT for the replicas. With too few, releases the key and
+// throws ConnectionError; when WAIT is refused (an ACL without it), releases the key and throws
+// BackendError (ConnectionError for a "not now" reply). Either message says whether the release
+// worked.
+void awaitReplicas(const RedisOperatorOptions& options, bool sharded, Connection& connection, const KeyNames& names,
+                   std::string_view token, const ReplySource& where) {
+  const std::string replicas = std::to_string(options.waitReplicas);
+  const std::string timeout = std::to_string(options.waitTimeout.count());
+  connection.setReadTimeout(options.waitTimeout + options.commandTimeout);
+  const ReplyPtr reply = connection.command({"WAIT", replicas, timeout});
+  connection.setReadTimeout(options.commandTimeout);
+  if (reply->type == REDIS_REPLY_ERROR) {
+    const std::string message = "dlock: " + where.text() + ": WAIT refused after the acquire: " +
+                                std::string(replyText(*reply)) + "; " +
+                                releaseAfterAcquire(connection, names, sharded, token, where);
+    if (isTransientErrorReply(*reply)) throw ConnectionError(message);
+    throw BackendError(message);
+  }
+  const std::uint64_t acknowledged = readCountReply(*reply, where);
+  if (acknowledged >= options.waitReplicas) return;
+  throw ConnectionError("dlock: " + where.text() + ": only " + std::to_string(acknowledged) + " of " + replicas +
+                        " replicas acknowledged the lock within " + timeout + " ms; " +
+                        releaseAfterAcquire(connection, names, sharded, token, where));
+}
+
+}  // namespace
+}  // namespace detail
+
+using namespace detail;
+
+struct RedisOperator::State {
+  State(RedisOperatorOptions given, MakeTopology make) : options(std::move(given)), topology(std::move(make)) {}
+
+  const RedisOperatorOptions options;
+  ForkLocal<Topology> topology;
+};
+
+RedisOperator::RedisOperator(const RedisOperatorOptions& options, MakeTopology makeTopology)
+    : state_(std::make_unique<State>(options, std::move(makeTopology))) {}
+
+RedisOperator::~RedisOperator() = default;
+
+Topology& RedisOperator::topology() const { return *state_->topology; }
+
+std::uint64_t RedisOperator::reconnects() const noexcept {
+  try {
+    return topology().reconnects();
+  } catch (...) {  // a forked child could not set up its own state yet: none re-opened
+    return 0;
+  }
+}
+
+AcquireResult RedisOperator::lock(std::string_view key, std::string_view token, milliseconds ttl) {
+  Topology& topology = this->topology();
+  const RedisOperatorOptions& options = state_->options;
+  const KeyNames names(options.keyPrefix, key, topology.sharded());
+  const std::string fence = names.fence();
+  const std::string ttlText = std::to_string(ttl.count());
+  Call call("lock", key, options.retryBudget);
+  return run(
+      topology, call, names.slot(),
+      [&](Connection& connection, const Route& route) {
+        return runOn(connection, route, acquireScript(), {names.lock(), fence}, {token, ttlText});
+      },
+      [&](Connection& connection, const redisReply& reply, const Route& route) {
+        const ReplySource where("lock", key, route.node->label());
+        const AcquireResult result = readAcquireReply(reply, where);
+        if (result.acquired && options.waitReplicas > 0) {
+          awaitReplicas(options, topology.sharded(), connection, names, token, where);
+        }
+        return result;
+      });
+}
+
+ReleaseResult RedisOperator::unlock(std::string_view key, std::string_view token) {
+  Topology& topology = this->topology();
+  const RedisOperatorOptions& options = state_->options;
+  const KeyNames names(options.keyPrefix, key, topology.sharded());
+  const std::string channel = names.channel();
+  const Script& script = topology.sharded() ? shardedReleaseScript() : releaseScript();
+  Call call("unlock", key, options.retryBudget);
+  return run(
+      topology, call, names.slot(),
+      [&](Connection& connection, const Route& route) {
+        return runOn(connection, route, script, {names.lock()}, {token, channel});
+      },
+      [&](Connection&, const redisReply& reply, const Route& route) {
+        // An error reply (READONLY, NOPERM...) means the script did not delete the key.
+        ReleaseResult result = readReleaseReply(reply, ReplySource("unlock", key, route.node->label()));
+        // Our own subscriber is not a waiter of another process.
+        const auto own = route.node->subscriberIfAny();
+        if (result.notified > 0 && own != nullptr && own->subscribed(channel)) --result.notified;
+        // A try cut off after it may have run: the key found gone may be its work.
+        result.inDoubt = !result.released && call.sent;
+        return result;
+      });
+}
+
+bool RedisOperator::extend(std::string_view key, std::string_view token, milliseconds ttl) {
+  Topology& topology = this->topology();
+  const RedisOperatorOptions& options = state_->options;
+  const KeyNames names(options.keyPrefix, key, topology.sharded());
+  const std::string ttlText = std::to_string(ttl.count());
+  Call call("extend", key, options.retryBudget);
+  return run(
+      topology, call, names.slot(),
+      [&](Connection& connection, const Route& route) {
+        return runOn(connection, route, extendScript(), {names.lock()}, {token, ttlText});
+      },
+      [&](Connection&, const redisReply& reply, const Route& route) {
+        return readFlagReply(reply, ReplySource("extend", key, route.node->label()));
+      });
+}
+
+std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& leases, milliseconds ttl) {
+  // One pipeline per node, one extendMany per slot (a script's keys must share one on a cluster)
+  // and per kExtendChunk leases: the watchdog's renewals cost one round trip per node however many
+  // keys are held. Leases the batch cannot settle (a redirection, a "not now", a node that failed)
+  // go through extend(), which follows the topology.
+  std::vector<ExtendResult> extended(leases.size());
+  if (leases.empty()) return extended;
+  Topology& topology = this->topology();
+  const RedisOperatorOptions& options = state_->options;
+  const bool sharded = topology.sharded();
+  const std::string ttlText = std::to_string(ttl.count());
+  std::vector<std::string> lockKeys;
+  std::vector<std::uint16_t> slots;
+  lockKeys.reserve(leases.size());
+  slots.reserve(leases.size());
+  for (const auto& lease : leases) {
+    const KeyNames names(options.keyPrefix, lease.key, sharded);
+    lockKeys.push_back(names.lock());
+    slots.push_back(sharded ? names.slot() : 0);
+  }
+  const std::vector<RedisNode*> owners = topology.owners(slots);
+  // By node, then by slot: the leases of each extendMany.
+  std::map<RedisNode*, std::map<std::uint16_t, std::vector<std::size_t>>> batches;
+  std::vector<std::size_t> oneByOne;
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    if (owners[i] == nullptr) {
+      oneByOne.push_back(i);
+    } else {
+      batches[owners[i]][slots[i]].push_back(i);
+    }
+  }
+  for (const auto& [node, bySlot] : batches) {
+    std::vector<std::pair<Argv, Argv>> calls;
+    std::vector<std::vector<std::size_t>> members;  // the leases of each call
+    for (const auto& [slot, indexes] : bySlot) {
+      for (std::size_t start = 0; start < indexes.size(); start += kExtendChunk) {
+        const std::size_t end = std::min(indexes.size(), start + kExtendChunk);
+        Argv keys;
+        Argv args = {ttlText};
+        std::vector<std::size_t> chunk;
+        for (std::size_t j = start; j < end; ++j) {
+          keys.emplace_back(lockKeys[indexes[j]]);
+          args.push_back(leases[indexes[j]].token);
+          chunk.push_back(indexes[j]);
+        }
+        calls.emplace_back(std::move(keys), std::move(args));
+        members.push_back(std::move(chunk));
+      }
+    }
+    std::vector<ReplyPtr> replies;
+    try {
+      replies = node->pool().run(
+          [&](Connection& connection) { return runScriptPipelined(connection, extendManyScript(), calls); });
+    } catch (const ConnectionError&) {
+      for (const auto& chunk : members) oneByOne.insert(oneByOne.end(), chunk.begin(), chunk.end());
+      continue;
+    }
+    const std::string what = "(" + std::to_string(leases.size()) + " leases)";
+    const ReplySource where("extend", what, node->label());
+    for (std::size_t c = 0; c < replies.size(); ++c) {
+      const redisReply& reply = *replies[c];
+      if (reply.type == REDIS_REPLY_ERROR && topology.retryable(replyText(reply))) {
+        oneByOne.insert(oneByOne.end(), members[c].begin(), members[c].end());
+        continue;
+      }
+      const std::vector<bool> flags = readFlagsReply(reply, members[c].size(), where);
+      for (std::size_t j = 0; j < flags.size(); ++j) extended[members[c][j]].extended = flags[j];
+    }
+  }
+  std::sort(oneByOne.begin(), oneByOne.end());
+  for (const std::size_t i : oneByOne) extended[i].extended = extend(leases[i].key, leases[i].token, ttl);
+  return extended;
+}
+
+std::uint64_t RedisOperator::raiseFence(std::string_view key, std::uint64_t atLeast) {
+  Topology& topology = this->topology();
+  const RedisOperatorOptions& options = state_->options;
+  const KeyNames names(options.keyPrefix, key, topology.sharded());
+  const std::string fence = names.fence();
+  const std::string wanted = std::to_string(atLeast);
+  Call call("raiseFence", key, options.retryBudget);
+  return run(
+      topology, call, names.slot(),
+      [&](Connection& connection, const Route& route) {
+        return runOn(connection, route, raiseFenceScript(), {fence}, {wanted});
+      },
+      [&](Connection&, const redisReply& reply, const Route& route) {
+        return readCountReply(reply, ReplySource("raiseFence", key, route.node->label()));
+      });
+}
+
+std::unique_ptr<IReleaseWatch> RedisOperator::watch(std::string_view key) {
+  const std::shared_ptr<Topology>& topology = state_->topology.shared();
+  const RedisOperatorOptions& options = state_->options;
+  const KeyNames names(options.keyPrefix, key, topology->sharded());
+  std::string channel = names.channel();
+  Subscription subscription = subscribe(*topology, options.retryBudget, names.slot(), channel);
+  return std::make_unique<FollowingWatch>(topology, options.retryBudget, names.slot(), std::move(channel),
+                                          std::move(subscription));
+}
+
+LeaseInfo RedisOperator::inspect(std::string_view key) {
+  Topology& topology = this->topology();
+  const RedisOperatorOptions& options = state_->options;
+  const KeyNames names(options.keyPrefix, key, topology.sharded());
+  const std::string fence = names.fence();
+  Call call("inspect", key, options.retryBudget);
+  return run(
+      topology, call, names.slot(),
+      [&](Connection& connection, const Route& route) {
+        return runOn(connection, route, inspectScript(), {names.lock(), fence}, {});
+      },
+      [&](Connection&, const redisReply& reply, const Route& route) {
+        return readInspectReply(reply, ReplySource("inspect", key, route.node->label()));
+      });
+}
+
+std::string RedisOperator::describe() const { return topology().describe(); }
+
+}  // namespace dlock
