@@ -550,7 +550,7 @@ class LostReleaseReply final : public dlock::test::ForwardingOperator {
   }
 };
 
-// A backend that retries each release as ConnectionPool::run does after a reused connection
+// A backend that retries each release as RedisOperator does after a reused connection
 // failed: the first try ran but its reply was lost, so the retry finds the key gone.
 class RetriedRelease final : public dlock::test::ForwardingOperator {
  public:

@@ -7,7 +7,7 @@
 //            → {1, subscribers reached} deleted and PUBLISHed on the channel; {0, 0} not ours
 //   extend   KEYS: lock          ARGV: token, ttl-ms   → 1 extended, 0 not ours
 //   extendMany KEYS: locks...    ARGV: ttl-ms, tokens... → {1|0 per key}: the watchdog's batch in
-//            one command (keys in one slot only, so not on a cluster)
+//            one command (on a cluster, the keys of one slot)
 //   inspect  KEYS: lock, fence   → {PTTL, last fencing token}
 //   raiseFence KEYS: fence       ARGV: at-least        → the counter, raised to at least ARGV[1]
 //

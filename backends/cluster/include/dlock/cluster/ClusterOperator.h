@@ -1,6 +1,6 @@
 // ClusterOperator.h — the IOperator for a Redis Cluster: RedisOperator over the slot map, each
 // key on its slot's master, release messages through sharded pub/sub. Redirections, "not now"
-// replies and failovers are followed within the retry budget (see the README's Cluster section).
+// replies and failovers are followed within the retry budget (backends/cluster/README.md).
 // Owner: shared. Thread safety: thread-safe.
 #pragma once
 
