@@ -28,7 +28,8 @@ struct UriScheme {
   int defaultPort = 0;                   // 0: nothing may follow "scheme://" (memory://)
   bool oneHost = false;
   bool memberList = false;  // also "scheme://<uri>;<uri>;...", when a "://" follows the scheme's
-  // Reads the path after the hosts ("" when none) into `uri`; fails through `parser`.
+  // Reads the path after the hosts ("" when none) into `uri`, failing through `parser`; required
+  // unless defaultPort is 0.
   void (*path)(const UriParser& parser, std::string_view path, ParsedUri& uri) = nullptr;
   std::shared_ptr<IOperator> (*connect)(const ParsedUri& uri, NodeTimeout nodeTimeout) = nullptr;
 };
