@@ -222,7 +222,8 @@ ParsedUri UriParser::parse(std::string_view text, std::size_t member, const UriS
   std::string_view rest = text.substr(schemeEnd + 3);
   const UriScheme* scheme = findScheme(parsed.scheme);
   if (scheme == nullptr) {
-    fail("unknown scheme " + quote(schemeText) + " (expected " + schemeList([](const UriScheme&) { return true; }) + ")");
+    const auto any = [](const UriScheme&) { return true; };
+    fail("unknown scheme " + quote(schemeText) + " (expected " + schemeList(any) + ")");
   }
 
   if (scheme->defaultPort == 0) {
@@ -263,7 +264,8 @@ ParsedUri UriParser::parse(std::string_view text, std::size_t member, const UriS
       const std::string_view name = pair.substr(0, eq);
       const UriOption* option = acceptedOption(*scheme, name, list);
       if (option == nullptr) {
-        const std::string where = parsed.scheme + "://" + (list != nullptr ? " (a " + std::string(list->name) + " member)" : "");
+        const std::string where =
+            parsed.scheme + "://" + (list != nullptr ? " (a " + std::string(list->name) + " member)" : "");
         fail((anyOption(name) != nullptr ? "option " + quote(name) + " does not apply to "
                                          : "unknown option " + quote(name) + " for ") +
              where + "; it takes " + optionList(*scheme, list));
