@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "dlock/core/Uri.h"
+#include "dlock/uri.h"
 
 namespace dlock::bench {
 
@@ -22,7 +22,7 @@ using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
 class RawRedis {
  public:
-  explicit RawRedis(const UriHost& server) {
+  explicit RawRedis(const Endpoint& server) {
     context_.reset(redisConnect(server.host.c_str(), server.port));
     if (!context_ || context_->err) {
       throw std::runtime_error("cannot connect to " + server.host + ":" + std::to_string(server.port));

@@ -36,7 +36,7 @@
 #include "dlock/LockError.h"
 #include "dlock/cluster/ClusterKeys.h"
 #include "dlock/cluster/ClusterOperator.h"
-#include "dlock/core/Uri.h"
+#include "dlock/uri.h"
 
 namespace {
 
@@ -126,12 +126,12 @@ class ScriptCluster {
 // Every master of the cluster, and the index of each slot's master among them, from CLUSTER SLOTS
 // on the first seed. A node reports an empty host for "the address you reached me at".
 struct SlotMap {
-  std::vector<dlock::UriHost> masters;
+  std::vector<dlock::Endpoint> masters;
   std::vector<std::size_t> master;  // kClusterSlots entries
 };
 
 SlotMap slotMap(const std::string& uri) {
-  const dlock::UriHost seed = dlock::parseUri(uri).hosts.at(0);
+  const dlock::Endpoint seed = dlock::parseUri(uri).hosts.at(0);
   dlock::bench::RawRedis node(seed);
   const dlock::bench::Reply reply = node.ok({"CLUSTER", "SLOTS"});
   SlotMap map;
@@ -139,7 +139,7 @@ SlotMap slotMap(const std::string& uri) {
   for (std::size_t i = 0; i < reply->elements; ++i) {
     const redisReply* range = reply->element[i];
     const redisReply* address = range->element[2];
-    dlock::UriHost master{std::string(address->element[0]->str, address->element[0]->len),
+    dlock::Endpoint master{std::string(address->element[0]->str, address->element[0]->len),
                           static_cast<int>(address->element[1]->integer)};
     if (master.host.empty()) master.host = seed.host;
     std::size_t index = 0;

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "dlock/Validation.h"
-#include "dlock/core/Uri.h"
+#include "dlock/uri.h"
 
 namespace dlock::cli {
 namespace {

@@ -29,7 +29,7 @@
 #include "dlock/Validation.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
-#include "dlock/core/Uri.h"
+#include "dlock/uri.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "dlock/core/Uri.h"
+#include "dlock/uri.h"
 
 namespace examples {
 

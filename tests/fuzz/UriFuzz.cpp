@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "dlock/LockError.h"
-#include "dlock/core/Uri.h"
+#include "dlock/uri.h"
 
 namespace {
 

@@ -39,15 +39,15 @@
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
-#include "dlock/core/Uri.h"
 #include "dlock/sentinel/SentinelOperator.h"
+#include "dlock/uri.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 
 // The server of a "redis://host:port" URI, or of a "host:port" address.
-dlock::UriHost serverOf(const std::string& uriOrAddress) {
+dlock::Endpoint serverOf(const std::string& uriOrAddress) {
   const bool isUri = uriOrAddress.find("://") != std::string::npos;
   return dlock::parseUri(isUri ? uriOrAddress : "redis://" + uriOrAddress).hosts.front();
 }
@@ -55,7 +55,7 @@ dlock::UriHost serverOf(const std::string& uriOrAddress) {
 int increment(const std::string& uri, const std::string& key, const std::string& counter, int count,
               const std::string& out, const std::string& counterAt) {
   auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(10s).build();
-  const dlock::UriHost server = serverOf(counterAt.empty() ? uri : counterAt);
+  const dlock::Endpoint server = serverOf(counterAt.empty() ? uri : counterAt);
   dlock::test::RedisClient client(server.host, server.port);
   std::ofstream log(out, std::ios::app);
   for (int i = 0; i < count; ++i) {
@@ -148,7 +148,7 @@ int sentinelIncrement(const std::string& uri, const std::string& key, const std:
     try {
       auto& client = clients[at];
       if (!client) {
-        const dlock::UriHost server = serverOf(at);
+        const dlock::Endpoint server = serverOf(at);
         client = std::make_unique<dlock::test::RedisClient>(server.host, server.port, std::chrono::seconds(1));
       }
       const auto value = client->ok({"GET", counter});

@@ -1,9 +1,11 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <type_traits>
 
 #include "dlock/LockError.h"
-#include "dlock/core/Uri.h"
+#include "dlock/core/Uri.h"  // the former name of dlock/uri.h, kept for users
+#include "dlock/uri.h"
 
 using namespace std::chrono_literals;
 
@@ -263,5 +265,15 @@ TEST_SUITE("Uri") {
     CHECK_MESSAGE(!contains(error, "Qz1"), error);
     CHECK_MESSAGE(!contains(error, "Wk2"), error);
     CHECK(dlock::parseUri("redis://h:1?prefix=a%40b").text("prefix", "") == "a@b");
+  }
+
+  TEST_CASE("hosts are dlock::Endpoint, still spelt UriHost, whose address() is host:port") {
+    static_assert(std::is_same_v<dlock::UriHost, dlock::Endpoint>);
+    const auto cluster = dlock::parseUri("redis+cluster://n1:7000,n2");
+    REQUIRE(cluster.hosts.size() == 2);
+    CHECK(cluster.hosts[0].address() == "n1:7000");
+    CHECK(cluster.hosts[1].address() == "n2:6379");
+    const dlock::UriHost seed{"s", 26379};
+    CHECK(seed.address() == "s:26379");
   }
 }

@@ -7,7 +7,7 @@
 //   redlock://[user:pass@]h1:p1,h2:p2,h3:p3[?opts]   Redlock, one node per host
 //   redlock://<uri>;<uri>;...                   Redlock over member URIs of any kind
 //
-// Query options (dlock::uriOptions(scheme) in <dlock/core/Uri.h> lists each scheme's): for all but
+// Query options (dlock::uriOptions(scheme) in <dlock/uri.h> lists each scheme's): for all but
 // memory, connect_timeout, command_timeout, pool_wait (milliseconds, or with an ms or s suffix),
 // pool_size, prefix; redis+sentinel also sentinel_user, sentinel_password, wait_replicas,
 // wait_timeout; redlock (host list) and each member of a redlock list also node_timeout (each

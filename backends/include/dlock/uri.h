@@ -1,14 +1,15 @@
-// Uri.h — parsing of backend URIs (see <dlock/connect.h> for the forms). Plain values.
+// uri.h — parsing of backend URIs (see <dlock/connect.h> for the forms). Plain values.
 //
+//   Endpoint            a host and port of the URI (<dlock/common/Endpoint.h>; UriHost is its old name)
 //   uriOptions(scheme)  the query options a scheme accepts: name, type, meaning
 //   parseUri(uri)       the URI's parts → ParsedUri; ConfigError when malformed
 //   redactUri(uri)      the URI for messages, with whatever may hold a password masked
 //   uriPasswords(uri)   the masked passwords themselves, as written (to scrub foreign text)
 //
 // parseUri() checks the shape (scheme, hosts, ports, database) and the options: each must be one
-// the scheme accepts, with a value of its type. What a backend makes of them is dlock::connect()'s
-// business. A ConfigError names the problem and quotes the URI as redactUri() shows it, and never
-// quotes a part of the URI that redactUri() masks.
+// the scheme accepts, with a value of its type; each scheme declares its own, beside the code that
+// turns them into its backend's options. A ConfigError names the problem and quotes the URI as
+// redactUri() shows it, and never quotes a part of the URI that redactUri() masks.
 #pragma once
 
 #include <chrono>
@@ -18,12 +19,11 @@
 #include <string_view>
 #include <vector>
 
+#include "dlock/common/Endpoint.h"
+
 namespace dlock {
 
-struct UriHost {
-  std::string host;
-  int port = 0;
-};
+using UriHost = Endpoint;
 
 enum class UriOptionType {
   Duration,       // "250" (milliseconds), "250ms" or "2s"; positive, at most a day
@@ -48,7 +48,7 @@ struct ParsedUri {
   std::string scheme;    // memory, redis, redis+sentinel, redis+cluster, redlock
   std::string user;      // percent-decoded
   std::string password;  // percent-decoded; never printed
-  std::vector<UriHost> hosts;
+  std::vector<Endpoint> hosts;
   std::string masterName;               // redis+sentinel
   int db = 0;                           // redis, redis+sentinel
   std::map<std::string, std::string> options;  // the query, by name, percent-decoded; checked
@@ -76,6 +76,7 @@ struct ParsedUri {
 // (not percent-decoded), each once.
 [[nodiscard]] std::vector<std::string> uriPasswords(std::string_view uri);
 
+// The parts of `uri`, its options checked against its scheme's; ConfigError when malformed.
 [[nodiscard]] ParsedUri parseUri(std::string_view uri);
 
 }  // namespace dlock

@@ -1,0 +1,39 @@
+// The options of every scheme that reaches Redis servers, and what they set.
+#include "uri/UriScheme.h"
+
+namespace dlock::detail {
+namespace {
+
+constexpr UriOption kConnectTimeout{"connect_timeout", UriOptionType::Duration, "timeout of a connection attempt"};
+constexpr UriOption kCommandTimeout{"command_timeout", UriOptionType::Duration, "timeout of a command's reply"};
+constexpr UriOption kPoolSize{"pool_size", UriOptionType::PositiveCount, "connections kept per server"};
+constexpr UriOption kPoolWait{"pool_wait", UriOptionType::Duration, "how long a call waits for a free connection"};
+constexpr UriOption kPrefix{"prefix", UriOptionType::Text, "the prefix of the Redis keys (default dlock:)"};
+
+}  // namespace
+
+std::vector<UriOption> withCommonOptions(std::vector<UriOption> own) {
+  own.insert(own.begin(), {kConnectTimeout, kCommandTimeout, kPoolSize, kPoolWait, kPrefix});
+  return own;
+}
+
+ConnectionOptions connectionFrom(const ParsedUri& uri, const Endpoint& endpoint, ConnectionOptions connection) {
+  connection.host = endpoint.host;
+  connection.port = endpoint.port;
+  connection.user = uri.user;
+  connection.password = uri.password;
+  connection.db = uri.db;
+  connection.connectTimeout = durationOf(uri, kConnectTimeout, connection.connectTimeout);
+  connection.commandTimeout = durationOf(uri, kCommandTimeout, connection.commandTimeout);
+  return connection;
+}
+
+PoolOptions poolFrom(const ParsedUri& uri, PoolOptions pool) {
+  pool.size = countOf(uri, kPoolSize, pool.size);
+  pool.waitTimeout = durationOf(uri, kPoolWait, pool.waitTimeout);
+  return pool;
+}
+
+std::string keyPrefixFrom(const ParsedUri& uri) { return textOf(uri, kPrefix, kDefaultKeyPrefix); }
+
+}  // namespace dlock::detail
