@@ -50,7 +50,7 @@ long long subscribers(RedisClient& client, const std::string& channel) {
 
 // An operator that passes every call to `inner`, counting acquire attempts and the waiters
 // parked on a release watch.
-class ObservedOperator final : public dlock::IOperator {
+class ObservedOperator final : public dlock::IOperator, public dlock::IFenceRaiser, public dlock::ILeaseInspector {
  public:
   explicit ObservedOperator(std::shared_ptr<dlock::IOperator> inner) : inner_(std::move(inner)) {}
 

@@ -16,7 +16,7 @@ namespace dlock::test {
 using namespace std::chrono_literals;
 
 // An IOperator passing every call to a MemoryOperator; tests override the calls they bend.
-class ForwardingOperator : public IOperator {
+class ForwardingOperator : public IOperator, public IFenceRaiser, public ILeaseInspector {
  public:
   explicit ForwardingOperator(std::shared_ptr<MemoryOperator> inner) : inner_(std::move(inner)) {}
   AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {

@@ -23,7 +23,7 @@ using dlock::test::extendedFlags;
 namespace {
 
 // A node with switchable faults, over a MemoryOperator.
-class ScriptedNode final : public dlock::IOperator {
+class ScriptedNode final : public dlock::IOperator, public dlock::IFenceRaiser, public dlock::ILeaseInspector {
  public:
   explicit ScriptedNode(std::shared_ptr<dlock::Clock> clock)
       : memory_(std::make_shared<dlock::MemoryOperator>(std::move(clock))) {}

@@ -1,12 +1,8 @@
-// IOperator.h — the backend surface: what a lock needs from a store of leases.
-//
-// Defines AcquireResult, ReleaseResult, ExtendResult, LeaseRef, LeaseInfo, IReleaseWatch and
-// IOperator. Implementations: MemoryOperator (tests), SingleOperator, SentinelOperator,
-// ClusterOperator, RedlockOperator. Keys and tokens reaching an operator are already validated
-// (non-empty, at most kMaxKeyBytes, any bytes); ttl is strictly positive and at most kMaxLeaseTime.
-//
-// Every call either answers or throws: ConnectionError when the backend cannot be reached in
-// time, BackendError for an error reply — never a silent `false`.
+// IOperator.h — the backend surface: what a lock needs from a store of leases (AcquireResult,
+// ReleaseResult, ExtendResult, LeaseRef, IReleaseWatch, IOperator). Keys and tokens reaching an
+// operator are validated already; ttl is positive and at most kMaxLeaseTime. Every call answers
+// or throws (ConnectionError, BackendError), never a silent `false`. Fencing-counter raising and
+// diagnostics are capabilities beside it (IFenceRaiser, ILeaseInspector).
 // Thread safety: implementations are thread-safe.
 #pragma once
 
@@ -16,6 +12,10 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "dlock/IFenceRaiser.h"
+#include "dlock/ILeaseInspector.h"
+#include "dlock/LockError.h"
 
 namespace dlock {
 
@@ -60,13 +60,6 @@ struct LeaseRef {
   std::string_view token;
 };
 
-// What a backend knows about a key, for diagnostics (`dlock status KEY`).
-struct LeaseInfo {
-  bool held = false;
-  std::chrono::milliseconds remaining{0};  // when held
-  std::uint64_t fencingToken = 0;          // the last token handed out for the key; 0 if never locked
-};
-
 // A subscription to release messages of one key, taken before the acquire attempt it follows,
 // so a release between that attempt and the wait is not missed. Not thread-safe: one waiter.
 class IReleaseWatch {
@@ -109,19 +102,24 @@ class IOperator {
     return results;
   }
 
-  // Raises the key's fencing counter to at least `atLeast` (never lowers it); returns its value
-  // now. Redlock uses it to carry the highest token of a quorum forward, so tokens stay
-  // monotonic across overlapping quorums.
-  virtual std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) = 0;
-
   // Subscribes to release messages of `key`; nullptr when the backend has none (waiters poll).
   virtual std::unique_ptr<IReleaseWatch> watch(std::string_view /*key*/) { return nullptr; }
 
-  // Reads the state of `key` without changing it.
-  virtual LeaseInfo inspect(std::string_view key) = 0;
-
   // The backend for messages and logs: "memory://", "redis://127.0.0.1:6379". Never a password.
   [[nodiscard]] virtual std::string describe() const = 0;
+
+  // The backend's IFenceRaiser::raiseFence; ConfigError when it has none.
+  std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) {
+    auto* raiser = dynamic_cast<IFenceRaiser*>(this);
+    if (raiser == nullptr) throw ConfigError("dlock: " + describe() + " cannot raise a fencing counter");
+    return raiser->raiseFence(key, atLeast);
+  }
+  // The backend's ILeaseInspector::inspect; ConfigError when it has none.
+  [[nodiscard]] LeaseInfo inspect(std::string_view key) {
+    auto* inspector = dynamic_cast<ILeaseInspector*>(this);
+    if (inspector == nullptr) throw ConfigError("dlock: " + describe() + " cannot inspect a key");
+    return inspector->inspect(key);
+  }
 };
 
 }  // namespace dlock

@@ -416,6 +416,11 @@ RedlockOptions checkedOptions(const std::vector<std::shared_ptr<IOperator>>& mem
   }
   for (std::size_t i = 0; i < members.size(); ++i) {
     if (!members[i]) throw ConfigError("dlock: redlock node " + std::to_string(i) + " is null");
+    // Tokens stay monotonic across quorums only if each node's counter can be raised.
+    if (dynamic_cast<IFenceRaiser*>(members[i].get()) == nullptr) {
+      throw ConfigError("dlock: redlock node " + std::to_string(i) + " (" + members[i]->describe() +
+                        ") cannot raise a fencing counter (IFenceRaiser), which redlock needs of every node");
+    }
     for (std::size_t j = 0; j < i; ++j) {
       if (members[i] == members[j]) {
         throw ConfigError("dlock: redlock nodes " + std::to_string(j) + " and " + std::to_string(i) +

@@ -22,7 +22,7 @@
 
 namespace dlock {
 
-class MemoryOperator final : public IOperator {
+class MemoryOperator final : public IOperator, public IFenceRaiser, public ILeaseInspector {
  public:
   explicit MemoryOperator(std::shared_ptr<Clock> clock = SteadyClock::instance());
   ~MemoryOperator() override;

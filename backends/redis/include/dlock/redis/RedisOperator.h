@@ -19,7 +19,7 @@ class Topology;
 struct RedisOperatorOptions;
 }  // namespace detail
 
-class RedisOperator : public IOperator {
+class RedisOperator : public IOperator, public IFenceRaiser, public ILeaseInspector {
  public:
   ~RedisOperator() override;
 

@@ -57,7 +57,7 @@ struct RedlockOptions {
   std::size_t threadsPerNode = 2;
 };
 
-class RedlockOperator final : public IOperator {
+class RedlockOperator final : public IOperator, public IFenceRaiser, public ILeaseInspector {
  public:
   // At least 3 members, none null, no operator twice (an odd count is the sensible choice: an
   // even one tolerates no more failures than the odd count below it). ConfigError otherwise, or
