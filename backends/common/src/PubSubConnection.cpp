@@ -202,6 +202,7 @@ std::unique_ptr<Connection> PubSubConnection::connect(unsigned& failures, bool& 
       channel.requested = true;
       channel.confirmed = false;
       channel.unsubscribing = false;
+      channel.error.clear();  // a refusal on an earlier connection is not this one's answer
       pending_.emplace_back(true, it->first);
       ++it;
     }
