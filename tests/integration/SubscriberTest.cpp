@@ -181,6 +181,31 @@ TEST_SUITE("Subscriber") {
     CHECK(seconds(failedAt - killedAt) < 10.0);
   }
 
+  TEST_CASE("a watch after a reconnect waits for that connection's answer, not the refusal of the one before") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    TcpProxy proxy(server.host(), server.port());
+    const auto backend = dlock::connect(proxy.uri());
+    const auto watching = backend->watch("k");  // keeps the channel in the subscriber's table
+
+    // The ACL takes the channel away: the subscriber's next SUBSCRIBE is refused, which wakes the
+    // channel's waiters. Redis 7 drops a subscriber whose channels the ACL no longer allows;
+    // another server may not, hence the kill.
+    admin.ok({"ACL", "SETUSER", "default", "resetchannels"});
+    (void)admin.ok({"CLIENT", "KILL", "TYPE", "pubsub"});
+    REQUIRE(watching->waitForRelease(30s));
+
+    // Allowed again, on a new connection whose SUBSCRIBE the proxy holds back: no answer yet.
+    admin.ok({"ACL", "SETUSER", "default", "allchannels"});
+    proxy.holdNewConnections();
+    REQUIRE(admin.ok({"CLIENT", "KILL", "TYPE", "normal"}).integer >= 1);  // the refused one has no channel
+    REQUIRE(proxy.waitForHeld("SUBSCRIBE", 10s));
+    // The old refusal is not this connection's answer: the watch waits for one, and has none in time.
+    CHECK_THROWS_AS((void)backend->watch("k"), dlock::ConnectionError);
+    proxy.release();
+    CHECK(backend->watch("k") != nullptr);
+  }
+
   TEST_CASE("an idle subscriber answers its PINGs without reconnecting") {
     RedisProcess server;
     RedisClient admin(server.host(), server.port());

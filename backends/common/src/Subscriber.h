@@ -15,7 +15,8 @@
 // key does not pay SUBSCRIBE/UNSUBSCRIBE on every wait; with none left, PINGs still check the
 // connection.
 // `sharded` uses SSUBSCRIBE/SUNSUBSCRIBE (Redis Cluster's sharded pub/sub).
-// Owner: one operator. Thread safety: thread-safe.
+// The connection and these rules are PubSubConnection's, whose watchers the waiters are.
+// Owner: one operator; watches keep the connection until they end. Thread safety: thread-safe.
 #pragma once
 
 #include <chrono>
@@ -23,20 +24,16 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <string_view>
 
 #include "dlock/IOperator.h"
 #include "dlock/common/RedisOptions.h"
 
 namespace dlock::detail {
 
+class PubSubConnection;
+
 struct SubscriberOptions {
   bool sharded = false;
-  // Called on the subscriber's thread for every message (after waiters are woken) and for every
-  // confirmed subscription (also after a reconnect); for subscribers that want the payloads, such
-  // as Sentinel's events. They must not block for long.
-  std::function<void(const std::string& channel, std::string_view payload)> onMessage;
-  std::function<void(const std::string& channel)> onSubscribed;
   std::chrono::milliseconds pingInterval{std::chrono::seconds(1)};
   std::chrono::milliseconds linger{std::chrono::seconds(5)};
 };
@@ -65,10 +62,8 @@ class Subscriber {
   // Connections re-opened after a failure.
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
 
-  struct State;
-
  private:
-  std::shared_ptr<State> state_;
+  const std::shared_ptr<PubSubConnection> connection_;
 };
 
 }  // namespace dlock::detail

@@ -1,8 +1,8 @@
 // SentinelEvents.h — what the sentinels say about failovers, as it happens.
 //
-// One subscription per sentinel, each kept by its own thread (connect, SUBSCRIBE, PING when idle,
-// reconnect with back-off): a failover's progress is published only by the sentinel that leads
-// it, and any sentinel may be the leader. The messages become SentinelEvents for the handler:
+// One PubSubConnection per sentinel, listening on the channels below: a failover's progress is
+// published only by the sentinel that leads it, and any sentinel may be the leader. The messages
+// become SentinelEvents for the handler:
 //
 //   channel                               event       payload
 //   +selected-slave                       Promoting   slave <ip:port> <ip> <port> @ <name> <ip> <port>
@@ -14,19 +14,17 @@
 //   -failover-abort-slave-timeout         Aborted     master <name> <ip> <port>
 //   (a subscription (re)confirmed)        Resubscribed (a switch may have gone unseen meanwhile)
 //
-// The handler runs on the thread of the sentinel that spoke, with no lock held, and may block
-// (that sentinel's messages wait meanwhile). It must not throw.
-// Owner: one SentinelOperator. Thread safety: thread-safe. Destruction stops and joins the
+// The handler runs on the connection thread of the sentinel that spoke, with no lock held, and
+// may block (that sentinel's messages wait meanwhile). It must not throw.
+// Owner: one SentinelOperator. Thread safety: thread-safe. stop() and destruction join the
 // threads, which takes up to the sentinel connect + command timeouts while one is connecting.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "MasterResolver.h"
@@ -34,7 +32,7 @@
 
 namespace dlock::detail {
 
-class Connection;
+class PubSubConnection;
 
 struct SentinelEvent {
   enum class Kind { Promoting, Promoted, Switched, Aborted, Resubscribed };
@@ -60,26 +58,15 @@ class SentinelEvents {
   void stop();
 
   // Subscription connections re-opened after a failure.
-  [[nodiscard]] std::uint64_t reconnects() const noexcept { return reconnects_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t reconnects() const noexcept;
 
  private:
-  void run(const ConnectionOptions& sentinel);
-  void serve(Connection& connection, const ConnectionOptions& sentinel);
-  [[nodiscard]] bool stopping() const;
-  // Sleeps up to `duration`; false when stopping.
-  bool pause(std::chrono::milliseconds duration);
-
-  const std::vector<ConnectionOptions> sentinels_;
-  const PoolOptions backoff_;
   const Handler handler_;
-  const int wakeFd_;  // readable once stopping
+  const std::vector<std::unique_ptr<PubSubConnection>> connections_;  // one per sentinel
 
-  mutable std::mutex mutex_;
-  std::condition_variable stopped_;
+  std::mutex mutex_;
   bool started_ = false;   // guarded by mutex_
   bool stopping_ = false;  // guarded by mutex_
-  std::vector<std::thread> threads_;
-  std::atomic<std::uint64_t> reconnects_{0};
 };
 
 }  // namespace dlock::detail
