@@ -1,32 +1,9 @@
-// RedlockOperator.h — the Redlock algorithm over N independent backends.
-//
-// Defines RedlockOptions and RedlockOperator. The operator holds N member operators of any kind
-// (usually one SingleOperator per independent Redis server; N = 5 recommended) and sends every
-// request to all of them in parallel, through a small fixed set of worker threads it owns. A
-// request counts as done on a node when that node answers within RedlockOptions::nodeTimeout;
-// a node that fails, is down or answers later is a failed vote, and delays a call by at most that.
-// Once a lock or extend is decided, the nodes yet to answer get until the node timeout but never
-// past half the validity, so a node slower than a short lease does not cost the lease.
-// Calls to the members run on the operator's own worker threads, per node (see README.md).
-//
-//   lock      acquired when a quorum (N/2 + 1) took the key and the validity time
-//             (ttl - elapsed - drift, drift = ttl * 0.01 + 2 ms) is still positive; otherwise the
-//             key is released on every node (compare-and-delete) before returning.
-//   unlock    compare-and-delete on every node; released when a quorum released it; in doubt
-//             (ReleaseResult::inDoubt) when only the nodes whose own answer was in doubt make up
-//             the quorum.
-//   extend    needs a quorum and a positive validity; extendAll does one call per node per batch
-//             and reports the validity of each renewal as lock does (ttl - drift, from the start).
-//   fencing   the highest token of the quorum, written back (raiseFence) to the quorum before it
-//             is returned, so tokens grow across acquisitions whose quorums differ.
-//   watch     watches on (at least) a quorum of nodes; wakes on the first release seen on any.
-//   inspect   the quorum view of the key.
-//
-// Errors: a failed vote is not an error by itself. ConnectionError (BackendError when every
-// failing node answered with an error reply) only when the outcome cannot be decided: for lock,
-// when fewer than a quorum of nodes could answer at all; for unlock/extend/inspect/raiseFence,
-// when the nodes that did not answer could change the answer. See backends/redlock/README.md for
-// what Redlock does and does not protect against.
+// RedlockOperator.h — the Redlock algorithm over N independent backends (N = 5 recommended):
+// every call goes to all of them in parallel on the operator's own worker threads, and counts when
+// a quorum (N/2 + 1) agrees within the node timeout and the validity (ttl - elapsed - drift) is
+// still positive. Fencing tokens stay monotonic across quorums (each member must be an
+// IFenceRaiser). What each call decides, its errors, and what Redlock does and does not protect
+// against: backends/redlock/README.md.
 // Owner: shared. Thread safety: thread-safe.
 #pragma once
 
