@@ -174,3 +174,19 @@ TEST_SUITE("SingleOperator") {
     CHECK(client.ok({"PTTL", "dlock:{k299}"}).integer > 5000);
   }
 }
+
+TEST_SUITE("SingleOperator") {
+  TEST_CASE("a key holding braces keeps its names on one server, whatever the braces") {
+    // Names on one server never change between releases: a rolling upgrade keeps excluding.
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    for (const std::string key : {"}x", "a}b", "a{b}c", "{}"}) {
+      CAPTURE(key);
+      REQUIRE(backend->lock(key, "token", 5000ms).acquired);
+      CHECK(client.ok({"GET", "dlock:{" + key + "}"}).str == "token");
+      CHECK(client.ok({"GET", "dlock:{" + key + "}:fence"}).str == "1");
+      CHECK(backend->unlock(key, "token").released);
+    }
+  }
+}

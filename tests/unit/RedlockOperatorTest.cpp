@@ -156,9 +156,32 @@ bool eventually(Condition condition, std::chrono::milliseconds budget = 30s) {
   return true;
 }
 
+// A backend with only the lock's seam: no fencing counter to raise, nothing to inspect.
+class SeamOnly final : public dlock::IOperator {
+ public:
+  dlock::AcquireResult lock(std::string_view, std::string_view, std::chrono::milliseconds) override { return {}; }
+  dlock::ReleaseResult unlock(std::string_view, std::string_view) override { return {}; }
+  bool extend(std::string_view, std::string_view, std::chrono::milliseconds) override { return false; }
+  [[nodiscard]] std::string describe() const override { return "seam-only://"; }
+};
+
 }  // namespace
 
 TEST_SUITE("RedlockOperator") {
+  TEST_CASE("a member that cannot raise a fencing counter is a ConfigError naming it") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    const auto node = [&] { return std::make_shared<dlock::MemoryOperator>(clock); };
+    CHECK_THROWS_WITH_AS(dlock::RedlockOperator({node(), std::make_shared<SeamOnly>(), node()}),
+                         doctest::Contains("node 1 (seam-only://) cannot raise a fencing counter"), dlock::ConfigError);
+  }
+
+  TEST_CASE("raiseFence and inspect on a backend without those capabilities are a ConfigError") {
+    SeamOnly seamOnly;
+    dlock::IOperator& backend = seamOnly;
+    CHECK_THROWS_AS((void)backend.raiseFence("k", 1), dlock::ConfigError);
+    CHECK_THROWS_AS((void)backend.inspect("k"), dlock::ConfigError);
+  }
+
   TEST_CASE("needs at least three distinct nodes and sane options") {
     auto clock = std::make_shared<dlock::VirtualClock>();
     const auto node = [&] { return std::make_shared<dlock::MemoryOperator>(clock); };
