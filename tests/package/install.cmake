@@ -28,6 +28,7 @@ if(NOT result EQUAL 0)
 endif()
 
 foreach(file
+    ${INCLUDEDIR}/dlock/dlock.h
     ${INCLUDEDIR}/dlock/ILock.h
     ${INCLUDEDIR}/dlock/connect.h
     ${INCLUDEDIR}/dlock/core/LockBuilder.h
