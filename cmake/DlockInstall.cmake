@@ -8,7 +8,7 @@
 #   <prefix>/<libdir>/cmake/dlock/              dlockConfig.cmake, dlockConfigVersion.cmake,
 #                                               dlockTargets*.cmake, FindHiredis.cmake
 #   <prefix>/<libdir>/pkgconfig/dlock.pc
-#   <prefix>/bin/dlock                          the command (examples/cli), when examples are built
+#   <prefix>/bin/dlock                          the command (tools/dlock), with DLOCK_BUILD_TOOLS
 include(CMakePackageConfigHelpers)
 set(DLOCK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)
 set(DLOCK_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
