@@ -1,23 +1,63 @@
-# dlock_add_library(<name> <export-name> SOURCES...): one library per layer, honouring
-# BUILD_SHARED_LIBS, with the alias dlock::<export-name> used everywhere, in-tree too.
-function(dlock_add_library target export_name)
-  add_library(${target} ${ARGN})
-  add_library(dlock::${export_name} ALIAS ${target})
-  string(REPLACE "_" "-" output_name "${target}")
-  set_target_properties(${target} PROPERTIES
-    EXPORT_NAME ${export_name}
-    OUTPUT_NAME ${output_name}
-    POSITION_INDEPENDENT_CODE ON
-    VERSION ${PROJECT_VERSION}
-    SOVERSION ${PROJECT_VERSION_MAJOR})
+# dlock_add_library(<target> <layer> SOURCES...): one layer, as an OBJECT library. Its objects go
+# into the one library users link, dlock (dlock_add_dlock_library below); inside the build the
+# layer keeps its own include directories, warnings and dependencies, so it compiles against only
+# what it links. Layers link each other by target name (dlock_api, dlock_core, dlock_redis, ...):
+# the dlock::<layer> names are the whole library (dlock_add_compat_targets), which a layer must
+# not link. <layer> is the layer's short name (the name of its library before there was one).
+function(dlock_add_library target layer)
+  add_library(${target} OBJECT ${ARGN})
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/include)
-    target_include_directories(${target} PUBLIC
-      $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
-      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+    target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>)
   endif()
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/src)
     target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
   endif()
   dlock_set_warnings(${target})
-  set_property(GLOBAL APPEND PROPERTY DLOCK_INSTALL_TARGETS ${target})
+  set_property(GLOBAL APPEND PROPERTY DLOCK_LAYERS ${target})
+endfunction()
+
+# dlock_add_dlock_library(): dlock (dlock::dlock), STATIC or SHARED per BUILD_SHARED_LIBS, made of
+# every layer's objects. Installed, it carries the include directory and, PRIVATE (so a static
+# dlock brings them into the consumer's link), what the layers link: hiredis, spdlog, Threads.
+# In the build tree it also passes on the layers' usage requirements (their include directories,
+# the Redis layers' private headers for the tests), but never their objects, which only dlock
+# links: an OBJECT library's objects go only into targets that link it directly.
+function(dlock_add_dlock_library)
+  get_property(layers GLOBAL PROPERTY DLOCK_LAYERS)
+  get_property(include_dirs GLOBAL PROPERTY DLOCK_PUBLIC_INCLUDE_DIRS)
+  set(objects "")
+  set(build_interface "")
+  foreach(layer IN LISTS layers)
+    list(APPEND objects $<TARGET_OBJECTS:${layer}>)
+    list(APPEND build_interface $<BUILD_INTERFACE:${layer}>)
+  endforeach()
+  add_library(dlock ${objects})
+  add_library(dlock::dlock ALIAS dlock)
+  set_target_properties(dlock PROPERTIES
+    EXPORT_NAME dlock
+    LINKER_LANGUAGE CXX
+    VERSION ${PROJECT_VERSION}
+    SOVERSION ${PROJECT_VERSION_MAJOR})
+  target_compile_features(dlock PUBLIC cxx_std_17)
+  foreach(dir IN LISTS include_dirs)
+    target_include_directories(dlock PUBLIC $<BUILD_INTERFACE:${dir}>)
+  endforeach()
+  target_include_directories(dlock PUBLIC $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_link_libraries(dlock
+    PRIVATE hiredis::hiredis spdlog::spdlog Threads::Threads
+    INTERFACE ${build_interface} $<BUILD_INTERFACE:dlock_api> $<BUILD_INTERFACE:dlock_macros>)
+endfunction()
+
+# dlock_add_compat_targets(<name>...): dlock::<name> for the names of the one-library-per-layer
+# package (dlock::core, dlock::single, ...), each an INTERFACE target that links dlock::dlock, in
+# the build tree and in the installed package alike. Any mix of them links dlock once.
+function(dlock_add_compat_targets)
+  foreach(name IN LISTS ARGN)
+    add_library(dlock_compat_${name} INTERFACE)
+    add_library(dlock::${name} ALIAS dlock_compat_${name})
+    set_target_properties(dlock_compat_${name} PROPERTIES EXPORT_NAME ${name})
+    target_link_libraries(dlock_compat_${name} INTERFACE dlock)
+    set_property(GLOBAL APPEND PROPERTY DLOCK_COMPAT_TARGETS dlock_compat_${name})
+  endforeach()
 endfunction()

@@ -6,8 +6,7 @@
 #include <vector>
 
 #include "OrderService.h"
-#include "dlock/core/LockBuilder.h"
-#include "dlock/memory/MemoryOperator.h"
+#include "dlock/dlock.h"
 
 int main() {
   auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).build();

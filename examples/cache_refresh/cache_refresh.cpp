@@ -18,8 +18,7 @@
 
 #include "../common/AppRedis.h"
 #include "../common/StartGate.h"
-#include "dlock/connect.h"
-#include "dlock/core/LockBuilder.h"
+#include "dlock/dlock.h"
 
 namespace {
 

@@ -1,8 +1,9 @@
 # Installs the build in BUILD_DIR into PREFIX (emptied first, with the consumer build trees named
-# in CLEAN), then checks what was installed: the package files are all there, and no installed
-# text names the source or build tree, or the build-only dlock_internal.
+# in CLEAN), then checks what was installed: the package files are all there, the library is one
+# file (libdlock.a; or, when SHARED, libdlock.so.VERSION and its links .so.SOVERSION and .so), and no installed text
+# names the source or build tree, or the build-only dlock_internal.
 #   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DPREFIX=... -DLIBDIR=lib -DINCLUDEDIR=include
-#         [-DCONFIG=...] [-DCLEAN=a;b] -P install.cmake
+#         [-DSHARED=ON -DVERSION=0.1.0 -DSOVERSION=0] [-DCONFIG=...] [-DCLEAN=a;b] -P install.cmake
 foreach(var BUILD_DIR SOURCE_DIR PREFIX LIBDIR INCLUDEDIR)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "install.cmake: ${var} is not set")
@@ -27,6 +28,7 @@ if(NOT result EQUAL 0)
 endif()
 
 foreach(file
+    ${INCLUDEDIR}/dlock/dlock.h
     ${INCLUDEDIR}/dlock/ILock.h
     ${INCLUDEDIR}/dlock/connect.h
     ${INCLUDEDIR}/dlock/core/LockBuilder.h
@@ -40,6 +42,29 @@ foreach(file
     message(FATAL_ERROR "not installed: ${file}")
   endif()
 endforeach()
+
+# One library: every library file under the prefix is libdlock.a, or libdlock.so* of one version.
+file(GLOB_RECURSE libraries LIST_DIRECTORIES false RELATIVE "${PREFIX}" "${PREFIX}/*.a" "${PREFIX}/*.so*")
+if(SHARED)
+  set(expected ${LIBDIR}/libdlock.so ${LIBDIR}/libdlock.so.${SOVERSION} ${LIBDIR}/libdlock.so.${VERSION})
+else()
+  set(expected ${LIBDIR}/libdlock.a)
+endif()
+list(SORT libraries)
+list(SORT expected)
+if(NOT libraries STREQUAL expected)
+  message(FATAL_ERROR "installed libraries: '${libraries}'; expected exactly '${expected}'")
+endif()
+if(SHARED)
+  foreach(link libdlock.so libdlock.so.${SOVERSION})
+    file(REAL_PATH "${PREFIX}/${LIBDIR}/${link}" target)
+    file(REAL_PATH "${PREFIX}/${LIBDIR}/libdlock.so.${VERSION}" library)
+    if(NOT IS_SYMLINK "${PREFIX}/${LIBDIR}/${link}" OR NOT target STREQUAL library)
+      message(FATAL_ERROR "${LIBDIR}/${link} is not a link to libdlock.so.${VERSION}")
+    endif()
+  endforeach()
+endif()
+
 if(EXISTS "${PREFIX}/${INCLUDEDIR}/dlock/detail")
   message(FATAL_ERROR "the build-only headers (api/internal, dlock/detail/) were installed")
 endif()

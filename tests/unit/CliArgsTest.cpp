@@ -1,4 +1,4 @@
-// The `dlock` command line (examples/cli/CliArgs): options, modes, durations, usage errors, and
+// The `dlock` command line (tools/dlock/CliArgs): options, modes, durations, usage errors, and
 // the passwords found in its arguments and masked in its messages (the URIs it prints go through
 // dlock::redactUri: tests/unit/UriTest.cpp).
 #include <doctest/doctest.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/CliArgs.h"
+#include "CliArgs.h"
 
 using namespace std::chrono_literals;
 using dlock::cli::CliOptions;

@@ -1,6 +1,5 @@
 // Locks and unlocks a key on the in-memory backend through the installed dlock.
-#include <dlock/connect.h>
-#include <dlock/core/LockBuilder.h>
+#include <dlock/dlock.h>
 
 int main() {
   auto lock = dlock::LockBuilder().backend(dlock::connect("memory://")).build();

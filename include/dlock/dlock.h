@@ -1,0 +1,40 @@
+// dlock.h — all of dlock in one include: the lock and its builder, dlock::connect(uri), every
+// backend's operator and options, the macros, the errors, leases, mutex handles and wait
+// strategies. The headers below may also be included one by one.
+#pragma once
+
+// The interfaces and value types.
+#include "dlock/Clock.h"
+#include "dlock/ILock.h"
+#include "dlock/IOperator.h"
+#include "dlock/IWait.h"
+#include "dlock/Lease.h"
+#include "dlock/LockError.h"
+#include "dlock/LockOptions.h"
+#include "dlock/LockStats.h"
+#include "dlock/MutexHandle.h"
+#include "dlock/Validation.h"
+
+// The lock over any backend.
+#include "dlock/core/DefaultLock.h"
+#include "dlock/core/LockBuilder.h"
+#include "dlock/core/RequestIdHolder.h"
+#include "dlock/core/Token.h"
+#include "dlock/core/Uri.h"
+#include "dlock/core/WaitStrategies.h"
+
+// The backends, and the URI that picks one.
+#include "dlock/cluster/ClusterKeys.h"
+#include "dlock/cluster/ClusterOperator.h"
+#include "dlock/common/RedisOptions.h"
+#include "dlock/connect.h"
+#include "dlock/memory/MemoryOperator.h"
+#include "dlock/memory/VirtualClock.h"
+#include "dlock/redis/RedisOperator.h"
+#include "dlock/redlock/RedlockOperator.h"
+#include "dlock/sentinel/SentinelOperator.h"
+#include "dlock/single/SingleOperator.h"
+
+// Declarative locking (DLOCK_NO_SHORT_MACROS leaves out the DISTRIBUTED_… spellings).
+#include "dlock/ScopedLock.h"
+#include "dlock/macros.h"
