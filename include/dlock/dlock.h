@@ -5,6 +5,8 @@
 
 // The interfaces and value types.
 #include "dlock/Clock.h"
+#include "dlock/IFenceRaiser.h"
+#include "dlock/ILeaseInspector.h"
 #include "dlock/ILock.h"
 #include "dlock/IOperator.h"
 #include "dlock/IWait.h"
@@ -20,12 +22,12 @@
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/RequestIdHolder.h"
 #include "dlock/core/Token.h"
-#include "dlock/core/Uri.h"
 #include "dlock/core/WaitStrategies.h"
 
 // The backends, and the URI that picks one.
 #include "dlock/cluster/ClusterKeys.h"
 #include "dlock/cluster/ClusterOperator.h"
+#include "dlock/common/Endpoint.h"
 #include "dlock/common/RedisOptions.h"
 #include "dlock/connect.h"
 #include "dlock/memory/MemoryOperator.h"
@@ -34,6 +36,7 @@
 #include "dlock/redlock/RedlockOperator.h"
 #include "dlock/sentinel/SentinelOperator.h"
 #include "dlock/single/SingleOperator.h"
+#include "dlock/uri.h"
 
 // Declarative locking (DLOCK_NO_SHORT_MACROS leaves out the DISTRIBUTED_… spellings).
 #include "dlock/ScopedLock.h"
