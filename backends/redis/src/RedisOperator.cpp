@@ -123,7 +123,13 @@ class FollowingWatch final : public IReleaseWatch {
         current_(std::move(subscription)) {}
 
   bool waitForRelease(milliseconds timeout) override {
-    if (listening()) return current_.watch->waitForRelease(timeout);
+    if (listening()) {
+      const bool woke = current_.watch->waitForRelease(timeout);
+      // Woken by the node dropping the channel (it handed the slot over): subscribe where the slot
+      // lives now before the waiter retries, or a release there between its retry and its next
+      // wait would go unheard.
+      if (!woke || listening()) return woke;
+    }
     current_.watch.reset();
     try {
       current_ = subscribe(*topology_, budget_, slot_, channel_);
