@@ -124,8 +124,18 @@ Route ClusterTopology::route(std::uint16_t slot, Call& call) {
     return asked;
   }
   while (true) {
-    RedisNode* node = ownerOf(slot);
-    const std::uint64_t seen = version();
+    RedisNode* node = nullptr;
+    std::uint64_t seen = 0;
+    {
+      std::unique_lock<std::mutex> guard(mutex_);  // one look at the map: the node and its version
+      if (version_ == 0) {
+        guard.unlock();
+        refresh(0);
+        guard.lock();
+      }
+      node = slots_[slot];
+      seen = version_;
+    }
     if (node != nullptr) return Route{node, slot, false, seen};
     // No master serves the slot in our map (being reassigned): wait for one within the budget.
     if (!backOff(call)) {
