@@ -81,8 +81,16 @@ void querySpans(std::string_view text, std::size_t from, std::size_t end, std::v
 
 }  // namespace
 
-std::vector<Span> secretSpans(std::string_view text) {
+namespace {
+
+// Each place in `text` that may hold a password, unsorted and unmerged; a list whose members
+// hold more than one userinfo also gets one span over all of them (password false), since a raw
+// password may begin in any member's userinfo and end at any later '@'
+// ("redis://:@x;redis://y@" may be the one password "@x;redis://y").
+std::vector<Span> candidateSpans(std::string_view text) {
   std::vector<Span> spans;
+  std::size_t userinfoSpans = 0;
+  Span userinfoCover{std::string_view::npos, 0, false};
   const std::vector<std::size_t> starts = uriStarts(text);
   std::size_t previousUserStart = 0;
   // Where a password may have begun in the members before this one that have no '@' of their own:
@@ -127,6 +135,9 @@ std::vector<Span> secretSpans(std::string_view text) {
       if (atPasswordStart() && i > 0) passwordStart = previousUserStart;
       passwordStart = std::min(passwordStart, openPasswordStart);
       spans.push_back({passwordStart, at, true});
+      ++userinfoSpans;
+      userinfoCover.begin = std::min(userinfoCover.begin, passwordStart);
+      userinfoCover.end = at;
       openPasswordStart = std::string_view::npos;
     } else if (openPasswordStart == std::string_view::npos) {
       // Even "redis://h1:1" may be a password's head: masked (from its port on) if a later member
@@ -137,6 +148,14 @@ std::vector<Span> secretSpans(std::string_view text) {
     spans.insert(spans.end(), query.begin(), query.end());
     previousUserStart = userStart;
   }
+  if (userinfoSpans > 1) spans.push_back(userinfoCover);
+  return spans;
+}
+
+}  // namespace
+
+std::vector<Span> secretSpans(std::string_view text) {
+  std::vector<Span> spans = candidateSpans(text);
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
   std::vector<Span> merged;
   for (const Span& span : spans) {
@@ -173,7 +192,7 @@ std::string redactUri(std::string_view uri) {
 
 std::vector<std::string> uriPasswords(std::string_view uri) {
   std::vector<std::string> passwords;
-  for (const detail::Span& span : detail::secretSpans(uri)) {
+  for (const detail::Span& span : detail::candidateSpans(uri)) {
     const std::string text(uri.substr(span.begin, span.end - span.begin));
     if (span.password && !text.empty() && std::find(passwords.begin(), passwords.end(), text) == passwords.end()) {
       passwords.push_back(text);
