@@ -16,6 +16,8 @@
 
 #include "RedisClient.h"
 
+extern char** environ;
+
 namespace dlock::test {
 
 namespace {
@@ -92,10 +94,18 @@ void RedisProcess::start() {
     if (!options_.sentinel) out << "save \"\"\nappendonly no\nenable-debug-command yes\n";
     for (const auto& line : options_.config) out << line << "\n";
   }
+  // Built before fork(): the child of a threaded process only makes async-signal-safe calls.
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) environment.emplace_back(*entry);
+  for (const auto& [name, value] : options_.env) environment.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (auto& entry : environment) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  std::vector<char*> argv{options_.executable.data(), const_cast<char*>(config.c_str()), nullptr};
   const pid_t child = ::fork();
   if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (child == 0) {
-    ::execlp(options_.executable.c_str(), options_.executable.c_str(), config.c_str(), static_cast<char*>(nullptr));
+    ::execvpe(argv[0], argv.data(), envp.data());
     std::fprintf(stderr, "cannot run %s: %s (install redis-server)\n", options_.executable.c_str(), std::strerror(errno));
     ::_exit(127);
   }

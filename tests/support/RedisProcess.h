@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dlock::test {
@@ -21,6 +22,8 @@ class RedisProcess {
     std::string executable = "redis-server";
     int port = 0;       // 0: a free loopback port
     bool sentinel = false;  // a redis-sentinel: no data-node settings (save, appendonly, debug)
+    // Set in the server's environment (LD_PRELOAD of libfaketime, say).
+    std::vector<std::pair<std::string, std::string>> env;
   };
 
   RedisProcess() : RedisProcess(Options{}) {}

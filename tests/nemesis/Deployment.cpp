@@ -1,0 +1,102 @@
+#include "Deployment.h"
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace dlock::nemesis {
+namespace {
+
+std::vector<std::string> persistenceConfig(Persistence persistence) {
+  switch (persistence) {
+    case Persistence::none:
+      return {};
+    case Persistence::appendEverySecond:
+      return {"appendonly yes", "appendfsync everysec"};
+    case Persistence::appendAlways:
+      return {"appendonly yes", "appendfsync always"};
+  }
+  return {};
+}
+
+// libfaketime's multi-threaded build (redis-server has background threads), where Debian puts it.
+std::string fakeTimeLibrary() {
+  for (const char* path : {"/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+                           "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1", "/usr/lib/faketime/libfaketimeMT.so.1"}) {
+    if (std::filesystem::exists(path)) return path;
+  }
+  throw std::runtime_error("libfaketimeMT.so.1 not found: install the Debian package faketime");
+}
+
+std::string proxied(const test::LinkProxy& proxy) { return proxy.address(); }
+
+}  // namespace
+
+std::string clientQuery() { return "connect_timeout=300&command_timeout=300"; }
+
+SingleDeployment::SingleDeployment(Options options) : options_(options) {
+  test::RedisProcess::Options server;
+  server.config = persistenceConfig(options_.persistence);
+  if (options_.fakeClock) {
+    clockFile_ = std::filesystem::temp_directory_path() / ("dlock-nemesis-clock-" + std::to_string(::getpid()));
+    std::ofstream(clockFile_) << "+0\n";
+    // Re-read at most every second: the server reads the time on every command.
+    server.env = {{"LD_PRELOAD", fakeTimeLibrary()},
+                  {"FAKETIME_TIMESTAMP_FILE", clockFile_},
+                  {"FAKETIME_CACHE_DURATION", "1"},
+                  {"FAKETIME_DONT_FAKE_MONOTONIC", "1"}};
+  }
+  server_ = std::make_unique<test::RedisProcess>(server);
+  proxy_ = std::make_unique<test::LinkProxy>(server_->host(), server_->port());
+}
+
+std::string SingleDeployment::lockUri() const { return "redis://" + proxied(*proxy_) + "?" + clientQuery(); }
+
+std::vector<std::string> SingleDeployment::dataAddresses() const {
+  return {server_->host() + ":" + std::to_string(server_->port())};
+}
+
+void SingleDeployment::heal() {
+  if (!server_->running()) server_->restart();
+  proxy_->pass();
+  if (!clockFile_.empty()) std::ofstream(clockFile_) << "+0\n";
+}
+
+void SingleDeployment::jumpClock(std::chrono::seconds offset) {
+  if (clockFile_.empty()) throw std::logic_error("jumpClock needs a deployment made with fakeClock");
+  std::ofstream(clockFile_) << "+" << offset.count() << "\n";
+}
+
+RedlockDeployment::RedlockDeployment() {
+  for (std::size_t node = 0; node < kNodes; ++node) {
+    servers_.push_back(std::make_unique<test::RedisProcess>());
+    proxies_.push_back(std::make_unique<test::LinkProxy>(servers_.back()->host(), servers_.back()->port()));
+  }
+}
+
+std::string RedlockDeployment::lockUri() const {
+  std::string uri = "redlock://";
+  for (std::size_t node = 0; node < kNodes; ++node) uri += (node == 0 ? "" : ",") + proxied(*proxies_[node]);
+  return uri + "?node_timeout=300";
+}
+
+std::vector<std::string> RedlockDeployment::dataAddresses() const {
+  std::vector<std::string> addresses;
+  for (const auto& server : servers_) addresses.push_back(server->host() + ":" + std::to_string(server->port()));
+  return addresses;
+}
+
+std::vector<test::LinkProxy*> RedlockDeployment::clientLinks() {
+  std::vector<test::LinkProxy*> links;
+  for (auto& proxy : proxies_) links.push_back(proxy.get());
+  return links;
+}
+
+void RedlockDeployment::heal() {
+  for (std::size_t node = 0; node < kNodes; ++node) {
+    if (!servers_[node]->running()) servers_[node]->restart();
+    proxies_[node]->pass();
+  }
+}
+
+}  // namespace dlock::nemesis

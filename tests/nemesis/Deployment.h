@@ -1,0 +1,100 @@
+// Deployment.h — the Redis servers of one fault-test run, each behind a LinkProxy so that a
+// nemesis reaches every link without root, plus the fault-free store the clients write to.
+//
+//   SingleDeployment   one redis-server (optionally with AOF, optionally under libfaketime)
+//   RedlockDeployment  five independent redis-servers
+//
+// A deployment gives the clients their URI (through the proxies), the nemesis its levers (the
+// proxies and the server processes), and the checker the servers to scan at the end.
+// Owner: the runner. Not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "LinkProxy.h"
+#include "RedisProcess.h"
+
+namespace dlock::nemesis {
+
+// How the lock servers keep their data across a SIGKILL.
+enum class Persistence { none, appendEverySecond, appendAlways };
+
+class Deployment {
+ public:
+  virtual ~Deployment() = default;
+
+  [[nodiscard]] virtual std::string topology() const = 0;
+  // What clients connect to: every host a proxy.
+  [[nodiscard]] virtual std::string lockUri() const = 0;
+  // host:port of each data server the lock writes to, directly (the end-of-run key scan).
+  [[nodiscard]] virtual std::vector<std::string> dataAddresses() const = 0;
+  // The proxies between the clients and the servers.
+  [[nodiscard]] virtual std::vector<test::LinkProxy*> clientLinks() = 0;
+  // Every proxy back to pass and every server running again: the state a scenario starts from.
+  virtual void heal() = 0;
+
+  // The fault-free store of the fenced writes and the unfenced counters.
+  [[nodiscard]] test::RedisProcess& store() { return store_; }
+
+ private:
+  test::RedisProcess store_;
+};
+
+// One redis-server behind one proxy; under libfaketime when asked, so that a nemesis can move its
+// clock (jumpClock) without touching the host's.
+class SingleDeployment : public Deployment {
+ public:
+  struct Options {
+    Persistence persistence = Persistence::none;
+    bool fakeClock = false;
+  };
+
+  explicit SingleDeployment(Options options);
+
+  [[nodiscard]] std::string topology() const override { return "single"; }
+  [[nodiscard]] std::string lockUri() const override;
+  [[nodiscard]] std::vector<std::string> dataAddresses() const override;
+  [[nodiscard]] std::vector<test::LinkProxy*> clientLinks() override { return {proxy_.get()}; }
+  void heal() override;
+
+  [[nodiscard]] test::RedisProcess& server() { return *server_; }
+  [[nodiscard]] test::LinkProxy& proxy() { return *proxy_; }
+  // Moves the server's wall clock `offset` ahead of the host's (libfaketime re-reads its file).
+  void jumpClock(std::chrono::seconds offset);
+
+ private:
+  Options options_;
+  std::string clockFile_;
+  std::unique_ptr<test::RedisProcess> server_;
+  std::unique_ptr<test::LinkProxy> proxy_;
+};
+
+// Five independent redis-servers, each behind its own proxy: redlock://p1,p2,... .
+class RedlockDeployment : public Deployment {
+ public:
+  static constexpr std::size_t kNodes = 5;
+
+  RedlockDeployment();
+
+  [[nodiscard]] std::string topology() const override { return "redlock"; }
+  [[nodiscard]] std::string lockUri() const override;
+  [[nodiscard]] std::vector<std::string> dataAddresses() const override;
+  [[nodiscard]] std::vector<test::LinkProxy*> clientLinks() override;
+  void heal() override;
+
+  [[nodiscard]] test::RedisProcess& server(std::size_t node) { return *servers_.at(node); }
+  [[nodiscard]] test::LinkProxy& proxy(std::size_t node) { return *proxies_.at(node); }
+
+ private:
+  std::vector<std::unique_ptr<test::RedisProcess>> servers_;
+  std::vector<std::unique_ptr<test::LinkProxy>> proxies_;
+};
+
+// Timeouts for clients of a proxied deployment: short enough that a blackholed link fails a
+// command well within a lease, so that faults show as errors rather than as hangs.
+std::string clientQuery();
+
+}  // namespace dlock::nemesis

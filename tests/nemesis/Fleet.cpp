@@ -1,0 +1,132 @@
+#include "Fleet.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace dlock::nemesis {
+namespace {
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& part : parts) out += (out.empty() ? "" : ",") + part;
+  return out;
+}
+
+ClientExit exitOf(const std::string& id, int status) {
+  ClientExit exit;
+  exit.process = id;
+  if (WIFEXITED(status)) exit.exitCode = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
+  return exit;
+}
+
+}  // namespace
+
+Fleet::Fleet(ClientSettings settings, std::size_t size) : settings_(std::move(settings)) {
+  for (std::size_t i = 0; i < size; ++i) live_.push_back(start());
+}
+
+Fleet::~Fleet() {
+  for (auto& client : live_) {
+    ::kill(client.pid, SIGCONT);
+    ::kill(client.pid, SIGKILL);
+    ::waitpid(client.pid, nullptr, 0);
+  }
+}
+
+Fleet::Client Fleet::start() {
+  Client client;
+  const std::uint64_t number = next_++;
+  client.id = "c" + std::to_string(number);
+  const std::string history = settings_.historyDirectory + "/" + client.id + ".history";
+  const std::string log = settings_.historyDirectory + "/" + client.id + ".log";
+  // A safety net only: stop() ends every client with SIGTERM long before this.
+  const std::string runMs = std::to_string(3600 * 1000);
+  std::vector<std::string> args{settings_.executable,
+                                "--uri", settings_.lockUri,
+                                "--store", settings_.store,
+                                "--id", std::to_string(number),
+                                "--keys", joined(settings_.keys),
+                                "--seed", std::to_string(settings_.seed * 1000 + number),
+                                "--run-ms", runMs,
+                                "--lease-ms", std::to_string(settings_.lease.count()),
+                                "--acquire-timeout-ms", std::to_string(settings_.acquireTimeout.count()),
+                                "--hold-ms", std::to_string(settings_.hold.count()),
+                                "--hang-ms", std::to_string(settings_.hangBound.count()),
+                                "--history", history};
+  args.insert(args.end(), settings_.extraArguments.begin(), settings_.extraArguments.end());
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  const int error = ::posix_spawn(&client.pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0) throw std::runtime_error("cannot start " + settings_.executable + ": " + std::strerror(error));
+  return client;
+}
+
+void Fleet::pause(std::size_t slot) {
+  Client& client = live_.at(slot);
+  ::kill(client.pid, SIGSTOP);
+  client.paused = true;
+}
+
+void Fleet::resume(std::size_t slot) {
+  Client& client = live_.at(slot);
+  ::kill(client.pid, SIGCONT);
+  client.paused = false;
+}
+
+void Fleet::kill(std::size_t slot) {
+  Client& client = live_.at(slot);
+  ::kill(client.pid, SIGKILL);
+  int status = 0;
+  ::waitpid(client.pid, &status, 0);
+  ClientExit exit = exitOf(client.id, status);
+  exit.killedByNemesis = true;
+  exit.killedNs = monotonicNs();
+  ended_.push_back(exit);
+  client = start();
+}
+
+std::vector<ClientExit> Fleet::stop(std::chrono::steady_clock::time_point deadline) {
+  for (auto& client : live_) {
+    ::kill(client.pid, SIGCONT);
+    ::kill(client.pid, SIGTERM);
+  }
+  std::vector<ClientExit> exits = ended_;
+  for (auto& client : live_) {
+    int status = 0;
+    bool hung = false;
+    while (::waitpid(client.pid, &status, WNOHANG) != client.pid) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        hung = true;
+        ::kill(client.pid, SIGKILL);
+        ::waitpid(client.pid, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ClientExit exit = exitOf(client.id, status);
+    exit.killedAtDeadline = hung;
+    exits.push_back(exit);
+  }
+  live_.clear();
+  return exits;
+}
+
+}  // namespace dlock::nemesis

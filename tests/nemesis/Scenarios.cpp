@@ -1,0 +1,179 @@
+// The scenarios of every topology. Each nemesis draws its choices (which client, which nodes,
+// how long within bounds) from the run's seed, so `scripts/nemesis --seed S --scenario X`
+// replays the same schedule.
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "Scenario.h"
+
+namespace dlock::nemesis {
+
+using std::chrono::milliseconds;
+
+milliseconds Run::between(milliseconds low, milliseconds high) {
+  std::uniform_int_distribution<long long> draw(low.count(), high.count());
+  return milliseconds(draw(random_));
+}
+
+std::size_t Run::pick(std::size_t count) {
+  std::uniform_int_distribution<std::size_t> draw(0, count - 1);
+  return draw(random_);
+}
+
+void Run::sleep(milliseconds duration) { std::this_thread::sleep_for(duration); }
+
+void Run::fault(const std::string& name, milliseconds length, const std::function<void()>& inject,
+                const std::function<void()>& heal) {
+  recorder_(name, true);
+  inject();
+  sleep(length);
+  heal();
+  recorder_(name, false);
+}
+
+namespace {
+
+constexpr const char* kPauseExplained =
+    "a holder stopped past its lease keeps running its critical section after the key expired; "
+    "only the fencing token keeps its late write out";
+constexpr const char* kPartitionExplained =
+    "a holder cut off past its lease learns of the loss only when a renewal fails; until then its "
+    "critical section overlaps the next holder's";
+constexpr const char* kLostWritesExplained =
+    "the server lost acknowledged writes (the lock key among them), so a second client took the key";
+constexpr const char* kClockExplained = "the server's clock jumped past the lease, so the key expired early";
+
+std::unique_ptr<Deployment> single(Persistence persistence = Persistence::none, bool fakeClock = false) {
+  return std::make_unique<SingleDeployment>(SingleDeployment::Options{persistence, fakeClock});
+}
+
+std::unique_ptr<Deployment> redlock() { return std::make_unique<RedlockDeployment>(); }
+
+// Every client link of the deployment at once.
+void eachLink(Run& run, const std::function<void(test::LinkProxy&)>& action) {
+  for (test::LinkProxy* link : run.deployment<Deployment>().clientLinks()) action(*link);
+}
+
+void partition(Run& run) {
+  run.fault("partition", run.timing().faultLength, [&] { eachLink(run, [](auto& link) { link.blackhole(); }); },
+            [&] { eachLink(run, [](auto& link) { link.pass(); }); });
+}
+
+void latency(Run& run) {
+  const milliseconds delay = run.between(run.timing().lease / 2, run.timing().lease * 3 / 4);
+  run.fault("latency " + std::to_string(delay.count()) + " ms", run.timing().faultLength,
+            [&] { eachLink(run, [&](auto& link) { link.delay(delay); }); },
+            [&] { eachLink(run, [](auto& link) { link.pass(); }); });
+}
+
+void resets(Run& run) {
+  run.fault("connection resets", run.timing().faultLength,
+            [&] {
+              const auto end = std::chrono::steady_clock::now() + run.timing().faultLength;
+              while (std::chrono::steady_clock::now() < end) {
+                eachLink(run, [](auto& link) { link.resetAll(); });
+                run.sleep(run.between(milliseconds(50), milliseconds(300)));
+              }
+            },
+            [] {});
+}
+
+void pauseClient(Run& run) {
+  const std::size_t slot = run.pick(run.fleet().size());
+  run.fault("SIGSTOP " + run.fleet().id(slot), run.timing().faultLength, [&] { run.fleet().pause(slot); },
+            [&] { run.fleet().resume(slot); });
+}
+
+void killClients(Run& run) {
+  for (int i = 0; i < 2; ++i) {
+    const std::size_t slot = run.pick(run.fleet().size());
+    run.fault("SIGKILL " + run.fleet().id(slot), milliseconds(0), [&] { run.fleet().kill(slot); }, [] {});
+    run.sleep(run.between(milliseconds(300), milliseconds(900)));
+  }
+}
+
+void restartServer(Run& run) {
+  auto& deployment = run.deployment<SingleDeployment>();
+  run.fault("server SIGKILL, restart", run.between(milliseconds(200), run.timing().lease),
+            [&] { deployment.server().kill(); }, [&] { deployment.server().restart(); });
+}
+
+void clockJump(Run& run) {
+  auto& deployment = run.deployment<SingleDeployment>();
+  const auto jump = std::chrono::duration_cast<std::chrono::seconds>(run.timing().lease * 3) + std::chrono::seconds(1);
+  run.fault("server clock +" + std::to_string(jump.count()) + " s", run.timing().faultLength,
+            [&] { deployment.jumpClock(jump); }, [] {});
+}
+
+// Redlock: `count` distinct nodes, drawn from the seed.
+std::vector<std::size_t> someNodes(Run& run, std::size_t count) {
+  std::vector<std::size_t> nodes;
+  while (nodes.size() < count) {
+    const std::size_t node = run.pick(RedlockDeployment::kNodes);
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+  }
+  return nodes;
+}
+
+std::string nodeNames(const std::vector<std::size_t>& nodes) {
+  std::string names;
+  for (std::size_t node : nodes) names += (names.empty() ? "" : ",") + std::to_string(node);
+  return names;
+}
+
+void partitionTwoOfFive(Run& run) {
+  auto& deployment = run.deployment<RedlockDeployment>();
+  const auto nodes = someNodes(run, 2);
+  run.fault("partition nodes " + nodeNames(nodes), run.timing().faultLength,
+            [&] { for (std::size_t node : nodes) deployment.proxy(node).blackhole(); },
+            [&] { for (std::size_t node : nodes) deployment.proxy(node).pass(); });
+}
+
+void threeOfFiveDown(Run& run) {
+  auto& deployment = run.deployment<RedlockDeployment>();
+  const auto nodes = someNodes(run, 3);
+  run.fault("SIGKILL nodes " + nodeNames(nodes) + ", restart", run.timing().faultLength,
+            [&] { for (std::size_t node : nodes) deployment.server(node).kill(); },
+            [&] { for (std::size_t node : nodes) deployment.server(node).restart(); });
+}
+
+void restartOneWithoutPersistence(Run& run) {
+  auto& deployment = run.deployment<RedlockDeployment>();
+  const std::size_t node = run.pick(RedlockDeployment::kNodes);
+  run.fault("SIGKILL node " + std::to_string(node) + ", restart empty", milliseconds(100),
+            [&] { deployment.server(node).kill(); }, [&] { deployment.server(node).restart(); });
+}
+
+}  // namespace
+
+const std::vector<Scenario>& scenarios() {
+  static const std::vector<Scenario> all = {
+      {"single", "partition", "client-server partition for 2.5 leases", kPartitionExplained, [] { return single(); },
+       partition},
+      {"single", "latency", "0.5-0.75 lease of latency on every client link", kPartitionExplained,
+       [] { return single(); }, latency},
+      {"single", "resets", "connection resets every 50-300 ms", "", [] { return single(); }, resets},
+      {"single", "pause-client", "one client SIGSTOPped for 2.5 leases", kPauseExplained, [] { return single(); },
+       pauseClient},
+      {"single", "kill-client", "two clients SIGKILLed, replaced", "", [] { return single(); }, killClients},
+      {"single", "restart-fsync-always", "server SIGKILLed and restarted, appendfsync always", "",
+       [] { return single(Persistence::appendAlways); }, restartServer},
+      {"single", "restart-fsync-everysec", "server SIGKILLed and restarted, appendfsync everysec",
+       kLostWritesExplained, [] { return single(Persistence::appendEverySecond); }, restartServer},
+      {"single", "restart-no-persistence", "server SIGKILLed and restarted empty", kLostWritesExplained,
+       [] { return single(); }, restartServer},
+      {"single", "clock-jump", "the server's clock jumps 3 leases ahead (libfaketime)", kClockExplained,
+       [] { return single(Persistence::none, true); }, clockJump},
+      {"redlock", "partition-2-of-5", "two of five nodes partitioned for 2.5 leases", "", redlock,
+       partitionTwoOfFive},
+      {"redlock", "down-3-of-5", "three of five nodes SIGKILLed, restarted empty", kLostWritesExplained, redlock,
+       threeOfFiveDown},
+      {"redlock", "restart-1-no-persistence", "one node SIGKILLed and restarted empty at once", kLostWritesExplained,
+       redlock, restartOneWithoutPersistence},
+      {"redlock", "pause-client", "one client SIGSTOPped for 2.5 leases", kPauseExplained, redlock, pauseClient},
+  };
+  return all;
+}
+
+}  // namespace dlock::nemesis
