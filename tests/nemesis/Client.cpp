@@ -6,10 +6,11 @@
 //
 //   dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T
 //       --lease-ms L --acquire-timeout-ms A --history FILE
-//       [--hold-ms H] [--hang-ms G] [--fixed-lease-ms F]
+//       [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F]
 //
+// The hold between the counter's GET and SET is H ms, or drawn from [H, M] with --hold-max-ms.
 // --lease-ms is the watchdog's lease; --fixed-lease-ms F acquires with a fixed lease of F instead
-// (no renewal), which with --hold-ms above F lets leases run out inside the section.
+// (no renewal), so holds longer than F outlive their lease inside the section.
 #include <signal.h>
 #include <unistd.h>
 
@@ -47,6 +48,7 @@ struct Args {
   milliseconds lease{2'000};
   milliseconds acquireTimeout{1'000};
   milliseconds hold{0};
+  milliseconds holdMax{0};
   milliseconds hang{60'000};
   std::optional<milliseconds> fixedLease;
   std::string history;
@@ -55,7 +57,8 @@ struct Args {
 [[noreturn]] void usage(const std::string& problem) {
   std::fprintf(stderr,
                "dlock_nemesis_client: %s\nusage: dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 "
-               "--seed S --run-ms T --lease-ms L --acquire-timeout-ms A --history FILE [--hold-ms H] [--hang-ms G] "
+               "--seed S --run-ms T --lease-ms L --acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] "
+               "[--hang-ms G] "
                "[--fixed-lease-ms F]\n",
                problem.c_str());
   std::exit(2);
@@ -105,6 +108,8 @@ Args parseArgs(int argc, char** argv) {
   args.acquireTimeout = milliseconds(number("--acquire-timeout-ms", *take("--acquire-timeout-ms", true)));
   args.history = *take("--history", true);
   if (auto hold = take("--hold-ms", false)) args.hold = milliseconds(number("--hold-ms", *hold));
+  if (auto holdMax = take("--hold-max-ms", false)) args.holdMax = milliseconds(number("--hold-max-ms", *holdMax));
+  if (args.holdMax < args.hold) args.holdMax = args.hold;
   if (auto hang = take("--hang-ms", false)) args.hang = milliseconds(number("--hang-ms", *hang));
   if (auto fixed = take("--fixed-lease-ms", false)) args.fixedLease = milliseconds(number("--fixed-lease-ms", *fixed));
   if (!given.empty()) usage("unknown argument '" + given.begin()->first + "'");
@@ -239,6 +244,7 @@ int main(int argc, char** argv) {
 
   std::mt19937_64 random(args.seed * 1000003 + static_cast<std::uint64_t>(args.id));
   std::uniform_int_distribution<std::size_t> pick(0, args.keys.size() - 1);
+  std::uniform_int_distribution<long long> holdFor(args.hold.count(), args.holdMax.count());
   const auto end = steady_clock::now() + args.run;
   while (!stopping && steady_clock::now() < end) {
     const std::string& key = args.keys[pick(random)];
@@ -253,7 +259,8 @@ int main(int argc, char** argv) {
 
     const auto read = recorder.step("read", key, token, [&] { return Outcome{Kind::Ok, std::to_string(store.get(key)), 0}; });
     if (read && !stopping) {
-      if (args.hold.count() > 0) std::this_thread::sleep_for(args.hold);
+      const milliseconds hold(holdFor(random));
+      if (hold.count() > 0) std::this_thread::sleep_for(hold);
       const long long next = std::stoll(read->value) + 1;
       (void)recorder.step("write", key, token, [&] {
         store.set(key, next);
