@@ -180,12 +180,6 @@ void checkRecovery(const CheckerInput& input, const std::map<std::string, std::v
     }
     for (const auto& [process, ops] : processes) {
       if (process == kNemesis || ops.empty() || ops.front().timeNs > end) continue;
-      const ClientExit* exit = exitOf(input, process);
-      if (exit != nullptr && exit->killedByNemesis && exit->killedNs.value_or(ops.back().timeNs) < end + bound) continue;
-      const bool targeted = std::any_of(windows.begin(), windows.end(), [&](const FaultWindow& w) {
-        return w.target == process && w.startNs < end + bound && w.endNs.value_or(INT64_MAX) > end;
-      });
-      if (targeted) continue;
       std::optional<std::int64_t> recovered;
       for (const Op& op : ops) {
         if (op.op == "acquire" && op.kind == Kind::Ok && op.timeNs > end) {
@@ -195,7 +189,16 @@ void checkRecovery(const CheckerInput& input, const std::map<std::string, std::v
       }
       if (recovered && *recovered - end <= bound) {
         report.recoveryMs.push_back(static_cast<double>(*recovered - end) / 1e6);
-      } else if (nextStart < end + bound) {
+        continue;
+      }
+      // Not expected to recover: killed by the nemesis, or the target of a fault, within the bound.
+      const ClientExit* exit = exitOf(input, process);
+      if (exit != nullptr && exit->killedByNemesis && exit->killedNs.value_or(ops.back().timeNs) < end + bound) continue;
+      const bool targeted = std::any_of(windows.begin(), windows.end(), [&](const FaultWindow& w) {
+        return w.target == process && w.startNs < end + bound && w.endNs.value_or(INT64_MAX) > end;
+      });
+      if (targeted) continue;
+      if (nextStart < end + bound) {
         ++report.recoveryInterrupted;
       } else if (ops.back().timeNs < end + bound) {
         ++report.recoveryUnobserved;

@@ -165,6 +165,32 @@ TEST_SUITE("Checker") {
     CHECK(dlock::nemesis::check(input).failedChecks() == "");
   }
 
+  TEST_CASE("a client the nemesis paused during the bound is not expected to recover") {
+    auto input = cleanRun();
+    input.history.erase(std::remove_if(input.history.begin(), input.history.end(),
+                                       [](const Op& op) { return op.process == "c2" && op.timeNs >= 40 * kMs; }),
+                        input.history.end());
+    record(input, "nemesis", Kind::Info, "fault-start", "c2", 0, 35, "pause");
+    record(input, "c2", Kind::Invoke, "acquire", "k", 0, 300);
+    record(input, "nemesis", Kind::Info, "fault-end", "c2", 0, 400, "pause");
+    record(input, "c2", Kind::Ok, "acquire", "k", 9, 401);
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.recoveryViolations == 0);
+  }
+
+  TEST_CASE("a fault that starts before the bound elapsed interrupts the recovery instead of failing it") {
+    auto input = cleanRun();
+    input.history.erase(std::remove_if(input.history.begin(), input.history.end(),
+                                       [](const Op& op) { return op.process == "c2" && op.timeNs >= 40 * kMs; }),
+                        input.history.end());
+    fault(input, "partition", 60, 250);  // both recover from it at 301 and 311
+    cycle(input, "c2", "k", 9, 310);
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.recoveryInterrupted == 1);
+  }
+
   TEST_CASE("an untyped error fails the errors check") {
     auto input = cleanRun();
     record(input, "c1", Kind::Invoke, "read", "k", 5, 302);
