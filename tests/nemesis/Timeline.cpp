@@ -69,7 +69,7 @@ std::string timelineSvg(const std::vector<Op>& history) {
     std::size_t row = 0;
     while (row < rows.size() && rows[row] > holds[i].acquireOkNs) ++row;
     if (row == rows.size()) rows.push_back(0);
-    rows[row] = holds[i].endNs;
+    rows[row] = holds[i].sectionEndNs;
     rowOf[i] = row;
   }
   for (const Op& op : history) {
@@ -124,13 +124,17 @@ std::string timelineSvg(const std::vector<Op>& history) {
     const Hold& hold = holds[i];
     const double top = laneTop[hold.key] + static_cast<double>(rowOf[i]) * kRowHeight;
     const double x0 = x(hold.acquireOkNs);
-    const double x1 = x(hold.endNs);
+    const double x1 = x(hold.sectionEndNs);
     const bool died = !hold.releaseEndNs;
     svg << "<rect x=\"" << number(x0) << "\" y=\"" << number(top) << "\" width=\"" << number(std::max(1.0, x1 - x0))
         << "\" height=\"" << number(kRowHeight - 3) << "\" fill=\"hsl(" << colour[hold.process] << ",65%,55%)\""
         << (died ? " stroke=\"black\" stroke-dasharray=\"2,2\"" : "") << "><title>" << escapeXml(hold.process)
         << " token " << hold.token << " release " << escapeXml(hold.releaseOutcome.empty() ? "none" : hold.releaseOutcome)
         << "</title></rect>\n";
+    if (hold.endNs > hold.sectionEndNs) {  // the release's round trip, as a thin tail
+      svg << "<line x1=\"" << number(x1) << "\" x2=\"" << number(x(hold.endNs)) << "\" y1=\"" << number(top + 5)
+          << "\" y2=\"" << number(top + 5) << "\" stroke=\"hsl(" << colour[hold.process] << ",65%,40%)\"/>\n";
+    }
     if (hold.releaseOutcome == "LockLostError") {
       svg << "<text x=\"" << number(x1 - 4) << "\" y=\"" << number(top + 10) << "\" fill=\"#c00\">✕</text>\n";
     }

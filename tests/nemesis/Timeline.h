@@ -1,8 +1,8 @@
 // Timeline.h — a run drawn as an SVG (no dependencies): one lane per key, each hold a bar
-// coloured by client from acquire to release (or to the client's last record when it died), lost
-// notices and LockLostError releases marked on the bar, fault windows shaded and named, a time
-// axis in seconds from the first record. Overlapping holds of one key stack in the lane, which is
-// where a broken lock shows.
+// coloured by client from its acquire to its release's invoke (or to the client's last record,
+// dashed, when it died) and a thin tail for the release's round trip; lost notices and
+// LockLostError releases marked, fault windows shaded and named, a time axis in seconds from the
+// first record. Holds of one key that overlap stack in the lane, which is where a broken lock shows.
 #pragma once
 
 #include <string>
