@@ -25,6 +25,7 @@ Argv scriptArgv(std::string_view command, std::string_view body, const std::stri
 // PUBLISH (SPUBLISH on a cluster) before DEL: a script is not rolled back, so a publish the ACL
 // (or a cluster slot check) refuses must fail before the key is gone. The order is invisible
 // otherwise: subscribers get the message only after the whole script has run.
+#ifndef DLOCK_BREAK_RELEASE_CHECK
 std::string releaseSource(const char* publish) {
   return std::string(R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -35,6 +36,17 @@ end
 return {0, 0}
 )lua";
 }
+#else
+// Deliberately broken (CMake option DLOCK_BREAK_RELEASE_CHECK, for the fault-testing harness
+// only): deletes the key whoever owns it, so a holder whose lease ran out releases its
+// successor's hold. The harness's checker must catch it.
+std::string releaseSource(const char* publish) {
+  return std::string(R"lua(
+local notified = redis.call(')lua") + publish + R"lua(', ARGV[2], '1')
+return {redis.call('DEL', KEYS[1]), notified}
+)lua";
+}
+#endif
 
 }  // namespace
 

@@ -1,0 +1,474 @@
+#include "Checker.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "Holds.h"
+#include "KeyNames.h"
+
+namespace dlock::nemesis {
+namespace {
+
+constexpr const char* kNemesis = "nemesis";
+
+struct FaultWindow {
+  std::string name;
+  std::string target;  // a process the fault acts on (kill, pause), or ""
+  std::int64_t startNs = 0;
+  std::optional<std::int64_t> endNs;
+};
+
+std::vector<FaultWindow> faultWindows(const std::vector<Op>& history) {
+  std::vector<FaultWindow> windows;
+  for (const Op& op : history) {
+    if (op.process != kNemesis) continue;
+    if (op.op == "fault-start") {
+      windows.push_back({op.value, op.key, op.timeNs, std::nullopt});
+    } else if (op.op == "fault-end") {
+      // The latest open window of that name and target.
+      for (auto it = windows.rbegin(); it != windows.rend(); ++it) {
+        if (!it->endNs && it->name == op.value && it->target == op.key) {
+          it->endNs = op.timeNs;
+          break;
+        }
+      }
+    }
+  }
+  return windows;
+}
+
+std::string ms(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f", value);
+  return text;
+}
+
+std::string jsonString(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          out += escaped;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string joinCounts(const std::map<std::string, long long>& counts, const char* separator) {
+  std::string out;
+  for (const auto& [name, count] : counts) {
+    if (!out.empty()) out += separator;
+    out += name + " " + std::to_string(count);
+  }
+  return out.empty() ? "none" : out;
+}
+
+void fail(CheckResult& check, const std::string& reason) {
+  check.passed = false;
+  check.reason = reason;
+}
+
+// Check 1.
+void checkFencedStore(const CheckerInput& input, Report& report) {
+  CheckResult& check = report.checks[0];
+  std::string first;
+  for (const auto& [key, shot] : input.store) {
+    for (std::size_t i = 1; i < shot.acceptedTokens.size(); ++i) {
+      if (shot.acceptedTokens[i] <= shot.acceptedTokens[i - 1]) {
+        ++report.fencedStoreViolations;
+        if (first.empty()) {
+          first = "key '" + key + "': accepted token " + std::to_string(shot.acceptedTokens[i]) + " after " +
+                  std::to_string(shot.acceptedTokens[i - 1]);
+        }
+      }
+    }
+    if (shot.acceptedCount != static_cast<long long>(shot.acceptedTokens.size())) {
+      ++report.fencedStoreViolations;
+      if (first.empty()) {
+        first = "key '" + key + "': count " + std::to_string(shot.acceptedCount) + " but " +
+                std::to_string(shot.acceptedTokens.size()) + " accepted tokens";
+      }
+    }
+  }
+  if (report.fencedStoreViolations > 0) {
+    fail(check, std::to_string(report.fencedStoreViolations) + " violations; first: " + first);
+  } else {
+    check.reason = "accepted tokens strictly increase on " + std::to_string(input.store.size()) + " keys";
+  }
+}
+
+// Check 2.
+void countLostUpdates(const CheckerInput& input, Report& report) {
+  std::map<std::string, long long> sets;
+  for (const Op& op : input.history) {
+    if (op.op == "write" && op.kind == Kind::Ok) ++sets[op.key];
+  }
+  for (const auto& [key, shot] : input.store) {
+    const long long lost = sets[key] - shot.counter;
+    report.unfencedLostByKey[key] = lost;
+    report.unfencedLostUpdates += lost;
+  }
+  report.checks[1].reason = std::to_string(report.unfencedLostUpdates) + " unfenced updates lost (reported only)";
+}
+
+// Check 3: sweep the acquisitions of a key by invoke time, keeping the highest token among those
+// completed before it.
+void checkFencingOrder(const std::vector<Hold>& holds, Report& report) {
+  std::map<std::string, std::vector<const Hold*>> perKey;
+  for (const Hold& hold : holds) perKey[hold.key].push_back(&hold);
+  std::string first;
+  for (auto& [key, list] : perKey) {
+    std::vector<const Hold*> byOk = list;
+    std::vector<const Hold*> byInvoke = list;
+    std::sort(byOk.begin(), byOk.end(), [](const Hold* a, const Hold* b) { return a->acquireOkNs < b->acquireOkNs; });
+    std::sort(byInvoke.begin(), byInvoke.end(),
+              [](const Hold* a, const Hold* b) { return a->acquireInvokeNs < b->acquireInvokeNs; });
+    std::size_t next = 0;
+    const Hold* highest = nullptr;
+    for (const Hold* b : byInvoke) {
+      while (next < byOk.size() && byOk[next]->acquireOkNs < b->acquireInvokeNs) {
+        if (highest == nullptr || byOk[next]->token > highest->token) highest = byOk[next];
+        ++next;
+      }
+      if (highest != nullptr && highest->token >= b->token) {
+        ++report.fenceRegressions;
+        if (first.empty()) {
+          first = "key '" + key + "': " + b->process + " got token " + std::to_string(b->token) + " after " +
+                  highest->process + " had completed with " + std::to_string(highest->token);
+        }
+      }
+    }
+  }
+  if (report.fenceRegressions > 0) {
+    fail(report.checks[2], std::to_string(report.fenceRegressions) + " regressions; first: " + first);
+  } else {
+    report.checks[2].reason = "tokens never went backwards in " + std::to_string(holds.size()) + " acquisitions";
+  }
+}
+
+const ClientExit* exitOf(const CheckerInput& input, const std::string& process) {
+  for (const ClientExit& exit : input.exits) {
+    if (exit.process == process) return &exit;
+  }
+  return nullptr;
+}
+
+// Check 4.
+void checkRecovery(const CheckerInput& input, const std::map<std::string, std::vector<Op>>& processes,
+                   const std::vector<FaultWindow>& windows, Report& report) {
+  const auto bound = std::chrono::duration_cast<std::chrono::nanoseconds>(input.recoveryBound).count();
+  std::string first;
+  for (const FaultWindow& ended : windows) {
+    if (!ended.endNs) continue;
+    const std::int64_t end = *ended.endNs;
+    std::int64_t nextStart = INT64_MAX;
+    for (const FaultWindow& other : windows) {
+      if (other.startNs > end && other.startNs < nextStart) nextStart = other.startNs;
+    }
+    for (const auto& [process, ops] : processes) {
+      if (process == kNemesis || ops.empty() || ops.front().timeNs > end) continue;
+      std::optional<std::int64_t> recovered;
+      for (const Op& op : ops) {
+        if (op.op == "acquire" && op.kind == Kind::Ok && op.timeNs > end) {
+          recovered = op.timeNs;
+          break;
+        }
+      }
+      if (recovered && *recovered - end <= bound) {
+        report.recoveryMs.push_back(static_cast<double>(*recovered - end) / 1e6);
+        continue;
+      }
+      // Not expected to recover: killed by the nemesis, or the target of a fault, within the bound.
+      const ClientExit* exit = exitOf(input, process);
+      if (exit != nullptr && exit->killedByNemesis && exit->killedNs.value_or(ops.back().timeNs) < end + bound) continue;
+      const bool targeted = std::any_of(windows.begin(), windows.end(), [&](const FaultWindow& w) {
+        return w.target == process && w.startNs < end + bound && w.endNs.value_or(INT64_MAX) > end;
+      });
+      if (targeted) continue;
+      if (nextStart < end + bound) {
+        ++report.recoveryInterrupted;
+      } else if (ops.back().timeNs < end + bound) {
+        ++report.recoveryUnobserved;
+      } else {
+        ++report.recoveryViolations;
+        if (first.empty()) {
+          first = process + " acquired nothing within " + std::to_string(input.recoveryBound.count()) + " ms after '" +
+                  ended.name + "' ended";
+        }
+      }
+    }
+  }
+  std::vector<double> sorted = report.recoveryMs;
+  std::sort(sorted.begin(), sorted.end());
+  if (!sorted.empty()) {
+    report.recoveryP50Ms = sorted[(sorted.size() - 1) / 2];
+    report.recoveryMaxMs = sorted.back();
+  }
+  const std::string counts = std::to_string(report.recoveryMs.size()) + " recovered (p50 " + ms(report.recoveryP50Ms) +
+                             " ms, max " + ms(report.recoveryMaxMs) + " ms), " +
+                             std::to_string(report.recoveryUnobserved) + " not observed (history ended), " +
+                             std::to_string(report.recoveryInterrupted) + " interrupted by the next fault";
+  if (report.recoveryViolations > 0) {
+    fail(report.checks[3], std::to_string(report.recoveryViolations) + " did not recover; first: " + first + "; " + counts);
+  } else {
+    report.checks[3].reason = counts;
+  }
+}
+
+// Check 5.
+void checkErrorsAndExits(const CheckerInput& input, const std::map<std::string, std::vector<Op>>& processes,
+                         Report& report) {
+  std::string first;
+  long long untyped = 0;
+  for (const Op& op : input.history) {
+    if (op.errorType.empty() || op.op == "hang") continue;
+    ++report.errorsByType[op.errorType];
+    if (!isTypedError(op.errorType)) {
+      ++untyped;
+      if (first.empty()) first = op.process + " " + op.op + ": untyped error " + op.errorType + " (" + op.message + ")";
+    }
+  }
+  std::set<std::string> clients;
+  for (const auto& [process, ops] : processes) {
+    if (process != kNemesis) clients.insert(process);
+  }
+  for (const ClientExit& exit : input.exits) clients.insert(exit.process);
+  long long unknown = 0;
+  for (const std::string& process : clients) {
+    const ClientExit* exit = exitOf(input, process);
+    if (exit == nullptr) {
+      ++unknown;
+      if (first.empty()) first = process + ": no exit status";
+      continue;
+    }
+    if (exit->killedAtDeadline || (exit->signal == 0 && exit->exitCode == kHangExitCode)) {
+      ++report.hangs;
+      if (first.empty()) first = process + ": hung";
+    } else if (!exit->killedByNemesis && (exit->signal != 0 || exit->exitCode != 0)) {
+      ++report.crashes;
+      if (first.empty()) {
+        first = process + (exit->signal != 0 ? ": killed by signal " + std::to_string(exit->signal)
+                                             : ": exited with " + std::to_string(exit->exitCode));
+      }
+    }
+  }
+  const std::string counts = std::to_string(untyped) + " untyped errors, " + std::to_string(report.crashes) +
+                             " crashes, " + std::to_string(report.hangs) + " hangs, " + std::to_string(unknown) +
+                             " clients without an exit status";
+  if (untyped + report.crashes + report.hangs + unknown > 0) {
+    fail(report.checks[4], counts + "; first: " + first);
+  } else {
+    report.checks[4].reason = counts + "; errors: " + joinCounts(report.errorsByType, ", ");
+  }
+}
+
+// Check 6.
+void checkTtls(const CheckerInput& input, Report& report) {
+  std::string first;
+  for (const std::string& key : input.keysWithoutTtl) {
+    if (isFenceCounter(key, input.keyPrefix)) continue;
+    ++report.keysWithoutTtl;
+    if (first.empty()) first = key;
+  }
+  if (report.keysWithoutTtl > 0) {
+    fail(report.checks[5], std::to_string(report.keysWithoutTtl) + " keys without a TTL that are not fence counters; first: " + first);
+  } else {
+    report.checks[5].reason = std::to_string(input.keysWithoutTtl.size()) + " keys without a TTL, all fence counters";
+  }
+}
+
+// Check 7: a hold is lost when another process's acquisition of its key completes inside its
+// section (after its acquire, before its release was invoked). Per process the holds of a key do
+// not overlap, so the next completed acquisition of the key is the only one to look at.
+void checkLostLeases(const CheckerInput& input, const std::vector<Hold>& holds, Report& report) {
+  std::map<std::string, std::vector<const Hold*>> perKey;
+  for (const Hold& hold : holds) perKey[hold.key].push_back(&hold);
+  std::string first;
+  for (auto& [key, list] : perKey) {
+    std::sort(list.begin(), list.end(), [](const Hold* a, const Hold* b) { return a->acquireOkNs < b->acquireOkNs; });
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const Hold& hold = *list[i];
+      const Hold* taker = nullptr;
+      for (std::size_t j = i + 1; j < list.size() && list[j]->acquireOkNs < hold.sectionEndNs; ++j) {
+        if (list[j]->process != hold.process) {
+          taker = list[j];
+          break;
+        }
+      }
+      if (taker == nullptr) continue;
+      const ClientExit* exit = exitOf(input, hold.process);
+      if (hold.told) {
+        ++report.lostTold;
+      } else if (!hold.releaseInvokeNs && exit != nullptr && exit->killedByNemesis) {
+        ++report.lostHolderKilled;
+      } else {
+        ++report.lostUntold;
+        if (first.empty()) {
+          first = "key '" + key + "': " + hold.process + " held token " + std::to_string(hold.token) + " when " +
+                  taker->process + " acquired token " + std::to_string(taker->token) + "; release: " +
+                  (hold.releaseOutcome.empty() ? "none" : hold.releaseOutcome);
+        }
+      }
+    }
+  }
+  const std::string counts = std::to_string(report.lostTold) + " lost leases told, " + std::to_string(report.lostUntold) +
+                             " untold, " + std::to_string(report.lostHolderKilled) + " with the holder killed";
+  if (report.lostUntold > 0) {
+    fail(report.checks[6], counts + "; first: " + first);
+  } else {
+    report.checks[6].reason = counts;
+  }
+}
+
+}  // namespace
+
+bool isFenceCounter(std::string_view redisKey, std::string_view prefix) {
+  if (redisKey.substr(0, prefix.size()) != prefix) return false;
+  const std::string_view rest = redisKey.substr(prefix.size());
+  constexpr std::string_view kPlainEnd = "}:fence";
+  if (rest.size() > kPlainEnd.size() && rest.front() == '{' &&
+      rest.substr(rest.size() - kPlainEnd.size()) == kPlainEnd) {
+    const std::string_view key = rest.substr(1, rest.size() - 1 - kPlainEnd.size());
+    if (detail::KeyNames(prefix, key, false).fence() == redisKey) return true;
+  }
+  // The cluster's form for a key starting with '}': `#{<16 hex>}:fence:<key>`.
+  constexpr std::string_view kShardedHead = "#{0123456789abcdef}:fence:";
+  if (rest.size() > kShardedHead.size() && rest.substr(0, 2) == "#{") {
+    const std::string_view key = rest.substr(kShardedHead.size());
+    if (detail::KeyNames(prefix, key, true).fence() == redisKey) return true;
+  }
+  return false;
+}
+
+bool isTypedError(std::string_view errorType) {
+  static const std::set<std::string_view> kTyped = {"LockError",    "ConnectionError",      "BackendError",
+                                                    "NotOwnerError", "LockLostError",       "InvalidArgumentError",
+                                                    "ConfigError",  "StoreError"};
+  return kTyped.count(errorType) > 0;
+}
+
+Report check(const CheckerInput& input) {
+  Report report;
+  report.run = input.run;
+  const char* names[] = {"fenced store", "unfenced updates", "fencing tokens", "recovery",
+                         "typed errors, no crash or hang", "TTLs", "lost leases told"};
+  for (std::size_t i = 0; i < report.checks.size(); ++i) report.checks[i].name = names[i];
+
+  const auto processes = byProcess(input.history);
+  const std::vector<Hold> holds = extractHolds(input.history);
+  for (const Op& op : input.history) {
+    if (op.op == "acquire" && op.kind == Kind::Ok) ++report.acquisitionsOk;
+    if (op.op == "acquire" && op.kind == Kind::Fail) ++(op.errorType.empty() ? report.acquireTimeouts : report.acquireFailures);
+    if (op.op == "fenced-write" && op.kind == Kind::Ok) ++(op.value == "accepted" ? report.fencedAccepted : report.fencedRejected);
+  }
+
+  checkFencedStore(input, report);
+  countLostUpdates(input, report);
+  checkFencingOrder(holds, report);
+  checkRecovery(input, processes, faultWindows(input.history), report);
+  checkErrorsAndExits(input, processes, report);
+  checkTtls(input, report);
+  checkLostLeases(input, holds, report);
+  return report;
+}
+
+bool Report::failed() const {
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    if (i != 1 && !checks[i].passed) return true;
+  }
+  return false;
+}
+
+std::string Report::failedChecks() const {
+  std::string out;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    if (checks[i].passed) continue;
+    if (!out.empty()) out += ",";
+    out += std::to_string(i + 1);
+  }
+  return out;
+}
+
+std::string Report::summary() const {
+  std::ostringstream out;
+  out << "run: topology " << run.topology << ", scenario " << run.scenario << ", seed " << run.seed << "\n"
+      << "acquisitions: " << acquisitionsOk << " ok, " << acquireTimeouts << " timeouts, " << acquireFailures
+      << " failures\n"
+      << "fenced writes: " << fencedAccepted << " accepted, " << fencedRejected << " rejected\n"
+      << "unfenced lost updates: " << unfencedLostUpdates << "\n"
+      << "fence regressions: " << fenceRegressions << "\n"
+      << "lost leases: " << lostTold << " told, " << lostUntold << " untold, " << lostHolderKilled
+      << " holder killed\n"
+      << "recovery: " << recoveryMs.size() << " recovered, p50 " << ms(recoveryP50Ms) << " ms, max "
+      << ms(recoveryMaxMs) << " ms, " << recoveryViolations << " violations\n"
+      << "errors: " << joinCounts(errorsByType, ", ") << "\n";
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    out << "check " << i + 1 << " " << checks[i].name << ": " << (checks[i].passed ? "pass" : "FAIL") << " — "
+        << checks[i].reason << "\n";
+  }
+  out << "verdict: " << (failed() ? "FAIL" : "PASS") << "\n";
+  return out.str();
+}
+
+std::string Report::markdownHeader() {
+  return "| topology | scenario | seed | acquisitions ok/timeout/fail | fenced accepted/rejected | unfenced lost updates "
+         "| fence regressions | lost told/untold | recovery p50/max ms | errors by type | verdict |\n"
+         "|---|---|---|---|---|---|---|---|---|---|---|";
+}
+
+std::string Report::markdownRow() const {
+  std::ostringstream out;
+  out << "| " << run.topology << " | " << run.scenario << " | " << run.seed << " | " << acquisitionsOk << "/"
+      << acquireTimeouts << "/" << acquireFailures << " | " << fencedAccepted << "/" << fencedRejected << " | "
+      << unfencedLostUpdates << " | " << fenceRegressions << " | " << lostTold << "/" << lostUntold << " | "
+      << ms(recoveryP50Ms) << "/" << ms(recoveryMaxMs) << " | " << joinCounts(errorsByType, ", ") << " | "
+      << (failed() ? "FAIL (" + failedChecks() + ")" : std::string("PASS")) << " |";
+  return out.str();
+}
+
+std::string Report::json() const {
+  std::ostringstream out;
+  const auto counts = [](const std::map<std::string, long long>& map) {
+    std::string text = "{";
+    for (const auto& [name, count] : map) {
+      if (text.size() > 1) text += ", ";
+      text += jsonString(name) + ": " + std::to_string(count);
+    }
+    return text + "}";
+  };
+  out << "{\n  \"topology\": " << jsonString(run.topology) << ",\n  \"scenario\": " << jsonString(run.scenario)
+      << ",\n  \"seed\": " << run.seed << ",\n  \"acquisitions\": {\"ok\": " << acquisitionsOk
+      << ", \"timeouts\": " << acquireTimeouts << ", \"failures\": " << acquireFailures << "},\n"
+      << "  \"fenced\": {\"accepted\": " << fencedAccepted << ", \"rejected\": " << fencedRejected
+      << ", \"storeViolations\": " << fencedStoreViolations << "},\n"
+      << "  \"unfencedLostUpdates\": " << unfencedLostUpdates << ",\n  \"unfencedLostByKey\": " << counts(unfencedLostByKey)
+      << ",\n  \"fenceRegressions\": " << fenceRegressions << ",\n  \"lostLeases\": {\"told\": " << lostTold
+      << ", \"untold\": " << lostUntold << ", \"holderKilled\": " << lostHolderKilled << "},\n"
+      << "  \"recovery\": {\"recovered\": " << recoveryMs.size() << ", \"p50Ms\": " << ms(recoveryP50Ms)
+      << ", \"maxMs\": " << ms(recoveryMaxMs) << ", \"violations\": " << recoveryViolations
+      << ", \"unobserved\": " << recoveryUnobserved << ", \"interrupted\": " << recoveryInterrupted << "},\n"
+      << "  \"errorsByType\": " << counts(errorsByType) << ",\n  \"crashes\": " << crashes << ",\n  \"hangs\": " << hangs
+      << ",\n  \"keysWithoutTtl\": " << keysWithoutTtl << ",\n  \"checks\": [\n";
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    out << "    {\"number\": " << i + 1 << ", \"name\": " << jsonString(checks[i].name)
+        << ", \"passed\": " << (checks[i].passed ? "true" : "false") << ", \"reason\": " << jsonString(checks[i].reason)
+        << "}" << (i + 1 < checks.size() ? "," : "") << "\n";
+  }
+  out << "  ],\n  \"failed\": " << (failed() ? "true" : "false") << "\n}\n";
+  return out.str();
+}
+
+}  // namespace dlock::nemesis

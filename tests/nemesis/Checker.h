@@ -1,0 +1,111 @@
+// Checker.h — turns a fault-testing run into a Report: its histories, the fenced store's final
+// state, the lock servers' keys without a TTL and each client's exit. The seven checks:
+//
+//   1 fenced store     accepted tokens strictly increase per key; the count matches the list
+//   2 unfenced updates successful unfenced SETs minus the final counter (reported, never fails)
+//   3 fencing tokens   A ok before B invoked, same key: token(A) < token(B)
+//   4 recovery         after each fault-end, each live client acquires within the bound
+//   5 errors, exits    every error typed; no crash (non-zero exit the nemesis did not cause), no hang
+//   6 TTLs             no dlock key without a TTL but the fence counters
+//   7 lost leases      every lease lost while its holder was inside its section was told to it
+//
+// Plain functions over values; thread-compatible.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "FencedStore.h"
+#include "History.h"
+
+namespace dlock::nemesis {
+
+// The exit code a client uses when one operation outran its hang bound.
+inline constexpr int kHangExitCode = 3;
+
+struct ClientExit {
+  std::string process;               // "c3"
+  int exitCode = 0;                  // when it exited
+  int signal = 0;                    // the signal that ended it; 0 when it exited
+  bool killedByNemesis = false;      // a kill fault: its death is part of the schedule
+  bool killedAtDeadline = false;     // still running at the run's deadline and killed: a hang
+  std::optional<std::int64_t> killedNs;  // CLOCK_MONOTONIC of the nemesis's kill, when known
+};
+
+struct RunInfo {
+  std::string topology;
+  std::string scenario;
+  std::uint64_t seed = 0;
+};
+
+struct CheckerInput {
+  RunInfo run;
+  std::vector<Op> history;  // every process's records, the nemesis's included
+  std::map<std::string, StoreKeySnapshot> store;
+  std::vector<std::string> keysWithoutTtl;  // found on the lock servers
+  std::string keyPrefix = "dlock:";
+  std::vector<ClientExit> exits;  // one per client process
+  std::chrono::milliseconds recoveryBound{10'000};
+};
+
+struct CheckResult {
+  std::string name;
+  bool passed = true;
+  std::string reason;
+};
+
+struct Report {
+  RunInfo run;
+
+  long long acquisitionsOk = 0;
+  long long acquireTimeouts = 0;
+  long long acquireFailures = 0;
+  long long fencedAccepted = 0;
+  long long fencedRejected = 0;
+  long long unfencedLostUpdates = 0;
+  std::map<std::string, long long> unfencedLostByKey;
+  long long fenceRegressions = 0;
+  long long fencedStoreViolations = 0;
+  long long lostTold = 0;
+  long long lostUntold = 0;
+  long long lostHolderKilled = 0;  // lost after the nemesis killed the holder: nobody to tell
+  std::vector<double> recoveryMs;  // one per (fault-end, live client) that recovered
+  double recoveryP50Ms = 0;
+  double recoveryMaxMs = 0;
+  long long recoveryViolations = 0;
+  long long recoveryUnobserved = 0;   // the client's history ended before the bound elapsed
+  long long recoveryInterrupted = 0;  // the next fault started before the bound elapsed
+  std::map<std::string, long long> errorsByType;
+  long long crashes = 0;
+  long long hangs = 0;
+  long long keysWithoutTtl = 0;  // not fence counters
+
+  std::array<CheckResult, 7> checks;
+
+  // True when any of checks 1, 3, 4, 5, 6, 7 failed.
+  [[nodiscard]] bool failed() const;
+  // Which checks failed, by number; "" when none.
+  [[nodiscard]] std::string failedChecks() const;
+  [[nodiscard]] std::string summary() const;
+  [[nodiscard]] static std::string markdownHeader();
+  [[nodiscard]] std::string markdownRow() const;
+  [[nodiscard]] std::string json() const;
+};
+
+// True when `redisKey` is the fence counter of some key under `prefix`, as KeyNames names it on
+// one server (`<prefix>{<key>}:fence`) or on a cluster (`<prefix>#{<h>}:fence:<key>`): the one
+// dlock key that has no TTL by design.
+[[nodiscard]] bool isFenceCounter(std::string_view redisKey, std::string_view prefix);
+
+// The error types a client may record: dlock's LockError family and StoreError.
+[[nodiscard]] bool isTypedError(std::string_view errorType);
+
+[[nodiscard]] Report check(const CheckerInput& input);
+
+}  // namespace dlock::nemesis

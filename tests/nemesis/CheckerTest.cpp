@@ -1,0 +1,307 @@
+// Each check of the Checker fails on a hand-built history for exactly its reason, and a clean
+// history passes them all. Times are in milliseconds from 0; the recovery bound is 100 ms.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "Checker.h"
+#include "KeyNames.h"
+#include "Timeline.h"
+
+using dlock::nemesis::CheckerInput;
+using dlock::nemesis::Kind;
+using dlock::nemesis::Op;
+
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+
+void record(CheckerInput& input, const std::string& process, Kind kind, const std::string& op, const std::string& key,
+            std::uint64_t token, std::int64_t ms, std::string value = "", std::string errorType = "") {
+  Op record;
+  record.process = process;
+  record.kind = kind;
+  record.op = op;
+  record.key = key;
+  record.token = token;
+  record.value = std::move(value);
+  record.timeNs = ms * kMs;
+  record.errorType = std::move(errorType);
+  input.history.push_back(std::move(record));
+}
+
+// One whole iteration from `ms` on: acquire (invoke, ok at +1), fenced write, release (+5, +6).
+void cycle(CheckerInput& input, const std::string& process, const std::string& key, std::uint64_t token,
+           std::int64_t ms, const std::string& releaseError = "") {
+  record(input, process, Kind::Invoke, "acquire", key, 0, ms);
+  record(input, process, Kind::Ok, "acquire", key, token, ms + 1);
+  record(input, process, Kind::Invoke, "fenced-write", key, token, ms + 2);
+  record(input, process, Kind::Ok, "fenced-write", key, token, ms + 3, "accepted");
+  record(input, process, Kind::Invoke, "release", key, token, ms + 5);
+  if (releaseError.empty()) {
+    record(input, process, Kind::Ok, "release", key, token, ms + 6);
+  } else {
+    record(input, process, Kind::Fail, "release", key, token, ms + 6, "", releaseError);
+  }
+}
+
+void fault(CheckerInput& input, const std::string& name, std::int64_t startMs, std::int64_t endMs) {
+  record(input, "nemesis", Kind::Info, "fault-start", "", 0, startMs, name);
+  record(input, "nemesis", Kind::Info, "fault-end", "", 0, endMs, name);
+}
+
+// Two clients take turns on "k" (tokens 1..6) around a partition from 20 to 30 ms, during which
+// c1's acquire fails with a ConnectionError; both run on well past the recovery bound.
+CheckerInput cleanRun() {
+  CheckerInput input;
+  input.recoveryBound = std::chrono::milliseconds(100);
+  cycle(input, "c1", "k", 1, 0);
+  record(input, "c2", Kind::Invoke, "acquire", "k", 0, 2);
+  record(input, "c2", Kind::Ok, "acquire", "k", 2, 7);
+  record(input, "c2", Kind::Invoke, "release", "k", 2, 11);
+  record(input, "c2", Kind::Ok, "release", "k", 2, 12);
+  fault(input, "partition", 20, 30);
+  record(input, "c1", Kind::Invoke, "acquire", "k", 0, 25);
+  record(input, "c1", Kind::Fail, "acquire", "k", 0, 28, "", "ConnectionError");
+  cycle(input, "c1", "k", 3, 31);
+  cycle(input, "c2", "k", 4, 40);
+  cycle(input, "c1", "k", 5, 300);
+  cycle(input, "c2", "k", 6, 310);
+  input.store["k"] = {{1, 3, 4, 5, 6}, 5, 6, 0};
+  input.keysWithoutTtl = {"dlock:{k}:fence"};
+  input.exits.resize(2);
+  input.exits[0].process = "c1";
+  input.exits[1].process = "c2";
+  return input;
+}
+
+}  // namespace
+
+TEST_SUITE("Checker") {
+  TEST_CASE("a clean history passes every check") {
+    const auto report = dlock::nemesis::check(cleanRun());
+    CHECK(report.failedChecks() == "");
+    CHECK_FALSE(report.failed());
+    CHECK(report.acquisitionsOk == 6);
+    CHECK(report.acquireFailures == 1);
+    CHECK(report.fencedAccepted == 5);
+    CHECK(report.recoveryMs.size() == 2);
+    CHECK(report.recoveryP50Ms == doctest::Approx(2));  // c1 at 32 ms
+    CHECK(report.recoveryMaxMs == doctest::Approx(11));  // c2 at 41 ms
+    CHECK(report.errorsByType.at("ConnectionError") == 1);
+    CHECK(report.markdownRow().find("PASS") != std::string::npos);
+    CHECK(report.json().find("\"failed\": false") != std::string::npos);
+  }
+
+  TEST_CASE("an accepted token not above the one before fails the fenced store check") {
+    auto input = cleanRun();
+    input.store["k"].acceptedTokens = {1, 3, 3, 5, 6};
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "1");
+    CHECK(report.failed());
+  }
+
+  TEST_CASE("a fenced count that differs from the accepted tokens fails the fenced store check") {
+    auto input = cleanRun();
+    input.store["k"].acceptedCount = 4;
+    CHECK(dlock::nemesis::check(input).failedChecks() == "1");
+  }
+
+  TEST_CASE("unfenced lost updates are counted and fail nothing") {
+    auto input = cleanRun();
+    record(input, "c1", Kind::Ok, "write", "k", 1, 2, "1");
+    record(input, "c2", Kind::Ok, "write", "k", 2, 8, "1");
+    input.store["k"].counter = 1;
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.unfencedLostUpdates == 1);
+    CHECK(report.unfencedLostByKey.at("k") == 1);
+    CHECK_FALSE(report.failed());
+  }
+
+  TEST_CASE("a token lower than one completed before the acquire was invoked fails the fencing token check") {
+    auto input = cleanRun();
+    cycle(input, "c2", "k", 5, 330);  // c1 completed with 5 at 301 already
+    input.store["k"].acceptedTokens.push_back(7);  // the store accepted it as something else
+    input.store["k"].acceptedCount = 6;
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "3");
+    CHECK(report.fenceRegressions == 1);
+  }
+
+  TEST_CASE("a client that acquires nothing within the bound after a fault ends fails the recovery check") {
+    auto input = cleanRun();
+    // c2 only times out from the fault's end until well past the bound.
+    input.history.erase(std::remove_if(input.history.begin(), input.history.end(),
+                                       [](const Op& op) { return op.process == "c2" && op.timeNs >= 40 * kMs; }),
+                        input.history.end());
+    for (std::int64_t ms = 40; ms < 400; ms += 50) {
+      record(input, "c2", Kind::Invoke, "acquire", "k", 0, ms);
+      record(input, "c2", Kind::Fail, "acquire", "k", 0, ms + 49, "timeout");
+    }
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "4");
+    CHECK(report.recoveryViolations == 1);
+  }
+
+  TEST_CASE("a client whose history ends before the bound is reported as unobserved, not as a violation") {
+    auto input = cleanRun();
+    input.history.erase(std::remove_if(input.history.begin(), input.history.end(),
+                                       [](const Op& op) { return op.process == "c2" && op.timeNs >= 40 * kMs; }),
+                        input.history.end());
+    record(input, "c2", Kind::Invoke, "acquire", "k", 0, 50);
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.recoveryUnobserved == 1);
+  }
+
+  TEST_CASE("a client the nemesis killed during the bound is not expected to recover") {
+    auto input = cleanRun();
+    input.history.erase(std::remove_if(input.history.begin(), input.history.end(),
+                                       [](const Op& op) { return op.process == "c2" && op.timeNs >= 40 * kMs; }),
+                        input.history.end());
+    input.exits[1].signal = 9;
+    input.exits[1].killedByNemesis = true;
+    input.exits[1].killedNs = 60 * kMs;
+    CHECK(dlock::nemesis::check(input).failedChecks() == "");
+  }
+
+  TEST_CASE("a client the nemesis paused during the bound is not expected to recover") {
+    auto input = cleanRun();
+    input.history.erase(std::remove_if(input.history.begin(), input.history.end(),
+                                       [](const Op& op) { return op.process == "c2" && op.timeNs >= 40 * kMs; }),
+                        input.history.end());
+    record(input, "nemesis", Kind::Info, "fault-start", "c2", 0, 35, "pause");
+    record(input, "c2", Kind::Invoke, "acquire", "k", 0, 300);
+    record(input, "nemesis", Kind::Info, "fault-end", "c2", 0, 400, "pause");
+    record(input, "c2", Kind::Ok, "acquire", "k", 9, 401);
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.recoveryViolations == 0);
+  }
+
+  TEST_CASE("a fault that starts before the bound elapsed interrupts the recovery instead of failing it") {
+    auto input = cleanRun();
+    input.history.erase(std::remove_if(input.history.begin(), input.history.end(),
+                                       [](const Op& op) { return op.process == "c2" && op.timeNs >= 40 * kMs; }),
+                        input.history.end());
+    fault(input, "partition", 60, 250);  // both recover from it at 301 and 311
+    cycle(input, "c2", "k", 9, 310);
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.recoveryInterrupted == 1);
+  }
+
+  TEST_CASE("an untyped error fails the errors check") {
+    auto input = cleanRun();
+    record(input, "c1", Kind::Invoke, "read", "k", 5, 302);
+    record(input, "c1", Kind::Fail, "read", "k", 5, 302, "", "untyped");
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "5");
+    CHECK(report.errorsByType.at("untyped") == 1);
+  }
+
+  TEST_CASE("a non-zero exit the nemesis did not cause fails the errors check as a crash") {
+    auto input = cleanRun();
+    input.exits[0].signal = 11;
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "5");
+    CHECK(report.crashes == 1);
+  }
+
+  TEST_CASE("a client that exits with the hang code or is killed at the deadline fails the errors check as a hang") {
+    auto input = cleanRun();
+    input.exits[0].exitCode = dlock::nemesis::kHangExitCode;
+    input.exits[1].signal = 9;
+    input.exits[1].killedAtDeadline = true;
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "5");
+    CHECK(report.hangs == 2);
+  }
+
+  TEST_CASE("a client the nemesis killed is no crash") {
+    auto input = cleanRun();
+    input.exits[0].signal = 9;
+    input.exits[0].killedByNemesis = true;
+    CHECK(dlock::nemesis::check(input).failedChecks() == "");
+  }
+
+  TEST_CASE("a client without an exit status fails the errors check") {
+    auto input = cleanRun();
+    input.exits.pop_back();
+    CHECK(dlock::nemesis::check(input).failedChecks() == "5");
+  }
+
+  TEST_CASE("a dlock key without a TTL that is not a fence counter fails the TTL check") {
+    auto input = cleanRun();
+    input.keysWithoutTtl.push_back("dlock:{k}");
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "6");
+    CHECK(report.keysWithoutTtl == 1);
+  }
+
+  TEST_CASE("fence counters are recognised by KeyNames' names on one server and on a cluster") {
+    using dlock::detail::KeyNames;
+    for (const std::string key : {"k", "orders:42", "}odd", "{tag}x", "a}:fence"}) {
+      CAPTURE(key);
+      CHECK(dlock::nemesis::isFenceCounter(KeyNames("dlock:", key, false).fence(), "dlock:"));
+      CHECK(dlock::nemesis::isFenceCounter(KeyNames("dlock:", key, true).fence(), "dlock:"));
+      CHECK_FALSE(dlock::nemesis::isFenceCounter(KeyNames("dlock:", key, true).lock(), "dlock:"));
+      CHECK_FALSE(dlock::nemesis::isFenceCounter(KeyNames("dlock:", key, false).channel(), "dlock:"));
+      CHECK_FALSE(dlock::nemesis::isFenceCounter(KeyNames("other:", key, false).fence(), "dlock:"));
+    }
+  }
+
+  TEST_CASE("a lease lost inside its section whose release then succeeds fails the lost lease check") {
+    auto input = cleanRun();
+    // c1 holds k from 501 until it invokes its release at 540; c2 acquires it at 511.
+    record(input, "c1", Kind::Invoke, "acquire", "k", 0, 500);
+    record(input, "c1", Kind::Ok, "acquire", "k", 7, 501);
+    cycle(input, "c2", "k", 8, 510);
+    record(input, "c1", Kind::Invoke, "release", "k", 7, 540);
+    record(input, "c1", Kind::Ok, "release", "k", 7, 541);
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "7");
+    CHECK(report.lostUntold == 1);
+  }
+
+  TEST_CASE("a lost lease is told by a lost notice or by a release that fails with LockLostError") {
+    for (const bool notice : {true, false}) {
+      CAPTURE(notice);
+      auto input = cleanRun();
+      record(input, "c1", Kind::Invoke, "acquire", "k", 0, 500);
+      record(input, "c1", Kind::Ok, "acquire", "k", 7, 501);
+      cycle(input, "c2", "k", 8, 510);
+      if (notice) record(input, "c1", Kind::Info, "lost", "k", 7, 520);
+      record(input, "c1", Kind::Invoke, "release", "k", 7, 540);
+      if (notice) {
+        record(input, "c1", Kind::Ok, "release", "k", 7, 541);
+      } else {
+        record(input, "c1", Kind::Fail, "release", "k", 7, 541, "", "LockLostError");
+      }
+      const auto report = dlock::nemesis::check(input);
+      CHECK(report.failedChecks() == "");
+      CHECK(report.lostTold == 1);
+    }
+  }
+
+  TEST_CASE("a lease lost after the nemesis killed its holder needs no telling") {
+    auto input = cleanRun();
+    record(input, "c1", Kind::Invoke, "acquire", "k", 0, 500);
+    record(input, "c1", Kind::Ok, "acquire", "k", 7, 501);
+    record(input, "c1", Kind::Invoke, "fenced-write", "k", 7, 520);  // the last record before the kill
+    cycle(input, "c2", "k", 8, 510);
+    input.exits[0].signal = 9;
+    input.exits[0].killedByNemesis = true;
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.lostHolderKilled == 1);
+  }
+
+  TEST_CASE("the timeline draws a lane per key, the holds and the fault windows") {
+    const std::string svg = dlock::nemesis::timelineSvg(cleanRun().history);
+    CHECK(svg.find("<svg") == 0);
+    CHECK(svg.find(">k</text>") != std::string::npos);
+    CHECK(svg.find(">partition</text>") != std::string::npos);
+    CHECK(svg.find("c2 token 6") != std::string::npos);
+  }
+}

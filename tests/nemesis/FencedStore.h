@@ -1,0 +1,77 @@
+// FencedStore.h — the storage a lock protects, on its own fault-free redis-server: a fenced
+// register (Kleppmann's "How to do distributed locking": a write carries the writer's fencing
+// token and is refused when a higher one was accepted) and an unfenced counter per key.
+//
+// Store keys, all inside the key's hash tag:
+//   nemesis:{k}:fence-last     the last accepted token
+//   nemesis:{k}:fence-count    how many writes were accepted
+//   nemesis:{k}:fence-tokens   every accepted token, in order (RPUSH)
+//   nemesis:{k}:counter        the unfenced counter
+//
+// Connection: one hiredis context with a generous timeout, reconnected before the next command
+// after any error. A command whose reply was lost is not resent: it may have run, and a second
+// run would write twice. Owner: one client process. Thread safety: not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+struct redisContext;
+
+namespace dlock::nemesis {
+
+// Anything the store could not do: unreachable, a lost reply, an error reply.
+class StoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct StoreKeySnapshot {
+  std::vector<std::uint64_t> acceptedTokens;
+  long long acceptedCount = 0;
+  std::uint64_t lastToken = 0;
+  long long counter = 0;  // the unfenced counter's final value (0 when never set)
+};
+
+class FencedStore {
+ public:
+  // "host:port"; connects lazily. StoreError for an address it cannot parse.
+  explicit FencedStore(const std::string& address,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  FencedStore(const FencedStore&) = delete;
+  FencedStore& operator=(const FencedStore&) = delete;
+  FencedStore(FencedStore&&) = delete;
+  FencedStore& operator=(FencedStore&&) = delete;
+  ~FencedStore();
+
+  // True when `token` was accepted: not lower than the last accepted token of `key`.
+  [[nodiscard]] bool write(const std::string& key, std::uint64_t token);
+
+  // The unfenced counter: a plain GET and a plain SET, deliberately two commands.
+  [[nodiscard]] long long get(const std::string& key);
+  void set(const std::string& key, long long value);
+
+  // The final state of each of `keys`, for the checker.
+  [[nodiscard]] std::map<std::string, StoreKeySnapshot> snapshot(const std::vector<std::string>& keys);
+
+ private:
+  struct ContextDeleter {
+    void operator()(redisContext* context) const noexcept;
+  };
+  struct Reply;
+
+  Reply command(const std::vector<std::string>& argv);
+  redisContext& connection();
+
+  std::string host_;
+  int port_ = 0;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<redisContext, ContextDeleter> context_;  // null after an error: reconnect
+};
+
+}  // namespace dlock::nemesis

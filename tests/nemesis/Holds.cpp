@@ -1,0 +1,69 @@
+#include "Holds.h"
+
+namespace dlock::nemesis {
+
+std::map<std::string, std::vector<Op>> byProcess(const std::vector<Op>& history) {
+  std::map<std::string, std::vector<Op>> processes;
+  for (const Op& op : history) processes[op.process].push_back(op);
+  return processes;
+}
+
+std::vector<Hold> extractHolds(const std::vector<Op>& history) {
+  std::vector<Hold> holds;
+  for (const auto& [process, ops] : byProcess(history)) {
+    if (ops.empty()) continue;
+    const std::int64_t lastNs = ops.back().timeNs;
+    const std::size_t first = holds.size();
+    std::optional<std::int64_t> acquireInvoke;
+    std::optional<std::size_t> open;  // the hold not yet released, an index into holds
+    for (const Op& op : ops) {
+      if (op.op == "acquire") {
+        if (op.kind == Kind::Invoke) {
+          acquireInvoke = op.timeNs;
+        } else if (op.kind == Kind::Ok) {
+          Hold hold;
+          hold.process = process;
+          hold.key = op.key;
+          hold.token = op.token;
+          hold.acquireInvokeNs = acquireInvoke.value_or(op.timeNs);
+          hold.acquireOkNs = op.timeNs;
+          open = holds.size();
+          holds.push_back(std::move(hold));
+        }
+      } else if (op.op == "release" && open && holds[*open].key == op.key && holds[*open].token == op.token) {
+        Hold& hold = holds[*open];
+        if (op.kind == Kind::Invoke) {
+          hold.releaseInvokeNs = op.timeNs;
+        } else {
+          hold.releaseEndNs = op.timeNs;
+          hold.releaseOutcome = op.kind == Kind::Ok ? "ok" : op.errorType;
+          if (op.errorType == "LockLostError" && !hold.told) {
+            hold.told = true;
+            hold.toldNs = op.timeNs;
+          }
+          open.reset();
+        }
+      }
+    }
+    // Lost notices come from the watchdog's thread, at any point: match them by key and token.
+    for (const Op& op : ops) {
+      if (op.op != "lost") continue;
+      for (std::size_t i = first; i < holds.size(); ++i) {
+        Hold& hold = holds[i];
+        if (hold.key == op.key && hold.token == op.token && op.timeNs >= hold.acquireOkNs &&
+            (!hold.toldNs || op.timeNs < *hold.toldNs)) {
+          hold.told = true;
+          hold.toldNs = op.timeNs;
+        }
+      }
+    }
+    for (std::size_t i = first; i < holds.size(); ++i) {
+      Hold& hold = holds[i];
+      hold.sectionEndNs = hold.releaseInvokeNs.value_or(lastNs);
+      hold.endNs = hold.releaseEndNs.value_or(lastNs);
+    }
+  }
+  return holds;
+}
+
+}  // namespace dlock::nemesis

@@ -1,0 +1,44 @@
+// Holds.h — a history's successful acquisitions, each with how it ended: the unit that the
+// checker's fencing and lost-lease checks and the timeline's bars are made of.
+//
+// A process's records are read in their file order: an acquire invoke, its completion, then the
+// release with the same key and token. A hold that was never released (the process died or hung)
+// ends at the process's last record.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "History.h"
+
+namespace dlock::nemesis {
+
+struct Hold {
+  std::string process;
+  std::string key;
+  std::uint64_t token = 0;
+  std::int64_t acquireInvokeNs = 0;
+  std::int64_t acquireOkNs = 0;
+  std::optional<std::int64_t> releaseInvokeNs;
+  std::optional<std::int64_t> releaseEndNs;
+  std::string releaseOutcome;  // "ok", the release's error type, "" when it never completed
+  // The end of the critical section as the holder saw it: the release invoke, else its last record.
+  std::int64_t sectionEndNs = 0;
+  // The end of the bar: the release's completion, else the process's last record.
+  std::int64_t endNs = 0;
+  // The holder learnt it had lost the lease: a lost notice for (key, token) or a release that
+  // failed with LockLostError.
+  bool told = false;
+  std::optional<std::int64_t> toldNs;
+};
+
+// The records grouped by process, each process's in its file order.
+[[nodiscard]] std::map<std::string, std::vector<Op>> byProcess(const std::vector<Op>& history);
+
+// Every acquire that completed ok, in process order then time.
+[[nodiscard]] std::vector<Hold> extractHolds(const std::vector<Op>& history);
+
+}  // namespace dlock::nemesis
