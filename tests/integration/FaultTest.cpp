@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "FaultProxy.h"
+#include "LinkProxy.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
@@ -18,7 +18,7 @@
 #include "dlock/core/LockBuilder.h"
 
 using namespace std::chrono_literals;
-using dlock::test::FaultProxy;
+using dlock::test::LinkProxy;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
 using dlock::test::checkEveryLockKeyHasTtl;
@@ -233,14 +233,14 @@ TEST_SUITE("Faults") {
   TEST_CASE("an unlock whose reply is lost after it ran is retried by the pool and reported released, not lost") {
     RedisProcess server;
     RedisClient admin(server.host(), server.port());
-    FaultProxy proxy(server.host(), server.port());
+    LinkProxy proxy(server.host(), server.port());
     auto lock = dlock::LockBuilder().backend(dlock::connect(proxy.uri())).leaseTime(30s).build();
     REQUIRE(lock->tryLock("warm"));  // loads the scripts (a NOSCRIPT would not delete anything)
     lock->unlock("warm");
     REQUIRE(lock->tryLock("k"));  // its connection waits in the pool: the unlock reuses it
     proxy.loseNextReply();
     CHECK_NOTHROW(lock->unlock("k"));  // the pool's retry on a fresh connection finds the key gone
-    CHECK(proxy.waitReplyLost());      // the release did run on the server, its reply was lost
+    CHECK(proxy.waitReplyLost(dlock::test::kEventBudget));  // the release ran on the server, its reply was lost
     CHECK(admin.ok({"EXISTS", "dlock:{k}"}).integer == 0);
     CHECK(lock->holdCount("k") == 0);
     CHECK(lock->stats().lostLeases == 0);
@@ -249,15 +249,15 @@ TEST_SUITE("Faults") {
   TEST_CASE("an unlock whose reply is lost on a fresh connection fails, and its retry reports released") {
     RedisProcess server;
     RedisClient admin(server.host(), server.port());
-    FaultProxy proxy(server.host(), server.port());
+    LinkProxy proxy(server.host(), server.port());
     auto lock = dlock::LockBuilder().backend(dlock::connect(proxy.uri())).leaseTime(30s).build();
     REQUIRE(lock->tryLock("warm"));
     lock->unlock("warm");
     REQUIRE(lock->tryLock("k"));
-    proxy.dropConnections();  // the pooled connection dies idle: the pool retries on a fresh one ...
-    proxy.loseNextReply();    // ... whose reply is lost, so no try answers
+    proxy.resetAll();       // the pooled connection dies idle: the pool retries on a fresh one ...
+    proxy.loseNextReply();  // ... whose reply is lost, so no try answers
     CHECK_THROWS_AS(lock->unlock("k"), dlock::ConnectionError);
-    CHECK(proxy.waitReplyLost());
+    CHECK(proxy.waitReplyLost(dlock::test::kEventBudget));
     CHECK(lock->holdCount("k") == 1);  // kept for a retry
     CHECK_NOTHROW(lock->unlock("k"));  // the lease is valid: the lost try released it
     CHECK(admin.ok({"EXISTS", "dlock:{k}"}).integer == 0);

@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include "LinkProxy.h"
 #include "LogCapture.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
-#include "TcpProxy.h"
 #include "dlock/IOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
@@ -26,7 +26,7 @@ using namespace std::chrono_literals;
 using dlock::test::LogCapture;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
-using dlock::test::TcpProxy;
+using dlock::test::LinkProxy;
 using Steady = std::chrono::steady_clock;
 
 namespace {
@@ -102,7 +102,7 @@ TEST_SUITE("Subscriber") {
   TEST_CASE("a release while the subscriber re-subscribes after a lost connection wakes its waiters") {
     RedisProcess server;
     RedisClient admin(server.host(), server.port());
-    TcpProxy proxy(server.host(), server.port());
+    LinkProxy proxy(server.host(), server.port());
     const std::string channel = "dlock:{k}:released";
     // Long enough that a missed release shows as a timeout, not as a slow hand-off: the waiters
     // recheck every 30 s and the holder's lease lasts 30 s.
@@ -184,7 +184,7 @@ TEST_SUITE("Subscriber") {
   TEST_CASE("a watch after a reconnect waits for that connection's answer, not the refusal of the one before") {
     RedisProcess server;
     RedisClient admin(server.host(), server.port());
-    TcpProxy proxy(server.host(), server.port());
+    LinkProxy proxy(server.host(), server.port());
     const auto backend = dlock::connect(proxy.uri());
     const auto watching = backend->watch("k");  // keeps the channel in the subscriber's table
 

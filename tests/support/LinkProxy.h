@@ -1,0 +1,78 @@
+// LinkProxy.h — a fault-injecting TCP proxy for one network link on loopback: every connection
+// accepted on port() is forwarded to the target, both ways, byte for byte, and the link can be
+// told at any time to
+//   pass       forward at once (the start state);
+//   delay      hold each chunk for a fixed time, then forward it (order kept, per direction);
+//   blackhole  forward nothing and close nothing: bytes wait, as TCP retransmits across a
+//              partition; when the link heals (pass or delay) what waited is forwarded;
+//   refuse     close new connections at once (a port nothing listens on, seen from the client);
+// and to act once:
+//   resetAll   close every open connection now with a TCP RST (SO_LINGER 0), both sides.
+// The fault tests put one in front of every server, replication and cluster-bus port, so a
+// nemesis reaches every link without root. The unit-level tricks of the older proxies stay:
+// hold the bytes of new connections until release(), and lose the one reply after a request ran.
+// One thread does the I/O (epoll); every method may be called from any thread.
+// Owner: one test or one fault-test run. Thread safety: thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace dlock::test {
+
+class LinkProxy {
+ public:
+  enum class Mode { pass, delay, blackhole, refuse };
+  enum class Direction { both, toTarget, fromTarget };
+
+  // Listens on 127.0.0.1:listenPort (0: a free port) and forwards to target.
+  LinkProxy(std::string targetHost, int targetPort, int listenPort = 0);
+  LinkProxy(const LinkProxy&) = delete;
+  LinkProxy& operator=(const LinkProxy&) = delete;
+  ~LinkProxy();  // closes every connection and joins the I/O thread
+
+  [[nodiscard]] int port() const;
+  [[nodiscard]] std::string address() const;  // "127.0.0.1:<port>"
+  [[nodiscard]] std::string uri() const;      // "redis://127.0.0.1:<port>"
+  [[nodiscard]] int targetPort() const;
+  // Points the proxy at another target port (a restarted server on a new port); open
+  // connections are reset.
+  void retarget(int targetPort);
+
+  // The link's state; each applies to open and new connections at once.
+  void pass();
+  void delay(std::chrono::milliseconds latency, Direction direction = Direction::both);
+  void blackhole(Direction direction = Direction::both);
+  void refuse();  // also resets the open connections
+  [[nodiscard]] Mode mode() const;
+
+  // Closes every open connection with an RST; the mode stays.
+  void resetAll();
+  // Connections open now, and accepted since construction.
+  [[nodiscard]] std::size_t openConnections() const;
+  [[nodiscard]] std::uint64_t acceptedConnections() const;
+
+  // What connections accepted from now on send is held until release(); nothing is dropped or
+  // reordered (the older TcpProxy).
+  void holdNewConnections();
+  // Waits until a held connection has sent bytes containing `text`; false when `budget` ran out.
+  [[nodiscard]] bool waitForHeld(std::string_view text, std::chrono::milliseconds budget);
+  // Forwards everything held, and holds nothing more.
+  void release();
+
+  // The next request a client sends is forwarded; once the target has answered it (so the
+  // command ran), that connection is closed without passing the answer on (the older FaultProxy).
+  void loseNextReply();
+  // True once a reply was lost as asked; false when `budget` passed first.
+  [[nodiscard]] bool waitReplyLost(std::chrono::milliseconds budget);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dlock::test
