@@ -1,5 +1,7 @@
 #include "Deployment.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -32,9 +34,17 @@ std::string proxied(const test::LinkProxy& proxy) { return proxy.address(); }
 
 }  // namespace
 
+std::vector<test::LinkProxy*> Deployment::allClientLinks() {
+  std::vector<test::LinkProxy*> links;
+  for (std::size_t slot = 0; slot < clients_; ++slot) {
+    for (test::LinkProxy* link : clientLinks(slot)) links.push_back(link);
+  }
+  return links;
+}
+
 std::string clientQuery() { return "connect_timeout=300&command_timeout=300"; }
 
-SingleDeployment::SingleDeployment(Options options) : options_(options) {
+SingleDeployment::SingleDeployment(std::size_t clients, Options options) : Deployment(clients), options_(options) {
   test::RedisProcess::Options server;
   server.config = persistenceConfig(options_.persistence);
   if (options_.fakeClock) {
@@ -47,10 +57,14 @@ SingleDeployment::SingleDeployment(Options options) : options_(options) {
                   {"FAKETIME_DONT_FAKE_MONOTONIC", "1"}};
   }
   server_ = std::make_unique<test::RedisProcess>(server);
-  proxy_ = std::make_unique<test::LinkProxy>(server_->host(), server_->port());
+  for (std::size_t slot = 0; slot < clients; ++slot) {
+    proxies_.push_back(std::make_unique<test::LinkProxy>(server_->host(), server_->port()));
+  }
 }
 
-std::string SingleDeployment::lockUri() const { return "redis://" + proxied(*proxy_) + "?" + clientQuery(); }
+std::string SingleDeployment::lockUri(std::size_t slot) const {
+  return "redis://" + proxied(*proxies_.at(slot)) + "?" + clientQuery();
+}
 
 std::vector<std::string> SingleDeployment::dataAddresses() const {
   return {server_->host() + ":" + std::to_string(server_->port())};
@@ -58,7 +72,7 @@ std::vector<std::string> SingleDeployment::dataAddresses() const {
 
 void SingleDeployment::heal() {
   if (!server_->running()) server_->restart();
-  proxy_->pass();
+  for (auto& proxy : proxies_) proxy->pass();
   if (!clockFile_.empty()) std::ofstream(clockFile_) << "+0\n";
 }
 
@@ -67,16 +81,17 @@ void SingleDeployment::jumpClock(std::chrono::seconds offset) {
   std::ofstream(clockFile_) << "+" << offset.count() << "\n";
 }
 
-RedlockDeployment::RedlockDeployment() {
-  for (std::size_t node = 0; node < kNodes; ++node) {
-    servers_.push_back(std::make_unique<test::RedisProcess>());
-    proxies_.push_back(std::make_unique<test::LinkProxy>(servers_.back()->host(), servers_.back()->port()));
+RedlockDeployment::RedlockDeployment(std::size_t clients) : Deployment(clients) {
+  for (std::size_t node = 0; node < kNodes; ++node) servers_.push_back(std::make_unique<test::RedisProcess>());
+  proxies_.resize(clients);
+  for (auto& links : proxies_) {
+    for (auto& server : servers_) links.push_back(std::make_unique<test::LinkProxy>(server->host(), server->port()));
   }
 }
 
-std::string RedlockDeployment::lockUri() const {
+std::string RedlockDeployment::lockUri(std::size_t slot) const {
   std::string uri = "redlock://";
-  for (std::size_t node = 0; node < kNodes; ++node) uri += (node == 0 ? "" : ",") + proxied(*proxies_[node]);
+  for (std::size_t node = 0; node < kNodes; ++node) uri += (node == 0 ? "" : ",") + proxied(*proxies_.at(slot)[node]);
   return uri + "?node_timeout=300";
 }
 
@@ -86,17 +101,23 @@ std::vector<std::string> RedlockDeployment::dataAddresses() const {
   return addresses;
 }
 
-std::vector<test::LinkProxy*> RedlockDeployment::clientLinks() {
+std::vector<test::LinkProxy*> RedlockDeployment::clientLinks(std::size_t slot) {
   std::vector<test::LinkProxy*> links;
-  for (auto& proxy : proxies_) links.push_back(proxy.get());
+  for (auto& proxy : proxies_.at(slot)) links.push_back(proxy.get());
+  return links;
+}
+
+std::vector<test::LinkProxy*> RedlockDeployment::nodeLinks(std::size_t node) {
+  std::vector<test::LinkProxy*> links;
+  for (auto& slot : proxies_) links.push_back(slot.at(node).get());
   return links;
 }
 
 void RedlockDeployment::heal() {
-  for (std::size_t node = 0; node < kNodes; ++node) {
-    if (!servers_[node]->running()) servers_[node]->restart();
-    proxies_[node]->pass();
+  for (auto& server : servers_) {
+    if (!server->running()) server->restart();
   }
+  for (test::LinkProxy* link : allClientLinks()) link->pass();
 }
 
 }  // namespace dlock::nemesis

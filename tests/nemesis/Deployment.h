@@ -4,8 +4,10 @@
 //   SingleDeployment   one redis-server (optionally with AOF, optionally under libfaketime)
 //   RedlockDeployment  five independent redis-servers
 //
-// A deployment gives the clients their URI (through the proxies), the nemesis its levers (the
-// proxies and the server processes), and the checker the servers to scan at the end.
+// Each client slot has its own proxy in front of every server, so a nemesis can cut one client
+// off while the others go on (the partition that lets another client take a key). A deployment
+// gives each client its URI (through its proxies), the nemesis its levers (the proxies and the
+// server processes), and the checker the servers to scan at the end.
 // Owner: the runner. Not thread-safe.
 #pragma once
 
@@ -24,15 +26,20 @@ enum class Persistence { none, appendEverySecond, appendAlways };
 
 class Deployment {
  public:
+  explicit Deployment(std::size_t clients) : clients_(clients) {}
   virtual ~Deployment() = default;
 
+  [[nodiscard]] std::size_t clients() const { return clients_; }
+
   [[nodiscard]] virtual std::string topology() const = 0;
-  // What clients connect to: every host a proxy.
-  [[nodiscard]] virtual std::string lockUri() const = 0;
+  // What the client in `slot` connects to: every host one of its proxies.
+  [[nodiscard]] virtual std::string lockUri(std::size_t slot) const = 0;
   // host:port of each data server the lock writes to, directly (the end-of-run key scan).
   [[nodiscard]] virtual std::vector<std::string> dataAddresses() const = 0;
-  // The proxies between the clients and the servers.
-  [[nodiscard]] virtual std::vector<test::LinkProxy*> clientLinks() = 0;
+  // The proxies between the client in `slot` and the servers.
+  [[nodiscard]] virtual std::vector<test::LinkProxy*> clientLinks(std::size_t slot) = 0;
+  // Every client's.
+  [[nodiscard]] std::vector<test::LinkProxy*> allClientLinks();
   // Every proxy back to pass and every server running again: the state a scenario starts from.
   virtual void heal() = 0;
 
@@ -40,6 +47,7 @@ class Deployment {
   [[nodiscard]] test::RedisProcess& store() { return store_; }
 
  private:
+  std::size_t clients_;
   test::RedisProcess store_;
 };
 
@@ -52,16 +60,15 @@ class SingleDeployment : public Deployment {
     bool fakeClock = false;
   };
 
-  explicit SingleDeployment(Options options);
+  SingleDeployment(std::size_t clients, Options options);
 
   [[nodiscard]] std::string topology() const override { return "single"; }
-  [[nodiscard]] std::string lockUri() const override;
+  [[nodiscard]] std::string lockUri(std::size_t slot) const override;
   [[nodiscard]] std::vector<std::string> dataAddresses() const override;
-  [[nodiscard]] std::vector<test::LinkProxy*> clientLinks() override { return {proxy_.get()}; }
+  [[nodiscard]] std::vector<test::LinkProxy*> clientLinks(std::size_t slot) override { return {proxies_.at(slot).get()}; }
   void heal() override;
 
   [[nodiscard]] test::RedisProcess& server() { return *server_; }
-  [[nodiscard]] test::LinkProxy& proxy() { return *proxy_; }
   // Moves the server's wall clock `offset` ahead of the host's (libfaketime re-reads its file).
   void jumpClock(std::chrono::seconds offset);
 
@@ -69,7 +76,7 @@ class SingleDeployment : public Deployment {
   Options options_;
   std::string clockFile_;
   std::unique_ptr<test::RedisProcess> server_;
-  std::unique_ptr<test::LinkProxy> proxy_;
+  std::vector<std::unique_ptr<test::LinkProxy>> proxies_;  // one per client slot
 };
 
 // Five independent redis-servers, each behind its own proxy: redlock://p1,p2,... .
@@ -77,20 +84,21 @@ class RedlockDeployment : public Deployment {
  public:
   static constexpr std::size_t kNodes = 5;
 
-  RedlockDeployment();
+  explicit RedlockDeployment(std::size_t clients);
 
   [[nodiscard]] std::string topology() const override { return "redlock"; }
-  [[nodiscard]] std::string lockUri() const override;
+  [[nodiscard]] std::string lockUri(std::size_t slot) const override;
   [[nodiscard]] std::vector<std::string> dataAddresses() const override;
-  [[nodiscard]] std::vector<test::LinkProxy*> clientLinks() override;
+  [[nodiscard]] std::vector<test::LinkProxy*> clientLinks(std::size_t slot) override;
   void heal() override;
 
   [[nodiscard]] test::RedisProcess& server(std::size_t node) { return *servers_.at(node); }
-  [[nodiscard]] test::LinkProxy& proxy(std::size_t node) { return *proxies_.at(node); }
+  // Every client's proxy in front of `node`: the node cut off from all of them.
+  [[nodiscard]] std::vector<test::LinkProxy*> nodeLinks(std::size_t node);
 
  private:
   std::vector<std::unique_ptr<test::RedisProcess>> servers_;
-  std::vector<std::unique_ptr<test::LinkProxy>> proxies_;
+  std::vector<std::vector<std::unique_ptr<test::LinkProxy>>> proxies_;  // [slot][node]
 };
 
 // Timeouts for clients of a proxied deployment: short enough that a blackholed link fails a

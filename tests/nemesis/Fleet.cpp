@@ -33,7 +33,7 @@ ClientExit exitOf(const std::string& id, int status) {
 }  // namespace
 
 Fleet::Fleet(ClientSettings settings, std::size_t size) : settings_(std::move(settings)) {
-  for (std::size_t i = 0; i < size; ++i) live_.push_back(start());
+  for (std::size_t slot = 0; slot < size; ++slot) live_.push_back(start(slot));
 }
 
 Fleet::~Fleet() {
@@ -44,7 +44,7 @@ Fleet::~Fleet() {
   }
 }
 
-Fleet::Client Fleet::start() {
+Fleet::Client Fleet::start(std::size_t slot) {
   Client client;
   const std::uint64_t number = next_++;
   client.id = "c" + std::to_string(number);
@@ -53,7 +53,7 @@ Fleet::Client Fleet::start() {
   // A safety net only: stop() ends every client with SIGTERM long before this.
   const std::string runMs = std::to_string(3600 * 1000);
   std::vector<std::string> args{settings_.executable,
-                                "--uri", settings_.lockUri,
+                                "--uri", settings_.lockUri(slot),
                                 "--store", settings_.store,
                                 "--id", std::to_string(number),
                                 "--keys", joined(settings_.keys),
@@ -100,7 +100,7 @@ void Fleet::kill(std::size_t slot) {
   exit.killedByNemesis = true;
   exit.killedNs = monotonicNs();
   ended_.push_back(exit);
-  client = start();
+  client = start(slot);
 }
 
 std::vector<ClientExit> Fleet::stop(std::chrono::steady_clock::time_point deadline) {

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -15,12 +16,13 @@
 #include <vector>
 
 #include "Checker.h"
+#include "History.h"
 
 namespace dlock::nemesis {
 
 struct ClientSettings {
   std::string executable;  // dlock_nemesis_client
-  std::string lockUri;
+  std::function<std::string(std::size_t slot)> lockUri;  // a replacement keeps its slot's
   std::string store;  // host:port
   std::vector<std::string> keys;
   std::chrono::milliseconds lease{1000};
@@ -55,7 +57,7 @@ class Fleet {
     bool paused = false;
   };
 
-  Client start();
+  Client start(std::size_t slot);
 
   ClientSettings settings_;
   std::vector<Client> live_;

@@ -103,17 +103,21 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
               scenario.summary.c_str());
   std::fflush(stdout);
 
-  const auto deployment = scenario.deploy();
+  const auto deployment = scenario.deploy(args.clients);
   std::vector<std::string> keys;
   for (std::size_t i = 0; i < args.keys; ++i) keys.push_back("nemesis-" + std::to_string(i));
 
   ClientSettings settings;
   settings.executable = clientExecutable(args, self);
-  settings.lockUri = deployment->lockUri();
+  settings.lockUri = [&deployment](std::size_t slot) { return deployment->lockUri(slot); };
   settings.store = deployment->store().host() + ":" + std::to_string(deployment->store().port());
   settings.keys = keys;
   settings.lease = timing.lease;
   settings.acquireTimeout = timing.acquireTimeout;
+  // Holds from a few ms to beyond the renewal period, so that a fault often finds a client
+  // inside its critical section.
+  settings.hold = timing.holdMin;
+  settings.extraArguments = {"--hold-max-ms", std::to_string(timing.holdMax.count())};
   settings.historyDirectory = dir;
   settings.seed = args.seed;
 

@@ -20,6 +20,8 @@ namespace dlock::nemesis {
 struct Timing {
   std::chrono::milliseconds lease{1000};
   std::chrono::milliseconds acquireTimeout{1000};
+  std::chrono::milliseconds holdMin{2};
+  std::chrono::milliseconds holdMax{400};
   std::chrono::milliseconds warmup{1500};
   std::chrono::milliseconds faultLength{2500};  // a partition or pause longer than the lease
   // After a fault heals every live client acquires again within this (check 4); the run goes on
@@ -65,7 +67,7 @@ struct Scenario {
   // Why critical sections may overlap here, where Redis's model makes no promise (a pause or a
   // partition longer than the lease, lost writes); empty where the lock must keep them apart.
   std::string overlapsExplained;
-  std::function<std::unique_ptr<Deployment>()> deploy;
+  std::function<std::unique_ptr<Deployment>(std::size_t clients)> deploy;
   std::function<void(Run&)> nemesis;
 };
 

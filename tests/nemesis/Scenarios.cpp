@@ -44,20 +44,31 @@ constexpr const char* kLostWritesExplained =
     "the server lost acknowledged writes (the lock key among them), so a second client took the key";
 constexpr const char* kClockExplained = "the server's clock jumped past the lease, so the key expired early";
 
-std::unique_ptr<Deployment> single(Persistence persistence = Persistence::none, bool fakeClock = false) {
-  return std::make_unique<SingleDeployment>(SingleDeployment::Options{persistence, fakeClock});
+using Deploy = std::function<std::unique_ptr<Deployment>(std::size_t)>;
+
+Deploy single(Persistence persistence = Persistence::none, bool fakeClock = false) {
+  return [=](std::size_t clients) {
+    return std::make_unique<SingleDeployment>(clients, SingleDeployment::Options{persistence, fakeClock});
+  };
 }
 
-std::unique_ptr<Deployment> redlock() { return std::make_unique<RedlockDeployment>(); }
+std::unique_ptr<Deployment> redlock(std::size_t clients) { return std::make_unique<RedlockDeployment>(clients); }
+
+void each(const std::vector<test::LinkProxy*>& links, const std::function<void(test::LinkProxy&)>& action) {
+  for (test::LinkProxy* link : links) action(*link);
+}
 
 // Every client link of the deployment at once.
 void eachLink(Run& run, const std::function<void(test::LinkProxy&)>& action) {
-  for (test::LinkProxy* link : run.deployment<Deployment>().clientLinks()) action(*link);
+  each(run.deployment<Deployment>().allClientLinks(), action);
 }
 
-void partition(Run& run) {
-  run.fault("partition", run.timing().faultLength, [&] { eachLink(run, [](auto& link) { link.blackhole(); }); },
-            [&] { eachLink(run, [](auto& link) { link.pass(); }); });
+// One client cut off from every server while the others go on: its keys expire and are taken.
+void partitionClient(Run& run) {
+  const std::size_t slot = run.pick(run.fleet().size());
+  const auto links = run.deployment<Deployment>().clientLinks(slot);
+  run.fault("partition " + run.fleet().id(slot), run.timing().faultLength,
+            [&] { each(links, [](auto& link) { link.blackhole(); }); }, [&] { each(links, [](auto& link) { link.pass(); }); });
 }
 
 void latency(Run& run) {
@@ -125,9 +136,12 @@ std::string nodeNames(const std::vector<std::size_t>& nodes) {
 void partitionTwoOfFive(Run& run) {
   auto& deployment = run.deployment<RedlockDeployment>();
   const auto nodes = someNodes(run, 2);
+  std::vector<test::LinkProxy*> links;
+  for (std::size_t node : nodes) {
+    for (test::LinkProxy* link : deployment.nodeLinks(node)) links.push_back(link);
+  }
   run.fault("partition nodes " + nodeNames(nodes), run.timing().faultLength,
-            [&] { for (std::size_t node : nodes) deployment.proxy(node).blackhole(); },
-            [&] { for (std::size_t node : nodes) deployment.proxy(node).pass(); });
+            [&] { each(links, [](auto& link) { link.blackhole(); }); }, [&] { each(links, [](auto& link) { link.pass(); }); });
 }
 
 void threeOfFiveDown(Run& run) {
@@ -149,28 +163,30 @@ void restartOneWithoutPersistence(Run& run) {
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> all = {
-      {"single", "partition", "client-server partition for 2.5 leases", kPartitionExplained, [] { return single(); },
-       partition},
+      {"single", "partition", "one client cut off from the server for 2.5 leases", kPartitionExplained, single(),
+       partitionClient},
       {"single", "latency", "0.5-0.75 lease of latency on every client link", kPartitionExplained,
-       [] { return single(); }, latency},
-      {"single", "resets", "connection resets every 50-300 ms", "", [] { return single(); }, resets},
-      {"single", "pause-client", "one client SIGSTOPped for 2.5 leases", kPauseExplained, [] { return single(); },
+       single(), latency},
+      {"single", "resets", "connection resets every 50-300 ms", "", single(), resets},
+      {"single", "pause-client", "one client SIGSTOPped for 2.5 leases", kPauseExplained, single(),
        pauseClient},
-      {"single", "kill-client", "two clients SIGKILLed, replaced", "", [] { return single(); }, killClients},
+      {"single", "kill-client", "two clients SIGKILLed, replaced", "", single(), killClients},
       {"single", "restart-fsync-always", "server SIGKILLed and restarted, appendfsync always", "",
-       [] { return single(Persistence::appendAlways); }, restartServer},
+       single(Persistence::appendAlways), restartServer},
       {"single", "restart-fsync-everysec", "server SIGKILLed and restarted, appendfsync everysec",
-       kLostWritesExplained, [] { return single(Persistence::appendEverySecond); }, restartServer},
+       kLostWritesExplained, single(Persistence::appendEverySecond), restartServer},
       {"single", "restart-no-persistence", "server SIGKILLed and restarted empty", kLostWritesExplained,
-       [] { return single(); }, restartServer},
+       single(), restartServer},
       {"single", "clock-jump", "the server's clock jumps 3 leases ahead (libfaketime)", kClockExplained,
-       [] { return single(Persistence::none, true); }, clockJump},
+       single(Persistence::none, true), clockJump},
       {"redlock", "partition-2-of-5", "two of five nodes partitioned for 2.5 leases", "", redlock,
        partitionTwoOfFive},
       {"redlock", "down-3-of-5", "three of five nodes SIGKILLed, restarted empty", kLostWritesExplained, redlock,
        threeOfFiveDown},
       {"redlock", "restart-1-no-persistence", "one node SIGKILLed and restarted empty at once", kLostWritesExplained,
        redlock, restartOneWithoutPersistence},
+      {"redlock", "partition-client", "one client cut off from every node for 2.5 leases", kPartitionExplained,
+       redlock, partitionClient},
       {"redlock", "pause-client", "one client SIGSTOPped for 2.5 leases", kPauseExplained, redlock, pauseClient},
   };
   return all;
