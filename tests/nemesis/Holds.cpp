@@ -15,7 +15,8 @@ std::vector<Hold> extractHolds(const std::vector<Op>& history) {
     const std::int64_t lastNs = ops.back().timeNs;
     const std::size_t first = holds.size();
     std::optional<std::int64_t> acquireInvoke;
-    std::optional<std::size_t> open;  // the hold not yet released, an index into holds
+    constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+    std::size_t open = kNone;  // the hold not yet released, an index into holds
     for (const Op& op : ops) {
       if (op.op == "acquire") {
         if (op.kind == Kind::Invoke) {
@@ -30,8 +31,8 @@ std::vector<Hold> extractHolds(const std::vector<Op>& history) {
           open = holds.size();
           holds.push_back(std::move(hold));
         }
-      } else if (op.op == "release" && open && holds[*open].key == op.key && holds[*open].token == op.token) {
-        Hold& hold = holds[*open];
+      } else if (op.op == "release" && open != kNone && holds[open].key == op.key && holds[open].token == op.token) {
+        Hold& hold = holds[open];
         if (op.kind == Kind::Invoke) {
           hold.releaseInvokeNs = op.timeNs;
         } else {
@@ -41,7 +42,7 @@ std::vector<Hold> extractHolds(const std::vector<Op>& history) {
             hold.told = true;
             hold.toldNs = op.timeNs;
           }
-          open.reset();
+          open = kNone;
         }
       }
     }

@@ -483,11 +483,12 @@ std::optional<Clock::time_point> LinkProxy::Impl::service(Connection& connection
 void LinkProxy::Impl::run() {
   std::array<epoll_event, 64> events{};
   std::unique_lock<std::mutex> guard(mutex_);
-  std::optional<Clock::time_point> next;
+  constexpr Clock::time_point kNothingDue = Clock::time_point::max();
+  Clock::time_point next = kNothingDue;  // the earliest delayed chunk or deadline
   while (!stopping_) {
     int timeout = -1;
-    if (next) {
-      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now());
+    if (next != kNothingDue) {
+      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next - Clock::now());
       timeout = static_cast<int>(std::max<std::chrono::milliseconds::rep>(wait.count(), 0));
     }
     guard.unlock();
@@ -511,10 +512,10 @@ void LinkProxy::Impl::run() {
       resetsDone_ = resetsAsked_;
       changed_.notify_all();
     }
-    next.reset();
+    next = kNothingDue;
     for (auto it = connections_.begin(); it != connections_.end();) {
       const std::optional<Clock::time_point> due = service(it->second, it->first, now);
-      if (due && (!next || *due < *next)) next = due;
+      if (due && *due < next) next = *due;
       it = it->second.closing ? connections_.erase(it) : std::next(it);
     }
   }
