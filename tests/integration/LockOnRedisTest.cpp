@@ -229,7 +229,7 @@ TEST_SUITE("LockOnRedis") {
     auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
     dlock::Lease lease = lock->acquire("k");
     REQUIRE(lease);
-    CHECK(lease.fencingToken() == 1);
+    CHECK(lease.fencingToken() > 0);
     CHECK(client.ok({"GET", "dlock:{k}"}).str == lease.token());
     std::thread worker([moved = std::move(lease)]() mutable { moved.release(); });
     worker.join();

@@ -23,8 +23,9 @@ TEST_SUITE("SingleOperator") {
     auto backend = dlock::connect(server.uri());
     const auto taken = backend->lock("k", "token-1", 5000ms);
     REQUIRE(taken.acquired);
-    CHECK(taken.fencingToken == 1);
+    CHECK(taken.fencingToken > 0);
     CHECK(client.ok({"GET", "dlock:{k}"}).str == "token-1");
+    CHECK(client.ok({"GET", "dlock:{k}:fence"}).str == std::to_string(taken.fencingToken));
     const auto pttl = client.ok({"PTTL", "dlock:{k}"}).integer;
     CHECK(pttl > 0);
     CHECK(pttl <= 5000);
@@ -39,12 +40,42 @@ TEST_SUITE("SingleOperator") {
     CHECK(client.ok({"PTTL", "dlock:{k}"}).integer > 5000);
     const auto info = backend->inspect("k");
     CHECK(info.held);
-    CHECK(info.fencingToken == 1);
+    CHECK(info.fencingToken == taken.fencingToken);
 
     CHECK_FALSE(backend->unlock("k", "token-2").released);
     CHECK(backend->unlock("k", "token-1").released);
     CHECK(client.ok({"EXISTS", "dlock:{k}"}).integer == 0);
-    CHECK(backend->lock("k", "token-3", 5000ms).fencingToken == 2);
+    CHECK(backend->lock("k", "token-3", 5000ms).fencingToken > taken.fencingToken);
+  }
+
+  TEST_CASE("fencing tokens keep rising after the server lost its fence counter (a restart without persistence)") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    std::uint64_t last = 0;
+    for (int i = 0; i < 5; ++i) {
+      const auto taken = backend->lock("k", "token-" + std::to_string(i), 5000ms);
+      REQUIRE(taken.acquired);
+      CHECK(taken.fencingToken > last);
+      last = taken.fencingToken;
+      REQUIRE(backend->unlock("k", "token-" + std::to_string(i)).released);
+    }
+    (void)client.ok({"FLUSHALL"});  // what a restart without persistence leaves
+    const auto after = backend->lock("k", "token-after", 5000ms);
+    REQUIRE(after.acquired);
+    CHECK(after.fencingToken > last);
+  }
+
+  TEST_CASE("a fence counter above the clock still rises by one per acquisition") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    // Far ahead of the clock in microseconds (as after a clock that went back), below 2^53.
+    (void)client.ok({"SET", "dlock:{k}:fence", "9000000000000000"});
+    CHECK(backend->lock("k", "a", 5000ms).fencingToken == 9000000000000001ULL);
+    CHECK(client.ok({"GET", "dlock:{k}:fence"}).str == "9000000000000001");
+    REQUIRE(backend->unlock("k", "a").released);
+    CHECK(backend->lock("k", "b", 5000ms).fencingToken == 9000000000000002ULL);
   }
 }
 
@@ -183,9 +214,10 @@ TEST_SUITE("SingleOperator") {
     auto backend = dlock::connect(server.uri());
     for (const std::string key : {"}x", "a}b", "a{b}c", "{}"}) {
       CAPTURE(key);
-      REQUIRE(backend->lock(key, "token", 5000ms).acquired);
+      const auto taken = backend->lock(key, "token", 5000ms);
+      REQUIRE(taken.acquired);
       CHECK(client.ok({"GET", "dlock:{" + key + "}"}).str == "token");
-      CHECK(client.ok({"GET", "dlock:{" + key + "}:fence"}).str == "1");
+      CHECK(client.ok({"GET", "dlock:{" + key + "}:fence"}).str == std::to_string(taken.fencingToken));
       CHECK(backend->unlock(key, "token").released);
     }
   }

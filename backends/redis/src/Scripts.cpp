@@ -51,14 +51,23 @@ return {redis.call('DEL', KEYS[1]), notified}
 }  // namespace
 
 const Script& acquireScript() {
-  // INCR before SET: a script is not rolled back, so the step that can fail (a fence key of the
+  // The fencing token is the last one plus one, and never below the server's clock in
+  // microseconds: a server that lost the counter (restarted without persistence, or a replica
+  // promoted before the last writes reached it) would otherwise hand out 1, 2, 3 again, below
+  // tokens already accepted downstream. The clock only has to be ahead of where it was when the
+  // lost tokens were issued; on a clock that went back the counter still rises by one. The
+  // numbers stay below 2^53, exact in Lua's doubles, until the year 2255.
+  // Fence before SET: a script is not rolled back, so the step that can fail (a fence key of the
   // wrong type, an ACL, OOM) must fail before the key is set, or the key would stay held by an
-  // acquire that reported an error. A SET refused after it leaves a fence raised by one, which
-  // only has to grow. A retried acquire whose first try landed finds its own token and succeeds
-  // again, so a retry after a lost reply is safe.
+  // acquire that reported an error. A SET refused after it leaves a fence raised, which only has
+  // to grow. A retried acquire whose first try landed finds its own token and succeeds again, so
+  // a retry after a lost reply is safe.
   static const Script script = makeScript("acquire", R"lua(
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  local fence = redis.call('INCR', KEYS[2])
+  local now = redis.call('TIME')
+  local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+  local fence = math.max(last + 1, now[1] * 1000000 + now[2])
+  redis.call('SET', KEYS[2], string.format('%.0f', fence))
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return {1, fence}
 end
