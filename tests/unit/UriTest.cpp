@@ -244,8 +244,18 @@ TEST_SUITE("Uri") {
     // A secret option's value that starts like another option, or like a list member.
     CHECK(dlock::redactUri("redis+sentinel://s/m?sentinel_password=&prefix=Qz1") == "redis+sentinel://s/m?sentinel_password=***");
     CHECK(dlock::redactUri("redis+sentinel://s/m?sentinel_password=;redis://Qz1") == "redis+sentinel://s/m?sentinel_password=***");
+    // The value may hold ";redis://", so the members after it are masked with it.
     CHECK(dlock::redactUri("redlock://redis+sentinel://s/m?sentinel_password=Qz1;redis://h:2") ==
-          "redlock://redis+sentinel://s/m?sentinel_password=***;redis://h:2");
+          "redlock://redis+sentinel://s/m?sentinel_password=***");
+  }
+
+  TEST_CASE("a secret option's value holding semicolon-scheme:// is masked whole, in a list and out of one (found by fuzzing)") {
+    // Outside a redlock list there are no members: ";redWk2is://" can only be the password's.
+    const std::string single = "redis+sentinel://s1:1/m?sentinel_password=Qz1;redWk2is://&+x";
+    CHECK_MESSAGE(!contains(dlock::redactUri(single), "Wk2"), dlock::redactUri(single));
+    CHECK_MESSAGE(!contains(configErrorOf(single), "Wk2"), configErrorOf(single));
+    const std::string listed = "redlock://redis://a:1;redis+sentinel://s/m?sentinel_password=Qz1;redis://Wk2;redis://b:2";
+    CHECK_MESSAGE(!contains(dlock::redactUri(listed), "Wk2"), dlock::redactUri(listed));
   }
 
   TEST_CASE("a password holding semicolon-scheme:// that splits a redlock list is masked from its head (found by fuzzing)") {

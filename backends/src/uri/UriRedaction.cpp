@@ -28,10 +28,12 @@ std::size_t schemeLength(std::string_view text, std::size_t pos, std::size_t end
   return i > pos && text.substr(0, end).substr(i, 3) == "://" ? i + 3 - pos : 0;
 }
 
-// Where each URI in `text` starts: 0, and after each ';' that is followed by "scheme://" (a
-// member of a redlock list; a ';' alone may be a password's).
+// Where each URI in `text` starts: 0, and in a redlock list after each ';' that is followed by
+// "scheme://" (a member; a ';' alone may be a password's). Other schemes have no members: there a
+// ";x://" can only be a password's.
 std::vector<std::size_t> uriStarts(std::string_view text) {
   std::vector<std::size_t> starts{0};
+  if (lowerCase(text.substr(0, std::min<std::size_t>(text.size(), 10))) != "redlock://") return starts;
   for (auto semi = text.find(';'); semi != std::string_view::npos; semi = text.find(';', semi + 1)) {
     if (schemeLength(text, semi + 1, text.size()) > 0) starts.push_back(semi + 1);
   }
@@ -62,14 +64,12 @@ void querySpans(std::string_view text, std::size_t from, std::size_t end, std::v
     if (eq != std::string_view::npos) {
       const UriOption* option = anyOption(pair.substr(0, eq));
       if (option == nullptr || option->type == UriOptionType::Secret) {
-        // A password may hold '&' and ';': the value runs on to the next "&name=" or list member,
-        // never ending before its first byte (a password may start with either).
+        // A password may hold '&', ';' and whole "scheme://" spellings: the value runs on to the
+        // next "&name=", past any list members (a password holding ";redis://" splits the list
+        // inside itself), never ending before its first byte (a password may start with '&').
         const std::size_t valueStart = pos + eq + 1;
         pairEnd = valueStart;
-        while (pairEnd < text.size() &&
-               (pairEnd == valueStart ||
-                !(startsOption(text, pairEnd, text.size()) ||
-                  (text[pairEnd] == ';' && schemeLength(text, pairEnd + 1, text.size()) > 0)))) {
+        while (pairEnd < text.size() && (pairEnd == valueStart || !startsOption(text, pairEnd, text.size()))) {
           ++pairEnd;
         }
         spans.push_back({valueStart, pairEnd, option != nullptr});
