@@ -21,13 +21,12 @@ std::vector<std::string> persistenceConfig(Persistence persistence) {
   return {};
 }
 
-// libfaketime's multi-threaded build (redis-server has background threads), where Debian puts it.
-std::string fakeTimeLibrary() {
-  for (const char* path : {"/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
-                           "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1", "/usr/lib/faketime/libfaketimeMT.so.1"}) {
-    if (std::filesystem::exists(path)) return path;
-  }
-  throw std::runtime_error("libfaketimeMT.so.1 not found: install the Debian package faketime");
+// The clock-shift library built beside the runner (ClockShift.c).
+std::string clockShiftLibrary() {
+  const auto self = std::filesystem::read_symlink("/proc/self/exe");
+  const auto path = self.parent_path() / "dlock_clock_shift.so";
+  if (!std::filesystem::exists(path)) throw std::runtime_error(path.string() + " not found: build dlock_clock_shift");
+  return path.string();
 }
 
 std::string proxied(const test::LinkProxy& proxy) { return proxy.address(); }
@@ -50,11 +49,7 @@ SingleDeployment::SingleDeployment(std::size_t clients, Options options) : Deplo
   if (options_.fakeClock) {
     clockFile_ = std::filesystem::temp_directory_path() / ("dlock-nemesis-clock-" + std::to_string(::getpid()));
     std::ofstream(clockFile_) << "+0\n";
-    // Re-read at most every second: the server reads the time on every command.
-    server.env = {{"LD_PRELOAD", fakeTimeLibrary()},
-                  {"FAKETIME_TIMESTAMP_FILE", clockFile_},
-                  {"FAKETIME_CACHE_DURATION", "1"},
-                  {"FAKETIME_DONT_FAKE_MONOTONIC", "1"}};
+    server.env = {{"LD_PRELOAD", clockShiftLibrary()}, {"DLOCK_CLOCK_SHIFT_FILE", clockFile_}};
   }
   server_ = std::make_unique<test::RedisProcess>(server);
   for (std::size_t slot = 0; slot < clients; ++slot) {

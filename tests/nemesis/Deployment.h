@@ -1,7 +1,7 @@
 // Deployment.h — the Redis servers of one fault-test run, each behind a LinkProxy so that a
 // nemesis reaches every link without root, plus the fault-free store the clients write to.
 //
-//   SingleDeployment   one redis-server (optionally with AOF, optionally under libfaketime)
+//   SingleDeployment   one redis-server (optionally with AOF, optionally with a movable clock)
 //   RedlockDeployment  five independent redis-servers
 //
 // Each client slot has its own proxy in front of every server, so a nemesis can cut one client
@@ -51,8 +51,8 @@ class Deployment {
   test::RedisProcess store_;
 };
 
-// One redis-server behind one proxy; under libfaketime when asked, so that a nemesis can move its
-// clock (jumpClock) without touching the host's.
+// One redis-server behind the proxies; with ClockShift.c preloaded when asked, so that a nemesis
+// can move its wall clock (jumpClock) without touching the host's.
 class SingleDeployment : public Deployment {
  public:
   struct Options {
@@ -69,7 +69,7 @@ class SingleDeployment : public Deployment {
   void heal() override;
 
   [[nodiscard]] test::RedisProcess& server() { return *server_; }
-  // Moves the server's wall clock `offset` ahead of the host's (libfaketime re-reads its file).
+  // Moves the server's wall clock `offset` ahead of the host's (the shim re-reads its file).
   void jumpClock(std::chrono::seconds offset);
 
  private:

@@ -79,6 +79,23 @@ Fleet::Client Fleet::start(std::size_t slot) {
   return client;
 }
 
+bool Fleet::insideSection(std::size_t slot) const {
+  std::vector<Op> ops;
+  try {
+    ops = readHistory(settings_.historyDirectory + "/" + live_.at(slot).id + ".history");
+  } catch (const std::exception&) {
+    return false;  // not written yet
+  }
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    if (it->op == "lost") continue;  // from the watchdog's thread, at any time
+    if (it->op == "release") return false;
+    if (it->op == "acquire") return it->kind == Kind::Ok;
+    if (it->op == "read" || it->op == "write" || it->op == "fenced-write") return true;
+    return false;
+  }
+  return false;
+}
+
 void Fleet::pause(std::size_t slot) {
   Client& client = live_.at(slot);
   ::kill(client.pid, SIGSTOP);

@@ -43,6 +43,9 @@ class Fleet {
 
   [[nodiscard]] std::size_t size() const { return live_.size(); }
   [[nodiscard]] std::string id(std::size_t slot) const { return live_.at(slot).id; }
+  // Whether the client in `slot` is inside its critical section now, as its history's last
+  // record says (acquired, not yet releasing).
+  [[nodiscard]] bool insideSection(std::size_t slot) const;
   void pause(std::size_t slot);
   void resume(std::size_t slot);
   // SIGKILL, reap, and start a replacement in the same slot.

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -174,6 +175,10 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const char* skip = std::getenv("DLOCK_SKIP_INTEGRATION"); skip != nullptr && std::string(skip) == "1") {
+    std::printf("SKIPPED: DLOCK_SKIP_INTEGRATION=1 — no fault tests ran\n");
+    return 77;
+  }
   Arguments args;
   try {
     args = parse(argc, argv);

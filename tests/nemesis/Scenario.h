@@ -46,6 +46,9 @@ class Run {
   // A uniform draw from [low, high].
   std::chrono::milliseconds between(std::chrono::milliseconds low, std::chrono::milliseconds high);
   std::size_t pick(std::size_t count);
+  // A client inside its critical section, waited for up to a few holds (a fault that finds the
+  // holder mid-section is the one that tests the lock); a random one if none was seen in time.
+  std::size_t pickHolder();
   void sleep(std::chrono::milliseconds duration);
 
   // Records the fault's start, runs `inject`, waits `length`, runs `heal` and records the end.

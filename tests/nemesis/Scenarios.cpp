@@ -21,6 +21,19 @@ std::size_t Run::pick(std::size_t count) {
   return draw(random_);
 }
 
+std::size_t Run::pickHolder() {
+  const std::size_t first = pick(fleet_.size());
+  const auto deadline = std::chrono::steady_clock::now() + timing_.holdMax * 5;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (std::size_t i = 0; i < fleet_.size(); ++i) {
+      const std::size_t slot = (first + i) % fleet_.size();
+      if (fleet_.insideSection(slot)) return slot;
+    }
+    sleep(milliseconds(5));
+  }
+  return first;
+}
+
 void Run::sleep(milliseconds duration) { std::this_thread::sleep_for(duration); }
 
 void Run::fault(const std::string& name, milliseconds length, const std::function<void()>& inject,
@@ -65,7 +78,7 @@ void eachLink(Run& run, const std::function<void(test::LinkProxy&)>& action) {
 
 // One client cut off from every server while the others go on: its keys expire and are taken.
 void partitionClient(Run& run) {
-  const std::size_t slot = run.pick(run.fleet().size());
+  const std::size_t slot = run.pickHolder();
   const auto links = run.deployment<Deployment>().clientLinks(slot);
   run.fault("partition " + run.fleet().id(slot), run.timing().faultLength,
             [&] { each(links, [](auto& link) { link.blackhole(); }); }, [&] { each(links, [](auto& link) { link.pass(); }); });
@@ -91,14 +104,14 @@ void resets(Run& run) {
 }
 
 void pauseClient(Run& run) {
-  const std::size_t slot = run.pick(run.fleet().size());
+  const std::size_t slot = run.pickHolder();
   run.fault("SIGSTOP " + run.fleet().id(slot), run.timing().faultLength, [&] { run.fleet().pause(slot); },
             [&] { run.fleet().resume(slot); });
 }
 
 void killClients(Run& run) {
   for (int i = 0; i < 2; ++i) {
-    const std::size_t slot = run.pick(run.fleet().size());
+    const std::size_t slot = run.pickHolder();
     run.fault("SIGKILL " + run.fleet().id(slot), milliseconds(0), [&] { run.fleet().kill(slot); }, [] {});
     run.sleep(run.between(milliseconds(300), milliseconds(900)));
   }
@@ -163,21 +176,21 @@ void restartOneWithoutPersistence(Run& run) {
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> all = {
-      {"single", "partition", "one client cut off from the server for 2.5 leases", kPartitionExplained, single(),
+      {"single", "partition", "a client cut off from the server inside its section for 2.5 leases", kPartitionExplained, single(),
        partitionClient},
       {"single", "latency", "0.5-0.75 lease of latency on every client link", kPartitionExplained,
        single(), latency},
       {"single", "resets", "connection resets every 50-300 ms", "", single(), resets},
-      {"single", "pause-client", "one client SIGSTOPped for 2.5 leases", kPauseExplained, single(),
+      {"single", "pause-client", "a client SIGSTOPped inside its section for 2.5 leases", kPauseExplained, single(),
        pauseClient},
-      {"single", "kill-client", "two clients SIGKILLed, replaced", "", single(), killClients},
+      {"single", "kill-client", "two clients SIGKILLed inside their sections, replaced", "", single(), killClients},
       {"single", "restart-fsync-always", "server SIGKILLed and restarted, appendfsync always", "",
        single(Persistence::appendAlways), restartServer},
       {"single", "restart-fsync-everysec", "server SIGKILLed and restarted, appendfsync everysec",
        kLostWritesExplained, single(Persistence::appendEverySecond), restartServer},
       {"single", "restart-no-persistence", "server SIGKILLed and restarted empty", kLostWritesExplained,
        single(), restartServer},
-      {"single", "clock-jump", "the server's clock jumps 3 leases ahead (libfaketime)", kClockExplained,
+      {"single", "clock-jump", "the server's wall clock jumps 3 leases ahead", kClockExplained,
        single(Persistence::none, true), clockJump},
       {"redlock", "partition-2-of-5", "two of five nodes partitioned for 2.5 leases", "", redlock,
        partitionTwoOfFive},
@@ -185,9 +198,9 @@ const std::vector<Scenario>& scenarios() {
        threeOfFiveDown},
       {"redlock", "restart-1-no-persistence", "one node SIGKILLed and restarted empty at once", kLostWritesExplained,
        redlock, restartOneWithoutPersistence},
-      {"redlock", "partition-client", "one client cut off from every node for 2.5 leases", kPartitionExplained,
+      {"redlock", "partition-client", "a client cut off from every node inside its section for 2.5 leases", kPartitionExplained,
        redlock, partitionClient},
-      {"redlock", "pause-client", "one client SIGSTOPped for 2.5 leases", kPauseExplained, redlock, pauseClient},
+      {"redlock", "pause-client", "a client SIGSTOPped inside its section for 2.5 leases", kPauseExplained, redlock, pauseClient},
   };
   return all;
 }
