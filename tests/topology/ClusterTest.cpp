@@ -812,7 +812,7 @@ TEST_SUITE("ClusterOperator") {
     {
       auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(10s).build();
       CHECK(lock->tryLock("scripted", 2s));
-      CHECK(lock->fencingToken("scripted") == 1);
+      CHECK(lock->fencingToken("scripted") > 0);
       lock->unlock("scripted");
     }
     CHECK(std::system((scripts + "/cluster-stop " + dir.path()).c_str()) == 0);

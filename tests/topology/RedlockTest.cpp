@@ -361,7 +361,7 @@ TEST_SUITE("Redlock") {
       CHECK(dynamic_cast<dlock::RedlockOperator&>(*redlock).nodes() == 5);
       auto lock = dlock::LockBuilder().backend(redlock).leaseTime(10s).build();
       CHECK(lock->tryLock("scripted", 2s));
-      CHECK(lock->fencingToken("scripted") == 1);
+      CHECK(lock->fencingToken("scripted") > 0);
       lock->unlock("scripted");
     }
     CHECK(std::system((scripts + "/redlock-stop " + dir.path()).c_str()) == 0);

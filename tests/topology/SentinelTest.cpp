@@ -592,7 +592,7 @@ TEST_SUITE("SentinelOperator") {
     {
       auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(10s).build();
       CHECK(lock->tryLock("scripted", 2s));
-      CHECK(lock->fencingToken("scripted") == 1);
+      CHECK(lock->fencingToken("scripted") > 0);
       lock->unlock("scripted");
     }
     CHECK(std::system((scripts + "/sentinel-stop " + dir.path()).c_str()) == 0);
