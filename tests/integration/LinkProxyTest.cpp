@@ -276,6 +276,32 @@ TEST_SUITE("LinkProxy") {
     CHECK(proxy.acceptedConnections() == 3);
   }
 
+  TEST_CASE("a replication delay holds the writes a replica streams, not a client's commands on the same link") {
+    RedisProcess master;
+    LinkProxy proxy(master.host(), master.port());
+    RedisProcess replica(RedisProcess::Options{{"replicaof 127.0.0.1 " + std::to_string(proxy.port())}});
+    RedisClient onMaster(master.host(), master.port());
+    RedisClient onReplica(replica.host(), replica.port());
+    const auto has = [&](const std::string& key) { return !onReplica.ok({"GET", key}).isNil(); };
+    // In sync: a write reaches the replica, over a connection the proxy took for replication.
+    onMaster.ok({"SET", "before", "1"});
+    REQUIRE(eventually([&] { return has("before"); }));
+    REQUIRE(proxy.replicationConnections() == 1);
+
+    proxy.delayReplication(10min);
+    onMaster.ok({"SET", "during", "1"});
+    Peer client(proxy.port());
+    const auto start = Steady::now();
+    CHECK(client.asks("PING\r\n", "+PONG\r\n"));
+    CHECK(millisSince(start) < 1000);
+    // Absence needs a window: the write would be there within milliseconds without the delay.
+    CHECK_FALSE(eventually([&] { return has("during"); }, 500ms));
+
+    proxy.passReplication();
+    CHECK(eventually([&] { return has("during"); }));
+    CHECK(proxy.replicationConnections() == 1);  // delayed, not broken: no new sync
+  }
+
   TEST_CASE("retarget sends new connections to the new port and resets the open ones") {
     RedisProcess first;
     RedisProcess second;

@@ -8,6 +8,9 @@
 //   refuse     close new connections at once (a port nothing listens on, seen from the client);
 // and to act once:
 //   resetAll   close every open connection now with a TCP RST (SO_LINGER 0), both sides.
+// Delay and blackhole can also be applied to replication links alone (delayReplication…): a
+// connection is one once its client sent REPLCONF, PSYNC or SYNC, as a replica does before
+// the stream of writes starts; clients and sentinels sharing the proxy are not touched.
 // The fault tests put one in front of every server, replication and cluster-bus port, so a
 // nemesis reaches every link without root. The unit-level tricks of the older proxies stay:
 // hold the bytes of new connections until release(), and lose the one reply after a request ran.
@@ -49,6 +52,13 @@ class LinkProxy {
   void blackhole(Direction direction = Direction::both);
   void refuse();  // also resets the open connections
   [[nodiscard]] Mode mode() const;
+  // pass() also clears what these set. On a replication link the longer latency of the two
+  // applies, and either blackhole holds its bytes.
+  void delayReplication(std::chrono::milliseconds latency, Direction direction = Direction::both);
+  void blackholeReplication(Direction direction = Direction::both);
+  void passReplication();
+  // Open connections classified as replication links.
+  [[nodiscard]] std::size_t replicationConnections() const;
 
   // Closes every open connection with an RST; the mode stays.
   void resetAll();
