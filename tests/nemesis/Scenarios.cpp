@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "Scenario.h"
+#include "SentinelDeployment.h"
 
 namespace dlock::nemesis {
 
@@ -42,6 +43,9 @@ constexpr const char* kPartitionExplained =
     "critical section overlaps the next holder's";
 constexpr const char* kLostWritesExplained =
     "the server lost acknowledged writes (the lock key among them), so a second client took the key";
+constexpr const char* kFailoverExplained =
+    "the master acknowledged locks its replicas had not received when it died, so the promoted replica "
+    "let a second client take them (asynchronous replication)";
 constexpr const char* kClockExplained = "the server's clock jumped past the lease, so the key expired early";
 
 using Deploy = std::function<std::unique_ptr<Deployment>(std::size_t)>;
@@ -159,6 +163,57 @@ void restartOneWithoutPersistence(Run& run) {
             [&] { deployment.server(node).kill(); }, [&] { deployment.server(node).restart(); });
 }
 
+Deploy sentinel(std::size_t waitReplicas = 0) {
+  return [=](std::size_t clients) {
+    SentinelDeployment::Options options;
+    options.waitReplicas = waitReplicas;
+    return std::make_unique<SentinelDeployment>(clients, options);
+  };
+}
+
+// How long the sentinels may take to promote a replica once the master is gone: down-after,
+// agreement, election and promotion, on a busy machine.
+constexpr milliseconds kPromotionBudget{15000};
+
+// The master SIGKILLed; once the sentinels named another, it comes back as a replica.
+void sentinelFailover(Run& run) {
+  auto& deployment = run.deployment<SentinelDeployment>();
+  const std::size_t old = deployment.master();
+  run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
+            [&] { deployment.kill(old); },
+            [&] {
+              (void)deployment.waitForNewMaster(old, kPromotionBudget);
+              deployment.restartAsReplica(old);
+            });
+}
+
+// Replication held back by two leases while clients go on, then the master SIGKILLed: what it
+// acknowledged in the window is on no replica when one is promoted.
+void sentinelFailoverDelayedReplication(Run& run) {
+  auto& deployment = run.deployment<SentinelDeployment>();
+  const std::size_t old = deployment.master();
+  const milliseconds delay = run.timing().lease * 2;
+  run.fault("replication +" + std::to_string(delay.count()) + " ms", delay / 2,
+            [&] { deployment.delayReplication(delay); }, [] {});
+  run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
+            [&] { deployment.kill(old); },
+            [&] {
+              (void)deployment.waitForNewMaster(old, kPromotionBudget);
+              deployment.passReplication();
+              deployment.restartAsReplica(old);
+            });
+}
+
+// The master cut off from clients, sentinels and replicas past down-after: the sentinels promote
+// a replica; on heal the old master is demoted.
+void sentinelPartitionMaster(Run& run) {
+  auto& deployment = run.deployment<SentinelDeployment>();
+  const std::size_t old = deployment.master();
+  test::LinkProxy& link = deployment.dataLink(old);
+  run.fault("master " + std::to_string(old) + " partitioned", run.timing().faultLength + milliseconds(1500),
+            [&] { link.blackhole(); }, [&] { link.pass(); });
+}
+
 }  // namespace
 
 const std::vector<Scenario>& scenarios() {
@@ -188,6 +243,15 @@ const std::vector<Scenario>& scenarios() {
       {"redlock", "partition-client", "one client cut off from every node for 2.5 leases", kPartitionExplained,
        redlock, partitionClient},
       {"redlock", "pause-client", "one client SIGSTOPped for 2.5 leases", kPauseExplained, redlock, pauseClient},
+      {"sentinel", "failover", "the master SIGKILLed, a replica promoted, the old master back as a replica", "",
+       sentinel(), sentinelFailover},
+      {"sentinel", "failover-delayed-replication", "replication delayed 2 leases, then the master SIGKILLed",
+       kFailoverExplained, sentinel(), sentinelFailoverDelayedReplication},
+      {"sentinel", "failover-delayed-replication-wait",
+       "as failover-delayed-replication, clients with wait_replicas=1", "", sentinel(1),
+       sentinelFailoverDelayedReplication},
+      {"sentinel", "partition-master", "the master cut off from everyone for 4 s, then healed",
+       kLostWritesExplained, sentinel(), sentinelPartitionMaster},
   };
   return all;
 }
