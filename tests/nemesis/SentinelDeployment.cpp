@@ -236,6 +236,27 @@ void SentinelDeployment::waitHealthy(std::chrono::milliseconds budget) {
   }
 }
 
+std::size_t SentinelDeployment::settledMaster(std::chrono::milliseconds budget) {
+  const auto deadline = Steady::now() + budget;
+  std::string why = "not asked";
+  while (Steady::now() < deadline) {
+    try {
+      const int named = askMaster(0);
+      bool agreed = named != 0;
+      for (std::size_t j = 0; j < kSentinels && agreed; ++j) {
+        agreed = askMaster(j) == named &&
+                 !troubled(fields(direct(*sentinels_[j]).ok({"SENTINEL", "MASTER", kMasterName})).at("flags"));
+      }
+      if (agreed && role(nodeOfProxyPort(named)) == "master") return nodeOfProxyPort(named);
+      why = "the sentinels do not agree on a healthy master";
+    } catch (const std::exception& error) {
+      why = error.what();
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  throw std::runtime_error("sentinel deployment: no settled master within " + std::to_string(budget.count()) + " ms: " + why);
+}
+
 void SentinelDeployment::kill(std::size_t node) { data_.at(node).reset(); }
 
 bool SentinelDeployment::running(std::size_t node) const { return data_.at(node) != nullptr; }
@@ -262,8 +283,10 @@ void SentinelDeployment::heal() {
     if (!running(i)) restartAsReplica(i);
   }
   // A master cut off during a failover still thinks it is one; the sentinels would demote it only
-  // after seeing it so for a while (8 s in Redis 7.0), so it is told at once.
-  const std::size_t current = master();
+  // after seeing it so for a while (8 s in Redis 7.0), so it is told at once — but only once the
+  // sentinels agree on the master and no failover is under way, or a just-promoted replica would
+  // be demoted in the middle of its promotion.
+  const std::size_t current = settledMaster(kHealBudget);
   for (std::size_t i = 0; i < kDataNodes; ++i) {
     if (i != current && role(i) == "master") {
       (void)direct(*data_[i]).ok({"REPLICAOF", "127.0.0.1", std::to_string(dataProxies_[current]->port())});

@@ -65,6 +65,8 @@ class SentinelDeployment : public Deployment {
   std::size_t nodeOfProxyPort(int port) const;
   [[nodiscard]] std::string role(std::size_t node);
   bool healthy(std::string& why);
+  // The master every sentinel names, once none sees it down or failing over.
+  std::size_t settledMaster(std::chrono::milliseconds budget);
 
   Options options_;
   std::vector<std::unique_ptr<test::LinkProxy>> dataProxies_;      // D_i
