@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "ClusterDeployment.h"
 #include "Scenario.h"
 #include "SentinelDeployment.h"
 
@@ -214,6 +215,55 @@ void sentinelPartitionMaster(Run& run) {
             [&] { link.blackhole(); }, [&] { link.pass(); });
 }
 
+std::unique_ptr<Deployment> cluster(std::size_t clients) { return std::make_unique<ClusterDeployment>(clients); }
+
+// The runner's first lock key (Nemesis.cpp names them nemesis-0, nemesis-1, ...).
+constexpr const char* kFirstKey = "nemesis-0";
+
+// The master serving the first key SIGKILLed; its replica takes over; the old master comes back.
+void clusterFailover(Run& run) {
+  auto& deployment = run.deployment<ClusterDeployment>();
+  const std::uint16_t slot = deployment.slotOfLock(kFirstKey);
+  const std::size_t old = deployment.ownerOf(slot);
+  run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
+            [&] { deployment.kill(old); },
+            [&] {
+              (void)deployment.waitForNewOwner(slot, old, kPromotionBudget);
+              deployment.restart(old);
+            });
+}
+
+// The first key's slot moved to another master while clients use it.
+void clusterMigrateSlot(Run& run) {
+  auto& deployment = run.deployment<ClusterDeployment>();
+  const std::uint16_t slot = deployment.slotOfLock(kFirstKey);
+  const std::size_t source = deployment.ownerOf(slot);
+  std::vector<std::size_t> targets;
+  for (std::size_t master : deployment.masters()) {
+    if (master != source) targets.push_back(master);
+  }
+  const std::size_t target = targets.at(run.pick(targets.size()));
+  run.fault("slot " + std::to_string(slot) + " migrated " + std::to_string(source) + " -> " + std::to_string(target),
+            milliseconds(0), [&] { deployment.migrateSlot(slot, target, run.between(milliseconds(100), milliseconds(400))); },
+            [] {});
+}
+
+// The first key's master cut off from clients and the bus past cluster-node-timeout: its replica
+// takes over; healed, the old master rejoins as a replica.
+void clusterPartitionMaster(Run& run) {
+  auto& deployment = run.deployment<ClusterDeployment>();
+  const std::size_t old = deployment.ownerOf(deployment.slotOfLock(kFirstKey));
+  run.fault("master " + std::to_string(old) + " partitioned", run.timing().faultLength + milliseconds(1500),
+            [&] {
+              deployment.clientLink(old).blackhole();
+              deployment.busLink(old).blackhole();
+            },
+            [&] {
+              deployment.clientLink(old).pass();
+              deployment.busLink(old).pass();
+            });
+}
+
 }  // namespace
 
 const std::vector<Scenario>& scenarios() {
@@ -252,6 +302,12 @@ const std::vector<Scenario>& scenarios() {
        sentinelFailoverDelayedReplication},
       {"sentinel", "partition-master", "the master cut off from everyone for 4 s, then healed",
        kLostWritesExplained, sentinel(), sentinelPartitionMaster},
+      {"cluster", "failover", "the first key's master SIGKILLed, its replica promoted, the old master back", "",
+       cluster, clusterFailover},
+      {"cluster", "migrate-slot", "the first key's slot migrated live to another master", "", cluster,
+       clusterMigrateSlot},
+      {"cluster", "partition-master", "the first key's master cut off (clients and bus) for 4 s, then healed",
+       kLostWritesExplained, cluster, clusterPartitionMaster},
   };
   return all;
 }
