@@ -279,7 +279,9 @@ TEST_SUITE("LinkProxy") {
   TEST_CASE("a replication delay holds the writes a replica streams, not a client's commands on the same link") {
     RedisProcess master;
     LinkProxy proxy(master.host(), master.port());
-    RedisProcess replica(RedisProcess::Options{{"replicaof 127.0.0.1 " + std::to_string(proxy.port())}});
+    RedisProcess::Options replicating;
+    replicating.config = {"replicaof 127.0.0.1 " + std::to_string(proxy.port())};
+    RedisProcess replica(replicating);
     RedisClient onMaster(master.host(), master.port());
     RedisClient onReplica(replica.host(), replica.port());
     const auto has = [&](const std::string& key) { return !onReplica.ok({"GET", key}).isNil(); };
@@ -300,6 +302,25 @@ TEST_SUITE("LinkProxy") {
     proxy.passReplication();
     CHECK(eventually([&] { return has("during"); }));
     CHECK(proxy.replicationConnections() == 1);  // delayed, not broken: no new sync
+  }
+
+  TEST_CASE("blackholeClientsSending cuts only the connections whose client sent the marker, until pass") {
+    RedisProcess server;
+    LinkProxy proxy(server.host(), server.port());
+    Peer marked(proxy.port());
+    Peer other(proxy.port());
+    REQUIRE(marked.asks("ECHO node-a\r\n", "$6\r\nnode-a\r\n"));
+    REQUIRE(other.asks("PING\r\n", "+PONG\r\n"));
+
+    proxy.blackholeClientsSending("node-a", 5);  // after "ECHO "
+    Peer late(proxy.port());  // "node-a" elsewhere than at byte 5: not cut
+    REQUIRE(late.asks("ECHO x-node-a\r\n", "$8\r\nx-node-a\r\n"));
+    CHECK(marked.send("PING\r\n"));
+    CHECK(other.asks("PING\r\n", "+PONG\r\n"));
+    CHECK(marked.readFor(300ms).empty());
+
+    proxy.pass();
+    CHECK(marked.readUntil("+PONG\r\n") == "+PONG\r\n");
   }
 
   TEST_CASE("retarget sends new connections to the new port and resets the open ones") {

@@ -19,6 +19,9 @@ using namespace std::chrono_literals;
 constexpr long long kSlots = 16384;
 constexpr auto kNodeTimeout = 1000ms;
 constexpr auto kFormBudget = 60s;
+// Where a bus message names its sender: after the signature, length, version, port, type, count
+// and three 64-bit epochs/offsets of Redis's clusterMsg header.
+constexpr std::size_t kSenderOffset = 40;
 
 // (first, last, master's announced port) per range, sorted: one node's view of the slots.
 using SlotView = std::vector<std::tuple<long long, long long, long long>>;
@@ -227,6 +230,20 @@ void ClusterDeployment::migrateSlot(std::uint16_t slot, std::size_t target, std:
   for (const std::size_t other : masters()) {
     if (other != source && other != target) direct(*nodes_[other]).ok({"CLUSTER", "SETSLOT", slotText, "NODE", targetId});
   }
+}
+
+void ClusterDeployment::isolate(std::size_t node) {
+  const std::string id = nodeId(node);
+  clientProxies_.at(node)->blackhole();
+  busProxies_.at(node)->blackhole();
+  for (std::size_t other = 0; other < kNodes; ++other) {
+    if (other != node) busProxies_[other]->blackholeClientsSending(id, kSenderOffset);
+  }
+}
+
+void ClusterDeployment::rejoin(std::size_t node) {
+  clientProxies_.at(node)->pass();
+  for (auto& proxy : busProxies_) proxy->pass();
 }
 
 void ClusterDeployment::heal() {

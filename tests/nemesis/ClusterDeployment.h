@@ -45,6 +45,11 @@ class ClusterDeployment : public Deployment {
   [[nodiscard]] test::LinkProxy& clientLink(std::size_t node) { return *clientProxies_.at(node); }
   [[nodiscard]] test::LinkProxy& busLink(std::size_t node) { return *busProxies_.at(node); }
 
+  // Cuts `node` off from clients and the bus: its own proxies blackholed, and at the others' bus
+  // proxies the links it opened (a node that still hears from a peer never marks it failing).
+  void isolate(std::size_t node);
+  void rejoin(std::size_t node);
+
   // Moves `slot` with its keys to master `target` while clients run: IMPORTING, MIGRATING,
   // MIGRATE of each key, SETSLOT NODE everywhere; `pause` between the steps.
   void migrateSlot(std::uint16_t slot, std::size_t target, std::chrono::milliseconds pause);

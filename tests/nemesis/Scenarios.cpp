@@ -212,7 +212,11 @@ void sentinelPartitionMaster(Run& run) {
   const std::size_t old = deployment.master();
   test::LinkProxy& link = deployment.dataLink(old);
   run.fault("master " + std::to_string(old) + " partitioned", run.timing().faultLength + milliseconds(1500),
-            [&] { link.blackhole(); }, [&] { link.pass(); });
+            [&] { link.blackhole(); },
+            [&] {
+              (void)deployment.waitForNewMaster(old, kPromotionBudget);  // the partition did what it is for
+              link.pass();
+            });
 }
 
 std::unique_ptr<Deployment> cluster(std::size_t clients) { return std::make_unique<ClusterDeployment>(clients); }
@@ -244,7 +248,7 @@ void clusterMigrateSlot(Run& run) {
   }
   const std::size_t target = targets.at(run.pick(targets.size()));
   run.fault("slot " + std::to_string(slot) + " migrated " + std::to_string(source) + " -> " + std::to_string(target),
-            milliseconds(0), [&] { deployment.migrateSlot(slot, target, run.between(milliseconds(100), milliseconds(400))); },
+            milliseconds(0), [&] { deployment.migrateSlot(slot, target, run.between(milliseconds(300), milliseconds(800))); },
             [] {});
 }
 
@@ -252,15 +256,13 @@ void clusterMigrateSlot(Run& run) {
 // takes over; healed, the old master rejoins as a replica.
 void clusterPartitionMaster(Run& run) {
   auto& deployment = run.deployment<ClusterDeployment>();
-  const std::size_t old = deployment.ownerOf(deployment.slotOfLock(kFirstKey));
+  const std::uint16_t slot = deployment.slotOfLock(kFirstKey);
+  const std::size_t old = deployment.ownerOf(slot);
   run.fault("master " + std::to_string(old) + " partitioned", run.timing().faultLength + milliseconds(1500),
+            [&] { deployment.isolate(old); },
             [&] {
-              deployment.clientLink(old).blackhole();
-              deployment.busLink(old).blackhole();
-            },
-            [&] {
-              deployment.clientLink(old).pass();
-              deployment.busLink(old).pass();
+              (void)deployment.waitForNewOwner(slot, old, kPromotionBudget);  // the partition did what it is for
+              deployment.rejoin(old);
             });
 }
 

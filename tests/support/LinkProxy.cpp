@@ -117,6 +117,14 @@ class LinkProxy::Impl {
     return mode_;
   }
   void setReplication(bool blackhole, std::chrono::milliseconds latency, Direction direction);
+  void blackholeClientsSending(std::string marker, std::optional<std::size_t> offset) {
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      cutMarker_ = std::move(marker);
+      cutOffset_ = offset;
+    }
+    wake();
+  }
   std::size_t replicationConnections() const {
     std::lock_guard<std::mutex> guard(mutex_);
     return static_cast<std::size_t>(std::count_if(connections_.begin(), connections_.end(),
@@ -156,7 +164,7 @@ class LinkProxy::Impl {
     bool connecting = true;  // the non-blocking connect to the target is under way
     bool held = false;       // holdNewConnections: client bytes wait for release()
     bool replication = false;  // its client sent REPLCONF, PSYNC or SYNC
-    std::string sniffed;     // its client's first bytes, until classified or kSniffBytes
+    std::string sniffed;     // its client's first bytes, up to kSniffBytes
     std::optional<Clock::time_point> losingUntil;  // its next reply is lost; given up after this
     Flow up;                 // client → target
     Flow down;               // target → client
@@ -192,6 +200,8 @@ class LinkProxy::Impl {
   std::array<std::chrono::milliseconds, 2> latency_{};  // guarded by mutex_
   std::array<bool, 2> replicationBlackholed_{false, false};  // guarded by mutex_
   std::array<std::chrono::milliseconds, 2> replicationLatency_{};  // guarded by mutex_
+  std::string cutMarker_;  // guarded by mutex_; blackholeClientsSending, empty when off
+  std::optional<std::size_t> cutOffset_;  // guarded by mutex_
   bool holdNew_ = false;                            // guarded by mutex_
   bool loseArmed_ = false;                          // guarded by mutex_
   bool replyLost_ = false;                          // guarded by mutex_
@@ -272,6 +282,7 @@ void LinkProxy::Impl::setLink(Mode mode, std::chrono::milliseconds latency, Dire
     if (mode == Mode::pass) {
       replicationBlackholed_ = {false, false};
       replicationLatency_ = {};
+      cutMarker_.clear();
     }
   }
   wake();  // what waited may be due now
@@ -411,10 +422,9 @@ void LinkProxy::Impl::readSide(Connection& connection, bool fromClient, Clock::t
     return;
   }
   Chunk chunk{std::string(readBuffer_.data(), static_cast<std::size_t>(got)), now, false};
-  if (fromClient && !connection.replication && connection.sniffed.size() < kSniffBytes) {
+  if (fromClient && connection.sniffed.size() < kSniffBytes) {
     connection.sniffed += chunk.bytes.substr(0, kSniffBytes - connection.sniffed.size());
-    connection.replication = namesReplication(connection.sniffed);
-    if (connection.replication) connection.sniffed.clear();
+    connection.replication = connection.replication || namesReplication(connection.sniffed);
   }
   if (fromClient && loseArmed_) {
     loseArmed_ = false;
@@ -429,7 +439,11 @@ std::optional<Clock::time_point> LinkProxy::Impl::pump(Connection& connection, b
   Flow& flow = up ? connection.up : connection.down;
   const std::size_t direction = up ? 0 : 1;
   const bool replication = connection.replication;
-  if (blackholed_[direction] || (replication && replicationBlackholed_[direction]) || (up && connection.held) ||
+  const bool cut = !cutMarker_.empty() &&
+                   (cutOffset_ ? connection.sniffed.size() >= *cutOffset_ + cutMarker_.size() &&
+                                     connection.sniffed.compare(*cutOffset_, cutMarker_.size(), cutMarker_) == 0
+                               : connection.sniffed.find(cutMarker_) != std::string::npos);
+  if (blackholed_[direction] || (replication && replicationBlackholed_[direction]) || cut || (up && connection.held) ||
       connection.connecting || flow.blocked) {
     return std::nullopt;
   }
@@ -594,6 +608,9 @@ void LinkProxy::blackholeReplication(Direction direction) {
   impl_->setReplication(true, std::chrono::milliseconds(0), direction);
 }
 void LinkProxy::passReplication() { impl_->setReplication(false, std::chrono::milliseconds(0), Direction::both); }
+void LinkProxy::blackholeClientsSending(std::string marker, std::optional<std::size_t> offset) {
+  impl_->blackholeClientsSending(std::move(marker), offset);
+}
 std::size_t LinkProxy::replicationConnections() const { return impl_->replicationConnections(); }
 
 void LinkProxy::resetAll() { impl_->resetAll(); }

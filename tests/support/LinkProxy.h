@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -57,6 +58,11 @@ class LinkProxy {
   void delayReplication(std::chrono::milliseconds latency, Direction direction = Direction::both);
   void blackholeReplication(Direction direction = Direction::both);
   void passReplication();
+  // Blackholes, both ways, the connections whose client's first bytes hold `marker` at byte
+  // `offset` (anywhere when absent). A cluster node's id sits at byte 40 of the first message it
+  // sends on a bus link, so one node's outgoing links can be cut at the others' bus proxies.
+  // pass() clears it.
+  void blackholeClientsSending(std::string marker, std::optional<std::size_t> offset = std::nullopt);
   // Open connections classified as replication links.
   [[nodiscard]] std::size_t replicationConnections() const;
 
