@@ -304,6 +304,33 @@ TEST_SUITE("LinkProxy") {
     CHECK(proxy.replicationConnections() == 1);  // delayed, not broken: no new sync
   }
 
+  TEST_CASE("delayReplicationOf holds one replica's stream and lets the other's through") {
+    RedisProcess master;
+    LinkProxy proxy(master.host(), master.port());
+    // A replica opens with REPLCONF listening-port <replica-announce-port>: that tells them apart.
+    const auto replicaAnnouncing = [&](int port) {
+      RedisProcess::Options options;
+      options.config = {"replicaof 127.0.0.1 " + std::to_string(proxy.port()),
+                        "replica-announce-port " + std::to_string(port)};
+      return std::make_unique<RedisProcess>(options);
+    };
+    const auto lagging = replicaAnnouncing(40001);
+    const auto current = replicaAnnouncing(40002);
+    RedisClient onMaster(master.host(), master.port());
+    RedisClient onLagging(lagging->host(), lagging->port());
+    RedisClient onCurrent(current->host(), current->port());
+    onMaster.ok({"SET", "before", "1"});
+    REQUIRE(eventually([&] { return !onLagging.ok({"GET", "before"}).isNil() && !onCurrent.ok({"GET", "before"}).isNil(); }));
+
+    proxy.delayReplicationOf("listening-port\r\n$5\r\n40001\r\n", 10min);
+    onMaster.ok({"SET", "during", "1"});
+    CHECK(eventually([&] { return !onCurrent.ok({"GET", "during"}).isNil(); }));
+    CHECK(onLagging.ok({"GET", "during"}).isNil());
+
+    proxy.passReplication();
+    CHECK(eventually([&] { return !onLagging.ok({"GET", "during"}).isNil(); }));
+  }
+
   TEST_CASE("blackholeClientsSending cuts only the connections whose client sent the marker, until pass") {
     RedisProcess server;
     LinkProxy proxy(server.host(), server.port());

@@ -5,15 +5,20 @@
 // replica, and a second client tries the key. The lock is lost when the second client gets it while
 // the first's lease is still running. The killed node then comes back as a replica and the set is
 // waited for until healthy. The two modes run side by side, each on its own deployment.
+// --lag one delays only one replica (drawn each trial): the other acknowledges, so wait_replicas=1
+// lets acquisitions through, and a lock is lost only if the sentinels promote the lagging one.
 //
 //   dlock_failover_trials [--trials N] [--seed S] [--out FILE.md] [--delay-min-ms A] [--delay-max-ms B]
+//                         [--lag all|one]
 #include <chrono>
 #include <cstdio>
 #include <dlock/dlock.h>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "SentinelDeployment.h"
 
@@ -36,6 +41,7 @@ struct Arguments {
   std::string out;
   milliseconds delayMin{0};
   milliseconds delayMax{4000};  // past the ~2.3 s a promotion takes, so some writes miss it
+  bool lagOne = false;
 };
 
 struct Tally {
@@ -70,11 +76,21 @@ bool takenWithinLease(const std::string& uri, const std::string& key, Steady::ti
   return false;
 }
 
-void trial(SentinelDeployment& deployment, const std::string& key, milliseconds delay, Tally& tally) {
+// `lagging`: which replica (0 or 1, in node order) alone is delayed; none: both.
+void trial(SentinelDeployment& deployment, const std::string& key, milliseconds delay, std::optional<std::size_t> lagging,
+           Tally& tally) {
   ++tally.trials;
   const std::string uri = deployment.lockUri(0);
   const std::size_t master = deployment.master();
-  deployment.delayReplication(delay);
+  if (lagging) {
+    std::vector<std::size_t> replicas;
+    for (std::size_t node = 0; node < SentinelDeployment::kDataNodes; ++node) {
+      if (node != master) replicas.push_back(node);
+    }
+    deployment.delayReplicationOf(replicas.at(*lagging), delay);
+  } else {
+    deployment.delayReplication(delay);
+  }
   const auto first = lockOn(uri, kLease);
   const auto start = Steady::now();  // the lease runs at most from here
   bool acquired = false;
@@ -105,7 +121,10 @@ void runMode(std::size_t waitReplicas, const Arguments& args, Tally& tally) {
   for (int n = 0; n < args.trials; ++n) {
     const std::string key = "trial-" + std::to_string(args.seed) + "-" + std::to_string(waitReplicas) + "-" + std::to_string(n);
     try {
-      trial(*deployment, key, milliseconds(draw(random)), tally);
+      const milliseconds delay(draw(random));
+      const std::optional<std::size_t> lagging =
+          args.lagOne ? std::optional<std::size_t>(random() % 2) : std::nullopt;
+      trial(*deployment, key, delay, lagging, tally);
     } catch (const std::exception& error) {
       ++tally.aborted;
       std::fprintf(stderr, "[trials] wait_replicas=%zu trial %d aborted: %s\n", waitReplicas, n, error.what());
@@ -138,6 +157,9 @@ Arguments parse(int argc, char** argv) {
       args.delayMin = milliseconds(std::stoll(value));
     } else if (name == "--delay-max-ms") {
       args.delayMax = milliseconds(std::stoll(value));
+    } else if (name == "--lag") {
+      if (value != "all" && value != "one") throw std::invalid_argument("--lag is all or one");
+      args.lagOne = value == "one";
     } else {
       throw std::invalid_argument("unknown option " + name);
     }
@@ -173,7 +195,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string table =
-      "Sentinel failover right after an acquire, replication delayed " + std::to_string(args.delayMin.count()) + "-" +
+      "Sentinel failover right after an acquire, replication of " + std::string(args.lagOne ? "one replica" : "both replicas") +
+      " delayed " + std::to_string(args.delayMin.count()) + "-" +
       std::to_string(args.delayMax.count()) + " ms (seed " + std::to_string(args.seed) + ", lease " +
       std::to_string(kLease.count()) + " ms)\n\n| mode | trials | acquired | refused | lost | aborted |\n|---|---|---|---|---|---|\n" +
       row("without wait_replicas", without) + "\n" + row("wait_replicas=1", with) + "\n";

@@ -272,6 +272,13 @@ void SentinelDeployment::delayReplication(std::chrono::milliseconds latency) {
   for (auto& proxy : dataProxies_) proxy->delayReplication(latency);
 }
 
+void SentinelDeployment::delayReplicationOf(std::size_t node, std::chrono::milliseconds latency) {
+  // A replica opens with REPLCONF listening-port <its replica-announce-port>, as a RESP bulk string.
+  const std::string port = std::to_string(dataProxies_.at(node)->port());
+  const std::string marker = "listening-port\r\n$" + std::to_string(port.size()) + "\r\n" + port + "\r\n";
+  for (auto& proxy : dataProxies_) proxy->delayReplicationOf(marker, latency);
+}
+
 void SentinelDeployment::passReplication() {
   for (auto& proxy : dataProxies_) proxy->passReplication();
 }

@@ -56,6 +56,8 @@ class SentinelDeployment : public Deployment {
   [[nodiscard]] test::LinkProxy& dataLink(std::size_t node) { return *dataProxies_.at(node); }
   // Delay or cut every replication link, or pass them again.
   void delayReplication(std::chrono::milliseconds latency);
+  // Delays only the replication link of replica `node` (whichever master it follows).
+  void delayReplicationOf(std::size_t node, std::chrono::milliseconds latency);
   void passReplication();
 
  private:

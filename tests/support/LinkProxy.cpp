@@ -116,7 +116,8 @@ class LinkProxy::Impl {
     std::lock_guard<std::mutex> guard(mutex_);
     return mode_;
   }
-  void setReplication(bool blackhole, std::chrono::milliseconds latency, Direction direction);
+  void setReplication(bool blackhole, std::chrono::milliseconds latency, Direction direction,
+                      std::string marker = {});
   void blackholeClientsSending(std::string marker, std::optional<std::size_t> offset) {
     {
       std::lock_guard<std::mutex> guard(mutex_);
@@ -200,6 +201,7 @@ class LinkProxy::Impl {
   std::array<std::chrono::milliseconds, 2> latency_{};  // guarded by mutex_
   std::array<bool, 2> replicationBlackholed_{false, false};  // guarded by mutex_
   std::array<std::chrono::milliseconds, 2> replicationLatency_{};  // guarded by mutex_
+  std::string replicationMarker_;  // guarded by mutex_; delayReplicationOf, empty: every replica
   std::string cutMarker_;  // guarded by mutex_; blackholeClientsSending, empty when off
   std::optional<std::size_t> cutOffset_;  // guarded by mutex_
   bool holdNew_ = false;                            // guarded by mutex_
@@ -282,15 +284,18 @@ void LinkProxy::Impl::setLink(Mode mode, std::chrono::milliseconds latency, Dire
     if (mode == Mode::pass) {
       replicationBlackholed_ = {false, false};
       replicationLatency_ = {};
+      replicationMarker_.clear();
       cutMarker_.clear();
     }
   }
   wake();  // what waited may be due now
 }
 
-void LinkProxy::Impl::setReplication(bool blackhole, std::chrono::milliseconds latency, Direction direction) {
+void LinkProxy::Impl::setReplication(bool blackhole, std::chrono::milliseconds latency, Direction direction,
+                                     std::string marker) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
+    replicationMarker_ = std::move(marker);
     const bool up = direction != Direction::fromTarget;
     const bool down = direction != Direction::toTarget;
     replicationBlackholed_ = {blackhole && up, blackhole && down};
@@ -438,7 +443,8 @@ void LinkProxy::Impl::readSide(Connection& connection, bool fromClient, Clock::t
 std::optional<Clock::time_point> LinkProxy::Impl::pump(Connection& connection, bool up, Clock::time_point now) {
   Flow& flow = up ? connection.up : connection.down;
   const std::size_t direction = up ? 0 : 1;
-  const bool replication = connection.replication;
+  const bool replication = connection.replication && (replicationMarker_.empty() ||
+                                                      connection.sniffed.find(replicationMarker_) != std::string::npos);
   const bool cut = !cutMarker_.empty() &&
                    (cutOffset_ ? connection.sniffed.size() >= *cutOffset_ + cutMarker_.size() &&
                                      connection.sniffed.compare(*cutOffset_, cutMarker_.size(), cutMarker_) == 0
@@ -606,6 +612,9 @@ void LinkProxy::delayReplication(std::chrono::milliseconds latency, Direction di
 }
 void LinkProxy::blackholeReplication(Direction direction) {
   impl_->setReplication(true, std::chrono::milliseconds(0), direction);
+}
+void LinkProxy::delayReplicationOf(std::string marker, std::chrono::milliseconds latency) {
+  impl_->setReplication(false, latency, Direction::both, std::move(marker));
 }
 void LinkProxy::passReplication() { impl_->setReplication(false, std::chrono::milliseconds(0), Direction::both); }
 void LinkProxy::blackholeClientsSending(std::string marker, std::optional<std::size_t> offset) {

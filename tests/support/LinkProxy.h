@@ -57,6 +57,9 @@ class LinkProxy {
   // applies, and either blackhole holds its bytes.
   void delayReplication(std::chrono::milliseconds latency, Direction direction = Direction::both);
   void blackholeReplication(Direction direction = Direction::both);
+  // Only the replication links whose client's first bytes hold `marker`: one replica's, by the
+  // `REPLCONF listening-port <port>` it opens with.
+  void delayReplicationOf(std::string marker, std::chrono::milliseconds latency);
   void passReplication();
   // Blackholes, both ways, the connections whose client's first bytes hold `marker` at byte
   // `offset` (anywhere when absent). A cluster node's id sits at byte 40 of the first message it
