@@ -276,6 +276,80 @@ TEST_SUITE("LinkProxy") {
     CHECK(proxy.acceptedConnections() == 3);
   }
 
+  TEST_CASE("a replication delay holds the writes a replica streams, not a client's commands on the same link") {
+    RedisProcess master;
+    LinkProxy proxy(master.host(), master.port());
+    RedisProcess::Options replicating;
+    replicating.config = {"replicaof 127.0.0.1 " + std::to_string(proxy.port())};
+    RedisProcess replica(replicating);
+    RedisClient onMaster(master.host(), master.port());
+    RedisClient onReplica(replica.host(), replica.port());
+    const auto has = [&](const std::string& key) { return !onReplica.ok({"GET", key}).isNil(); };
+    // In sync: a write reaches the replica, over a connection the proxy took for replication.
+    onMaster.ok({"SET", "before", "1"});
+    REQUIRE(eventually([&] { return has("before"); }));
+    REQUIRE(proxy.replicationConnections() == 1);
+
+    proxy.delayReplication(10min);
+    onMaster.ok({"SET", "during", "1"});
+    Peer client(proxy.port());
+    const auto start = Steady::now();
+    CHECK(client.asks("PING\r\n", "+PONG\r\n"));
+    CHECK(millisSince(start) < 1000);
+    // Absence needs a window: the write would be there within milliseconds without the delay.
+    CHECK_FALSE(eventually([&] { return has("during"); }, 500ms));
+
+    proxy.passReplication();
+    CHECK(eventually([&] { return has("during"); }));
+    CHECK(proxy.replicationConnections() == 1);  // delayed, not broken: no new sync
+  }
+
+  TEST_CASE("delayReplicationOf holds one replica's stream and lets the other's through") {
+    RedisProcess master;
+    LinkProxy proxy(master.host(), master.port());
+    // A replica opens with REPLCONF listening-port <replica-announce-port>: that tells them apart.
+    const auto replicaAnnouncing = [&](int port) {
+      RedisProcess::Options options;
+      options.config = {"replicaof 127.0.0.1 " + std::to_string(proxy.port()),
+                        "replica-announce-port " + std::to_string(port)};
+      return std::make_unique<RedisProcess>(options);
+    };
+    const auto lagging = replicaAnnouncing(40001);
+    const auto current = replicaAnnouncing(40002);
+    RedisClient onMaster(master.host(), master.port());
+    RedisClient onLagging(lagging->host(), lagging->port());
+    RedisClient onCurrent(current->host(), current->port());
+    onMaster.ok({"SET", "before", "1"});
+    REQUIRE(eventually([&] { return !onLagging.ok({"GET", "before"}).isNil() && !onCurrent.ok({"GET", "before"}).isNil(); }));
+
+    proxy.delayReplicationOf("listening-port\r\n$5\r\n40001\r\n", 10min);
+    onMaster.ok({"SET", "during", "1"});
+    CHECK(eventually([&] { return !onCurrent.ok({"GET", "during"}).isNil(); }));
+    CHECK(onLagging.ok({"GET", "during"}).isNil());
+
+    proxy.passReplication();
+    CHECK(eventually([&] { return !onLagging.ok({"GET", "during"}).isNil(); }));
+  }
+
+  TEST_CASE("blackholeClientsSending cuts only the connections whose client sent the marker, until pass") {
+    RedisProcess server;
+    LinkProxy proxy(server.host(), server.port());
+    Peer marked(proxy.port());
+    Peer other(proxy.port());
+    REQUIRE(marked.asks("ECHO node-a\r\n", "$6\r\nnode-a\r\n"));
+    REQUIRE(other.asks("PING\r\n", "+PONG\r\n"));
+
+    proxy.blackholeClientsSending("node-a", 5);  // after "ECHO "
+    Peer late(proxy.port());  // "node-a" elsewhere than at byte 5: not cut
+    REQUIRE(late.asks("ECHO x-node-a\r\n", "$8\r\nx-node-a\r\n"));
+    CHECK(marked.send("PING\r\n"));
+    CHECK(other.asks("PING\r\n", "+PONG\r\n"));
+    CHECK(marked.readFor(300ms).empty());
+
+    proxy.pass();
+    CHECK(marked.readUntil("+PONG\r\n") == "+PONG\r\n");
+  }
+
   TEST_CASE("retarget sends new connections to the new port and resets the open ones") {
     RedisProcess first;
     RedisProcess second;

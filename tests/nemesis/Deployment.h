@@ -3,6 +3,7 @@
 //
 //   SingleDeployment   one redis-server (optionally with AOF, optionally with a movable clock)
 //   RedlockDeployment  five independent redis-servers
+//   SentinelDeployment (SentinelDeployment.h), ClusterDeployment (ClusterDeployment.h)
 //
 // Each client slot has its own proxy in front of every server, so a nemesis can cut one client
 // off while the others go on (the partition that lets another client take a key). A deployment

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <thread>
 
+#include "ClusterDeployment.h"
 #include "Scenario.h"
+#include "SentinelDeployment.h"
 
 namespace dlock::nemesis {
 
@@ -55,6 +57,9 @@ constexpr const char* kPartitionExplained =
     "critical section overlaps the next holder's";
 constexpr const char* kLostWritesExplained =
     "the server lost acknowledged writes (the lock key among them), so a second client took the key";
+constexpr const char* kFailoverExplained =
+    "the master acknowledged locks its replicas had not received when it died, so the promoted replica "
+    "let a second client take them (asynchronous replication)";
 constexpr const char* kClockExplained = "the server's clock jumped past the lease, so the key expired early";
 
 using Deploy = std::function<std::unique_ptr<Deployment>(std::size_t)>;
@@ -172,6 +177,108 @@ void restartOneWithoutPersistence(Run& run) {
             [&] { deployment.server(node).kill(); }, [&] { deployment.server(node).restart(); });
 }
 
+Deploy sentinel(std::size_t waitReplicas = 0) {
+  return [=](std::size_t clients) {
+    SentinelDeployment::Options options;
+    options.waitReplicas = waitReplicas;
+    return std::make_unique<SentinelDeployment>(clients, options);
+  };
+}
+
+// How long the sentinels may take to promote a replica once the master is gone: down-after,
+// agreement, election and promotion, on a busy machine.
+constexpr milliseconds kPromotionBudget{15000};
+
+// The master SIGKILLed; once the sentinels named another, it comes back as a replica.
+void sentinelFailover(Run& run) {
+  auto& deployment = run.deployment<SentinelDeployment>();
+  const std::size_t old = deployment.master();
+  run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
+            [&] { deployment.kill(old); },
+            [&] {
+              (void)deployment.waitForNewMaster(old, kPromotionBudget);
+              deployment.restartAsReplica(old);
+            });
+}
+
+// Replication held back by two leases while clients go on, then the master SIGKILLed: what it
+// acknowledged in the window is on no replica when one is promoted.
+void sentinelFailoverDelayedReplication(Run& run) {
+  auto& deployment = run.deployment<SentinelDeployment>();
+  const std::size_t old = deployment.master();
+  const milliseconds delay = run.timing().lease * 2;
+  run.fault("replication +" + std::to_string(delay.count()) + " ms", delay / 2,
+            [&] { deployment.delayReplication(delay); }, [] {});
+  run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
+            [&] { deployment.kill(old); },
+            [&] {
+              (void)deployment.waitForNewMaster(old, kPromotionBudget);
+              deployment.passReplication();
+              deployment.restartAsReplica(old);
+            });
+}
+
+// The master cut off from clients, sentinels and replicas past down-after: the sentinels promote
+// a replica; on heal the old master is demoted.
+void sentinelPartitionMaster(Run& run) {
+  auto& deployment = run.deployment<SentinelDeployment>();
+  const std::size_t old = deployment.master();
+  test::LinkProxy& link = deployment.dataLink(old);
+  run.fault("master " + std::to_string(old) + " partitioned", run.timing().faultLength + milliseconds(1500),
+            [&] { link.blackhole(); },
+            [&] {
+              (void)deployment.waitForNewMaster(old, kPromotionBudget);  // the partition did what it is for
+              link.pass();
+            });
+}
+
+std::unique_ptr<Deployment> cluster(std::size_t clients) { return std::make_unique<ClusterDeployment>(clients); }
+
+// The runner's first lock key (Nemesis.cpp names them nemesis-0, nemesis-1, ...).
+constexpr const char* kFirstKey = "nemesis-0";
+
+// The master serving the first key SIGKILLed; its replica takes over; the old master comes back.
+void clusterFailover(Run& run) {
+  auto& deployment = run.deployment<ClusterDeployment>();
+  const std::uint16_t slot = deployment.slotOfLock(kFirstKey);
+  const std::size_t old = deployment.ownerOf(slot);
+  run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
+            [&] { deployment.kill(old); },
+            [&] {
+              (void)deployment.waitForNewOwner(slot, old, kPromotionBudget);
+              deployment.restart(old);
+            });
+}
+
+// The first key's slot moved to another master while clients use it.
+void clusterMigrateSlot(Run& run) {
+  auto& deployment = run.deployment<ClusterDeployment>();
+  const std::uint16_t slot = deployment.slotOfLock(kFirstKey);
+  const std::size_t source = deployment.ownerOf(slot);
+  std::vector<std::size_t> targets;
+  for (std::size_t master : deployment.masters()) {
+    if (master != source) targets.push_back(master);
+  }
+  const std::size_t target = targets.at(run.pick(targets.size()));
+  run.fault("slot " + std::to_string(slot) + " migrated " + std::to_string(source) + " -> " + std::to_string(target),
+            milliseconds(0), [&] { deployment.migrateSlot(slot, target, run.between(milliseconds(300), milliseconds(800))); },
+            [] {});
+}
+
+// The first key's master cut off from clients and the bus past cluster-node-timeout: its replica
+// takes over; healed, the old master rejoins as a replica.
+void clusterPartitionMaster(Run& run) {
+  auto& deployment = run.deployment<ClusterDeployment>();
+  const std::uint16_t slot = deployment.slotOfLock(kFirstKey);
+  const std::size_t old = deployment.ownerOf(slot);
+  run.fault("master " + std::to_string(old) + " partitioned", run.timing().faultLength + milliseconds(1500),
+            [&] { deployment.isolate(old); },
+            [&] {
+              (void)deployment.waitForNewOwner(slot, old, kPromotionBudget);  // the partition did what it is for
+              deployment.rejoin(old);
+            });
+}
+
 }  // namespace
 
 const std::vector<Scenario>& scenarios() {
@@ -201,6 +308,21 @@ const std::vector<Scenario>& scenarios() {
       {"redlock", "partition-client", "a client cut off from every node inside its section for 2.5 leases", kPartitionExplained,
        redlock, partitionClient},
       {"redlock", "pause-client", "a client SIGSTOPped inside its section for 2.5 leases", kPauseExplained, redlock, pauseClient},
+      {"sentinel", "failover", "the master SIGKILLed, a replica promoted, the old master back as a replica",
+       kFailoverExplained, sentinel(), sentinelFailover},
+      {"sentinel", "failover-delayed-replication", "replication delayed 2 leases, then the master SIGKILLed",
+       kFailoverExplained, sentinel(), sentinelFailoverDelayedReplication},
+      {"sentinel", "failover-delayed-replication-wait",
+       "as failover-delayed-replication, clients with wait_replicas=1", "", sentinel(1),
+       sentinelFailoverDelayedReplication},
+      {"sentinel", "partition-master", "the master cut off from everyone for 4 s, then healed",
+       kFailoverExplained, sentinel(), sentinelPartitionMaster},
+      {"cluster", "failover", "the first key's master SIGKILLed, its replica promoted, the old master back",
+       kFailoverExplained, cluster, clusterFailover},
+      {"cluster", "migrate-slot", "the first key's slot migrated live to another master", "", cluster,
+       clusterMigrateSlot},
+      {"cluster", "partition-master", "the first key's master cut off (clients and bus) for 4 s, then healed",
+       kFailoverExplained, cluster, clusterPartitionMaster},
   };
   return all;
 }

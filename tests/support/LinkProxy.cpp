@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -33,6 +34,9 @@ constexpr std::size_t kMaxQueued = 64u << 20;
 constexpr std::size_t kReadSize = 64u << 10;
 // How long a lost reply is waited for after its request went out (the older FaultProxy's bound).
 constexpr auto kReplyBudget = std::chrono::seconds(10);
+// A replica sends REPLCONF within its first few commands (after PING and AUTH); the client bytes
+// of a connection are looked at up to this much for it.
+constexpr std::size_t kSniffBytes = 4096;
 
 // epoll keys: the listener, the wake-up eventfd, else (connection id << 1) | side.
 constexpr std::uint64_t kListenerKey = 0;
@@ -49,6 +53,15 @@ void resetSocket(int fd) {
   const linger abort{1, 0};
   (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
   ::close(fd);
+}
+
+// Whether what a client sent so far names a replication command as a RESP bulk string.
+bool namesReplication(std::string sent) {
+  std::transform(sent.begin(), sent.end(), sent.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  for (const char* command : {"$8\r\nREPLCONF\r\n", "$5\r\nPSYNC\r\n", "$4\r\nSYNC\r\n"}) {
+    if (sent.find(command) != std::string::npos) return true;
+  }
+  return false;
 }
 
 void noDelay(int fd) {
@@ -103,6 +116,21 @@ class LinkProxy::Impl {
     std::lock_guard<std::mutex> guard(mutex_);
     return mode_;
   }
+  void setReplication(bool blackhole, std::chrono::milliseconds latency, Direction direction,
+                      std::string marker = {});
+  void blackholeClientsSending(std::string marker, std::optional<std::size_t> offset) {
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      cutMarker_ = std::move(marker);
+      cutOffset_ = offset;
+    }
+    wake();
+  }
+  std::size_t replicationConnections() const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return static_cast<std::size_t>(std::count_if(connections_.begin(), connections_.end(),
+                                                  [](const auto& entry) { return entry.second.replication; }));
+  }
   void resetAll() {
     std::unique_lock<std::mutex> guard(mutex_);
     resetOpen(guard);
@@ -136,6 +164,8 @@ class LinkProxy::Impl {
     int server = -1;
     bool connecting = true;  // the non-blocking connect to the target is under way
     bool held = false;       // holdNewConnections: client bytes wait for release()
+    bool replication = false;  // its client sent REPLCONF, PSYNC or SYNC
+    std::string sniffed;     // its client's first bytes, up to kSniffBytes
     std::optional<Clock::time_point> losingUntil;  // its next reply is lost; given up after this
     Flow up;                 // client → target
     Flow down;               // target → client
@@ -169,6 +199,11 @@ class LinkProxy::Impl {
   Mode mode_ = Mode::pass;                          // guarded by mutex_
   std::array<bool, 2> blackholed_{false, false};    // guarded by mutex_; [0] up, [1] down
   std::array<std::chrono::milliseconds, 2> latency_{};  // guarded by mutex_
+  std::array<bool, 2> replicationBlackholed_{false, false};  // guarded by mutex_
+  std::array<std::chrono::milliseconds, 2> replicationLatency_{};  // guarded by mutex_
+  std::string replicationMarker_;  // guarded by mutex_; delayReplicationOf, empty: every replica
+  std::string cutMarker_;  // guarded by mutex_; blackholeClientsSending, empty when off
+  std::optional<std::size_t> cutOffset_;  // guarded by mutex_
   bool holdNew_ = false;                            // guarded by mutex_
   bool loseArmed_ = false;                          // guarded by mutex_
   bool replyLost_ = false;                          // guarded by mutex_
@@ -246,8 +281,27 @@ void LinkProxy::Impl::setLink(Mode mode, std::chrono::milliseconds latency, Dire
     const bool down = direction != Direction::toTarget;
     blackholed_ = {mode == Mode::blackhole && up, mode == Mode::blackhole && down};
     latency_ = {up ? latency : std::chrono::milliseconds(0), down ? latency : std::chrono::milliseconds(0)};
+    if (mode == Mode::pass) {
+      replicationBlackholed_ = {false, false};
+      replicationLatency_ = {};
+      replicationMarker_.clear();
+      cutMarker_.clear();
+    }
   }
   wake();  // what waited may be due now
+}
+
+void LinkProxy::Impl::setReplication(bool blackhole, std::chrono::milliseconds latency, Direction direction,
+                                     std::string marker) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    replicationMarker_ = std::move(marker);
+    const bool up = direction != Direction::fromTarget;
+    const bool down = direction != Direction::toTarget;
+    replicationBlackholed_ = {blackhole && up, blackhole && down};
+    replicationLatency_ = {up ? latency : std::chrono::milliseconds(0), down ? latency : std::chrono::milliseconds(0)};
+  }
+  wake();
 }
 
 bool LinkProxy::Impl::waitForHeld(std::string_view text, std::chrono::milliseconds budget) {
@@ -373,6 +427,10 @@ void LinkProxy::Impl::readSide(Connection& connection, bool fromClient, Clock::t
     return;
   }
   Chunk chunk{std::string(readBuffer_.data(), static_cast<std::size_t>(got)), now, false};
+  if (fromClient && connection.sniffed.size() < kSniffBytes) {
+    connection.sniffed += chunk.bytes.substr(0, kSniffBytes - connection.sniffed.size());
+    connection.replication = connection.replication || namesReplication(connection.sniffed);
+  }
   if (fromClient && loseArmed_) {
     loseArmed_ = false;
     chunk.losesReply = true;
@@ -385,13 +443,22 @@ void LinkProxy::Impl::readSide(Connection& connection, bool fromClient, Clock::t
 std::optional<Clock::time_point> LinkProxy::Impl::pump(Connection& connection, bool up, Clock::time_point now) {
   Flow& flow = up ? connection.up : connection.down;
   const std::size_t direction = up ? 0 : 1;
-  if (blackholed_[direction] || (up && connection.held) || connection.connecting || flow.blocked) {
+  const bool replication = connection.replication && (replicationMarker_.empty() ||
+                                                      connection.sniffed.find(replicationMarker_) != std::string::npos);
+  const bool cut = !cutMarker_.empty() &&
+                   (cutOffset_ ? connection.sniffed.size() >= *cutOffset_ + cutMarker_.size() &&
+                                     connection.sniffed.compare(*cutOffset_, cutMarker_.size(), cutMarker_) == 0
+                               : connection.sniffed.find(cutMarker_) != std::string::npos);
+  if (blackholed_[direction] || (replication && replicationBlackholed_[direction]) || cut || (up && connection.held) ||
+      connection.connecting || flow.blocked) {
     return std::nullopt;
   }
+  const std::chrono::milliseconds latency =
+      replication ? std::max(latency_[direction], replicationLatency_[direction]) : latency_[direction];
   const int to = up ? connection.server : connection.client;
   while (!flow.chunks.empty()) {
     Chunk& chunk = flow.chunks.front();
-    const Clock::time_point due = chunk.readAt + latency_[direction];
+    const Clock::time_point due = chunk.readAt + latency;
     if (due > now) return due;
     const std::size_t left = chunk.bytes.size() - flow.offset;
     const ssize_t sent = ::send(to, chunk.bytes.data() + flow.offset, left, MSG_NOSIGNAL);
@@ -541,6 +608,20 @@ void LinkProxy::blackhole(Direction direction) {
 }
 void LinkProxy::refuse() { impl_->refuse(); }
 LinkProxy::Mode LinkProxy::mode() const { return impl_->mode(); }
+void LinkProxy::delayReplication(std::chrono::milliseconds latency, Direction direction) {
+  impl_->setReplication(false, latency, direction);
+}
+void LinkProxy::blackholeReplication(Direction direction) {
+  impl_->setReplication(true, std::chrono::milliseconds(0), direction);
+}
+void LinkProxy::delayReplicationOf(std::string marker, std::chrono::milliseconds latency) {
+  impl_->setReplication(false, latency, Direction::both, std::move(marker));
+}
+void LinkProxy::passReplication() { impl_->setReplication(false, std::chrono::milliseconds(0), Direction::both); }
+void LinkProxy::blackholeClientsSending(std::string marker, std::optional<std::size_t> offset) {
+  impl_->blackholeClientsSending(std::move(marker), offset);
+}
+std::size_t LinkProxy::replicationConnections() const { return impl_->replicationConnections(); }
 
 void LinkProxy::resetAll() { impl_->resetAll(); }
 std::size_t LinkProxy::openConnections() const { return impl_->openConnections(); }

@@ -8,6 +8,9 @@
 //   refuse     close new connections at once (a port nothing listens on, seen from the client);
 // and to act once:
 //   resetAll   close every open connection now with a TCP RST (SO_LINGER 0), both sides.
+// Delay and blackhole can also be applied to replication links alone (delayReplication…): a
+// connection is one once its client sent REPLCONF, PSYNC or SYNC, as a replica does before
+// the stream of writes starts; clients and sentinels sharing the proxy are not touched.
 // The fault tests put one in front of every server, replication and cluster-bus port, so a
 // nemesis reaches every link without root. The unit-level tricks of the older proxies stay:
 // hold the bytes of new connections until release(), and lose the one reply after a request ran.
@@ -19,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -49,6 +53,21 @@ class LinkProxy {
   void blackhole(Direction direction = Direction::both);
   void refuse();  // also resets the open connections
   [[nodiscard]] Mode mode() const;
+  // pass() also clears what these set. On a replication link the longer latency of the two
+  // applies, and either blackhole holds its bytes.
+  void delayReplication(std::chrono::milliseconds latency, Direction direction = Direction::both);
+  void blackholeReplication(Direction direction = Direction::both);
+  // Only the replication links whose client's first bytes hold `marker`: one replica's, by the
+  // `REPLCONF listening-port <port>` it opens with.
+  void delayReplicationOf(std::string marker, std::chrono::milliseconds latency);
+  void passReplication();
+  // Blackholes, both ways, the connections whose client's first bytes hold `marker` at byte
+  // `offset` (anywhere when absent). A cluster node's id sits at byte 40 of the first message it
+  // sends on a bus link, so one node's outgoing links can be cut at the others' bus proxies.
+  // pass() clears it.
+  void blackholeClientsSending(std::string marker, std::optional<std::size_t> offset = std::nullopt);
+  // Open connections classified as replication links.
+  [[nodiscard]] std::size_t replicationConnections() const;
 
   // Closes every open connection with an RST; the mode stays.
   void resetAll();
