@@ -4,10 +4,12 @@
 // bound, stops the clients, and checks the run (Checker.h). Every run prints its seed.
 //
 //   dlock_nemesis [--scenario NAME|all] [--topology T|all] [--seed S] [--cycles N]
-//                 [--clients N] [--keys N] [--out DIR] [--table FILE] [--client PATH] [--list]
+//                 [--clients N] [--keys N] [--hold-max-ms M] [--out DIR] [--table FILE]
+//                 [--client PATH] [--list]
 //
 // --cycles repeats the nemesis (each cycle: fault, then the recovery bound) in one run; the short
-// profile is 1, scripts/nemesis --long raises it. Writes DIR/<topology>-<scenario>/ with every
+// profile is 1, scripts/nemesis --long raises it, with shorter holds (--hold-max-ms) and more keys
+// for more acquisitions per second. Writes DIR/<topology>-<scenario>/ with every
 // history, report.json and timeline.svg; appends each run's row to --table. Exit 1 when a run
 // failed checks 1, 3, 4, 5, 6 or 7; 2 on bad arguments or a run that could not be set up.
 #include <unistd.h>
@@ -45,6 +47,7 @@ struct Arguments {
   int cycles = 1;
   std::size_t clients = 5;
   std::size_t keys = 3;
+  std::chrono::milliseconds holdMax{0};  // 0: the Timing's
   std::string out = "nemesis-out";
   std::string table;
   std::string client;
@@ -72,6 +75,8 @@ Arguments parse(int argc, char** argv) {
       args.cycles = std::stoi(value);
     } else if (name == "--clients") {
       args.clients = std::stoul(value);
+    } else if (name == "--hold-max-ms") {
+      args.holdMax = std::chrono::milliseconds(std::stoll(value));
     } else if (name == "--keys") {
       args.keys = std::stoul(value);
     } else if (name == "--out") {
@@ -95,7 +100,8 @@ std::string clientExecutable(const Arguments& args, const char* self) {
 }
 
 bool runScenario(const Scenario& scenario, const Arguments& args, const char* self, std::ofstream* table) {
-  const Timing timing;
+  Timing timing;
+  if (args.holdMax.count() > 0) timing.holdMax = args.holdMax;
   const std::string name = scenario.topology + "-" + scenario.name;
   const std::string dir = args.out + "/" + name;
   std::filesystem::remove_all(dir);
