@@ -204,9 +204,16 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<std::ofstream> table;
   if (!args.table.empty()) {
-    const bool fresh = !std::filesystem::exists(args.table);
+    // The header once, after whatever the file already holds (a preface, earlier rows).
+    bool hasHeader = false;
+    {
+      std::ifstream existing(args.table);
+      const std::string header = Report::markdownHeader();
+      const std::string firstLine = header.substr(0, header.find('\n'));
+      for (std::string line; std::getline(existing, line);) hasHeader = hasHeader || line == firstLine;
+    }
     table = std::make_unique<std::ofstream>(args.table, std::ios::app);
-    if (fresh) *table << Report::markdownHeader() << "\n";
+    if (!hasHeader) *table << Report::markdownHeader() << "\n";
   }
   int ran = 0;
   std::vector<std::string> failed;
