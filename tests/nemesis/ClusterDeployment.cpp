@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "ChildProcess.h"
+#include "ClusterSlots.h"
 #include "RedisClient.h"
 
 namespace dlock::nemesis {
@@ -16,36 +17,15 @@ namespace {
 using Steady = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-constexpr long long kSlots = 16384;
 constexpr auto kNodeTimeout = 1000ms;
 constexpr auto kFormBudget = 60s;
 // Where a bus message names its sender: after the signature, length, version, port, type, count
 // and three 64-bit epochs/offsets of Redis's clusterMsg header.
 constexpr std::size_t kSenderOffset = 40;
 
-// (first, last, master's announced port) per range, sorted: one node's view of the slots.
-using SlotView = std::vector<std::tuple<long long, long long, long long>>;
-
-SlotView slotView(test::RedisClient& client) {
-  SlotView view;
-  for (const auto& entry : client.ok({"CLUSTER", "SLOTS"}).elements) {
-    if (entry.elements.size() < 3 || entry.elements[2].elements.size() < 2) {
-      throw std::runtime_error("cluster deployment: unexpected CLUSTER SLOTS entry");
-    }
-    view.emplace_back(entry.elements[0].integer, entry.elements[1].integer, entry.elements[2].elements[1].integer);
-  }
-  std::sort(view.begin(), view.end());
-  return view;
-}
-
-bool coversAll(const SlotView& view) {
-  long long next = 0;
-  for (const auto& [first, last, port] : view) {
-    if (first != next) return false;
-    next = last + 1;
-  }
-  return next == kSlots;
-}
+using test::SlotView;
+using test::slotView;
+using test::coversAllSlots;
 
 test::RedisClient direct(const test::RedisProcess& node) { return test::RedisClient(node.host(), node.port(), 2s); }
 
@@ -172,7 +152,7 @@ void ClusterDeployment::waitStable(std::chrono::milliseconds budget) {
           break;
         }
         SlotView view = slotView(client);
-        if (!coversAll(view) || (agreed && *agreed != view)) {
+        if (!coversAllSlots(view) || (agreed && *agreed != view)) {
           problem = "node " + std::to_string(i) + " disagrees about the slot owners";
           stable = false;
         }

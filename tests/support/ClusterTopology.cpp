@@ -1,5 +1,7 @@
 #include "ClusterTopology.h"
 
+#include "ClusterSlots.h"
+
 #include <algorithm>
 #include <fstream>
 #include <optional>
@@ -18,30 +20,6 @@ using namespace std::chrono_literals;
 
 constexpr int kSlots = 16384;
 
-// (first, last, master port) per range, sorted: what one node says about the slots.
-using SlotView = std::vector<std::tuple<long long, long long, long long>>;
-
-SlotView slotView(RedisClient& client) {
-  const Reply reply = client.ok({"CLUSTER", "SLOTS"});
-  SlotView view;
-  for (const auto& entry : reply.elements) {
-    if (entry.elements.size() < 3 || entry.elements[2].elements.size() < 2) {
-      throw std::runtime_error("cluster: unexpected CLUSTER SLOTS entry");
-    }
-    view.emplace_back(entry.elements[0].integer, entry.elements[1].integer, entry.elements[2].elements[1].integer);
-  }
-  std::sort(view.begin(), view.end());
-  return view;
-}
-
-bool coversAll(const SlotView& view) {
-  long long next = 0;
-  for (const auto& [first, last, port] : view) {
-    if (first != next) return false;
-    next = last + 1;
-  }
-  return next == kSlots;
-}
 
 // What the first running node says about the slots.
 SlotView firstRunningView(const ClusterTopology& cluster) {
@@ -151,7 +129,7 @@ void ClusterTopology::waitUntilStable(std::chrono::milliseconds budget) {
           break;
         }
         SlotView view = slotView(node);
-        if (!coversAll(view)) {
+        if (!coversAllSlots(view)) {
           problem = address(i) + " does not see all slots served";
           stable = false;
         } else if (agreed && *agreed != view) {
