@@ -19,7 +19,7 @@ class HeldLease final : public LeaseControl {
   void release() override { core_->release(*lease_); }
   bool releaseQuietly() noexcept override { return core_->releaseQuietly(*lease_); }
   [[nodiscard]] bool isHeld() const override {
-    return !lease_->finished.load(std::memory_order_acquire) && core_->isValid(*lease_);
+    return !lease_->finished() && core_->isValid(*lease_);
   }
   [[nodiscard]] const std::string& key() const noexcept override { return lease_->key; }
   [[nodiscard]] const std::string& token() const noexcept override { return lease_->token; }

@@ -1,5 +1,23 @@
-// LeaseState.h — one acquisition as the lock, the watchdog and a Lease handle share it.
-// Thread safety: the mutable fields are atomics; the rest is fixed at construction.
+// LeaseState.h — one acquisition as the lock, the watchdog and a Lease handle share it: fixed
+// facts (key, token, fencing token, ttl), the local deadline, and one phase.
+//
+//   phase       what it means                               leaves for (by whom)
+//   Held        ours, as far as this client knows           Releasing (release), Lost (watchdog),
+//                                                           Abandoned (a quiet release gave up)
+//   Releasing   a release is on its way: a renewal that     Released, Lost (the server's answer),
+//               finds the key gone may be seeing it         Held (refused: nothing ran),
+//                                                           InDoubt (cut off: it may have run)
+//   InDoubt     a release was cut off after it may have     Releasing (a retry, decided by the
+//               run; the key's absence proves nothing       server's record), Lost (its local
+//                                                           deadline passed), Abandoned
+//   Released    the server confirmed the release            (final)
+//   Lost        the server no longer has it for us, or it   (final)
+//               outlived its local deadline unrenewed
+//   Abandoned   no longer renewed; it ends at its TTL        (final)
+//
+// Every change is one compare-and-swap checked against this table, so a renewal and a release
+// racing for one lease settle it once: whoever moves it first decides, the other sees the result.
+// Thread safety: thread-safe; the fixed facts never change after construction.
 #pragma once
 
 #include <algorithm>
@@ -20,7 +38,28 @@ inline std::chrono::milliseconds knownValidity(std::chrono::milliseconds reporte
   return reported.count() > 0 ? std::min(reported, ttl) : ttl;
 }
 
-struct LeaseState {
+enum class LeasePhase : std::uint8_t { Held, Releasing, InDoubt, Released, Lost, Abandoned };
+
+// True when the table above allows `from` → `to`.
+constexpr bool leaseTransitionAllowed(LeasePhase from, LeasePhase to) {
+  switch (from) {
+    case LeasePhase::Held:
+      return to == LeasePhase::Releasing || to == LeasePhase::Lost || to == LeasePhase::Abandoned;
+    case LeasePhase::Releasing:
+      return to == LeasePhase::Released || to == LeasePhase::Lost || to == LeasePhase::Held ||
+             to == LeasePhase::InDoubt;
+    case LeasePhase::InDoubt:
+      return to == LeasePhase::Releasing || to == LeasePhase::Lost || to == LeasePhase::Abandoned;
+    case LeasePhase::Released:
+    case LeasePhase::Lost:
+    case LeasePhase::Abandoned:
+      return false;
+  }
+  return false;
+}
+
+class LeaseState {
+ public:
   LeaseState(std::string keyIn, std::string tokenIn, std::uint64_t fence, std::chrono::milliseconds ttlIn,
              bool renewedIn, Clock::time_point deadline)
       : key(std::move(keyIn)),
@@ -28,39 +67,56 @@ struct LeaseState {
         fencingToken(fence),
         ttl(ttlIn),
         renewed(renewedIn),
-        deadlineNanos(deadline.time_since_epoch().count()) {}
+        deadlineNanos_(deadline.time_since_epoch().count()) {}
 
   const std::string key;
   const std::string token;
   const std::uint64_t fencingToken;
   const std::chrono::milliseconds ttl;
   const bool renewed;  // kept alive by the watchdog
-
-  // When the lease ends on the lock's clock, as far as this client knows: the time the acquire
-  // (or the last renewal) was sent plus its known validity, so the estimate errs on the early side.
-  std::atomic<Clock::duration::rep> deadlineNanos;
-  std::atomic<bool> lost{false};      // the backend no longer has it for us
-  std::atomic<bool> finished{false};  // released or abandoned: the watchdog lets it go
   // A lease acquired before a fork() is the parent's: a child never renews or releases it.
   const std::uint64_t forkGenerationAtAcquire = forkGeneration();
-  // A release is on its way: a renewal that finds the key gone now may be seeing that release,
-  // so the watchdog leaves the verdict to it. Set before the release is sent.
-  std::atomic<bool> releasing{false};
-  // An earlier release failed with a ConnectionError and may have run: the key may be gone by
-  // our own hand, so its absence alone does not make the lease lost.
-  std::atomic<bool> releaseInDoubt{false};
+
+  [[nodiscard]] LeasePhase phase() const { return phase_.load(std::memory_order_acquire); }
+
+  // Moves from `from` to `to` if the lease is in `from` now; false otherwise (someone else moved
+  // it first). Only moves the table allows.
+  bool transition(LeasePhase from, LeasePhase to) {
+    if (!leaseTransitionAllowed(from, to)) return false;
+    return phase_.compare_exchange_strong(from, to, std::memory_order_acq_rel, std::memory_order_acquire);
+  }
+
+  // No more renewals, the lease ends at its TTL (its holder gave up on it): Held or InDoubt →
+  // Abandoned. False when it had finished already.
+  bool abandon() {
+    return transition(LeasePhase::Held, LeasePhase::Abandoned) ||
+           transition(LeasePhase::InDoubt, LeasePhase::Abandoned);
+  }
+
+  // Released, lost or abandoned: the watchdog lets it go.
+  [[nodiscard]] bool finished() const {
+    const LeasePhase now = phase();
+    return now == LeasePhase::Released || now == LeasePhase::Lost || now == LeasePhase::Abandoned;
+  }
+  [[nodiscard]] bool lost() const { return phase() == LeasePhase::Lost; }
 
   [[nodiscard]] bool inheritedAcrossFork() const { return forkGenerationAtAcquire != forkGeneration(); }
 
+  // When the lease ends on the lock's clock, as far as this client knows: the time the acquire
+  // (or the last renewal) was sent plus its known validity, so the estimate errs on the early side.
   [[nodiscard]] Clock::time_point deadline() const {
-    return Clock::time_point(Clock::duration(deadlineNanos.load(std::memory_order_acquire)));
+    return Clock::time_point(Clock::duration(deadlineNanos_.load(std::memory_order_acquire)));
   }
   void setDeadline(Clock::time_point deadline) {
-    deadlineNanos.store(deadline.time_since_epoch().count(), std::memory_order_release);
+    deadlineNanos_.store(deadline.time_since_epoch().count(), std::memory_order_release);
   }
   [[nodiscard]] bool validAt(Clock::time_point now) const {
-    return !lost.load(std::memory_order_acquire) && now < deadline() && !inheritedAcrossFork();
+    return !lost() && now < deadline() && !inheritedAcrossFork();
   }
+
+ private:
+  std::atomic<LeasePhase> phase_{LeasePhase::Held};
+  std::atomic<Clock::duration::rep> deadlineNanos_;
 };
 
 }  // namespace dlock::detail

@@ -144,64 +144,55 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
   }
 }
 
-void LockCore::releaseEnded(LeaseState& lease) {
-  lease.finished.store(true, std::memory_order_release);
-  const bool reported = lease.lost.exchange(true, std::memory_order_acq_rel);  // by the watchdog
-  if (!reported) {
-    counters_->lostLeases.fetch_add(1, std::memory_order_relaxed);
-    log_->warn("dlock: unlock {} on {}: the lease had ended before unlock", quoteKey(lease.key), backend_->describe());
-  }
-  // Ended locally need not mean gone on the server: delete it if it still carries our token, so
-  // others need not wait out the TTL. Best effort.
-  try {
-    (void)backend_->unlock(lease.key, lease.token);
-  } catch (const std::exception&) {
-  }
-  throw LockLostError("dlock: unlock " + quoteKey(lease.key) + " on " + backend_->describe() + ": the lease " +
-                      (reported ? "was lost while held" : "had ended") + " (fencing token " +
-                      std::to_string(lease.fencingToken) + "); the critical section was not protected");
-}
-
 void LockCore::release(LeaseState& lease) {
   if (lease.inheritedAcrossFork()) throwInherited(lease);
-  // Lost or past its deadline, as isHeld() says: whatever the server answers now, the section
-  // was not protected to the end.
-  if (!isValid(lease)) releaseEnded(lease);
-  lease.releasing.store(true, std::memory_order_seq_cst);  // before the key can disappear
+  // Lost or past its deadline, as isHeld() says: the section was not protected to the end,
+  // unless the server shows that an earlier try of this release ran while the key was ours.
+  const bool valid = isValid(lease);
+  const LeasePhase from = lease.phase();
+  if (!lease.transition(from, LeasePhase::Releasing)) {
+    // Lost (the watchdog told of it first) or given up. The key may still carry our token (its
+    // renewals failed): delete it if so, so others need not wait out the TTL. Best effort.
+    try {
+      (void)backend_->unlock(lease.key, lease.token);
+    } catch (const std::exception&) {
+    }
+    throwLost(lease, false, "was lost while held");
+  }
   ReleaseResult result;
   try {
     result = backend_->unlock(lease.key, lease.token);
   } catch (const ConnectionError&) {
-    // The release may have run before the connection failed; the hold stays for a retry.
-    lease.releaseInDoubt.store(true, std::memory_order_release);
-    lease.releasing.store(false, std::memory_order_release);
+    // The release may have run before the connection failed: the next try asks the server.
+    lease.transition(LeasePhase::Releasing, LeasePhase::InDoubt);
+    if (!valid) throwLost(lease, true, "had ended, and its release could not reach the server");
     throw;
   } catch (...) {
-    lease.releasing.store(false, std::memory_order_release);  // nothing ran; the hold stays
+    // Refused (an error reply): nothing ran. An earlier cut-off try still may have.
+    lease.transition(LeasePhase::Releasing, from);
+    if (!valid) throwLost(lease, true, "had ended");
     throw;
   }
-  if (!result.released && (result.inDoubt || lease.releaseInDoubt.load(std::memory_order_acquire)) &&
-      isValid(lease)) {
-    // The key was ours until now (the lease is still valid) and is gone: the earlier try whose
-    // reply was lost removed it.
-    result.released = true;
-    log_->debug("dlock: {} on {} was released by an earlier try whose reply was lost", quoteKey(lease.key),
-                backend_->describe());
+  const bool clean = result.releasedEarlier || (result.released && valid);
+  if (!clean) {
+    throwLost(lease, true, result.released ? "had ended before unlock" : "had expired or was taken");
   }
-  lease.finished.store(true, std::memory_order_release);
-  if (result.released && result.notified > 0) noteContendedRelease(lease.key);
-  if (!result.released) {
-    lease.lost.store(true, std::memory_order_release);
-    counters_->lostLeases.fetch_add(1, std::memory_order_relaxed);
-    log_->warn("dlock: unlock {} on {}: the lease had ended before unlock", quoteKey(lease.key),
-               backend_->describe());
-    throw LockLostError("dlock: unlock " + quoteKey(lease.key) + " on " + backend_->describe() +
-                        ": the lease had expired or was taken (fencing token " +
-                        std::to_string(lease.fencingToken) + "); the critical section was not protected");
-  }
+  lease.transition(LeasePhase::Releasing, LeasePhase::Released);
+  if (result.notified > 0) noteContendedRelease(lease.key);
   if (log_->should_log(spdlog::level::debug)) {
-    log_->debug("dlock: released {} on {}", quoteKey(lease.key), backend_->describe());
+    log_->debug("dlock: released {} on {}{}", quoteKey(lease.key), backend_->describe(),
+                result.releasedEarlier ? " (by an earlier try whose reply was lost)" : "");
   }
+}
+
+void LockCore::throwLost(LeaseState& lease, bool releasing, const char* what) {
+  // Counted once per lease: by whoever moved it to Lost (the watchdog, or this release).
+  if (releasing && lease.transition(LeasePhase::Releasing, LeasePhase::Lost)) {
+    counters_->lostLeases.fetch_add(1, std::memory_order_relaxed);
+  }
+  throw LockLostError("dlock: unlock " + quoteKey(lease.key) + " on " + backend_->describe() + ": the lease " +
+                      what + " (fencing token " + std::to_string(lease.fencingToken) +
+                      "); the critical section was not protected");
 }
 
 bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
@@ -209,17 +200,21 @@ bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
   try {
     release(lease);
     return true;
-  } catch (const LockLostError&) {
-    // Already logged and counted.
+  } catch (const LockLostError& error) {
+    // Nobody hears of it but the log (and stats(), counted already).
+    try {
+      log_->warn("{}", error.what());
+    } catch (...) {
+    }
   } catch (const std::exception& error) {
-    lease.finished.store(true, std::memory_order_release);
+    lease.abandon();
     try {
       log_->warn("dlock: releasing {} failed: {}; the lease ends on its own within {} ms", quoteKey(lease.key),
                  error.what(), lease.ttl.count());
     } catch (...) {
     }
   } catch (...) {
-    lease.finished.store(true, std::memory_order_release);
+    lease.abandon();
   }
   return false;
 }

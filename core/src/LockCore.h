@@ -45,11 +45,11 @@ class LockCore {
   std::shared_ptr<LeaseState> acquire(std::string_view key, Deadline deadline,
                                       std::optional<std::chrono::milliseconds> leaseTime);
 
-  // Releases a lease. LockLostError when it had ended, i.e. is not valid (the lease is finished
-  // either way); a backend error leaves the lease held so the caller can retry. A release that
-  // finds the key gone while the lease is valid, after an earlier try that may have run (its
-  // reply lost), counts as released: the key was ours until now, so that try removed it.
-  // NotOwnerError, sending nothing, for a lease a parent process acquired before fork().
+  // Releases a lease. Released when the server released it now while the lease was valid, or
+  // shows that an earlier try of this release ran (its reply lost); otherwise LockLostError (the
+  // lease is finished either way). A backend error leaves the lease held so the caller can retry,
+  // in doubt after a ConnectionError (the retry asks the server). Never decided by local
+  // validity alone. NotOwnerError, sending nothing, for a lease a parent acquired before fork().
   void release(LeaseState& lease);
 
   // release() that logs instead of throwing; on any failure the lease is finished (no more
@@ -67,7 +67,8 @@ class LockCore {
 
  private:
   AcquireResult attempt(std::string_view key, const std::string& token, std::chrono::milliseconds ttl);
-  [[noreturn]] void releaseEnded(LeaseState& lease);
+  // LockLostError for `lease`, moving it from Releasing to Lost when `releasing` (and counting it).
+  [[noreturn]] void throwLost(LeaseState& lease, bool releasing, const char* what);
   std::shared_ptr<Watchdog> makeWatchdog();
   void logFailedAttempt(std::string_view key, const std::exception& error) const;
   // Fairness: after a release that reached waiters, this process holds back from the key for

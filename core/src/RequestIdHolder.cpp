@@ -31,7 +31,7 @@ struct ThreadHolds {
   ~ThreadHolds() {
     for (auto& [lockId, holds] : locks) {
       for (auto& [key, hold] : holds) {
-        hold.lease->finished.store(true, std::memory_order_release);
+        hold.lease->abandon();
         try {
           detail::logger()->warn("dlock: a thread ended holding {}; its lease ends at its TTL",
                                  detail::quoteKey(key));

@@ -9,13 +9,25 @@
 
 namespace dlock::detail {
 
+namespace {
+
+// Leases the watchdog still has to keep or judge: held, or with a release in doubt. A lease being
+// released is its release's to decide.
+bool kept(const LeaseState& lease) {
+  const LeasePhase phase = lease.phase();
+  return phase == LeasePhase::Held || phase == LeasePhase::InDoubt;
+}
+
+}  // namespace
+
 Watchdog::Watchdog(std::shared_ptr<IOperator> backend, std::shared_ptr<Clock> clock, std::chrono::milliseconds lease,
                    std::shared_ptr<LockCounters> counters)
     : backend_(std::move(backend)),
       clock_(std::move(clock)),
       lease_(lease),
       interval_(std::max(std::chrono::milliseconds(1), lease / 3)),
-      counters_(std::move(counters)) {}
+      counters_(std::move(counters)),
+      notifier_(std::make_shared<LossNotifier>()) {}
 
 Watchdog::~Watchdog() { stop(); }
 
@@ -25,16 +37,14 @@ void Watchdog::stop() {
     std::lock_guard<std::mutex> guard(mutex_);
     stopping_ = true;
     if (thread_.joinable() && thread_.get_id() == std::this_thread::get_id()) {
-      // A lost handler dropped the last reference to the lock: this is the watchdog's own
-      // thread, which must not join itself. It owns a reference to this watchdog and ends once
-      // the handler returns.
-      thread_.detach();
+      thread_.detach();  // never joins itself; the thread owns a reference and ends on its own
     } else {
       thread = std::move(thread_);
     }
   }
   wake_.notify_all();
   if (thread.joinable()) thread.join();
+  notifier_->stop();
 }
 
 void Watchdog::add(std::shared_ptr<LeaseState> lease) {
@@ -53,9 +63,14 @@ void Watchdog::add(std::shared_ptr<LeaseState> lease) {
   wake_.notify_all();
 }
 
-void Watchdog::setLostHandler(ILock::LostHandler handler) {
-  std::lock_guard<std::mutex> guard(mutex_);
-  lostHandler_ = std::move(handler);
+void Watchdog::setLostHandler(ILock::LostHandler handler) { notifier_->setHandler(std::move(handler)); }
+
+Clock::time_point Watchdog::nextWake() const {
+  Clock::time_point wake = nextTick_;
+  for (const auto& lease : leases_) {
+    if (kept(*lease)) wake = std::min(wake, lease->deadline());
+  }
+  return wake;
 }
 
 void Watchdog::run() {
@@ -63,89 +78,91 @@ void Watchdog::run() {
   running_ = true;
   wake_.notify_all();
   while (!stopping_) {
-    clock_->waitUntil(guard, wake_, nextTick_);
+    clock_->waitUntil(guard, wake_, nextWake());
     if (stopping_) break;
-    if (clock_->now() < nextTick_) continue;
-
-    leases_.erase(std::remove_if(leases_.begin(), leases_.end(),
-                                 [](const auto& lease) { return lease->finished.load(std::memory_order_acquire); }),
+    const Clock::time_point now = clock_->now();
+    leases_.erase(std::remove_if(leases_.begin(), leases_.end(), [](const auto& lease) { return lease->finished(); }),
                   leases_.end());
-    const std::vector<std::shared_ptr<LeaseState>> batch = leases_;
-    nextTick_ = batch.empty() ? Clock::time_point::max() : clock_->now() + interval_;
+    const std::vector<std::shared_ptr<LeaseState>> leases = leases_;
+    const bool tick = now >= nextTick_;
+    if (tick) nextTick_ = leases.empty() ? Clock::time_point::max() : now + interval_;
     guard.unlock();
-    if (!batch.empty()) renew(batch);
+    if (tick && !leases.empty()) renew(leases);
+    expireOverdue(leases);
     guard.lock();
   }
   clock_->forgetWaiter();
 }
 
-void Watchdog::renew(const std::vector<std::shared_ptr<LeaseState>>& batch) {
+void Watchdog::renew(const std::vector<std::shared_ptr<LeaseState>>& leases) {
+  std::vector<LeaseState*> batch;
   std::vector<LeaseRef> refs;
-  refs.reserve(batch.size());
-  for (const auto& lease : batch) refs.push_back(LeaseRef{lease->key, lease->token});
+  for (const auto& lease : leases) {
+    if (!kept(*lease)) continue;
+    batch.push_back(lease.get());
+    refs.push_back(LeaseRef{lease->key, lease->token});
+  }
+  if (batch.empty()) return;
 
   const Clock::time_point sentAt = clock_->now();
   std::vector<ExtendResult> results;
+  std::string failure;
   try {
     counters_->renewalRoundTrips.fetch_add(1, std::memory_order_relaxed);
     results = backend_->extendAll(refs, lease_);
   } catch (const std::exception& error) {
-    counters_->renewalFailures.fetch_add(1, std::memory_order_relaxed);
-    logger()->warn("dlock: renewing {} lease(s) on {} failed: {}", batch.size(), backend_->describe(), error.what());
-    // Without a renewal the lease may still live on the server, but past its local deadline
-    // nothing protects the holder any more. A lease being released is left to its release.
-    const Clock::time_point now = clock_->now();
-    for (const auto& lease : batch) {
-      if (!lease->finished.load(std::memory_order_acquire) && !lease->releasing.load(std::memory_order_acquire) &&
-          now >= lease->deadline()) {
-        markLost(*lease, "it could not be renewed before its lease ended");
-      }
-    }
-    return;
+    failure = error.what();
   }
-
-  if (logger()->should_log(spdlog::level::debug)) {
+  results.resize(batch.size(), ExtendResult{false, true, {}});  // a call that threw settled none
+  const auto unknown = std::count_if(results.begin(), results.end(), [](const ExtendResult& r) { return r.unknown; });
+  if (unknown > 0) {
+    // Without a renewal the lease may still live on the server, but past its local deadline
+    // nothing protects the holder any more: expireOverdue() reports it then.
+    counters_->renewalFailures.fetch_add(1, std::memory_order_relaxed);
+    logger()->warn("dlock: renewing {} of {} lease(s) on {} failed{}{}; each is lost at its own deadline unless "
+                   "renewed by then",
+                   unknown, batch.size(), backend_->describe(), failure.empty() ? "" : ": ", failure);
+  } else if (logger()->should_log(spdlog::level::debug)) {
     logger()->debug("dlock: renewed {} of {} lease(s) on {} for {} ms",
                     std::count_if(results.begin(), results.end(), [](const ExtendResult& r) { return r.extended; }),
                     batch.size(), backend_->describe(), lease_.count());
   }
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    LeaseState& lease = *batch[i];
-    if (i < results.size() && results[i].extended) {
-      lease.setDeadline(sentAt + knownValidity(results[i].validity, lease_));
-      counters_->renewals.fetch_add(1, std::memory_order_relaxed);
-    } else if (lease.finished.load(std::memory_order_acquire) || lease.releasing.load(std::memory_order_acquire)) {
-      // Released, or a release is on its way and may be what removed the key: not lost.
-    } else if (lease.releaseInDoubt.load(std::memory_order_acquire)) {
-      // An earlier release may have removed the key: its absence proves nothing, as with a
-      // renewal that failed, until the lease has run out.
-      if (clock_->now() >= lease.deadline()) markLost(lease, "it was not renewed before its lease ended");
-    } else {
-      markLost(lease, "the backend no longer has it for this owner");
+  for (std::size_t i = 0; i < batch.size(); ++i) judge(*batch[i], results[i], sentAt);
+}
+
+void Watchdog::judge(LeaseState& lease, const ExtendResult& result, Clock::time_point sentAt) {
+  if (result.extended) {
+    lease.setDeadline(sentAt + knownValidity(result.validity, lease_));
+    counters_->renewals.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // Unknown: the deadline stands. In doubt: our own release may have removed the key, so its
+  // absence proves nothing until the deadline. Being released or finished: not ours to judge.
+  if (result.unknown) return;
+  markLost(lease, LeasePhase::Held, "the backend no longer has it for this owner");
+}
+
+void Watchdog::expireOverdue(const std::vector<std::shared_ptr<LeaseState>>& leases) {
+  const Clock::time_point now = clock_->now();
+  for (const auto& lease : leases) {
+    if (now < lease->deadline()) continue;
+    const LeasePhase phase = lease->phase();
+    if (phase == LeasePhase::Held || phase == LeasePhase::InDoubt) {
+      markLost(*lease, phase, "it could not be renewed before its lease ended");
     }
   }
 }
 
-void Watchdog::markLost(LeaseState& lease, const char* why) {
-  if (lease.lost.exchange(true, std::memory_order_acq_rel)) return;
-  lease.finished.store(true, std::memory_order_release);
+void Watchdog::markLost(LeaseState& lease, LeasePhase from, const char* why) {
+  if (!lease.transition(from, LeasePhase::Lost)) return;  // released, or reported, meanwhile
   counters_->lostLeases.fetch_add(1, std::memory_order_relaxed);
   logger()->warn("dlock: lost the lease of {} on {} (fencing token {}): {}", quoteKey(lease.key),
                  backend_->describe(), lease.fencingToken, why);
-  ILock::LostHandler handler;
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    if (stopping_) return;  // the lock is gone (an earlier handler may have dropped it)
-    handler = lostHandler_;  // a copy: the handler may destroy the lock, and the stored one with it
+    if (stopping_) return;
   }
-  if (!handler) return;
-  try {
-    handler(lease.key, lease.fencingToken);
-  } catch (const std::exception& error) {
-    logger()->warn("dlock: the lock-lost handler threw for {}: {}", quoteKey(lease.key), error.what());
-  } catch (...) {
-    logger()->warn("dlock: the lock-lost handler threw for {}", quoteKey(lease.key));
-  }
+  notifier_->notify(lease.key, lease.fencingToken);
 }
 
 }  // namespace dlock::detail

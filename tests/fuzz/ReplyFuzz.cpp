@@ -1,6 +1,7 @@
 // libFuzzer target: arbitrary bytes from a "server" are parsed by hiredis's reader and handed to
 // every reply reader of the lock protocol. Each must return a result or throw a LockError —
-// never crash — and a reply read as "acquired" must really be the array {1, n >= 1}.
+// never crash — and a reply read as "acquired" must really be the array {1, "n"}, n the token's
+// exact digits from 1 to 2^63 - 1; one read as "released" must be {1, n} or {2, 0}.
 #include <hiredis/hiredis.h>
 #include <hiredis/read.h>
 
@@ -8,9 +9,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "Replies.h"
 #include "dlock/LockError.h"
+#include "dlock/Validation.h"
 
 namespace {
 
@@ -18,9 +21,20 @@ struct ReaderDeleter {
   void operator()(redisReader* reader) const { redisReaderFree(reader); }
 };
 
-bool reallyAcquired(const redisReply& reply) {
-  return reply.type == REDIS_REPLY_ARRAY && reply.elements == 2 && reply.element[0]->type == REDIS_REPLY_INTEGER &&
-         reply.element[0]->integer == 1 && reply.element[1]->type == REDIS_REPLY_INTEGER && reply.element[1]->integer >= 1;
+bool reallyAcquired(const redisReply& reply, std::uint64_t fence) {
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 2 || reply.element[0]->type != REDIS_REPLY_INTEGER ||
+      reply.element[0]->integer != 1) {
+    return false;
+  }
+  const redisReply& token = *reply.element[1];
+  return (token.type == REDIS_REPLY_STRING || token.type == REDIS_REPLY_STATUS) && fence >= 1 &&
+         fence <= dlock::kMaxFencingToken && std::string(token.str, token.len) == std::to_string(fence);
+}
+
+bool reallyReleased(const redisReply& reply) {
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 2) return false;
+  const long long status = reply.element[0]->integer;
+  return reply.element[0]->type == REDIS_REPLY_INTEGER && (status == 1 || status == 2);
 }
 
 template <class Read>
@@ -57,13 +71,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw), freeReplyObject);
     guarded([&] {
       const dlock::AcquireResult result = dlock::detail::readAcquireReply(*reply, where);
-      if (result.acquired && !reallyAcquired(*reply)) std::abort();
-      if (result.acquired && result.fencingToken == 0) std::abort();
+      if (result.acquired && !reallyAcquired(*reply, result.fencingToken)) std::abort();
     });
     guarded([&] {
       const dlock::ReleaseResult result = dlock::detail::readReleaseReply(*reply, where);
-      if (result.released && (reply->type != REDIS_REPLY_ARRAY || reply->element[0]->integer != 1)) std::abort();
+      if (result.released && !reallyReleased(*reply)) std::abort();
+      if (result.releasedEarlier && reply->element[0]->integer != 2) std::abort();
     });
+    guarded([&] { (void)dlock::detail::readFenceReply(*reply, where); });
     guarded([&] { (void)dlock::detail::readFlagReply(*reply, where); });
     guarded([&] { (void)dlock::detail::readFlagsReply(*reply, reply->elements, where); });
     guarded([&] { (void)dlock::detail::readInspectReply(*reply, where); });

@@ -77,6 +77,71 @@ TEST_SUITE("SingleOperator") {
     REQUIRE(backend->unlock("k", "a").released);
     CHECK(backend->lock("k", "b", 5000ms).fencingToken == 9000000000000002ULL);
   }
+
+  TEST_CASE("fencing tokens are exact above 2^53: each acquisition gets a new one, and none goes back") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    constexpr std::uint64_t k2p53 = 9007199254740992ULL;
+    CHECK(backend->raiseFence("k", k2p53 + 1) == k2p53 + 1);  // a double would say 2^53
+    std::uint64_t last = k2p53 + 1;
+    for (int i = 0; i < 3; ++i) {
+      const std::string token = "t" + std::to_string(i);
+      const auto taken = backend->lock("k", token, 5000ms);
+      REQUIRE(taken.acquired);
+      CHECK(taken.fencingToken == last + 1);
+      CHECK(backend->inspect("k").fencingToken == last + 1);
+      last = taken.fencingToken;
+      REQUIRE(backend->unlock("k", token).released);
+    }
+    CHECK(client.ok({"GET", "dlock:{k}:fence"}).str == std::to_string(last));
+    CHECK(backend->raiseFence("k", last - 1) == last);  // never lowered
+  }
+
+  TEST_CASE("a fencing counter at 2^63 - 1 refuses the next acquisition before the key is set") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    CHECK(backend->raiseFence("k", dlock::kMaxFencingToken) == dlock::kMaxFencingToken);
+    CHECK_THROWS_AS((void)backend->lock("k", "t", 5000ms), dlock::BackendError);
+    CHECK(client.ok({"EXISTS", "dlock:{k}"}).integer == 0);  // no error after the key was set
+    CHECK(client.ok({"GET", "dlock:{k}:fence"}).str == std::to_string(dlock::kMaxFencingToken));
+    (void)client.ok({"CONFIG", "RESETSTAT"});
+    CHECK_THROWS_AS((void)backend->raiseFence("k", dlock::kMaxFencingToken + 1), dlock::InvalidArgumentError);
+    const std::string stats = client.ok({"INFO", "commandstats"}).str;
+    CHECK(stats.find("cmdstat_eval") == std::string::npos);  // refused before anything was sent
+  }
+
+  TEST_CASE("fencing counters expire a long while after their last acquisition, and tokens still rise after") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    const auto first = backend->lock("k", "a", 5000ms);
+    REQUIRE(first.acquired);
+    const auto fenceTtl = client.ok({"PTTL", "dlock:{k}:fence"}).integer;
+    CHECK(fenceTtl > 23LL * 3600 * 1000);  // a day by default
+    CHECK(fenceTtl <= 24LL * 3600 * 1000);
+    REQUIRE(backend->unlock("k", "a").released);
+    (void)client.ok({"DEL", "dlock:{k}:fence"});  // what its TTL does a day later
+    const auto after = backend->lock("k", "b", 5000ms);
+    REQUIRE(after.acquired);
+    CHECK(after.fencingToken > first.fencingToken);  // floored at the server's clock
+    REQUIRE(backend->unlock("k", "b").released);
+    dlock::test::checkEveryLockKeyHasTtl(client);
+  }
+
+  TEST_CASE("10,000 distinct keys locked and released leave no key without a TTL") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    for (int i = 0; i < 10000; ++i) {
+      const std::string key = "order:" + std::to_string(i);
+      REQUIRE(lock->tryLock(key));
+      lock->unlock(key);
+    }
+    CHECK(client.ok({"DBSIZE"}).integer >= 10000);  // the fence counters, and release records
+    dlock::test::checkEveryLockKeyHasTtl(client);
+  }
 }
 
 TEST_SUITE("SingleOperator") {

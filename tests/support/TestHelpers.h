@@ -1,7 +1,7 @@
 // TestHelpers.h — small checks and tools the server suites share.
 //
-//   checkEveryLockKeyHasTtl(client)   CHECKs that every dlock lock key (not a :fence counter)
-//                                     carries a TTL
+//   checkEveryLockKeyHasTtl(client)   CHECKs that every dlock key (locks, fencing counters,
+//                                     release records) carries a TTL
 //   kEventBudget                      how long to wait for an event that takes milliseconds
 //   eventually(condition[, budget])   polls `condition` until it holds; false when the budget ran out
 //   recovers(op)                      retries `op` while it throws ConnectionError (kEventBudget)
@@ -37,8 +37,7 @@
 namespace dlock::test {
 
 inline void checkEveryLockKeyHasTtl(RedisClient& client, const std::string& prefix = "dlock:") {
-  for (const auto& key : client.ok({"KEYS", prefix + "{*"}).elements) {
-    if (key.str.size() >= 6 && key.str.compare(key.str.size() - 6, 6, ":fence") == 0) continue;
+  for (const auto& key : client.ok({"KEYS", prefix + "*"}).elements) {
     CHECK_MESSAGE(client.ok({"PTTL", key.str}).integer > 0, "no TTL on " << key.str);
   }
 }

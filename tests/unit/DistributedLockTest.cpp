@@ -551,22 +551,32 @@ class LostReleaseReply final : public dlock::test::ForwardingOperator {
 };
 
 // A backend that retries each release as RedisOperator does after a reused connection
-// failed: the first try ran but its reply was lost, so the retry finds the key gone.
+// failed: the first try ran but its reply was lost, so the retry finds the key gone and answers
+// from the record that try left.
 class RetriedRelease final : public dlock::test::ForwardingOperator {
  public:
   using ForwardingOperator::ForwardingOperator;
   dlock::ReleaseResult unlock(std::string_view key, std::string_view token) override {
     (void)inner_->unlock(key, token);
-    dlock::ReleaseResult retry = inner_->unlock(key, token);
-    retry.inDoubt = !retry.released;
-    return retry;
+    return inner_->unlock(key, token);
+  }
+};
+
+// A backend whose next release is cut off before it ran (a pooled connection that had died).
+class ReleaseCutOffBeforeItRan final : public dlock::test::ForwardingOperator {
+ public:
+  using ForwardingOperator::ForwardingOperator;
+  std::atomic<bool> cutNext{false};
+  dlock::ReleaseResult unlock(std::string_view key, std::string_view token) override {
+    if (cutNext.exchange(false)) throw dlock::ConnectionError("dlock: forwarding://: the connection closed");
+    return inner_->unlock(key, token);
   }
 };
 
 }  // namespace
 
 TEST_SUITE("DistributedLock") {
-  TEST_CASE("an unlock retried after its reply was lost reports released while the lease is valid, then lost") {
+  TEST_CASE("an unlock retried after its reply was lost reports released while the backend keeps its record, then lost") {
     VirtualFixture f;
     auto backend = std::make_shared<LostReleaseReply>(f.backend);
     auto lock = dlock::LockBuilder().backend(backend).clock(f.clock).leaseTime(30s).build();
@@ -577,17 +587,17 @@ TEST_SUITE("DistributedLock") {
     CHECK(f.backend->holderOf("k").empty());  // ... although the release ran
     SUBCASE("retried within the lease") {
       f.clock->advance(30s - 1ms);
-      CHECK_NOTHROW(lock->unlock("k"));  // the key was ours until now: the lost try released it
+      CHECK_NOTHROW(lock->unlock("k"));  // the backend's record: the lost try released it
       CHECK(lock->stats().lostLeases == 0);
     }
     SUBCASE("retried after the lease") {
-      f.clock->advance(30s);  // now nobody can tell whose doing the missing key is
+      f.clock->advance(30s);  // the record ended with the lease: nothing says the release ran
       CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
     }
     CHECK(lock->holdCount("k") == 0);
   }
 
-  TEST_CASE("a release the backend reports in doubt counts as released while the lease is valid") {
+  TEST_CASE("a release the backend retried after its first try ran is released by the backend's record") {
     VirtualFixture f;
     auto lock = dlock::LockBuilder()
                     .backend(std::make_shared<RetriedRelease>(f.backend))
@@ -598,7 +608,33 @@ TEST_SUITE("DistributedLock") {
     CHECK_NOTHROW(lock->unlock("k"));
     CHECK(lock->stats().lostLeases == 0);
     dlock::Lease lease = lock->acquire("k");
-    f.clock->advance(30s);  // ended: a missing key is no longer proof of our own release
+    f.clock->advance(30s);  // ended: past its deadline the section was not protected
     CHECK_THROWS_AS(lease.release(), dlock::LockLostError);
+  }
+
+  TEST_CASE("a valid lease whose key the backend lost and another took: unlock reports LockLostError") {
+    VirtualFixture f;
+    auto backend = std::make_shared<ReleaseCutOffBeforeItRan>(f.backend);
+    auto lock = dlock::LockBuilder().backend(backend).clock(f.clock).leaseTime(30s).build();
+    auto other = dlock::LockBuilder().backend(f.backend).clock(f.clock).leaseTime(30s).build();
+    std::atomic<int> lostReports{0};
+    REQUIRE(lock->tryLock("k"));
+    SUBCASE("released after the loss") {
+      f.backend->forgetLeases();  // a restart without persistence
+      REQUIRE(other->tryLock("k"));
+    }
+    SUBCASE("released in doubt, then retried after the loss") {
+      backend->cutNext = true;
+      CHECK_THROWS_AS(lock->unlock("k"), dlock::ConnectionError);  // nothing ran
+      f.backend->forgetLeases();
+      REQUIRE(other->tryLock("k"));
+    }
+    CHECK(lock->isHeld("k"));  // locally valid: only the server can tell
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+    CHECK(lock->holdCount("k") == 0);
+    CHECK(lock->stats().lostLeases == 1);
+    CHECK(other->isHeld("k"));
+    CHECK(f.backend->holderOf("k") != "");
+    other->unlock("k");
   }
 }

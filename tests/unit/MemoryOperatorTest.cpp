@@ -52,9 +52,30 @@ TEST_SUITE("MemoryOperator") {
     CHECK(backend.extend("k", "mine", 5000ms));
     clock->advance(4000ms);
     CHECK(backend.inspect("k").held);
-    CHECK(backend.unlock("k", "mine").released);
-    CHECK_FALSE(backend.unlock("k", "mine").released);
+    const auto first = backend.unlock("k", "mine");
+    CHECK(first.released);
+    CHECK_FALSE(first.releasedEarlier);
+    const auto again = backend.unlock("k", "mine");  // a retry: answered from the release's record
+    CHECK(again.released);
+    CHECK(again.releasedEarlier);
+    CHECK_FALSE(backend.unlock("k", "theirs").released);
     CHECK_FALSE(backend.unlock("never", "mine").released);
+  }
+
+  TEST_CASE("a release's record lasts as long as its lease would have, and a restart forgets it") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    dlock::MemoryOperator backend(clock);
+    REQUIRE(backend.lock("k", "mine", 1000ms).acquired);
+    clock->advance(400ms);
+    REQUIRE(backend.unlock("k", "mine").released);
+    clock->advance(599ms);
+    CHECK(backend.unlock("k", "mine").releasedEarlier);
+    clock->advance(1ms);
+    CHECK_FALSE(backend.unlock("k", "mine").released);  // the lease would have ended: no record
+    REQUIRE(backend.lock("k", "mine", 1000ms).acquired);
+    REQUIRE(backend.unlock("k", "mine").released);
+    backend.forgetLeases();
+    CHECK_FALSE(backend.unlock("k", "mine").released);
   }
 
   TEST_CASE("an expired lease can be neither extended nor released") {

@@ -32,7 +32,7 @@ constexpr auto kTtl = 10s;
 constexpr const char* kToken = "token-1";
 
 // The acquire script's reply when it took the key.
-std::string acquired(long long fence) { return resp::array({resp::integer(1), resp::integer(fence)}); }
+std::string acquired(long long fence) { return resp::array({resp::integer(1), resp::bulk(std::to_string(fence))}); }
 
 std::string moved(std::uint16_t slot, const FakeRedis& to) {
   return resp::error("MOVED " + std::to_string(slot) + " " + to.address());

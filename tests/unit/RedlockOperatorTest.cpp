@@ -48,9 +48,7 @@ class ScriptedNode final : public dlock::IOperator, public dlock::IFenceRaiser, 
     check(failUnlock);
     if (!retryUnlock) return memory_->unlock(key, token);
     (void)memory_->unlock(key, token);
-    dlock::ReleaseResult retry = memory_->unlock(key, token);
-    retry.inDoubt = !retry.released;
-    return retry;
+    return memory_->unlock(key, token);  // answered from the record the first try left
   }
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
     check();
@@ -216,7 +214,8 @@ TEST_SUITE("RedlockOperator") {
     const auto released = n.redlock->unlock("k", "t");
     CHECK(released.released);
     CHECK(n.leases() == 0);
-    CHECK_FALSE(n.redlock->unlock("k", "t").released);  // nobody holds it now
+    CHECK(n.redlock->unlock("k", "t").releasedEarlier);  // a retry: every node has the record
+    CHECK_FALSE(n.redlock->unlock("k", "other").released);  // nobody holds it now
   }
 
   TEST_CASE("a key held by another owner on a quorum is refused, leaving nothing of ours behind") {
@@ -431,16 +430,17 @@ TEST_SUITE("RedlockOperator") {
 
   TEST_CASE("unlock needs a quorum, and says so when the missing nodes could tip it") {
     MemoryNodes n;
+    // Nodes that lost the lease (restarted empty) count against the quorum.
     REQUIRE(n.redlock->lock("a", "t", 10s).acquired);
-    for (std::size_t i : {0, 1}) REQUIRE(n.nodes[i]->unlock("a", "t").released);
+    for (std::size_t i : {0, 1}) n.nodes[i]->forgetLeases();
     CHECK(n.redlock->unlock("a", "t").released);  // still held on 2, 3 and 4
 
     REQUIRE(n.redlock->lock("b", "t", 10s).acquired);
-    for (std::size_t i : {0, 1, 2}) REQUIRE(n.nodes[i]->unlock("b", "t").released);
+    for (std::size_t i : {0, 1, 2}) n.nodes[i]->forgetLeases();
     CHECK_FALSE(n.redlock->unlock("b", "t").released);  // only 2 of 5 still had it: lost
 
     REQUIRE(n.redlock->lock("c", "t", 10s).acquired);
-    for (std::size_t i : {0, 1}) REQUIRE(n.nodes[i]->unlock("c", "t").released);
+    for (std::size_t i : {0, 1}) n.nodes[i]->forgetLeases();
     n.nodes[2]->failNextCalls(1);
     CHECK_THROWS_AS((void)n.redlock->unlock("c", "t"), dlock::ConnectionError);  // 2 released, 1 unknown
     CHECK(n.holding("c", "t") == 1);                                              // node 2
@@ -473,33 +473,32 @@ TEST_SUITE("RedlockOperator") {
     CHECK_THROWS_AS((void)n.redlock->extend("a", "ta", 20s), dlock::ConnectionError);  // 2 yes, 2 unknown
   }
 
-  TEST_CASE("an unlock that only nodes in doubt bring to a quorum is in doubt, and the lock takes it as released") {
+  TEST_CASE("an unlock counts a node whose retried release found its own record, and never one that lost the key") {
     ScriptedNodes n;
     REQUIRE(n.redlock->lock("a", "t", 10s).acquired);
     for (std::size_t i : {0, 1}) n.nodes[i]->retryUnlock = true;
-    const auto enough = n.redlock->unlock("a", "t");  // 3 released now: a quorum on its own
+    const auto enough = n.redlock->unlock("a", "t");  // 3 released now, 2 by their record
     CHECK(enough.released);
-    CHECK_FALSE(enough.inDoubt);
+    CHECK(n.holding("a", "t") == 0);
 
     REQUIRE(n.redlock->lock("b", "t", 10s).acquired);
-    n.nodes[2]->retryUnlock = true;  // 2 released now, 3 maybe earlier
-    const auto doubtful = n.redlock->unlock("b", "t");
-    CHECK_FALSE(doubtful.released);
-    CHECK(doubtful.inDoubt);
-    CHECK(n.holding("b", "t") == 0);
+    for (std::size_t i : {0, 1, 2}) n.nodes[i]->retryUnlock = true;  // a quorum only by records
+    const auto earlier = n.redlock->unlock("b", "t");
+    CHECK(earlier.released);
+    CHECK(earlier.releasedEarlier);
 
     REQUIRE(n.redlock->lock("c", "t", 10s).acquired);
-    for (std::size_t i : {0, 1, 2, 3}) REQUIRE(n.nodes[i]->memory().unlock("c", "t").released);  // gone before
-    for (std::size_t i : {1, 2}) n.nodes[i]->retryUnlock = false;
-    const auto lost = n.redlock->unlock("c", "t");  // 1 released, 1 in doubt: no quorum even so
+    for (std::size_t i : {0, 1, 2, 3}) n.nodes[i]->memory().forgetLeases();  // restarted empty
+    const auto lost = n.redlock->unlock("c", "t");  // 1 released; 4 with neither key nor record
     CHECK_FALSE(lost.released);
-    CHECK_FALSE(lost.inDoubt);
 
-    for (std::size_t i : {0, 1, 2}) n.nodes[i]->retryUnlock = true;
     auto lock = dlock::LockBuilder().backend(n.redlock).leaseTime(10s).build();
     REQUIRE(lock->tryLock("d"));
-    CHECK_NOTHROW(lock->unlock("d"));  // in doubt while the lease is valid: released
+    CHECK_NOTHROW(lock->unlock("d"));  // every node released it by its record: released
     CHECK(lock->stats().lostLeases == 0);
+    REQUIRE(lock->tryLock("e"));
+    for (std::size_t i : {0, 1, 2}) n.nodes[i]->memory().forgetLeases();
+    CHECK_THROWS_AS(lock->unlock("e"), dlock::LockLostError);  // valid locally, lost on a quorum
   }
 
   TEST_CASE("inspect gives the quorum view") {

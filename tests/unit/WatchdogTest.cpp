@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <optional>
@@ -9,6 +10,7 @@
 
 #include "Fixtures.h"
 #include "LogCapture.h"
+#include "TestHelpers.h"
 #include "dlock/LockError.h"
 
 using namespace std::chrono_literals;
@@ -89,6 +91,11 @@ TEST_SUITE("Watchdog") {
     CHECK(lock->isHeld("k"));  // the client cannot know before the watchdog looks
     f.clock->advance(10s);     // one interval
     CHECK_FALSE(lock->isHeld("k"));
+    // The handler runs on a thread of its own, never on the renewal path.
+    REQUIRE(dlock::test::eventually([&] {
+      std::lock_guard<std::mutex> guard(seenMutex);
+      return !lostKeys.empty();
+    }));
     {
       std::lock_guard<std::mutex> guard(seenMutex);
       REQUIRE(lostKeys.size() == 1);
@@ -182,18 +189,21 @@ TEST_SUITE("Watchdog") {
     VirtualFixture f;
     std::shared_ptr<dlock::ILock> lock = f.watched(30s);
     std::atomic<int> reports{0};
-    lock->onLockLost([&lock, &reports](std::string_view, std::uint64_t) {
+    dlock::test::Event dropped;
+    lock->onLockLost([&lock, &reports, &dropped](std::string_view, std::uint64_t) {
       ++reports;
-      lock.reset();  // the lock, its core and its watchdog go now, on the watchdog's own thread
+      lock.reset();  // the lock, its core and its watchdog go now, on the handler's own thread
+      dropped.set();
     });
     REQUIRE(lock->tryLock("k"));
     REQUIRE(lock->tryLock("k2"));
     // Both keys are taken away behind our back: one renewal finds both gone.
     REQUIRE(f.backend->unlock("k", f.backend->holderOf("k")).released);
     REQUIRE(f.backend->unlock("k2", f.backend->holderOf("k2")).released);
-    f.clock->advance(10s);  // returns once the watchdog's thread has ended
-    CHECK(reports == 1);    // the lock was gone before the second report: nobody to tell
+    f.clock->advance(10s);
+    REQUIRE(dropped.wait());
     CHECK(lock == nullptr);
+    CHECK(reports == 1);  // the lock was gone before the second report: nobody to tell
     const auto calls = f.backend->calls();
     for (int step = 0; step < 3; ++step) f.clock->advance(10s);
     CHECK(f.backend->calls() == calls);  // nothing renews any more
@@ -203,17 +213,20 @@ TEST_SUITE("Watchdog") {
     VirtualFixture f;
     std::optional<dlock::Lease> lease;
     std::atomic<int> reports{0};
+    dlock::test::Event dropped;
     {
       auto lock = f.watched(30s);
-      lock->onLockLost([&lease, &reports](std::string_view, std::uint64_t) {
+      lock->onLockLost([&lease, &reports, &dropped](std::string_view, std::uint64_t) {
         ++reports;
         lease.reset();  // its release fails (lost), then it drops the last reference to the core
+        dropped.set();
       });
       lease = lock->acquire("k");
       REQUIRE(*lease);
     }  // the lock object is gone; the lease keeps its core and watchdog alive
     REQUIRE(f.backend->unlock("k", f.backend->holderOf("k")).released);
     f.clock->advance(10s);
+    REQUIRE(dropped.wait());
     CHECK(reports == 1);
     CHECK_FALSE(lease.has_value());
     CHECK(f.backend->size() == 0);
@@ -292,8 +305,117 @@ TEST_SUITE("Watchdog") {
     REQUIRE(f.backend->unlock("k", f.backend->holderOf("k")).released);
     for (int step = 0; step < 3; ++step) f.clock->advance(10s);
     CHECK_FALSE(lock->isHeld("k"));
-    CHECK(reports == 1);
+    CHECK(dlock::test::eventually([&] { return reports == 1; }));
     CHECK(lock->stats().lostLeases == 1);
     CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+  }
+}
+
+namespace {
+
+// A backend whose renewals cannot reach the node serving the keys in `unreachable`: those come
+// back unknown, the others are renewed as usual (one node of several failing).
+class OneNodeDown final : public dlock::test::ForwardingOperator {
+ public:
+  using ForwardingOperator::ForwardingOperator;
+  std::vector<std::string> unreachable;
+  std::vector<dlock::ExtendResult> extendAll(const std::vector<dlock::LeaseRef>& leases,
+                                             std::chrono::milliseconds ttl) override {
+    std::vector<dlock::LeaseRef> reachable;
+    for (const auto& lease : leases) {
+      if (!isUnreachable(lease.key)) reachable.push_back(lease);
+    }
+    const auto renewed = inner_->extendAll(reachable, ttl);
+    std::vector<dlock::ExtendResult> results;
+    std::size_t next = 0;
+    for (const auto& lease : leases) {
+      results.push_back(isUnreachable(lease.key) ? dlock::ExtendResult{false, true, {}} : renewed[next++]);
+    }
+    return results;
+  }
+
+ private:
+  bool isUnreachable(std::string_view key) const {
+    return std::find(unreachable.begin(), unreachable.end(), key) != unreachable.end();
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("Watchdog") {
+  TEST_CASE("a lease whose renewals keep failing is reported lost at its own deadline, not at the next tick") {
+    VirtualFixture f;
+    auto lock = f.watched(30s);  // renewals every 10 s, anchored to the first lease
+    std::mutex seenMutex;
+    std::vector<std::string> lost;
+    lock->onLockLost([&](std::string_view key, std::uint64_t) {
+      std::lock_guard<std::mutex> guard(seenMutex);
+      lost.emplace_back(key);
+    });
+    REQUIRE(lock->tryLock("a"));  // t = 0: deadline 30 s
+    f.clock->advance(5s);
+    REQUIRE(lock->tryLock("b"));  // t = 5 s: deadline 35 s
+    f.clock->advance(1s);
+    f.backend->failNextCalls(1000);  // the backend is down from t = 6 s: no renewal lands
+    f.clock->advance(24s);           // t = 30 s
+    CHECK_FALSE(lock->isHeld("a"));
+    CHECK(lock->isHeld("b"));
+    CHECK(lock->stats().lostLeases == 1);
+    f.clock->advance(5s - 1ms);  // t = 35 s - 1 ms
+    CHECK(lock->isHeld("b"));
+    CHECK(lock->stats().lostLeases == 1);
+    f.clock->advance(1ms);  // t = 35 s: b's own deadline, 5 s before the next tick
+    CHECK_FALSE(lock->isHeld("b"));
+    CHECK(lock->stats().lostLeases == 2);  // counted by the watchdog at the deadline
+    CHECK(dlock::test::eventually([&] {
+      std::lock_guard<std::mutex> guard(seenMutex);
+      return lost == std::vector<std::string>{"a", "b"};
+    }));
+    f.backend->failNextCalls(0);
+  }
+
+  TEST_CASE("renewals that one node cannot answer touch only the leases it serves") {
+    VirtualFixture f;
+    auto backend = std::make_shared<OneNodeDown>(f.backend);
+    auto lock = dlock::LockBuilder().backend(backend).clock(f.clock).watchdogLease(30s).build();
+    std::atomic<int> reports{0};
+    lock->onLockLost([&reports](std::string_view, std::uint64_t) { ++reports; });
+    REQUIRE(lock->tryLock("b"));
+    REQUIRE(lock->tryLock("c"));
+    backend->unreachable = {"c"};
+    for (int step = 0; step < 2; ++step) f.clock->advance(10s);
+    CHECK(lock->isHeld("b"));
+    CHECK(lock->isHeld("c"));  // unknown, inside its lease: not lost yet
+    f.clock->advance(10s);     // c's deadline
+    CHECK(lock->isHeld("b"));  // renewed all along
+    CHECK(f.backend->inspect("b").held);
+    CHECK_FALSE(lock->isHeld("c"));
+    CHECK(lock->stats().lostLeases == 1);
+    CHECK(dlock::test::eventually([&] { return reports == 1; }));
+    CHECK_NOTHROW(lock->unlock("b"));
+    CHECK_THROWS_AS(lock->unlock("c"), dlock::LockLostError);
+  }
+
+  TEST_CASE("a slow lost handler delays no renewal of the other leases") {
+    VirtualFixture f;
+    auto lock = f.watched(30s);
+    dlock::test::Event handlerEntered;
+    dlock::test::Event handlerMayReturn;
+    lock->onLockLost([&](std::string_view, std::uint64_t) {
+      handlerEntered.set();
+      CHECK(handlerMayReturn.wait());
+    });
+    REQUIRE(lock->tryLock("lost"));
+    REQUIRE(lock->tryLock("kept"));
+    REQUIRE(f.backend->unlock("lost", f.backend->holderOf("lost")).released);  // taken behind our back
+    f.clock->advance(10s);
+    REQUIRE(handlerEntered.wait());  // the handler now blocks
+    const auto renewals = lock->stats().renewals;
+    for (int step = 0; step < 6; ++step) f.clock->advance(10s);  // two leases
+    CHECK(lock->stats().renewals == renewals + 6);
+    CHECK(lock->isHeld("kept"));
+    CHECK(f.backend->inspect("kept").held);
+    handlerMayReturn.set();
+    lock->unlock("kept");
   }
 }

@@ -16,6 +16,7 @@
 #include "dlock/IFenceRaiser.h"
 #include "dlock/ILeaseInspector.h"
 #include "dlock/LockError.h"
+#include "dlock/Validation.h"
 
 namespace dlock {
 
@@ -39,15 +40,19 @@ struct ReleaseResult {
   // How many subscribers the release message reached (waiters of this key, in any process);
   // the lock uses it to give waiters a fair chance at the key.
   std::uint32_t notified = 0;
-  // When not released: the backend sent this release more than once (a connection died after
-  // sending it, before its reply), so an earlier try may be what freed the key. The lock then
-  // decides with the lease's local validity: still valid means the key was ours until now.
-  bool inDoubt = false;
+  // When released: by an earlier try of this release whose reply was lost (a connection died
+  // under it), as the backend's record of that release shows. A release is reported released
+  // only on such evidence: a key found gone, or someone else's, without it was not freed by us.
+  bool releasedEarlier = false;
 };
 
 // The outcome of renewing one lease (extendAll).
 struct ExtendResult {
-  bool extended = false;  // false: the lease had ended or belongs to someone else
+  bool extended = false;  // false: the lease had ended or belongs to someone else ...
+  // ... unless `unknown`: the backend could not reach the node serving this lease (a connection
+  // error), so it may still be ours. Only its local deadline ends it then. One node's failure
+  // makes only the leases it serves unknown.
+  bool unknown = false;
   // When extended: how long, from the moment the renewal was sent, the lease is known to hold;
   // zero means the whole ttl. As AcquireResult::validity: Redlock reports the ttl minus its
   // clock-drift allowance.
@@ -85,20 +90,31 @@ class IOperator {
   virtual AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) = 0;
 
   // Compare-and-delete: released when `token` held `key` and the key is now free (its waiters
-  // are notified); not released when the lease had expired or belongs to someone else.
+  // are notified); not released when the lease had expired or belongs to someone else. Called
+  // again after a try whose reply was lost, it reports released (releasedEarlier) when that try
+  // ran: the backend keeps a record of each release at least as long as the lease would have
+  // lasted, so a retry is decided by evidence, never by a guess.
   virtual ReleaseResult unlock(std::string_view key, std::string_view token) = 0;
 
   // Compare-and-expire: true when `token` still holds `key`, whose lease now ends in `ttl`.
   virtual bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) = 0;
 
   // extend() for many leases, as the watchdog renews them; the result has one entry per lease, in
-  // order, with the validity of each renewal (what extend() does not report). Backends override
-  // it to use one round trip per connection; this default makes one call per lease and reports
-  // the whole ttl as valid, so a backend that grants less (Redlock) must override it.
+  // order, with the validity of each renewal (what extend() does not report). A lease whose
+  // renewal met a ConnectionError is `unknown` (a backend may instead throw when it could settle
+  // none).
+  // Backends override it to use one round trip per connection; this default makes one call per
+  // lease and reports the whole ttl as valid, so a backend that grants less (Redlock) must
+  // override it.
   virtual std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
-    std::vector<ExtendResult> results;
-    results.reserve(leases.size());
-    for (const auto& lease : leases) results.push_back(ExtendResult{extend(lease.key, lease.token, ttl), {}});
+    std::vector<ExtendResult> results(leases.size());
+    for (std::size_t i = 0; i < leases.size(); ++i) {
+      try {
+        results[i].extended = extend(leases[i].key, leases[i].token, ttl);
+      } catch (const ConnectionError&) {
+        results[i].unknown = true;
+      }
+    }
     return results;
   }
 
@@ -108,8 +124,10 @@ class IOperator {
   // The backend for messages and logs: "memory://", "redis://127.0.0.1:6379". Never a password.
   [[nodiscard]] virtual std::string describe() const = 0;
 
-  // The backend's IFenceRaiser::raiseFence; ConfigError when it has none.
+  // The backend's IFenceRaiser::raiseFence; ConfigError when it has none. Counters are Redis
+  // integers: above 2^63 - 1, InvalidArgumentError before anything is sent.
   std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) {
+    detail::checkFencingToken(atLeast, "raiseFence");
     auto* raiser = dynamic_cast<IFenceRaiser*>(this);
     if (raiser == nullptr) throw ConfigError("dlock: " + describe() + " cannot raise a fencing counter");
     return raiser->raiseFence(key, atLeast);

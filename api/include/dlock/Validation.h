@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,10 @@ inline constexpr std::size_t kMaxKeyBytes = 1024;
 // which overflow about 292 years after boot; a year stays far from both. A lease longer than
 // that is a bug, as an oversized key is. Wait times have no limit (a long wait is "forever").
 inline constexpr std::chrono::milliseconds kMaxLeaseTime = std::chrono::hours(24 * 365);
+
+// The largest fencing token: counters are Redis integers (signed 64 bits), and a token never
+// repeats or goes back, so none is issued above this.
+inline constexpr std::uint64_t kMaxFencingToken = 9223372036854775807ULL;
 
 namespace detail {
 
@@ -70,6 +75,14 @@ inline void checkLeaseTime(std::chrono::milliseconds lease, const char* what, co
     throw InvalidArgumentError(std::string("dlock: ") + operation + ": " + what + " of " +
                                std::to_string(lease.count()) + "ms is longer than the limit of " +
                                std::to_string(kMaxLeaseTime.count()) + "ms (dlock::kMaxLeaseTime)");
+  }
+}
+
+// A fencing counter to raise to: at most kMaxFencingToken.
+inline void checkFencingToken(std::uint64_t token, const char* operation) {
+  if (token > kMaxFencingToken) {
+    throw InvalidArgumentError(std::string("dlock: ") + operation + ": " + std::to_string(token) +
+                               " is above the largest fencing token, 2^63 - 1 (dlock::kMaxFencingToken)");
   }
 }
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "dlock/LockError.h"
+#include "dlock/Validation.h"
 
 namespace dlock {
 
@@ -21,6 +22,9 @@ struct MemoryOperator::State {
     std::uint64_t fence = 0;          // last fencing token handed out
     std::uint64_t releases = 0;       // bumped on every release, for watchers
     std::uint32_t watchers = 0;       // live IReleaseWatch objects on this key
+    // Tokens released lately, until their lease would have ended: a retried release whose first
+    // try ran is answered from here, as the Redis release answers from its record.
+    std::map<std::string, Clock::time_point, std::less<>> releasedBy;
   };
 
   explicit State(std::shared_ptr<Clock> c) : clock(std::move(c)) {}
@@ -128,6 +132,10 @@ AcquireResult MemoryOperator::lock(std::string_view key, std::string_view token,
     result.holderTtl = std::chrono::ceil<std::chrono::milliseconds>(holder->expiresAt - now);
     return result;
   }
+  // As the Redis counter (INCR): it stops at 2^63 - 1, refusing before the key is taken.
+  if (entry.fence >= kMaxFencingToken) {
+    throw BackendError("dlock: lock " + detail::quoteKey(key) + " on memory://: the fencing counter is at its limit");
+  }
   entry.lease = State::Entry{std::string(token), now + ttl};
   result.acquired = true;
   result.fencingToken = ++entry.fence;
@@ -139,8 +147,18 @@ ReleaseResult MemoryOperator::unlock(std::string_view key, std::string_view toke
   ReleaseResult result;
   {
     std::lock_guard<std::mutex> guard(state_->mutex);
-    if (state_->ownedLease(key, token, state_->clock->now()) == nullptr) return result;
+    const Clock::time_point now = state_->clock->now();
     State::KeyState* entry = state_->find(key);
+    if (entry == nullptr) return result;
+    for (auto it = entry->releasedBy.begin(); it != entry->releasedBy.end();) {
+      it = it->second <= now ? entry->releasedBy.erase(it) : std::next(it);
+    }
+    const State::Entry* holder = state_->ownedLease(key, token, now);
+    if (holder == nullptr) {
+      result.released = result.releasedEarlier = entry->releasedBy.count(token) > 0;
+      return result;
+    }
+    entry->releasedBy.emplace(std::string(token), holder->expiresAt);
     entry->lease.reset();
     ++entry->releases;
     result.released = true;
@@ -168,12 +186,13 @@ std::vector<ExtendResult> MemoryOperator::extendAll(const std::vector<LeaseRef>&
   for (const auto& lease : leases) {
     State::Entry* holder = state_->ownedLease(lease.key, lease.token, now);
     if (holder != nullptr) holder->expiresAt = now + ttl;
-    results.push_back(ExtendResult{holder != nullptr, {}});
+    results.push_back(ExtendResult{holder != nullptr, false, {}});
   }
   return results;
 }
 
 std::uint64_t MemoryOperator::raiseFence(std::string_view key, std::uint64_t atLeast) {
+  detail::checkFencingToken(atLeast, "raiseFence");
   beforeCall();
   std::lock_guard<std::mutex> guard(state_->mutex);
   auto it = state_->keys.find(key);
@@ -205,6 +224,14 @@ void MemoryOperator::failNextCalls(unsigned count) { state_->failuresLeft.store(
 
 void MemoryOperator::setLatency(std::chrono::milliseconds latency) {
   state_->latencyMillis.store(latency.count(), std::memory_order_relaxed);
+}
+
+void MemoryOperator::forgetLeases() {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  for (auto& [key, entry] : state_->keys) {
+    entry.lease.reset();
+    entry.releasedBy.clear();
+  }
 }
 
 std::uint64_t MemoryOperator::calls() const noexcept { return state_->calls.load(std::memory_order_relaxed); }

@@ -1,6 +1,8 @@
 // KeyNames.h — the Redis names of one lock, the same for every topology: `<prefix>{<key>}` holds
-// the owner token, `<prefix>{<key>}:fence` the fencing counter and `<prefix>{<key>}:released` is
-// the release channel. They share the `{<key>}` hash tag, so one script touches one cluster slot.
+// the owner token, `<prefix>{<key>}:fence` the fencing counter, `<prefix>{<key>}:released` is
+// the release channel, and `<prefix>{<key>}:released:<token>` the short-lived record that the
+// release of `<token>` ran (see Scripts.h). They share the `{<key>}` hash tag, so one script
+// touches one cluster slot.
 //
 // One exception, on a cluster only: a key starting with '}' would give the empty tag `{}`, for
 // which Redis hashes each whole name and the three would land in different slots. Such a key is
@@ -30,6 +32,10 @@ class KeyNames {
   [[nodiscard]] const std::string& lock() const noexcept { return lock_; }
   [[nodiscard]] std::string fence() const { return companion("fence"); }
   [[nodiscard]] std::string channel() const { return companion("released"); }
+  // Tokens are fixed-length hex, so the token ends the name unambiguously.
+  [[nodiscard]] std::string releaseRecord(std::string_view token) const {
+    return companion(std::string("released:").append(token));
+  }
   [[nodiscard]] std::uint16_t slot() const noexcept { return hashSlot(lock_); }
 
  private:

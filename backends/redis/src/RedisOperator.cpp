@@ -15,6 +15,7 @@
 #include "Reply.h"
 #include "Scripts.h"
 #include "dlock/LockError.h"
+#include "dlock/Validation.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock {
@@ -58,7 +59,6 @@ auto run(Topology& topology, Call& call, std::uint16_t slot, Send&& send, Finish
         } catch (const ConnectionError& error) {
           failure = handle->reused() && (*handle)->broken() && !(*handle)->timedOut() ? Failure::Stale : Failure::Io;
           why = error.what();
-          call.sent = true;
         }
         if (reply) {
           if (reply->type != REDIS_REPLY_ERROR) return finish(**handle, *reply, route);
@@ -156,12 +156,32 @@ class FollowingWatch final : public IReleaseWatch {
   Subscription current_;
 };
 
+// The release script's call for `token` (see ReleaseSource.cpp): its keys and arguments.
+struct ReleaseCall {
+  ReleaseCall(const KeyNames& names, std::string_view token, const RedisOperatorOptions& options)
+      : channel(names.channel()),
+        record(names.releaseRecord(token)),
+        // The release's record outlives every retry of its call, and a caller's retry soon after.
+        recordFloor(std::to_string((options.commandTimeout + options.retryBudget).count())),
+        keys{names.lock()},
+        args{token, channel, record, recordFloor} {}
+  ReleaseCall(const ReleaseCall&) = delete;
+  ReleaseCall& operator=(const ReleaseCall&) = delete;
+
+  const std::string channel;
+  const std::string record;
+  const std::string recordFloor;
+  const Argv keys;
+  const Argv args;
+};
+
 // Releases a key just acquired on `connection`; says how that went, for a message.
 std::string releaseAfterAcquire(Connection& connection, const KeyNames& names, bool sharded, std::string_view token,
-                                const ReplySource& where) {
+                                const RedisOperatorOptions& options, const ReplySource& where) {
   try {
     const Script& script = sharded ? shardedReleaseScript() : releaseScript();
-    const ReplyPtr reply = runScript(connection, script, {names.lock()}, {token, names.channel()});
+    const ReleaseCall release(names, token, options);
+    const ReplyPtr reply = runScript(connection, script, release.keys, release.args);
     if (readReleaseReply(*reply, where).released) return "released it";
     return "it had ended already";
   } catch (const LockError& error) {
@@ -183,7 +203,7 @@ void awaitReplicas(const RedisOperatorOptions& options, bool sharded, Connection
   if (reply->type == REDIS_REPLY_ERROR) {
     const std::string message = "dlock: " + where.text() + ": WAIT refused after the acquire: " +
                                 std::string(replyText(*reply)) + "; " +
-                                releaseAfterAcquire(connection, names, sharded, token, where);
+                                releaseAfterAcquire(connection, names, sharded, token, options, where);
     if (isTransientErrorReply(*reply)) throw ConnectionError(message);
     throw BackendError(message);
   }
@@ -191,7 +211,7 @@ void awaitReplicas(const RedisOperatorOptions& options, bool sharded, Connection
   if (acknowledged >= options.waitReplicas) return;
   throw ConnectionError("dlock: " + where.text() + ": only " + std::to_string(acknowledged) + " of " + replicas +
                         " replicas acknowledged the lock within " + timeout + " ms; " +
-                        releaseAfterAcquire(connection, names, sharded, token, where));
+                        releaseAfterAcquire(connection, names, sharded, token, options, where));
 }
 
 }  // namespace
@@ -227,11 +247,12 @@ AcquireResult RedisOperator::lock(std::string_view key, std::string_view token, 
   const KeyNames names(options.keyPrefix, key, topology.sharded());
   const std::string fence = names.fence();
   const std::string ttlText = std::to_string(ttl.count());
+  const std::string fenceTtl = std::to_string(options.fenceTtl.count());
   Call call("lock", key, options.retryBudget);
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {
-        return runOn(connection, route, acquireScript(), {names.lock(), fence}, {token, ttlText});
+        return runOn(connection, route, acquireScript(), {names.lock(), fence}, {token, ttlText, fenceTtl});
       },
       [&](Connection& connection, const redisReply& reply, const Route& route) {
         const ReplySource where("lock", key, route.node->label());
@@ -247,22 +268,22 @@ ReleaseResult RedisOperator::unlock(std::string_view key, std::string_view token
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = state_->options;
   const KeyNames names(options.keyPrefix, key, topology.sharded());
-  const std::string channel = names.channel();
+  const ReleaseCall release(names, token, options);
+  const std::string& channel = release.channel;
   const Script& script = topology.sharded() ? shardedReleaseScript() : releaseScript();
   Call call("unlock", key, options.retryBudget);
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {
-        return runOn(connection, route, script, {names.lock()}, {token, channel});
+        return runOn(connection, route, script, release.keys, release.args);
       },
       [&](Connection&, const redisReply& reply, const Route& route) {
-        // An error reply (READONLY, NOPERM...) means the script did not delete the key.
+        // An error reply (READONLY, NOPERM...) means the script did not delete the key. A try
+        // that was cut off and retried is decided by the script's record of it, never here.
         ReleaseResult result = readReleaseReply(reply, ReplySource("unlock", key, route.node->label()));
         // Our own subscriber is not a waiter of another process.
         const auto own = route.node->subscriberIfAny();
         if (result.notified > 0 && own != nullptr && own->subscribed(channel)) --result.notified;
-        // A try cut off after it may have run: the key found gone may be its work.
-        result.inDoubt = !result.released && call.sent;
         return result;
       });
 }
@@ -287,7 +308,8 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
   // One pipeline per node, one extendMany per slot (a script's keys must share one on a cluster)
   // and per kExtendChunk leases: the watchdog's renewals cost one round trip per node however many
   // keys are held. Leases the batch cannot settle (a redirection, a "not now", a node that failed)
-  // go through extend(), which follows the topology.
+  // go through extend(), which follows the topology. Outcomes are per lease: a node that cannot
+  // be reached makes only its own leases unknown.
   std::vector<ExtendResult> extended(leases.size());
   if (leases.empty()) return extended;
   Topology& topology = this->topology();
@@ -306,10 +328,10 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
   const std::vector<RedisNode*> owners = topology.owners(slots);
   // By node, then by slot: the leases of each extendMany.
   std::map<RedisNode*, std::map<std::uint16_t, std::vector<std::size_t>>> batches;
-  std::vector<std::size_t> oneByOne;
+  std::vector<std::vector<std::size_t>> oneByOne(1);  // groups: a ConnectionError skips the rest of its group
   for (std::size_t i = 0; i < leases.size(); ++i) {
     if (owners[i] == nullptr) {
-      oneByOne.push_back(i);
+      oneByOne.front().push_back(i);
     } else {
       batches[owners[i]][slots[i]].push_back(i);
     }
@@ -337,7 +359,11 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
       replies = node->pool().run(
           [&](Connection& connection) { return runScriptPipelined(connection, extendManyScript(), calls); });
     } catch (const ConnectionError&) {
-      for (const auto& chunk : members) oneByOne.insert(oneByOne.end(), chunk.begin(), chunk.end());
+      // The node may have failed over: extend() follows the topology; a group stops at its first
+      // ConnectionError rather than paying each lease's retry budget.
+      std::vector<std::size_t> group;
+      for (const auto& chunk : members) group.insert(group.end(), chunk.begin(), chunk.end());
+      oneByOne.push_back(std::move(group));
       continue;
     }
     const std::string what = "(" + std::to_string(leases.size()) + " leases)";
@@ -345,32 +371,55 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
     for (std::size_t c = 0; c < replies.size(); ++c) {
       const redisReply& reply = *replies[c];
       if (reply.type == REDIS_REPLY_ERROR && topology.retryable(replyText(reply))) {
-        oneByOne.insert(oneByOne.end(), members[c].begin(), members[c].end());
+        oneByOne.push_back(members[c]);
         continue;
       }
-      const std::vector<bool> flags = readFlagsReply(reply, members[c].size(), where);
-      for (std::size_t j = 0; j < flags.size(); ++j) extended[members[c][j]].extended = flags[j];
+      try {
+        const std::vector<bool> flags = readFlagsReply(reply, members[c].size(), where);
+        for (std::size_t j = 0; j < flags.size(); ++j) extended[members[c][j]].extended = flags[j];
+      } catch (const LockError& error) {
+        // A reply the batch cannot read says nothing of these leases, and nothing of the others.
+        logger()->warn("dlock: renewing {} lease(s) on {}: {}", members[c].size(), node->label(), error.what());
+        for (const std::size_t i : members[c]) extended[i].unknown = true;
+      }
     }
   }
-  std::sort(oneByOne.begin(), oneByOne.end());
-  for (const std::size_t i : oneByOne) extended[i].extended = extend(leases[i].key, leases[i].token, ttl);
+  for (const auto& group : oneByOne) {
+    bool unreachable = false;
+    for (const std::size_t i : group) {
+      if (unreachable) {
+        extended[i].unknown = true;
+        continue;
+      }
+      try {
+        extended[i].extended = extend(leases[i].key, leases[i].token, ttl);
+      } catch (const ConnectionError&) {
+        unreachable = &group != &oneByOne.front();  // unrouted leases may each live elsewhere
+        extended[i].unknown = true;
+      } catch (const LockError&) {
+        extended[i].unknown = true;
+      }
+    }
+  }
   return extended;
 }
 
 std::uint64_t RedisOperator::raiseFence(std::string_view key, std::uint64_t atLeast) {
+  checkFencingToken(atLeast, "raiseFence");
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = state_->options;
   const KeyNames names(options.keyPrefix, key, topology.sharded());
   const std::string fence = names.fence();
   const std::string wanted = std::to_string(atLeast);
+  const std::string fenceTtl = std::to_string(options.fenceTtl.count());
   Call call("raiseFence", key, options.retryBudget);
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {
-        return runOn(connection, route, raiseFenceScript(), {fence}, {wanted});
+        return runOn(connection, route, raiseFenceScript(), {fence}, {wanted, fenceTtl});
       },
       [&](Connection&, const redisReply& reply, const Route& route) {
-        return readCountReply(reply, ReplySource("raiseFence", key, route.node->label()));
+        return readFenceReply(reply, ReplySource("raiseFence", key, route.node->label()));
       });
 }
 

@@ -17,6 +17,24 @@ void checkNotError(const redisReply& reply, const ReplySource& where) {
   if (reply.type == REDIS_REPLY_ERROR) throwReplyError(reply, where.text());
 }
 
+// A fencing counter as Redis stores it: decimal digits, no sign, no leading zero, 1 to 2^63 - 1
+// (a Redis integer). Anything else is the server's or someone else's data, never a token.
+std::uint64_t fenceFrom(const redisReply* element, const ReplySource& where, const char* what) {
+  if (element == nullptr || (element->type != REDIS_REPLY_STRING && element->type != REDIS_REPLY_STATUS)) {
+    unexpected(where, std::string(what) + " is not text");
+  }
+  const std::string_view text(element->str, element->len);
+  constexpr std::string_view kMax = "9223372036854775807";
+  const bool digits = !text.empty() && text.size() <= kMax.size() && text.front() != '0' &&
+                      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || (text.size() == kMax.size() && text > kMax)) {
+    unexpected(where, std::string(what) + " is not a counter from 1 to 2^63 - 1");
+  }
+  std::uint64_t value = 0;
+  for (const char c : text) value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  return value;
+}
+
 long long integerAt(const redisReply& reply, std::size_t index, const ReplySource& where) {
   const redisReply* element = reply.element[index];
   if (element == nullptr || element->type != REDIS_REPLY_INTEGER) {
@@ -28,7 +46,7 @@ long long integerAt(const redisReply& reply, std::size_t index, const ReplySourc
 const redisReply& pairOf(const redisReply& reply, const ReplySource& where) {
   checkNotError(reply, where);
   if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 2 || reply.element == nullptr) {
-    unexpected(where, "expected an array of two integers");
+    unexpected(where, "expected an array of two elements");
   }
   return reply;
 }
@@ -43,14 +61,13 @@ std::string ReplySource::text() const {
 AcquireResult readAcquireReply(const redisReply& raw, const ReplySource& where) {
   const redisReply& reply = pairOf(raw, where);
   const long long status = integerAt(reply, 0, where);
-  const long long value = integerAt(reply, 1, where);
   AcquireResult result;
   if (status == 1) {
-    if (value < 1) unexpected(where, "acquired with fencing token " + std::to_string(value));
     result.acquired = true;
-    result.fencingToken = static_cast<std::uint64_t>(value);
+    result.fencingToken = fenceFrom(reply.element[1], where, "the fencing token");
   } else if (status == 0) {
     // PTTL: -1 (no expiry: not one of ours) and -2 (vanished meanwhile) give no bound.
+    const long long value = integerAt(reply, 1, where);
     result.holderTtl = std::chrono::milliseconds(value > 0 ? value : 0);
   } else {
     unexpected(where, "status " + std::to_string(status));
@@ -62,9 +79,12 @@ ReleaseResult readReleaseReply(const redisReply& raw, const ReplySource& where) 
   const redisReply& reply = pairOf(raw, where);
   const long long status = integerAt(reply, 0, where);
   const long long notified = integerAt(reply, 1, where);
-  if ((status != 0 && status != 1) || notified < 0) unexpected(where, "status " + std::to_string(status));
+  if (status < 0 || status > 2 || notified < 0 || (status != 1 && notified != 0)) {
+    unexpected(where, "status " + std::to_string(status));
+  }
   ReleaseResult result;
-  result.released = status == 1;
+  result.released = status != 0;
+  result.releasedEarlier = status == 2;
   result.notified = static_cast<std::uint32_t>(std::min<long long>(notified, 1 << 30));
   return result;
 }
@@ -101,12 +121,18 @@ std::uint64_t readCountReply(const redisReply& reply, const ReplySource& where) 
 LeaseInfo readInspectReply(const redisReply& raw, const ReplySource& where) {
   const redisReply& reply = pairOf(raw, where);
   const long long pttl = integerAt(reply, 0, where);
-  const long long fence = integerAt(reply, 1, where);
+  const redisReply* fence = reply.element[1];
   LeaseInfo info;
   info.held = pttl > 0 || pttl == -1;  // -1: present without expiry (not written by dlock)
   info.remaining = std::chrono::milliseconds(pttl > 0 ? pttl : 0);
-  info.fencingToken = fence > 0 ? static_cast<std::uint64_t>(fence) : 0;
+  const bool none = fence != nullptr && fence->type == REDIS_REPLY_STRING && std::string_view(fence->str, fence->len) == "0";
+  info.fencingToken = none ? 0 : fenceFrom(fence, where, "the fencing counter");
   return info;
+}
+
+std::uint64_t readFenceReply(const redisReply& reply, const ReplySource& where) {
+  checkNotError(reply, where);
+  return fenceFrom(&reply, where, "the fencing counter");
 }
 
 }  // namespace dlock::detail

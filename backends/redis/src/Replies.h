@@ -32,9 +32,9 @@ class ReplySource {
   const std::string* text_ = nullptr;
 };
 
-// {1, fence >= 1} or {0, pttl}.
+// {1, "fence" >= 1} or {0, pttl}.
 AcquireResult readAcquireReply(const redisReply& reply, const ReplySource& where);
-// {1, subscribers} or {0, 0}.
+// {1, subscribers}, {2, 0} (released earlier: releasedEarlier) or {0, 0}.
 ReleaseResult readReleaseReply(const redisReply& reply, const ReplySource& where);
 // Integer 1 or 0.
 bool readFlagReply(const redisReply& reply, const ReplySource& where);
@@ -42,7 +42,9 @@ bool readFlagReply(const redisReply& reply, const ReplySource& where);
 std::vector<bool> readFlagsReply(const redisReply& reply, std::size_t count, const ReplySource& where);
 // A non-negative integer.
 std::uint64_t readCountReply(const redisReply& reply, const ReplySource& where);
-// {pttl, fence}.
+// {pttl, "fence"}.
 LeaseInfo readInspectReply(const redisReply& reply, const ReplySource& where);
+// "fence": a fencing counter as text, 1 to 2^63 - 1.
+std::uint64_t readFenceReply(const redisReply& reply, const ReplySource& where);
 
 }  // namespace dlock::detail

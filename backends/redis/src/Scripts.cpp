@@ -1,5 +1,6 @@
 #include "Scripts.h"
 
+#include "ScriptSources.h"
 #include "Sha1.h"
 
 namespace dlock::detail {
@@ -22,57 +23,37 @@ Argv scriptArgv(std::string_view command, std::string_view body, const std::stri
   return argv;
 }
 
-// PUBLISH (SPUBLISH on a cluster) before DEL: a script is not rolled back, so a publish the ACL
-// (or a cluster slot check) refuses must fail before the key is gone. The order is invisible
-// otherwise: subscribers get the message only after the whole script has run.
-#ifndef DLOCK_BREAK_RELEASE_CHECK
-std::string releaseSource(const char* publish) {
-  return std::string(R"lua(
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  local notified = redis.call(')lua") + publish + R"lua(', ARGV[2], '1')
-  redis.call('DEL', KEYS[1])
-  return {1, notified}
-end
-return {0, 0}
-)lua";
-}
-#else
-// Deliberately broken (CMake option DLOCK_BREAK_RELEASE_CHECK, for the fault-testing harness
-// only): deletes the key whoever owns it, so a holder whose lease ran out releases its
-// successor's hold. The harness's checker must catch it.
-std::string releaseSource(const char* publish) {
-  return std::string(R"lua(
-local notified = redis.call(')lua") + publish + R"lua(', ARGV[2], '1')
-return {redis.call('DEL', KEYS[1]), notified}
-)lua";
-}
-#endif
-
 }  // namespace
 
 const Script& acquireScript() {
   // The fencing token is the last one plus one, and never below the server's clock in
-  // microseconds: a server that lost the counter (restarted without persistence, or a replica
-  // promoted before the last writes reached it) would otherwise hand out 1, 2, 3 again, below
-  // tokens already accepted downstream. The clock only has to be ahead of where it was when the
-  // lost tokens were issued; on a clock that went back the counter still rises by one. The
-  // numbers stay below 2^53, exact in Lua's doubles, until the year 2255.
+  // microseconds: a server that lost the counter (restarted without persistence, a replica
+  // promoted before the last writes reached it, or the counter's own TTL ran out) would otherwise
+  // hand out 1, 2, 3 again, below tokens already accepted downstream. The clock only has to be
+  // ahead of where it was when the lost tokens were issued; on a clock that went back the
+  // counter still rises by one.
+  // Exact in 64 bits: Lua numbers are doubles (exact to 2^53), so the counter is raised by INCR
+  // (a Redis integer), read back as text and compared with the clock as text of digits. INCR
+  // refuses a counter at 2^63 - 1 before anything else is written.
+  // The counter lives ARGV[3] ms after the last acquisition: the clock floor above makes an
+  // expired counter safe unless the server's clock stepped back by more than that.
   // Fence before SET: a script is not rolled back, so the step that can fail (a fence key of the
-  // wrong type, an ACL, OOM) must fail before the key is set, or the key would stay held by an
-  // acquire that reported an error. A SET refused after it leaves a fence raised, which only has
-  // to grow. A retried acquire whose first try landed finds its own token and succeeds again, so
-  // a retry after a lost reply is safe.
+  // wrong type, an ACL, OOM, an overflow) must fail before the key is set, or the key would stay
+  // held by an acquire that reported an error. A retried acquire whose first try landed finds its
+  // own token and succeeds again, so a retry after a lost reply is safe.
   static const Script script = makeScript("acquire", R"lua(
 if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('INCR', KEYS[2])
+  local fence = redis.call('GET', KEYS[2])
   local now = redis.call('TIME')
-  local last = tonumber(redis.call('GET', KEYS[2]) or '0')
-  local fence = math.max(last + 1, now[1] * 1000000 + now[2])
-  redis.call('SET', KEYS[2], string.format('%.0f', fence))
+  local clock = now[1] .. string.format('%06d', tonumber(now[2]))
+  if #clock > #fence or (#clock == #fence and clock > fence) then fence = clock end
+  redis.call('SET', KEYS[2], fence, 'PX', ARGV[3])
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return {1, fence}
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
+  return {1, redis.call('GET', KEYS[2]) or '0'}
 end
 return {0, redis.call('PTTL', KEYS[1])}
 )lua");
@@ -117,20 +98,20 @@ return extended
 }
 
 const Script& inspectScript() {
+  // The counter as text: exact whatever its size.
   static const Script script = makeScript("inspect", R"lua(
-return {redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0')}
+return {redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '0'}
 )lua");
   return script;
 }
 
 const Script& raiseFenceScript() {
+  // Compared as text of digits (ARGV[1] has no leading zeros): exact in 64 bits, as acquire's.
   static const Script script = makeScript("raiseFence", R"lua(
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-local wanted = tonumber(ARGV[1])
-if wanted > current then
-  redis.call('SET', KEYS[1], ARGV[1])
-  return wanted
-end
+local current = redis.call('GET', KEYS[1]) or '0'
+local wanted = ARGV[1]
+if #wanted > #current or (#wanted == #current and wanted > current) then current = wanted end
+redis.call('SET', KEYS[1], current, 'PX', ARGV[2])
 return current
 )lua");
   return script;

@@ -47,7 +47,6 @@ struct Call {
   unsigned retries = 0;           // tries the topology granted after a failure
   RedisNode* redirected = nullptr;  // an ASK target for the next try
   bool subscribing = false;       // a subscription: it cannot follow ASK
-  bool sent = false;              // a try failed after the command may have run
   bool staleRetried = false;      // a dead pooled connection was replaced once already
   std::string note;               // appended to the final error, e.g. why the topology could not recover
 };

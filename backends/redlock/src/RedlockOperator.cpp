@@ -299,6 +299,9 @@ class RedlockOperator::Impl {
     return std::max(known[quorum_ - 1], milliseconds(1));
   }
 
+  // A node's vote on one lease's renewal.
+  static constexpr signed char kYes = 1, kNo = 0, kCannotTell = -1;
+
   // extend() and extendAll(): one call per node (`batch` uses the members' extendAll). A lease
   // extended on a quorum in time is valid for ttl - drift from `start`, as an acquisition is.
   std::vector<ExtendResult> extendQuorum(const std::vector<LeaseRef>& leases, milliseconds ttl, bool batch) {
@@ -310,10 +313,14 @@ class RedlockOperator::Impl {
 
     const Steady::time_point start = Steady::now();
     const milliseconds waited = std::min(options_.nodeTimeout, validFor);
+    // Per lease and node: 1 extended, 0 not ours there, -1 the node could not tell.
+    using Flags = std::vector<signed char>;
     const auto ballot =
-        send<std::vector<bool>>(all_, shardOf(leases.front().key), start + waited,
-                                [owned, ttl, batch](IOperator& member) -> std::vector<bool> {
-                                  if (!batch) return {member.extend(owned->front().first, owned->front().second, ttl)};
+        send<Flags>(all_, shardOf(leases.front().key), start + waited,
+                                [owned, ttl, batch](IOperator& member) -> Flags {
+                                  if (!batch) {
+                                    return {member.extend(owned->front().first, owned->front().second, ttl) ? kYes : kNo};
+                                  }
                                   std::vector<LeaseRef> refs;
                                   refs.reserve(owned->size());
                                   for (const auto& [key, token] : *owned) refs.push_back(LeaseRef{key, token});
@@ -323,20 +330,23 @@ class RedlockOperator::Impl {
                                                        std::to_string(results.size()) + " results for " +
                                                        std::to_string(refs.size()) + " leases");
                                   }
-                                  std::vector<bool> extended;
+                                  Flags extended;
                                   extended.reserve(results.size());
-                                  for (const auto& result : results) extended.push_back(result.extended);
+                                  for (const auto& result : results) {
+                                    extended.push_back(result.extended ? kYes : result.unknown ? kCannotTell : kNo);
+                                  }
                                   return extended;
                                 });
     // Decided when every lease has a quorum of yes, or too few nodes left to give it one.
     const std::size_t nodes = members_.size();
-    (void)waitDecided(*ballot, start, validFor, start + waited, [&](const std::vector<Vote<std::vector<bool>>>& votes) {
+    (void)waitDecided(*ballot, start, validFor, start + waited, [&](const std::vector<Vote<Flags>>& votes) {
       for (std::size_t j = 0; j < leases.size(); ++j) {
         std::size_t yes = 0;
         std::size_t no = 0;
         for (const auto& vote : votes) {
           if (vote.state == VoteState::Answered) {
-            (vote.value[j] ? yes : no) += 1;
+            yes += vote.value[j] == 1 ? 1 : 0;
+            no += vote.value[j] == 1 ? 0 : 1;  // a node's "cannot tell" is final for this round
           } else if (vote.state == VoteState::Failed) {
             ++no;
           }
@@ -348,21 +358,27 @@ class RedlockOperator::Impl {
     const auto votes = ballot->snapshot();
     const bool valid = Steady::now() - start < validFor;
 
-    std::size_t failed = 0;
-    for (const auto& vote : votes) failed += vote.state == VoteState::Answered ? 0 : 1;
+    // Per lease: extended on a quorum; not held by a quorum even counting the nodes that could
+    // not tell (lost); or undecided, which a batch reports as unknown for that lease alone.
     std::vector<ExtendResult> result(leases.size());
     std::optional<std::size_t> undecided;
     for (std::size_t j = 0; j < leases.size(); ++j) {
       std::size_t yes = 0;
-      for (const auto& vote : votes) yes += vote.state == VoteState::Answered && vote.value[j] ? 1 : 0;
+      std::size_t cannotTell = 0;
+      for (const auto& vote : votes) {
+        const bool answered = vote.state == VoteState::Answered;
+        yes += answered && vote.value[j] == 1 ? 1 : 0;
+        cannotTell += !answered || vote.value[j] < 0 ? 1 : 0;
+      }
       if (!valid) continue;  // the extension may already have run out somewhere: lost
       if (yes >= quorum_) {
-        result[j] = ExtendResult{true, validFor};
-      } else if (yes + failed >= quorum_ && !undecided) {
-        undecided = j;
+        result[j] = ExtendResult{true, false, validFor};
+      } else if (yes + cannotTell >= quorum_) {
+        result[j].unknown = true;
+        if (!undecided) undecided = j;
       }
     }
-    if (undecided) {
+    if (undecided && !batch) {
       throwUndecided(operation, leases[*undecided].key,
                      "too few nodes answered to tell whether a quorum still holds the lease",
                      failuresOf(votes, members_, waited));
@@ -596,7 +612,7 @@ ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view tok
   (void)ballot->waitForAll(Steady::now() + waited);
   const auto votes = ballot->snapshot();
   std::size_t failed = 0;
-  std::size_t inDoubt = 0;  // not released now, but a cut-off earlier try on the node may have
+  bool earlier = false;  // some node's release counted only by its record of an earlier try
   ReleaseResult result;
   for (std::size_t i = 0; i < votes.size(); ++i) {
     const auto& vote = votes[i];
@@ -604,21 +620,19 @@ ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view tok
       failed += released[i] ? 0 : 1;
       continue;
     }
-    if (vote.value.released) released[i] = true;
-    if (!released[i] && vote.value.inDoubt) ++inDoubt;
+    // Each member decides its own retried release by the server's record of it (releasedEarlier).
+    if (vote.value.released && !released[i]) {
+      released[i] = true;
+      earlier = earlier || vote.value.releasedEarlier;
+    }
     // A waiter subscribes on every node; the largest count is the best guess of how many there are.
     result.notified = std::max(result.notified, vote.value.notified);
   }
   const auto releasedCount = static_cast<std::size_t>(std::count(released.begin(), released.end(), true));
-  if (releasedCount >= d.quorum_ || releasedCount + inDoubt + failed < d.quorum_) {
+  if (releasedCount >= d.quorum_ || releasedCount + failed < d.quorum_) {
     d.rememberReleased(key, token, {});
     result.released = releasedCount >= d.quorum_;
-    return result;
-  }
-  if (releasedCount + inDoubt >= d.quorum_) {
-    // A quorum released it now or maybe earlier: the lock decides with the lease's validity.
-    d.rememberReleased(key, token, {});
-    result.inDoubt = true;
+    result.releasedEarlier = result.released && earlier;
     return result;
   }
   d.rememberReleased(key, token, releasedCount > 0 ? released : std::vector<bool>());

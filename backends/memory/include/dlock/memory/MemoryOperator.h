@@ -3,7 +3,9 @@
 // It behaves as the Redis backends do: leases expire at their TTL on the injected clock, unlock
 // and extend check the token, each key has a fencing counter that grows with every acquisition,
 // an acquire by the token that holds the key succeeds again (same fencing token, same expiry,
-// as the Redis acquire script), and a release wakes the key's waiters (watch()). On a VirtualClock, lease expiry is tested in
+// as the Redis acquire script), a release wakes the key's waiters (watch()), and a release keeps
+// a record until its lease would have ended, so that a retried release whose first try ran is
+// told so (ReleaseResult::releasedEarlier). On a VirtualClock, lease expiry is tested in
 // microseconds. Faults can be injected: failNextCalls(n) makes the next n calls throw
 // ConnectionError; setLatency(d) delays every call by d of real time.
 // Owner: shared. Thread safety: thread-safe.
@@ -42,6 +44,10 @@ class MemoryOperator final : public IOperator, public IFenceRaiser, public ILeas
   void failNextCalls(unsigned count);
   // Fault injection: every call first sleeps `latency` (real time). Zero turns it off.
   void setLatency(std::chrono::milliseconds latency);
+  // Fault injection: forgets every lease and every release record, as a Redis server restarted
+  // without persistence does. Fencing counters are kept: the Redis counter's clock floor keeps
+  // tokens rising after such a restart, and this one keeps them rising too.
+  void forgetLeases();
 
   // Calls received so far (failed ones included; watch() not counted).
   [[nodiscard]] std::uint64_t calls() const noexcept;

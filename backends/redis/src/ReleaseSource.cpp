@@ -1,0 +1,33 @@
+#include "ScriptSources.h"
+
+namespace dlock::detail {
+
+// PUBLISH (SPUBLISH on a cluster) before DEL: a script is not rolled back, so a publish the ACL
+// (or a cluster slot check) refuses must fail before the key is gone. The order is invisible
+// otherwise: subscribers get the message only after the whole script has run.
+// The release record: a release whose reply is lost (a connection dies under it) is sent again,
+// and that retry must tell "my release ran" from "my lease was lost and the key taken or freed"
+// (a restart without persistence, a failover). So the release leaves a record under its token
+// for as long as the lease had left (at least ARGV[4] ms, the client's retry window), and a
+// retry that finds the key no longer ours answers from it; no record means not released by us.
+// Redisson's unlock leaves such a latch per request id for the same reason.
+// The record is named in ARGV, as the channel is, and written with pcall: during a slot migration
+// Redis refuses a script whose declared keys are partly missing (TRYAGAIN) and an undeclared key
+// the node no longer has (ASK), and a full server refuses SET (OOM). The release itself must go
+// on in all three; only the record is missed, and a retry without one reports a loss, never a
+// success it cannot prove.
+std::string releaseSource(const char* publish) {
+  return std::string(R"lua(
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  local left = redis.call('PTTL', KEYS[1])
+  local notified = redis.call(')lua") + publish + R"lua(', ARGV[2], '1')
+  redis.pcall('SET', ARGV[3], '1', 'PX', math.max(left, tonumber(ARGV[4])))
+  redis.call('DEL', KEYS[1])
+  return {1, notified}
+end
+if redis.pcall('EXISTS', ARGV[3]) == 1 then return {2, 0} end
+return {0, 0}
+)lua";
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,15 @@
+// ScriptSources.h — Lua sources that a test build may replace: ReleaseSource.cpp is the release
+// of every build; the fault-testing harness links a broken one in its place (CMake option
+// DLOCK_BREAK_RELEASE_CHECK, tests/nemesis/broken/) to show that its checker catches it.
+#pragma once
+
+#include <string>
+
+namespace dlock::detail {
+
+// The release script, publishing with `publish` (PUBLISH, or SPUBLISH on a cluster).
+// KEYS: lock   ARGV: token, channel, release record, record floor in ms
+// → {1, subscribers reached} released now; {2, 0} released earlier by this token; {0, 0} not ours
+std::string releaseSource(const char* publish);
+
+}  // namespace dlock::detail
