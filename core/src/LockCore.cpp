@@ -267,15 +267,17 @@ void LockCore::yieldAfterContendedRelease(std::string_view key, Deadline deadlin
 std::shared_ptr<Watchdog> LockCore::makeWatchdog() {
   auto watchdog = std::make_shared<Watchdog>(backend_, clock_, options_.watchdogLease, counters_);
   // A forked child makes its own watchdog: it reports to the handler the lock was given.
-  std::lock_guard<std::mutex> guard(handlerMutex_);
+  std::lock_guard<ForkSafeMutex> guard(handlerMutex_);
   if (lostHandler_) watchdog->setLostHandler(lostHandler_);
   return watchdog;
 }
 
 void LockCore::setLostHandler(ILock::LostHandler handler) {
-  std::lock_guard<std::mutex> guard(handlerMutex_);
+  // First, outside the mutex: a forked child's first use makes its watchdog, which takes it.
+  Watchdog& watchdog = *watchdog_;
+  std::lock_guard<ForkSafeMutex> guard(handlerMutex_);
   lostHandler_ = handler;
-  watchdog_->setLostHandler(std::move(handler));
+  watchdog.setLostHandler(std::move(handler));
 }
 
 }  // namespace dlock::detail

@@ -22,10 +22,7 @@
 #include "dlock/IWait.h"
 #include "dlock/LockOptions.h"
 #include "dlock/detail/Fork.h"
-
-namespace spdlog {
-class logger;
-}
+#include "dlock/detail/Log.h"
 
 namespace dlock::detail {
 
@@ -82,7 +79,7 @@ class LockCore {
   const std::shared_ptr<IWait> wait_;
   const std::shared_ptr<Clock> clock_;
   const LockOptions options_;
-  const std::shared_ptr<spdlog::logger> log_;
+  const Log log_;
   const std::shared_ptr<LockCounters> counters_;  // shared with the watchdog
 
   ForkLocal<WaiterQueue> waiters_;  // a forked child queues only its own threads
@@ -94,8 +91,9 @@ class LockCore {
   };
   ForkLocal<Yields> yields_;  // a forked child's own: a parent's thread may have held the mutex
 
-  // The lost handler as the lock was given it, for the watchdog a forked child makes.
-  std::mutex handlerMutex_;
+  // The lost handler as the lock was given it, for the watchdog a forked child makes (whose first
+  // use may come at any moment after a fork: hence a mutex the fork never catches held).
+  ForkSafeMutex handlerMutex_;
   ILock::LostHandler lostHandler_;  // guarded by handlerMutex_
 
   // Last: made from the members above; stopped by the destructor. A forked child gets its own,

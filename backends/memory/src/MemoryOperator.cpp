@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "dlock/LockError.h"
+#include "dlock/detail/Fork.h"
 #include "dlock/Validation.h"
 
 namespace dlock {
@@ -96,18 +97,28 @@ class MemoryReleaseWatch final : public IReleaseWatch {
 
 }  // namespace
 
+// A forked child's memory operator is a new, empty one (as a child's Redis operators reconnect):
+// the parent's state is abandoned untouched, its mutex possibly held by a thread the child lacks.
+struct MemoryOperator::Holder {
+  explicit Holder(std::shared_ptr<Clock> clock)
+      : state([clock = std::move(clock)] { return std::make_shared<State>(clock); }) {}
+  detail::ForkLocal<State> state;
+};
+
 MemoryOperator::MemoryOperator(std::shared_ptr<Clock> clock)
-    : state_(std::make_shared<State>(clock ? std::move(clock) : SteadyClock::instance())) {}
+    : holder_(std::make_shared<Holder>(clock ? std::move(clock) : SteadyClock::instance())) {}
+
+MemoryOperator::State& MemoryOperator::state() const { return *holder_->state; }
 
 MemoryOperator::~MemoryOperator() = default;
 
 void MemoryOperator::beforeCall() {
-  state_->calls.fetch_add(1, std::memory_order_relaxed);
-  const auto latency = state_->latencyMillis.load(std::memory_order_relaxed);
+  state().calls.fetch_add(1, std::memory_order_relaxed);
+  const auto latency = state().latencyMillis.load(std::memory_order_relaxed);
   if (latency > 0) std::this_thread::sleep_for(std::chrono::milliseconds(latency));
-  unsigned left = state_->failuresLeft.load(std::memory_order_relaxed);
+  unsigned left = state().failuresLeft.load(std::memory_order_relaxed);
   while (left > 0) {
-    if (state_->failuresLeft.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
+    if (state().failuresLeft.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
       throw ConnectionError("dlock: memory://: injected connection failure");
     }
   }
@@ -115,13 +126,13 @@ void MemoryOperator::beforeCall() {
 
 AcquireResult MemoryOperator::lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
   beforeCall();
-  std::lock_guard<std::mutex> guard(state_->mutex);
-  const Clock::time_point now = state_->clock->now();
-  auto it = state_->keys.find(key);
-  if (it == state_->keys.end()) it = state_->keys.emplace(std::string(key), State::KeyState{}).first;
+  std::lock_guard<std::mutex> guard(state().mutex);
+  const Clock::time_point now = state().clock->now();
+  auto it = state().keys.find(key);
+  if (it == state().keys.end()) it = state().keys.emplace(std::string(key), State::KeyState{}).first;
   State::KeyState& entry = it->second;
   AcquireResult result;
-  if (const State::Entry* holder = state_->liveLease(entry, now)) {
+  if (const State::Entry* holder = state().liveLease(entry, now)) {
     if (holder->token == token) {
       // As the Redis acquire script: the owner's retry (its first reply lost) succeeds again with
       // the fencing token it got, and the lease keeps its expiry.
@@ -146,14 +157,14 @@ ReleaseResult MemoryOperator::unlock(std::string_view key, std::string_view toke
   beforeCall();
   ReleaseResult result;
   {
-    std::lock_guard<std::mutex> guard(state_->mutex);
-    const Clock::time_point now = state_->clock->now();
-    State::KeyState* entry = state_->find(key);
+    std::lock_guard<std::mutex> guard(state().mutex);
+    const Clock::time_point now = state().clock->now();
+    State::KeyState* entry = state().find(key);
     if (entry == nullptr) return result;
     for (auto it = entry->releasedBy.begin(); it != entry->releasedBy.end();) {
       it = it->second <= now ? entry->releasedBy.erase(it) : std::next(it);
     }
-    const State::Entry* holder = state_->ownedLease(key, token, now);
+    const State::Entry* holder = state().ownedLease(key, token, now);
     if (holder == nullptr) {
       result.released = result.releasedEarlier = entry->releasedBy.count(token) > 0;
       return result;
@@ -164,15 +175,15 @@ ReleaseResult MemoryOperator::unlock(std::string_view key, std::string_view toke
     result.released = true;
     result.notified = entry->watchers;
   }
-  state_->released.notify_all();
+  state().released.notify_all();
   return result;
 }
 
 bool MemoryOperator::extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
   beforeCall();
-  std::lock_guard<std::mutex> guard(state_->mutex);
-  const Clock::time_point now = state_->clock->now();
-  State::Entry* holder = state_->ownedLease(key, token, now);
+  std::lock_guard<std::mutex> guard(state().mutex);
+  const Clock::time_point now = state().clock->now();
+  State::Entry* holder = state().ownedLease(key, token, now);
   if (holder != nullptr) holder->expiresAt = now + ttl;
   return holder != nullptr;
 }
@@ -181,10 +192,10 @@ std::vector<ExtendResult> MemoryOperator::extendAll(const std::vector<LeaseRef>&
   beforeCall();
   std::vector<ExtendResult> results;
   results.reserve(leases.size());
-  std::lock_guard<std::mutex> guard(state_->mutex);
-  const Clock::time_point now = state_->clock->now();
+  std::lock_guard<std::mutex> guard(state().mutex);
+  const Clock::time_point now = state().clock->now();
   for (const auto& lease : leases) {
-    State::Entry* holder = state_->ownedLease(lease.key, lease.token, now);
+    State::Entry* holder = state().ownedLease(lease.key, lease.token, now);
     if (holder != nullptr) holder->expiresAt = now + ttl;
     results.push_back(ExtendResult{holder != nullptr, false, {}});
   }
@@ -194,63 +205,63 @@ std::vector<ExtendResult> MemoryOperator::extendAll(const std::vector<LeaseRef>&
 std::uint64_t MemoryOperator::raiseFence(std::string_view key, std::uint64_t atLeast) {
   detail::checkFencingToken(atLeast, "raiseFence");
   beforeCall();
-  std::lock_guard<std::mutex> guard(state_->mutex);
-  auto it = state_->keys.find(key);
-  if (it == state_->keys.end()) it = state_->keys.emplace(std::string(key), State::KeyState{}).first;
+  std::lock_guard<std::mutex> guard(state().mutex);
+  auto it = state().keys.find(key);
+  if (it == state().keys.end()) it = state().keys.emplace(std::string(key), State::KeyState{}).first;
   it->second.fence = std::max(it->second.fence, atLeast);
   return it->second.fence;
 }
 
 std::unique_ptr<IReleaseWatch> MemoryOperator::watch(std::string_view key) {
-  return std::make_unique<MemoryReleaseWatch>(state_, std::string(key));
+  return std::make_unique<MemoryReleaseWatch>(holder_->state.shared(), std::string(key));
 }
 
 LeaseInfo MemoryOperator::inspect(std::string_view key) {
   beforeCall();
-  std::lock_guard<std::mutex> guard(state_->mutex);
+  std::lock_guard<std::mutex> guard(state().mutex);
   LeaseInfo info;
-  State::KeyState* entry = state_->find(key);
+  State::KeyState* entry = state().find(key);
   if (entry == nullptr) return info;
   info.fencingToken = entry->fence;
-  const Clock::time_point now = state_->clock->now();
-  if (const State::Entry* holder = state_->liveLease(*entry, now)) {
+  const Clock::time_point now = state().clock->now();
+  if (const State::Entry* holder = state().liveLease(*entry, now)) {
     info.held = true;
     info.remaining = std::chrono::ceil<std::chrono::milliseconds>(holder->expiresAt - now);
   }
   return info;
 }
 
-void MemoryOperator::failNextCalls(unsigned count) { state_->failuresLeft.store(count, std::memory_order_relaxed); }
+void MemoryOperator::failNextCalls(unsigned count) { state().failuresLeft.store(count, std::memory_order_relaxed); }
 
 void MemoryOperator::setLatency(std::chrono::milliseconds latency) {
-  state_->latencyMillis.store(latency.count(), std::memory_order_relaxed);
+  state().latencyMillis.store(latency.count(), std::memory_order_relaxed);
 }
 
 void MemoryOperator::forgetLeases() {
-  std::lock_guard<std::mutex> guard(state_->mutex);
-  for (auto& [key, entry] : state_->keys) {
+  std::lock_guard<std::mutex> guard(state().mutex);
+  for (auto& [key, entry] : state().keys) {
     entry.lease.reset();
     entry.releasedBy.clear();
   }
 }
 
-std::uint64_t MemoryOperator::calls() const noexcept { return state_->calls.load(std::memory_order_relaxed); }
+std::uint64_t MemoryOperator::calls() const noexcept { return state().calls.load(std::memory_order_relaxed); }
 
 std::size_t MemoryOperator::size() const {
-  std::lock_guard<std::mutex> guard(state_->mutex);
-  const Clock::time_point now = state_->clock->now();
+  std::lock_guard<std::mutex> guard(state().mutex);
+  const Clock::time_point now = state().clock->now();
   std::size_t live = 0;
-  for (auto& [key, entry] : state_->keys) {
-    if (state_->liveLease(entry, now) != nullptr) ++live;
+  for (auto& [key, entry] : state().keys) {
+    if (state().liveLease(entry, now) != nullptr) ++live;
   }
   return live;
 }
 
 std::string MemoryOperator::holderOf(std::string_view key) const {
-  std::lock_guard<std::mutex> guard(state_->mutex);
-  State::KeyState* entry = state_->find(key);
+  std::lock_guard<std::mutex> guard(state().mutex);
+  State::KeyState* entry = state().find(key);
   if (entry == nullptr) return {};
-  const State::Entry* holder = state_->liveLease(*entry, state_->clock->now());
+  const State::Entry* holder = state().liveLease(*entry, state().clock->now());
   return holder == nullptr ? std::string() : holder->token;
 }
 

@@ -10,9 +10,11 @@
 
 #include "Ballot.h"
 #include "NodeWorkers.h"
+#include "RedlockMemory.h"
 #include "RedlockWatch.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
+#include "dlock/detail/Fork.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock {
@@ -25,10 +27,6 @@ using detail::Vote;
 using detail::VoteState;
 
 constexpr std::size_t kMaxThreadsPerNode = 64;
-// The remembered per-(key, token) node sets are swept of expired entries past this size.
-constexpr std::size_t kSweepSize = 256;
-// How long an undecided release remembers the nodes that did release, for a retry.
-constexpr std::chrono::minutes kPartialReleaseMemory{5};
 
 long long millisOf(Steady::duration duration) {
   return std::chrono::duration_cast<milliseconds>(duration).count();
@@ -75,6 +73,7 @@ class RedlockOperator::Impl {
         all_(allNodes(members_.size())),
         description_(describeMembers(members_)),
         log_(detail::logger()),
+        memory_([nodes = members_.size()] { return std::make_shared<detail::RedlockMemory>(nodes); }),
         workers_(members_.size(), options_.threadsPerNode + 1) {}
 
   // The lane of release subscriptions: its own thread per node, because subscribing to a dead
@@ -210,73 +209,8 @@ class RedlockOperator::Impl {
           break;
       }
     }
-    if (!lingering.empty()) addSuspects(key, token, lingering, start + ttl);
+    if (!lingering.empty()) memory_->addSuspects(key, token, lingering, start + ttl);
     return result;
-  }
-
-  // Nodes that may still hold (key, token) from an earlier attempt whose release was not
-  // confirmed. Such a node answers "acquired" to a retry with the same token, but its lease
-  // started with the earlier attempt, so it must not count toward this attempt's quorum.
-  std::vector<bool> suspectsOf(std::string_view key, std::string_view token, Steady::time_point now) {
-    std::vector<bool> suspect(members_.size(), false);
-    std::lock_guard<std::mutex> guard(memoryMutex_);
-    if (suspects_.empty()) return suspect;
-    const auto it = suspects_.find(suspectKey(key, token));
-    if (it == suspects_.end()) return suspect;
-    bool any = false;
-    for (std::size_t i = 0; i < suspect.size(); ++i) {
-      suspect[i] = it->second[i] > now;
-      any = any || suspect[i];
-    }
-    if (!any) suspects_.erase(it);
-    return suspect;
-  }
-
-  void addSuspects(std::string_view key, std::string_view token, const std::vector<std::size_t>& nodes,
-                   Steady::time_point until) {
-    std::lock_guard<std::mutex> guard(memoryMutex_);
-    if (suspects_.size() >= kSweepSize) {
-      const Steady::time_point now = Steady::now();
-      for (auto it = suspects_.begin(); it != suspects_.end();) {
-        const bool live = std::any_of(it->second.begin(), it->second.end(), [&](auto t) { return t > now; });
-        it = live ? std::next(it) : suspects_.erase(it);
-      }
-    }
-    auto& entry = suspects_[suspectKey(key, token)];
-    entry.resize(members_.size());
-    for (std::size_t node : nodes) entry[node] = std::max(entry[node], until);
-  }
-
-  // After a successful acquisition: the earlier attempts' leftovers are ours and no longer matter.
-  void forgetSuspects(std::string_view key, std::string_view token) {
-    std::lock_guard<std::mutex> guard(memoryMutex_);
-    if (!suspects_.empty()) suspects_.erase(suspectKey(key, token));
-  }
-
-  // The nodes that released (key, token) in an earlier unlock whose outcome was undecided, so a
-  // retried unlock counts them (they answer "not released" now, the key being gone there).
-  std::vector<bool> releasedBefore(std::string_view key, std::string_view token) {
-    std::lock_guard<std::mutex> guard(memoryMutex_);
-    if (partialReleases_.empty()) return std::vector<bool>(members_.size(), false);
-    const auto it = partialReleases_.find(suspectKey(key, token));
-    if (it == partialReleases_.end()) return std::vector<bool>(members_.size(), false);
-    return it->second.first;
-  }
-
-  // Remembers `released` for a retry (a non-empty vector), or forgets (an empty one).
-  void rememberReleased(std::string_view key, std::string_view token, const std::vector<bool>& released) {
-    std::lock_guard<std::mutex> guard(memoryMutex_);
-    if (released.empty()) {
-      if (!partialReleases_.empty()) partialReleases_.erase(suspectKey(key, token));
-      return;
-    }
-    const Steady::time_point now = Steady::now();
-    if (partialReleases_.size() >= kSweepSize) {
-      for (auto it = partialReleases_.begin(); it != partialReleases_.end();) {
-        it = it->second.second > now ? std::next(it) : partialReleases_.erase(it);
-      }
-    }
-    partialReleases_[suspectKey(key, token)] = {released, now + kPartialReleaseMemory};
   }
 
   // When the key is expected to be free on a quorum, after a failed attempt and its rollback:
@@ -391,7 +325,9 @@ class RedlockOperator::Impl {
   const std::size_t quorum_;
   const std::vector<std::size_t> all_;
   const std::string description_;
-  const std::shared_ptr<spdlog::logger> log_;
+  const detail::Log log_;
+  // Per process: a forked child starts with none (a parent's thread may have held its mutex).
+  detail::ForkLocal<detail::RedlockMemory> memory_;
 
  private:
   static std::vector<std::size_t> allNodes(std::size_t count) {
@@ -409,15 +345,8 @@ class RedlockOperator::Impl {
     return text;
   }
 
-  static std::string suspectKey(std::string_view key, std::string_view token) {
-    return std::to_string(key.size()) + ":" + std::string(key) + std::string(token);
-  }
 
-  std::mutex memoryMutex_;
-  // Per (key, token): until when each node may still hold it from an undone attempt.
-  std::map<std::string, std::vector<Steady::time_point>> suspects_;  // guarded by memoryMutex_
-  // Per (key, token): the nodes that released it in an undecided unlock, and until when to remember.
-  std::map<std::string, std::pair<std::vector<bool>, Steady::time_point>> partialReleases_;  // guarded by memoryMutex_
+
 
  public:
   // Last: destroyed (joined) first, while everything its tasks might touch still exists.
@@ -490,7 +419,7 @@ AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token
   // Waiting past the validity is pointless: then the attempt has failed on time, not on the nodes.
   const bool cutByValidity = validFor <= d.options_.nodeTimeout;
   const milliseconds waited = std::min(d.options_.nodeTimeout, validFor);
-  const std::vector<bool> suspect = d.suspectsOf(key, token, start);
+  const std::vector<bool> suspect = d.memory_->suspectsOf(key, token, start);
   const std::size_t shard = d.shardOf(key);
   const std::string ownedKey(key);
 
@@ -561,7 +490,7 @@ AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token
     }
     const Steady::duration elapsed = Steady::now() - start;
     if (fenced >= quorum && elapsed < validFor) {
-      if (std::find(suspect.begin(), suspect.end(), true) != suspect.end()) d.forgetSuspects(key, token);
+      if (std::find(suspect.begin(), suspect.end(), true) != suspect.end()) d.memory_->forgetSuspects(key, token);
       if (d.log_->should_log(spdlog::level::debug)) {
         d.log_->debug("dlock: redlock acquired {} on {} of {} nodes (fencing token {}, {} ms of {} ms used)",
                       detail::quoteKey(key), taken.size(), nodes, fence, millisOf(elapsed), ttl.count());
@@ -603,7 +532,7 @@ AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token
 ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view token) {
   Impl& d = *impl_;
   const milliseconds waited = d.options_.nodeTimeout;
-  std::vector<bool> released = d.releasedBefore(key, token);
+  std::vector<bool> released = d.memory_->releasedBefore(key, token);
   // Releases are never dropped unsent: a late one still frees the node for others.
   const auto ballot = d.send<ReleaseResult>(d.all_, d.shardOf(key), std::nullopt,
                                             [k = std::string(key), t = std::string(token)](IOperator& member) {
@@ -630,12 +559,12 @@ ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view tok
   }
   const auto releasedCount = static_cast<std::size_t>(std::count(released.begin(), released.end(), true));
   if (releasedCount >= d.quorum_ || releasedCount + failed < d.quorum_) {
-    d.rememberReleased(key, token, {});
+    d.memory_->rememberReleased(key, token, {});
     result.released = releasedCount >= d.quorum_;
     result.releasedEarlier = result.released && earlier;
     return result;
   }
-  d.rememberReleased(key, token, releasedCount > 0 ? released : std::vector<bool>());
+  d.memory_->rememberReleased(key, token, releasedCount > 0 ? released : std::vector<bool>());
   d.throwUndecided("unlock", key,
                    "released on " + std::to_string(releasedCount) + " nodes; too few answered to tell whether a "
                    "quorum still held the lease (a retry counts the nodes already released)",

@@ -6,6 +6,8 @@
 //   ForkLocal<T>           a T of this process: in a child, the inherited T is left behind at its
 //                          first use (or destruction) there, and a new one is made
 //   abandonAfterFork(p)    keeps `p` reachable for ever and never touches it again
+//   ForkSafeMutex          a leaf mutex that fork() never catches held: prepare/parent/child
+//                          handlers take and give back every one, so a child may use what it guards
 //
 // fork() copies the parent's memory but only the calling thread. In the child the parent's other
 // threads (watchdog, subscriber, node workers) do not exist; a mutex one of them held stays locked,
@@ -26,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <utility>
 
 namespace dlock::detail {
@@ -115,6 +118,64 @@ class ForkLocal {
 
   const Factory make_;
   mutable std::atomic<Entry*> current_{nullptr};
+};
+
+// A mutex for state a forked child must go on using (a lock's lost handler, which the child's new
+// watchdog inherits): a pthread_atfork prepare handler locks every ForkSafeMutex of the process,
+// the parent and child handlers unlock them, so the child never finds one held by a thread it does
+// not have. Only for leaf mutexes, held briefly: never wait, take another ForkSafeMutex, or make or
+// destroy one while holding it (fork() would wait for it, and it for fork()).
+// Owner: the object it guards. Thread safety: thread-safe (a Lockable).
+class ForkSafeMutex {
+ public:
+  ForkSafeMutex() {
+    Registry& all = registry();
+    std::lock_guard<std::mutex> guard(all.mutex);
+    next_ = all.first;
+    if (next_ != nullptr) next_->previous_ = this;
+    all.first = this;
+  }
+  ForkSafeMutex(const ForkSafeMutex&) = delete;
+  ForkSafeMutex& operator=(const ForkSafeMutex&) = delete;
+  ~ForkSafeMutex() {
+    Registry& all = registry();
+    std::lock_guard<std::mutex> guard(all.mutex);
+    if (previous_ != nullptr) previous_->next_ = next_;
+    if (next_ != nullptr) next_->previous_ = previous_;
+    if (all.first == this) all.first = next_;
+  }
+
+  void lock() { mutex_.lock(); }
+  void unlock() { mutex_.unlock(); }
+  bool try_lock() { return mutex_.try_lock(); }  // NOLINT(readability-identifier-naming)
+
+ private:
+  struct Registry {
+    std::mutex mutex;               // held from prepare to parent/child: no mutex is made meanwhile
+    ForkSafeMutex* first = nullptr;  // guarded by mutex
+  };
+  static Registry& registry() {
+    static Registry* all = [] {
+      auto* made = new Registry();  // never destroyed: a fork at exit still finds it
+      (void)::pthread_atfork(&lockAll, &unlockAll, &unlockAll);
+      return made;
+    }();
+    return *all;
+  }
+  static void lockAll() {
+    Registry& all = registry();
+    all.mutex.lock();
+    for (ForkSafeMutex* each = all.first; each != nullptr; each = each->next_) each->mutex_.lock();
+  }
+  static void unlockAll() {  // in the parent, and in the child (the forking thread holds them all)
+    Registry& all = registry();
+    for (ForkSafeMutex* each = all.first; each != nullptr; each = each->next_) each->mutex_.unlock();
+    all.mutex.unlock();
+  }
+
+  std::mutex mutex_;
+  ForkSafeMutex* previous_ = nullptr;  // guarded by the registry's mutex
+  ForkSafeMutex* next_ = nullptr;      // guarded by the registry's mutex
 };
 
 }  // namespace dlock::detail

@@ -7,7 +7,8 @@
 // a record until its lease would have ended, so that a retried release whose first try ran is
 // told so (ReleaseResult::releasedEarlier). On a VirtualClock, lease expiry is tested in
 // microseconds. Faults can be injected: failNextCalls(n) makes the next n calls throw
-// ConnectionError; setLatency(d) delays every call by d of real time.
+// ConnectionError; setLatency(d) delays every call by d of real time. Used in a child after
+// fork(), it is a new, empty one there.
 // Owner: shared. Thread safety: thread-safe.
 #pragma once
 
@@ -59,9 +60,11 @@ class MemoryOperator final : public IOperator, public IFenceRaiser, public ILeas
   struct State;
 
  private:
+  struct Holder;
   void beforeCall();
+  [[nodiscard]] State& state() const;  // this process's (see Holder)
 
-  std::shared_ptr<State> state_;
+  std::shared_ptr<Holder> holder_;
 };
 
 }  // namespace dlock
