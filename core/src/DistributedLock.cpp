@@ -24,6 +24,7 @@ class HeldLease final : public LeaseControl {
   [[nodiscard]] const std::string& key() const noexcept override { return lease_->key; }
   [[nodiscard]] const std::string& token() const noexcept override { return lease_->token; }
   [[nodiscard]] std::uint64_t fencingToken() const noexcept override { return lease_->fencingToken; }
+  [[nodiscard]] std::chrono::steady_clock::time_point validUntil() const override { return lease_->deadline(); }
 
  private:
   const std::shared_ptr<LockCore> core_;

@@ -25,6 +25,11 @@ LockBuilder& LockBuilder::leaseTime(std::chrono::milliseconds lease) {
   return *this;
 }
 
+LockBuilder& LockBuilder::outageTolerance(std::chrono::milliseconds tolerance) {
+  options_.outageTolerance = tolerance;
+  return *this;
+}
+
 LockBuilder& LockBuilder::watchdogLease(std::chrono::milliseconds lease) {
   options_.watchdogLease = lease;
   return *this;
@@ -47,6 +52,9 @@ LockBuilder& LockBuilder::options(LockOptions options) {
 
 std::shared_ptr<ILock> LockBuilder::build() const {
   if (!backend_) throw ConfigError("dlock: LockBuilder: no backend; call backend(...) with an IOperator");
+  if (options_.outageTolerance.count() < 0) {
+    throw ConfigError("dlock: LockBuilder: outageTolerance must not be negative");
+  }
   if (options_.watchdogLease < std::chrono::milliseconds(3)) {
     throw ConfigError("dlock: LockBuilder: watchdogLease must be at least 3 ms");
   }

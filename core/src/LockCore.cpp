@@ -5,6 +5,7 @@
 #include <thread>
 #include <utility>
 
+#include "OutageRetry.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/core/Token.h"
@@ -103,9 +104,29 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
     return nullptr;
   };
 
+  // A ConnectionError inside a wait is retried within the wait's budget (see OutageRetry.h);
+  // tryLock(key), which tries once, throws at once.
+  std::optional<OutageRetry> outage;
+  const auto rideOut = [&](const ConnectionError& error) {
+    if (deadline == kTryOnce) throw;
+    if (!outage) outage.emplace(deadline, options_.outageTolerance);
+    outage->pauseOrThrow(error, "dlock: lock " + quoteKey(key) + " on " + backend_->describe());
+    counters_->outageRetries.fetch_add(1, std::memory_order_relaxed);
+    if (log_->should_log(spdlog::level::debug)) {
+      log_->debug("dlock: retrying {} on {} after: {}", quoteKey(key), backend_->describe(), error.what());
+    }
+  };
+
   for (unsigned failures = 0;;) {
     const Clock::time_point sentAt = clock_->now();
-    const AcquireResult result = attempt(key, token, ttl);
+    AcquireResult result;
+    try {
+      result = attempt(key, token, ttl);
+    } catch (const ConnectionError& error) {
+      rideOut(error);
+      continue;
+    }
+    outage.reset();  // answered: a later outage gets a budget of its own
     if (result.acquired) {
       stopWaiting(std::chrono::steady_clock::now());
       counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
@@ -129,7 +150,12 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
       continue;  // our turn: the key may be free by now
     }
     if (!releases && wait_->wantsReleaseWatch()) {
-      releases = backend_->watch(key);
+      try {
+        releases = backend_->watch(key);
+      } catch (const ConnectionError& error) {
+        rideOut(error);
+        continue;
+      }
       // Subscribed after the failed attempt: try again at once, or a release in between is missed.
       if (releases) continue;
     }

@@ -13,6 +13,7 @@ struct LockCounters {
   std::atomic<std::uint64_t> reentries{0};
   std::atomic<std::uint64_t> failedTries{0};
   std::atomic<std::uint64_t> attempts{0};
+  std::atomic<std::uint64_t> outageRetries{0};
   std::atomic<std::int64_t> waitMillis{0};
   std::atomic<std::uint64_t> renewals{0};
   std::atomic<std::uint64_t> renewalRoundTrips{0};
@@ -25,6 +26,7 @@ struct LockCounters {
     stats.reentries = reentries.load(std::memory_order_relaxed);
     stats.failedTries = failedTries.load(std::memory_order_relaxed);
     stats.attempts = attempts.load(std::memory_order_relaxed);
+    stats.outageRetries = outageRetries.load(std::memory_order_relaxed);
     stats.waitTime = std::chrono::milliseconds(waitMillis.load(std::memory_order_relaxed));
     stats.renewals = renewals.load(std::memory_order_relaxed);
     stats.renewalRoundTrips = renewalRoundTrips.load(std::memory_order_relaxed);

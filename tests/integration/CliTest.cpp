@@ -580,6 +580,28 @@ TEST_SUITE("Cli") {
     std::remove(mark.c_str());
   }
 
+  TEST_CASE("renewals that keep failing stop the command by the lease's end: SIGTERM first, SIGKILL at the end") {
+    RedisProcess server;
+    const std::string key = testKey("deadline");
+    const std::string mark = tempFile("deadline-mark");
+    // Renewed every second; the command notes SIGTERM and goes on, so only SIGKILL ends it.
+    Cli run(concat({"--uri", server.uri(), "--ttl", "3s", "--grace", "1s", key, "--"},
+                   readyThenSleep("echo got-term >> " + mark, kCommandSeconds)));
+    REQUIRE(run.readLine() == "ready");
+    server.pause();  // renewals time out from now on: nothing says the lease is lost, it runs out
+    const auto paused = Steady::now();
+    const int status = run.wait(std::chrono::seconds(kCommandSeconds));
+    server.resume();
+    CHECK(status == 3);  // the lost exit code: the lease ended under the command
+    CHECK(readFile(mark) == "got-term\n");
+    CHECK(run.err().find("could not be renewed and ends in") != std::string::npos);
+    // The last renewal was sent at most a second before the pause: the lease ends 2 to 3 s after it,
+    // and SIGKILL comes at that end, not before.
+    CHECK(run.finishedAt() - paused >= 1900ms);
+    CHECK(run.finishedAt() - paused < 3s + kPromptly);
+    std::remove(mark.c_str());
+  }
+
   TEST_CASE("--verbose logs the acquisition, the renewals and the release") {
     RedisProcess server;
     const std::string key = testKey("verbose");

@@ -165,16 +165,15 @@ TEST_SUITE("Redlock") {
     // unlock says so with ConnectionError (see the README).
   }
 
-  TEST_CASE("three of five nodes killed: tryLock raises ConnectionError in time and leaves no key behind") {
+  TEST_CASE("three of five nodes killed: tryLock retries within its wait, then raises ConnectionError, leaving no key") {
     RedlockSet set;
     for (std::size_t i : {0, 2, 4}) set.servers[i]->kill();
     std::vector<long long> before;
     for (std::size_t i : {1, 3}) before.push_back(set.scriptCalls(i));
     auto lock = leasedLock(set.uri(), 10s);
-    const auto start = Steady::now();
-    constexpr auto kWait = 30s;
-    CHECK_THROWS_AS((void)lock->tryLock("k", kWait), dlock::ConnectionError);
-    CHECK(Steady::now() - start < kWait / 2);  // refused nodes: no quorum is possible, so it does not wait
+    // The nodes may come back within the wait: it is ridden out, and only its end raises.
+    CHECK_THROWS_WITH_AS((void)lock->tryLock("k", 1s), doctest::Contains("stayed unreachable"), dlock::ConnectionError);
+    CHECK(lock->stats().outageRetries > 0);
     CHECK_FALSE(lock->isHeld("k"));
     CHECK(set.holding("k") == 0);
     // The live nodes did take the key (and gave it back): acquire and release ran there.

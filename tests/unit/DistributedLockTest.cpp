@@ -399,19 +399,22 @@ TEST_SUITE("DistributedLock") {
     VirtualFixture f;
     auto lock = f.leased(30s);
 
-    SUBCASE("on acquire: nothing is held") {
+    SUBCASE("on an acquire that tries once: nothing is held") {
       f.backend->failNextCalls(1);
-      CHECK_THROWS_AS(lock->lock("k"), dlock::ConnectionError);
+      CHECK_THROWS_AS((void)lock->tryLock("k"), dlock::ConnectionError);
       CHECK(lock->holdCount("k") == 0);
       CHECK_FALSE(lock->isHeld("k"));
       CHECK(f.backend->size() == 0);
       CHECK(lock->tryLock("k"));  // and the lock works once the backend is back
       lock->unlock("k");
     }
-    SUBCASE("on tryLock with a timeout") {
+    SUBCASE("on lock and tryLock with a timeout: ridden out while it lasts less than the wait") {
       f.backend->failNextCalls(2);
-      CHECK_THROWS_AS((void)lock->tryLock("k", 1s), dlock::ConnectionError);
-      CHECK(lock->holdCount("k") == 0);
+      CHECK(lock->tryLock("k", 30s));
+      lock->unlock("k");
+      f.backend->failNextCalls(2);
+      CHECK_NOTHROW(lock->lock("k"));
+      lock->unlock("k");
     }
     SUBCASE("on unlock: the hold stays, so unlock can be retried") {
       REQUIRE(lock->tryLock("k"));
@@ -636,5 +639,56 @@ TEST_SUITE("DistributedLock") {
     CHECK(other->isHeld("k"));
     CHECK(f.backend->holderOf("k") != "");
     other->unlock("k");
+  }
+}
+
+TEST_SUITE("DistributedLock") {
+  TEST_CASE("tryLock with a timeout rides out an outage shorter than its timeout, and counts the retries") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    f.backend->failNextCalls(4);  // two attempts, each with its clean-up release, meet the outage
+    CHECK(lock->tryLock("k", 30s));
+    CHECK(lock->stats().outageRetries == 2);
+    lock->unlock("k");
+  }
+
+  TEST_CASE("tryLock with a timeout throws ConnectionError when its budget ends unreachable, naming the cause") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    f.backend->failNextCalls(1000000);
+    const auto start = std::chrono::steady_clock::now();
+    std::string message;
+    try {
+      (void)lock->tryLock("k", 300ms);
+    } catch (const dlock::ConnectionError& error) {
+      message = error.what();
+    }
+    CHECK(std::chrono::steady_clock::now() - start < 10s);
+    CHECK(message.find("lock 'k' on memory://: the backend stayed unreachable for") != std::string::npos);
+    CHECK(message.find("injected connection failure") != std::string::npos);
+    CHECK(lock->stats().outageRetries > 0);
+    CHECK(lock->holdCount("k") == 0);
+    f.backend->failNextCalls(0);
+  }
+
+  TEST_CASE("tryLock without a timeout does not retry: ConnectionError from its one attempt") {
+    VirtualFixture f;
+    auto lock = f.leased(30s);
+    f.backend->failNextCalls(1);
+    CHECK_THROWS_AS((void)lock->tryLock("k"), dlock::ConnectionError);
+    CHECK(lock->stats().attempts == 1);
+    CHECK(lock->stats().outageRetries == 0);
+  }
+
+  TEST_CASE("lock without a timeout gives up after the outage tolerance, and rides out a shorter outage") {
+    VirtualFixture f;
+    auto lock = dlock::LockBuilder().backend(f.backend).clock(f.clock).leaseTime(30s).outageTolerance(200ms).build();
+    f.backend->failNextCalls(1000000);
+    CHECK_THROWS_AS(lock->lock("k"), dlock::ConnectionError);
+    f.backend->failNextCalls(2);
+    CHECK_NOTHROW(lock->lock("k"));
+    CHECK(lock->isHeld("k"));
+    lock->unlock("k");
+    CHECK_THROWS_AS((void)dlock::LockBuilder().backend(f.backend).outageTolerance(-1ms).build(), dlock::ConfigError);
   }
 }

@@ -288,7 +288,10 @@ Options:
       --on-lost terminate|ignore
                          on a lost lease, stop COMMAND (SIGTERM, then SIGKILL after the grace
                          period; the default), or let it finish
-      --grace D          time between SIGTERM and SIGKILL on a lost lease (default 5s)
+      --grace D          time between SIGTERM and SIGKILL on a lost lease (default 5s); when
+                           renewals keep failing, COMMAND gets SIGTERM that long (at most a third
+                           of --ttl) before the lease ends and SIGKILL when it ends: it never runs
+                           past the lease
   -v, --verbose          log acquisition, renewals and release on stderr
   -h, --help             show this help and exit
       --version          show the version and exit

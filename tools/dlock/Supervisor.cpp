@@ -172,6 +172,10 @@ Supervisor::Outcome Supervisor::supervise(pid_t pid, bool terminate, std::chrono
   constexpr Steady::time_point kNever = Steady::time_point::max();
   Steady::time_point killAt = kNever;  // SIGKILL then, after a SIGTERM for a lost lease
   const bool ticking = callbacks.tickEvery.count() > 0 && callbacks.onTick;
+  bool terminated = false;  // SIGTERM sent
+  // SIGTERM this long before the deadline: the grace period, but never more than a third of what a
+  // fresh lease has left, or a short lease would be stopped at once.
+  const milliseconds graceBeforeDeadline = std::min(grace, callbacks.leaseTime / 3);
   Steady::time_point nextTick = ticking ? Steady::now() + callbacks.tickEvery : kNever;
 
   for (;;) {
@@ -192,9 +196,10 @@ Supervisor::Outcome Supervisor::supervise(pid_t pid, bool terminate, std::chrono
     if (lostNow && !outcome.lost) {
       outcome.lost = true;
       if (callbacks.onLost) callbacks.onLost(token);
-      if (terminate) {
+      if (terminate && !terminated) {
         ::kill(pid, SIGTERM);
-        killAt = Steady::now() + grace;
+        terminated = true;
+        killAt = std::min(killAt, Steady::now() + grace);
       }
     }
 
@@ -211,7 +216,20 @@ Supervisor::Outcome Supervisor::supervise(pid_t pid, bool terminate, std::chrono
     }
     if (reaped < 0 && errno != EINTR) throwErrno("waitpid");
 
-    const Steady::time_point now = Steady::now();
+    Steady::time_point now = Steady::now();
+    // The lease's own deadline: the command must not outlive it, reported lost or not.
+    Steady::time_point termAt = kNever;
+    if (terminate && callbacks.leaseDeadline) {
+      const Steady::time_point deadline = callbacks.leaseDeadline();
+      termAt = deadline - graceBeforeDeadline;
+      if (terminated || now >= termAt) killAt = std::min(killAt, deadline);
+      if (!terminated && now >= termAt) {
+        if (callbacks.onDeadline) callbacks.onDeadline(deadline);
+        ::kill(pid, SIGTERM);
+        terminated = true;
+      }
+      now = Steady::now();
+    }
     if (now >= killAt) {
       ::kill(pid, SIGKILL);
       killAt = kNever;
@@ -221,7 +239,7 @@ Supervisor::Outcome Supervisor::supervise(pid_t pid, bool terminate, std::chrono
       nextTick = now + callbacks.tickEvery;
     }
 
-    const Steady::time_point wakeAt = std::min(nextTick, killAt);
+    const Steady::time_point wakeAt = std::min({nextTick, killAt, terminated ? kNever : termAt});
     int timeout = -1;
     if (wakeAt != kNever) {
       const auto left = std::chrono::ceil<milliseconds>(wakeAt - Steady::now()).count();

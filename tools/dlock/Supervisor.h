@@ -40,6 +40,14 @@ class Supervisor {
   struct Callbacks {
     // The lease was lost (once); before the command is stopped.
     std::function<void(std::uint64_t fencingToken)> onLost;
+    // The lease's local deadline now (it moves with each renewal); unset: none is watched. With
+    // `terminate`, the command gets SIGTERM at the deadline minus the grace period and SIGKILL at
+    // the deadline, so it never runs past the lease, even when no loss was reported yet (renewals
+    // that keep failing end the lease there).
+    std::function<std::chrono::steady_clock::time_point()> leaseDeadline;
+    std::chrono::milliseconds leaseTime{0};  // the lease a renewal grants
+    // The deadline is near (before the SIGTERM it brings).
+    std::function<void(std::chrono::steady_clock::time_point deadline)> onDeadline;
     // Called about every `tickEvery` while the command runs (zero: never).
     std::function<void()> onTick;
     std::chrono::milliseconds tickEvery{0};
@@ -70,7 +78,8 @@ class Supervisor {
   [[nodiscard]] pid_t spawn(const std::vector<std::string>& command, SpawnError& error);
 
   // Runs until the child `pid` exits. On a lost lease: callbacks.onLost, then, when `terminate`,
-  // SIGTERM and SIGKILL `grace` later.
+  // SIGTERM and SIGKILL `grace` later, or at the lease's deadline if that comes first; and at the
+  // lease's deadline minus `grace` (at most a third of the lease left) SIGTERM anyway.
   [[nodiscard]] Outcome supervise(pid_t pid, bool terminate, std::chrono::milliseconds grace,
                                   const Callbacks& callbacks);
 

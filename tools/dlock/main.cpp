@@ -176,6 +176,13 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
               terminate ? "stopping it (SIGTERM, then SIGKILL after " + formatDuration(options.grace) + ")"
                         : std::string("letting it finish"));
   };
+  callbacks.leaseTime = options.ttl;
+  callbacks.leaseDeadline = [&lease] { return lease.validUntil(); };
+  callbacks.onDeadline = [&](Steady::time_point deadline) {
+    log.error("dlock: the lease of {} on {} could not be renewed and ends in {}; stopping the command (SIGTERM, "
+              "then SIGKILL when the lease ends)",
+              key, uri, formatDuration(std::chrono::ceil<milliseconds>(deadline - Steady::now())));
+  };
   std::uint64_t renewalsSeen = 0;
   if (options.verbose) {
     callbacks.tickEvery = std::max(milliseconds(1), options.ttl / 6);

@@ -8,6 +8,7 @@
 // std::unique_ptr); moving it between threads is fine.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,6 +36,7 @@ class LeaseControl {
   [[nodiscard]] virtual const std::string& key() const noexcept = 0;
   [[nodiscard]] virtual const std::string& token() const noexcept = 0;
   [[nodiscard]] virtual std::uint64_t fencingToken() const noexcept = 0;
+  [[nodiscard]] virtual std::chrono::steady_clock::time_point validUntil() const = 0;
 };
 
 }  // namespace detail
@@ -81,6 +83,11 @@ class Lease {
   [[nodiscard]] const std::string& key() const { return control().key(); }
   [[nodiscard]] const std::string& token() const { return control().token(); }
   [[nodiscard]] std::uint64_t fencingToken() const { return control().fencingToken(); }
+  // Until when, as far as this client knows, the lease holds: when its acquisition or last
+  // renewal was sent plus the validity the backend granted (steady clock, or the lock's injected
+  // clock). Moves forward with each renewal; past it the lease is not held. NotOwnerError when
+  // empty.
+  [[nodiscard]] std::chrono::steady_clock::time_point validUntil() const { return control().validUntil(); }
 
  private:
   const detail::LeaseControl& control() const {

@@ -17,6 +17,11 @@ struct LockOptions {
   std::chrono::milliseconds watchdogLease{std::chrono::seconds(30)};
   // The key of the overloads without one (java.util.concurrent.locks.Lock has no key).
   std::string defaultKey = "default";
+  // How long lock(key), which has no timeout, keeps retrying a backend it cannot reach (a
+  // failover, a restart) before it throws ConnectionError, so a dead Redis never hangs a service
+  // for ever. Waits with a timeout (tryLock(key, t), acquire with a wait) retry within their own
+  // timeout instead; tryLock(key) tries once. Zero: lock(key) throws at the first failure.
+  std::chrono::milliseconds outageTolerance{std::chrono::seconds(30)};
 };
 
 struct AcquireOptions {

@@ -11,6 +11,7 @@ struct LockStats {
   std::uint64_t reentries = 0;             // acquisitions of a key this thread already held
   std::uint64_t failedTries = 0;           // tryLock/acquire calls that timed out
   std::uint64_t attempts = 0;              // acquire calls to the backend, failed ones included
+  std::uint64_t outageRetries = 0;         // attempts retried inside a wait after a ConnectionError
   std::chrono::milliseconds waitTime{0};   // time spent waiting for keys held by others
   std::uint64_t renewals = 0;              // leases extended by the watchdog
   std::uint64_t renewalRoundTrips = 0;     // watchdog batch calls to the backend

@@ -31,6 +31,8 @@ class LockBuilder {
   LockBuilder& leaseTime(std::chrono::milliseconds lease);
   // The lease the watchdog keeps renewing, every third of it (default 30 s).
   LockBuilder& watchdogLease(std::chrono::milliseconds lease);
+  // How long lock(key) without a timeout rides out an unreachable backend (LockOptions).
+  LockBuilder& outageTolerance(std::chrono::milliseconds tolerance);
   LockBuilder& defaultKey(std::string key);
   // The clock of lease deadlines and the watchdog; a VirtualClock in tests.
   LockBuilder& clock(std::shared_ptr<Clock> clock);
