@@ -346,6 +346,7 @@ void checkLostLeases(const CheckerInput& input, const std::vector<Hold>& holds, 
         continue;
       }
       // Both leases valid at once.
+      ++report.overlapsWhileValid;
       if (input.overlapCause.empty()) {
         ++report.exclusionViolations;
         if (firstOverlap.empty()) firstOverlap = story;
@@ -369,11 +370,11 @@ void checkLostLeases(const CheckerInput& input, const std::vector<Hold>& holds, 
   } else {
     report.checks[6].reason = counts;
   }
-  const std::string overlaps = std::to_string(report.exclusionViolations) + " losses while the holder's lease was valid";
+  const std::string overlaps = std::to_string(report.overlapsWhileValid) + " losses while the holder's lease was valid";
   if (report.exclusionViolations > 0) {
     fail(report.checks[7], overlaps + ", and the scenario names no cause; first: " + firstOverlap);
   } else {
-    report.checks[7].reason = overlaps + (input.overlapCause.empty() ? "" : " allowed: " + input.overlapCause);
+    report.checks[7].reason = overlaps + (input.overlapCause.empty() ? "" : "; allowed here: " + input.overlapCause);
   }
 }
 
@@ -482,7 +483,8 @@ std::string Report::summary() const {
       << " with its key taken\n"
       << "lost leases: " << lostTold << " told, " << lostUntold << " untold, " << lostHolderKilled
       << " holder killed first, " << lostExpiredFirst << " ended for the holder first\n"
-      << "exclusion violations: " << exclusionViolations << "; holds refused by the store: " << storeRefusedHolds << "\n"
+      << "losses while the holder's lease was valid: " << overlapsWhileValid << " (" << exclusionViolations
+      << " violations); holds refused by the store: " << storeRefusedHolds << "\n"
       << "recovery: " << recoveryMs.size() << " recovered, p50 " << ms(recoveryP50Ms) << " ms, max "
       << ms(recoveryMaxMs) << " ms, " << recoveryViolations << " violations\n"
       << "errors: " << joinCounts(errorsByType, ", ") << "\n";

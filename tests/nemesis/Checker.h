@@ -99,7 +99,8 @@ struct Report {
   long long lostUntold = 0;
   long long lostHolderKilled = 0;  // lost after the nemesis killed the holder: nobody to tell
   long long lostExpiredFirst = 0;  // the holder knew its lease had ended before the other acquired
-  long long exclusionViolations = 0;  // lost while the holder's lease was valid, no cause named
+  long long overlapsWhileValid = 0;   // lost while the holder's lease was still valid for it
+  long long exclusionViolations = 0;  // ... in a scenario that names no cause
   long long storeRefusedHolds = 0;    // holds whose fenced write the store refused
   long long faults = 0;
   long long faultsOnHolders = 0;      // faults that hit a holder as the scenario means
