@@ -311,11 +311,15 @@ class Workload {
     const auto read = recorder_.step("read", key, token, [&] { return Outcome{Kind::Ok, std::to_string(store_.get(key)), 0}; });
     if (read && !stopping) {
       hold(lease, key, token, request ? request->max : milliseconds(holdFor_(random_)), holding);
-      const long long next = std::stoll(read->value) + 1;
-      (void)recorder_.step("write", key, token, [&] {
-        store_.set(key, next);
-        return Outcome{Kind::Ok, std::to_string(next), 0};
-      });
+      // As a careful user does: no unprotected write once the lease ended for its holder (the
+      // fenced write still goes, for the store to refuse). The no-notice variant does not look.
+      if (args_.broken == "no-notice" || lease.isHeld()) {
+        const long long next = std::stoll(read->value) + 1;
+        (void)recorder_.step("write", key, token, [&] {
+          store_.set(key, next);
+          return Outcome{Kind::Ok, std::to_string(next), 0};
+        });
+      }
     }
     (void)recorder_.step("fenced-write", key, token, [&] {
       return Outcome{Kind::Ok, store_.write(key, token) ? "accepted" : "rejected", 0};
