@@ -12,6 +12,9 @@ namespace dlock::nemesis {
 namespace {
 
 constexpr const char* kNemesis = "nemesis";
+constexpr const char* kServer = "server";  // ServerObserver's records
+
+bool isClient(const std::string& process) { return process != kNemesis && process != kServer; }
 
 std::string ms(double value) {
   char text[32];
@@ -172,7 +175,7 @@ void checkRecovery(const CheckerInput& input, const std::map<std::string, std::v
       if (other.startNs > end && other.startNs < nextStart) nextStart = other.startNs;
     }
     for (const auto& [process, ops] : processes) {
-      if (process == kNemesis || ops.empty() || ops.front().timeNs > end) continue;
+      if (!isClient(process) || ops.empty() || ops.front().timeNs > end) continue;
       std::optional<std::int64_t> recovered;
       for (const Op& op : ops) {
         if (op.op == "acquire" && op.kind == Kind::Ok && op.timeNs > end) {
@@ -238,7 +241,7 @@ void checkErrorsAndExits(const CheckerInput& input, const std::map<std::string, 
   }
   std::set<std::string> clients;
   for (const auto& [process, ops] : processes) {
-    if (process != kNemesis) clients.insert(process);
+    if (isClient(process)) clients.insert(process);
   }
   for (const ClientExit& exit : input.exits) clients.insert(exit.process);
   long long unknown = 0;
@@ -305,6 +308,15 @@ std::optional<LossEvidence> lossEvidence(const CheckerInput& input, const Hold& 
     evidence = LossEvidence{other->acquireOkNs, other->process + " acquired token " + std::to_string(other->token)};
     break;
   }
+  // The server's own record: the key set for another owner inside the section.
+  if (!hold.ownerToken.empty()) {
+    for (const Op& set : input.history) {
+      if (set.process != kServer || set.op != "server-set" || set.key != hold.key || set.value == hold.ownerToken) continue;
+      if (set.timeNs <= hold.acquireOkNs || set.timeNs >= sectionEnd) continue;
+      if (!evidence || set.timeNs < evidence->atNs) evidence = LossEvidence{set.timeNs, "the server set the key for another owner"};
+      break;
+    }
+  }
   const auto shot = input.store.find(hold.key);
   if (hold.fencedWriteEndNs && shot != input.store.end()) {
     const auto& tokens = shot->second.acceptedTokens;
@@ -332,6 +344,7 @@ void checkLostLeases(const CheckerInput& input, const std::vector<Hold>& holds, 
       }
       const auto evidence = lossEvidence(input, *hold, list);
       if (!evidence) continue;
+      if (evidence->what.rfind("the server", 0) == 0) ++report.lossesSeenByServer;
       const std::string story = "key '" + key + "': " + hold->process + " held token " + std::to_string(hold->token) +
                                 " when " + evidence->what + "; release: " +
                                 (hold->releaseOutcome.empty() ? "none" : hold->releaseOutcome);
@@ -441,6 +454,7 @@ Report check(const CheckerInput& input) {
     if (op.op == "acquire" && op.kind == Kind::Ok) ++report.acquisitionsOk;
     if (op.op == "acquire" && op.kind == Kind::Fail) ++(op.errorType.empty() ? report.acquireTimeouts : report.acquireFailures);
     if (op.op == "fenced-write" && op.kind == Kind::Ok) ++(op.value == "accepted" ? report.fencedAccepted : report.fencedRejected);
+    if (op.process == kServer && op.op == "server-set") ++report.serverSets;
   }
 
   checkFencedStore(input, holds, report);
@@ -484,7 +498,8 @@ std::string Report::summary() const {
       << "lost leases: " << lostTold << " told, " << lostUntold << " untold, " << lostHolderKilled
       << " holder killed first, " << lostExpiredFirst << " ended for the holder first\n"
       << "losses while the holder's lease was valid: " << overlapsWhileValid << " (" << exclusionViolations
-      << " violations); holds refused by the store: " << storeRefusedHolds << "\n"
+      << " violations); seen first in the server's record: " << lossesSeenByServer << " (of " << serverSets
+      << " SETs it recorded); holds refused by the store: " << storeRefusedHolds << "\n"
       << "recovery: " << recoveryMs.size() << " recovered, p50 " << ms(recoveryP50Ms) << " ms, max "
       << ms(recoveryMaxMs) << " ms, " << recoveryViolations << " violations\n"
       << "errors: " << joinCounts(errorsByType, ", ") << "\n";
@@ -534,7 +549,8 @@ std::string Report::json() const {
       << ",\n  \"fenceRegressions\": " << fenceRegressions << ",\n  \"lostLeases\": {\"told\": " << lostTold
       << ", \"untold\": " << lostUntold << ", \"holderKilled\": " << lostHolderKilled
       << ", \"endedFirst\": " << lostExpiredFirst << "},\n  \"exclusionViolations\": " << exclusionViolations
-      << ",\n  \"storeRefusedHolds\": " << storeRefusedHolds << ",\n  \"faults\": {\"total\": " << faults
+      << ",\n  \"storeRefusedHolds\": " << storeRefusedHolds << ",\n  \"serverSets\": " << serverSets
+      << ",\n  \"lossesSeenByServer\": " << lossesSeenByServer << ",\n  \"faults\": {\"total\": " << faults
       << ", \"onHolders\": " << faultsOnHolders << ", \"keyTaken\": " << faultsKeyTaken << "},\n"
       << "  \"recovery\": {\"recovered\": " << recoveryMs.size() << ", \"p50Ms\": " << ms(recoveryP50Ms)
       << ", \"maxMs\": " << ms(recoveryMaxMs) << ", \"violations\": " << recoveryViolations

@@ -19,9 +19,10 @@
 //                      within noticeSlack) unless the scenario names the cause that permits it
 //   9 faults on holders at least one fault hit a holder as the scenario means (FaultHits.h)
 //
-// Evidence of a loss comes from outside the holder: the other process's acquisition, and the
-// store's own list of accepted tokens (a completed fenced write whose token is not in it was
-// refused because a later holder had written).
+// Evidence of a loss comes from outside the holder: the other process's acquisition, the
+// server's own record of the lock key set for another owner inside the section (process
+// `server`, ServerObserver.h), and the store's own list of accepted tokens (a completed fenced
+// write whose token is not in it was refused because a later holder had written).
 //
 // Plain functions over values; thread-compatible.
 #pragma once
@@ -102,6 +103,8 @@ struct Report {
   long long overlapsWhileValid = 0;   // lost while the holder's lease was still valid for it
   long long exclusionViolations = 0;  // ... in a scenario that names no cause
   long long storeRefusedHolds = 0;    // holds whose fenced write the store refused
+  long long serverSets = 0;           // lock-key SETs in the server's own record (ServerObserver.h)
+  long long lossesSeenByServer = 0;   // losses whose first evidence was that record
   long long faults = 0;
   long long faultsOnHolders = 0;      // faults that hit a holder as the scenario means
   long long faultsKeyTaken = 0;       // ... and the held key was taken during the hold

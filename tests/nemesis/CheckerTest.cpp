@@ -7,6 +7,7 @@
 
 #include "Checker.h"
 #include "KeyNames.h"
+#include "ServerObserver.h"
 #include "Timeline.h"
 
 using dlock::nemesis::CheckerInput;
@@ -393,6 +394,37 @@ TEST_SUITE("Checker") {
     report = dlock::nemesis::check(input);
     CHECK(report.failedChecks() == "");
     CHECK(report.lostTold == 1);
+  }
+
+  TEST_CASE("the server's record of the key set for another owner inside a section is a loss") {
+    auto input = cleanRun();
+    input.overlapCause = "lost writes";
+    // c1 holds k (owner token "t9") from 331 to 345 and says nothing of a loss; no client
+    // recorded another acquisition, but the server set k for owner "x" at 340.
+    record(input, "c1", Kind::Invoke, "acquire", "k", 0, 330);
+    record(input, "c1", Kind::Ok, "acquire", "k", 9, 331, "t9");
+    record(input, "c1", Kind::Invoke, "release", "k", 9, 345);
+    record(input, "c1", Kind::Ok, "release", "k", 9, 346);
+    record(input, "server", Kind::Info, "server-set", "k", 0, 332, "t9");  // its own
+    auto own = input;
+    record(input, "server", Kind::Info, "server-set", "k", 0, 340, "x");
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "7");
+    CHECK(report.lossesSeenByServer == 1);
+    CHECK(report.serverSets == 2);
+    report = dlock::nemesis::check(own);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.lossesSeenByServer == 0);
+  }
+
+  TEST_CASE("a MONITOR line gives its command's arguments, escapes undone") {
+    const auto args = dlock::nemesis::parseMonitorLine(
+        R"(1700000000.123456 [0 lua] "SET" "dlock:{k\"1}" "a\x00b\\" "PX" "1000")");
+    REQUIRE(args.has_value());
+    CHECK(args->size() == 5);
+    CHECK(args->at(1) == "dlock:{k\"1}");
+    CHECK(args->at(2) == std::string("a\0b\\", 4));
+    CHECK_FALSE(dlock::nemesis::parseMonitorLine("OK").has_value());
   }
 
   TEST_CASE("a nemesis kill excuses the holder only when it came before the other's acquire") {

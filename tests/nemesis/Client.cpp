@@ -292,7 +292,8 @@ class Workload {
       if (request && request->lease.count() > 0) leaseTime = request->lease;
       lease = lock_.acquire(key, dlock::AcquireOptions{args_.acquireTimeout, leaseTime});
       if (!lease) return Outcome{Kind::Fail, "timeout", 0};
-      return Outcome{Kind::Ok, "", lease.fencingToken()};
+      // The owner token, for the checker to match with the server's record (ServerObserver.h).
+      return Outcome{Kind::Ok, lease.token(), lease.fencingToken()};
     });
     if (!acquired) {
       // An error, not a timeout: a server that refuses connections answers at once, and a loop

@@ -26,6 +26,7 @@ std::vector<Hold> extractHolds(const std::vector<Op>& history) {
           hold.process = process;
           hold.key = op.key;
           hold.token = op.token;
+          hold.ownerToken = op.value;
           hold.acquireInvokeNs = acquireInvoke.value_or(op.timeNs);
           hold.acquireOkNs = op.timeNs;
           open = holds.size();

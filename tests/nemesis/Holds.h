@@ -20,6 +20,7 @@ struct Hold {
   std::string process;
   std::string key;
   std::uint64_t token = 0;
+  std::string ownerToken;  // the lock's owner token, as the acquire's completion recorded it
   std::int64_t acquireInvokeNs = 0;
   std::int64_t acquireOkNs = 0;
   std::optional<std::int64_t> releaseInvokeNs;

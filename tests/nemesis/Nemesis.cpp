@@ -38,6 +38,7 @@
 #include "History.h"
 #include "KeyScan.h"
 #include "Scenario.h"
+#include "ServerObserver.h"
 #include "Timeline.h"
 
 namespace {
@@ -235,6 +236,8 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
   TtlSampler sampler(*deployment, input.keyPrefix + "*");
   std::vector<ClientExit> exits;
   {
+    // The server's own record, on links that bypass the proxies (a fault never touches them).
+    ServerObserver observer(deployment->dataAddresses(), keys, input.keyPrefix, dir + "/observer.history");
     HistoryWriter nemesisLog(dir + "/nemesis.history");
     exits = runWorkload(scenario, args, timing, *deployment, settings, sampler, nemesisLog);
   }
