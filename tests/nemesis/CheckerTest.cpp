@@ -421,9 +421,10 @@ TEST_SUITE("Checker") {
     const auto args = dlock::nemesis::parseMonitorLine(
         R"(1700000000.123456 [0 lua] "SET" "dlock:{k\"1}" "a\x00b\\" "PX" "1000")");
     REQUIRE(args.has_value());
-    CHECK(args->size() == 5);
-    CHECK(args->at(1) == "dlock:{k\"1}");
-    CHECK(args->at(2) == std::string("a\0b\\", 4));
+    CHECK(args->wallUs == 1700000000123456);
+    CHECK(args->args.size() == 5);
+    CHECK(args->args.at(1) == "dlock:{k\"1}");
+    CHECK(args->args.at(2) == std::string("a\0b\\", 4));
     CHECK_FALSE(dlock::nemesis::parseMonitorLine("OK").has_value());
   }
 

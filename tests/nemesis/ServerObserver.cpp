@@ -3,6 +3,8 @@
 #include <hiredis/hiredis.h>
 
 #include <cctype>
+#include <ctime>
+#include <stdexcept>
 #include <chrono>
 
 #include "KeyNames.h"
@@ -56,13 +58,21 @@ std::optional<std::string> quoted(const std::string& line, std::size_t& at) {
 
 }  // namespace
 
-std::optional<std::vector<std::string>> parseMonitorLine(const std::string& line) {
+std::optional<MonitorLine> parseMonitorLine(const std::string& line) {
   // <seconds>.<micros> [<db> <client>] "CMD" "arg" ...
   const auto bracket = line.find("] ");
-  if (line.empty() || !std::isdigit(static_cast<unsigned char>(line.front())) || bracket == std::string::npos) {
+  const auto dot = line.find('.');
+  if (line.empty() || !std::isdigit(static_cast<unsigned char>(line.front())) || bracket == std::string::npos ||
+      dot == std::string::npos || dot > bracket) {
     return std::nullopt;
   }
-  std::vector<std::string> args;
+  MonitorLine parsed;
+  try {
+    parsed.wallUs = std::stoll(line.substr(0, dot)) * 1'000'000 + std::stoll(line.substr(dot + 1, 6));
+  } catch (const std::logic_error&) {
+    return std::nullopt;
+  }
+  std::vector<std::string>& args = parsed.args;
   std::size_t at = bracket + 2;
   while (at < line.size()) {
     if (line[at] == ' ') {
@@ -75,12 +85,15 @@ std::optional<std::vector<std::string>> parseMonitorLine(const std::string& line
     args.push_back(std::move(*arg));
   }
   if (args.empty()) return std::nullopt;
-  return args;
+  return parsed;
 }
 
 ServerObserver::ServerObserver(std::vector<std::string> addresses, const std::vector<std::string>& keys,
                                const std::string& prefix, const std::string& historyPath)
     : writer_(historyPath) {
+  timespec wall{};
+  clock_gettime(CLOCK_REALTIME, &wall);
+  wallMinusMonotonicNs_ = (static_cast<std::int64_t>(wall.tv_sec) * 1'000'000'000 + wall.tv_nsec) - monotonicNs();
   for (const auto& key : keys) {
     names_.emplace_back(detail::KeyNames(prefix, key, false).lock(), key);
     names_.emplace_back(detail::KeyNames(prefix, key, true).lock(), key);
@@ -114,15 +127,19 @@ void ServerObserver::watch(const std::string& address) {
       auto* reply = static_cast<redisReply*>(raw);
       if (reply->type == REDIS_REPLY_STATUS && reply->str != nullptr) {
         ++lines_;
-        if (auto command = parseMonitorLine(std::string(reply->str, reply->len))) record(*command);
+        if (auto line = parseMonitorLine(std::string(reply->str, reply->len))) record(*line);
       }
       freeReplyObject(reply);
     }
   }
 }
 
-void ServerObserver::record(const std::vector<std::string>& command) {
+void ServerObserver::record(const MonitorLine& line) {
+  const std::vector<std::string>& command = line.args;
   if (command.size() < 2) return;
+  const std::int64_t at = line.wallUs * 1000 - wallMinusMonotonicNs_;
+  const std::int64_t now = monotonicNs();
+  if (at > now + 1'000'000 || at < now - 10'000'000'000) return;  // the server's clock was moved
   std::string name = command[0];
   for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   const char* op = name == "SET" && command.size() >= 3 ? "server-set" : name == "DEL" ? "server-del" : nullptr;
@@ -134,6 +151,7 @@ void ServerObserver::record(const std::vector<std::string>& command) {
     record.kind = Kind::Info;
     record.op = op;
     record.key = key;
+    record.timeNs = at;
     if (name == "SET") record.value = command[2];
     writer_.append(std::move(record));
     return;

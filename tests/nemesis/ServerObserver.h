@@ -6,13 +6,21 @@
 //   server-set   key = the user key, value = the owner token written (SET ... NX PX)
 //   server-del   key = the user key (the release's DEL)
 //
-// time_ns is CLOCK_MONOTONIC when the observer read the line (the server's own timestamp follows
-// its wall clock, which the clock-jump scenario moves). A server that dies is reconnected to, and
-// what it ran meanwhile is not seen: the record is evidence where it exists, never proof of
-// absence. One thread per server. Owner: the runner. Thread safety: not thread-safe.
+// time_ns is the server's own timestamp of the command (MONITOR's microseconds of wall clock),
+// mapped to CLOCK_MONOTONIC on this host: the observer reads the stream tens of ms behind, so its
+// own reading time would misorder commands. A line whose timestamp lies in the future or far in
+// the past (a server whose clock was moved: the clock-jump scenario) is dropped. A server that
+// dies is reconnected to, and what it ran meanwhile is not seen: the record is evidence where it
+// exists, never proof of absence.
+//
+// Only where the key lives on one server: on Redlock a node outside the holder's quorum may rightly
+// carry another owner's token for a while, and a replica applies a SET when the stream reaches
+// it, later than its master did (a delayed stream replays old owners' SETs inside later holds).
+// One thread per server. Owner: the runner. Thread safety: not thread-safe.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,8 +31,14 @@
 
 namespace dlock::nemesis {
 
-// One MONITOR line: its command's arguments, unquoted; nothing for a line that is not a command.
-[[nodiscard]] std::optional<std::vector<std::string>> parseMonitorLine(const std::string& line);
+struct MonitorLine {
+  std::int64_t wallUs = 0;  // the server's timestamp
+  std::vector<std::string> args;
+};
+
+// One MONITOR line: its timestamp and its command's arguments, unquoted; nothing for a line that
+// is not a command.
+[[nodiscard]] std::optional<MonitorLine> parseMonitorLine(const std::string& line);
 
 class ServerObserver {
  public:
@@ -41,9 +55,10 @@ class ServerObserver {
 
  private:
   void watch(const std::string& address);
-  void record(const std::vector<std::string>& command);
+  void record(const MonitorLine& line);
 
   std::vector<std::pair<std::string, std::string>> names_;  // (redis lock key, user key)
+  std::int64_t wallMinusMonotonicNs_ = 0;  // this host's, at construction
   HistoryWriter writer_;
   std::atomic<bool> stopping_{false};
   std::atomic<long long> lines_{0};
