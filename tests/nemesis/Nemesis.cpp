@@ -128,7 +128,7 @@ class TtlSampler {
   void sample() {
     for (const auto& server : deployment_.dataAddresses()) {
       try {
-        for (auto& key : keysWithoutTtl(server, pattern_)) found_.insert(std::move(key));
+        for (auto& key : keysWithoutTtl(server, pattern_, milliseconds(500))) found_.insert(std::move(key));
       } catch (const std::exception&) {
       }
     }

@@ -184,6 +184,16 @@ void clockJump(Run& run) {
   });
 }
 
+// The server SIGSTOPped past the lease under a holder: renewals time out, the holder's lease
+// ends for it, and the server expires the key when it runs again.
+void pauseServer(Run& run) {
+  auto& deployment = run.deployment<SingleDeployment>();
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault("server SIGSTOP", run.timing().faultLength, [&] { deployment.server().pause(); },
+              [&] { deployment.server().resume(); }, &target);
+  });
+}
+
 // Redlock: `count` distinct nodes, drawn from the seed.
 std::vector<std::size_t> someNodes(Run& run, std::size_t count) {
   std::vector<std::size_t> nodes;
@@ -210,6 +220,25 @@ void partitionTwoOfFive(Run& run) {
   withHolder(run, run.timing().faultLength, [&](const Target& target) {
     run.fault("partition nodes " + nodeNames(nodes), run.timing().faultLength,
               [&] { each(links, [](auto& link) { link.blackhole(); }); },
+              [&] { each(links, [](auto& link) { link.pass(); }); }, &target);
+  });
+}
+
+// Overlapping majorities: the holder keeps nodes {0,1,2} (drawn), every other client {2,3,4}.
+// Each side sees a quorum; only the shared node keeps them apart.
+void overlappingMajorities(Run& run) {
+  auto& deployment = run.deployment<RedlockDeployment>();
+  const auto order = someNodes(run, RedlockDeployment::kNodes);
+  const std::vector<std::size_t> holderLoses{order[3], order[4]};
+  const std::vector<std::size_t> othersLose{order[0], order[1]};
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    std::vector<test::LinkProxy*> links;
+    for (std::size_t slot = 0; slot < deployment.clients(); ++slot) {
+      const auto mine = deployment.clientLinks(slot);
+      for (std::size_t node : slot == target.slot ? holderLoses : othersLose) links.push_back(mine.at(node));
+    }
+    run.fault("holder without nodes " + nodeNames(holderLoses) + ", others without " + nodeNames(othersLose),
+              run.timing().faultLength, [&] { each(links, [](auto& link) { link.blackhole(); }); },
               [&] { each(links, [](auto& link) { link.pass(); }); }, &target);
   });
 }
@@ -281,6 +310,21 @@ std::function<void(Run&)> sentinelFailoverDelayedReplication(milliseconds delay)
     });
     deployment.passReplication();
   };
+}
+
+// The master SIGSTOPped past down-after under a holder: the sentinels promote a replica; resumed,
+// the old master answers as master until the sentinels demote it.
+void sentinelPauseMaster(Run& run) {
+  auto& deployment = run.deployment<SentinelDeployment>();
+  const std::size_t old = deployment.master();
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("master " + std::to_string(old) + " SIGSTOP", run.timing().faultLength,
+              [&] { deployment.pause(old); },
+              [&] {
+                (void)deployment.waitForNewMaster(old, kPromotionBudget);
+                deployment.resume(old);
+              }, &target);
+  });
 }
 
 // The master cut off from clients, sentinels and replicas past down-after under a holder: the
@@ -379,6 +423,9 @@ const std::vector<Scenario>& scenarios() {
        kOutlivedTaken, single(), restartServer},
       {"single", "clock-jump", "the server's wall clock jumps 3 leases ahead under a holder", kClockExplained, kTaken,
        single(Persistence::none, true), clockJump},
+      {"single", "pause-server", "the server SIGSTOPped for 2.5 leases under a holder", "", kHit, single(), pauseServer},
+      {"redlock", "overlapping-majorities", "the holder keeps nodes {a,b,c}, every other client {c,d,e}, for 2.5 leases",
+       "", kKept, redlock, overlappingMajorities},
       {"redlock", "partition-2-of-5", "two of five nodes partitioned for 2.5 leases under a holder", "", kKept, redlock,
        partitionTwoOfFive},
       {"redlock", "down-3-of-5", "three of five nodes SIGKILLed, restarted empty, under a holder", kLostWritesExplained,
@@ -397,6 +444,8 @@ const std::vector<Scenario>& scenarios() {
        "", kOutlivedKept, sentinel(1), sentinelFailoverDelayedReplication(milliseconds(40))},
       {"sentinel", "partition-master", "the master cut off from everyone for 4 s under a holder, then healed",
        kFailoverExplained, kOutlived, sentinel(), sentinelPartitionMaster},
+      {"sentinel", "pause-master", "the master SIGSTOPped past down-after under a holder, a replica promoted, then resumed",
+       kFailoverExplained, kOutlived, sentinel(), sentinelPauseMaster},
       {"cluster", "failover", "the first key's master SIGKILLed under a holder, its replica promoted, the old master back",
        kFailoverExplained, kOutlived, cluster, clusterFailover},
       {"cluster", "migrate-slot", "the first key's slot migrated live to another master under its holder", "", kKept,
