@@ -194,6 +194,13 @@ void pauseServer(Run& run) {
   });
 }
 
+// One of the faults under which the lock must keep sections apart, drawn each cycle from the
+// seed: over many cycles (--cycles, the long profile) a mixed random schedule.
+void mixed(Run& run) {
+  const std::vector<void (*)(Run&)> faults = {partitionClient, latency, resets, pauseServer};
+  faults.at(run.pick(faults.size()))(run);
+}
+
 // Redlock: `count` distinct nodes, drawn from the seed.
 std::vector<std::size_t> someNodes(Run& run, std::size_t count) {
   std::vector<std::size_t> nodes;
@@ -424,6 +431,8 @@ const std::vector<Scenario>& scenarios() {
       {"single", "clock-jump", "the server's wall clock jumps 3 leases ahead under a holder", kClockExplained, kTaken,
        single(Persistence::none, true), clockJump},
       {"single", "pause-server", "the server SIGSTOPped for 2.5 leases under a holder", "", kHit, single(), pauseServer},
+      {"single", "mixed", "each cycle one of partition, latency, resets, pause-server, drawn from the seed", "", kHit,
+       single(), mixed},
       {"redlock", "overlapping-majorities", "the holder keeps nodes {a,b,c}, every other client {c,d,e}, for 2.5 leases",
        "", kKept, redlock, overlappingMajorities},
       {"redlock", "partition-2-of-5", "two of five nodes partitioned for 2.5 leases under a holder", "", kKept, redlock,
