@@ -73,6 +73,8 @@ constexpr const char* kFailoverExplained =
     "the master acknowledged locks its replicas had not received when it died, so the promoted replica "
     "let a second client take them (asynchronous replication)";
 constexpr const char* kClockExplained = "the server's clock jumped past the lease, so the key expired early";
+constexpr const char* kClockAndLostWritesExplained =
+    "two nodes' clocks jumped past the lease and a third lost its writes, so a quorum of three let a second client in";
 
 // A hold that outlives a server's recovery: a fixed lease far beyond the fault and the promotion,
 // so that the release, not the watchdog, is the first command after it (over a pooled
@@ -91,6 +93,9 @@ Deploy single(Persistence persistence = Persistence::none, bool fakeClock = fals
 }
 
 std::unique_ptr<Deployment> redlock(std::size_t clients) { return std::make_unique<RedlockDeployment>(clients); }
+std::unique_ptr<Deployment> redlockWithClocks(std::size_t clients) {
+  return std::make_unique<RedlockDeployment>(clients, true);
+}
 
 void each(const std::vector<test::LinkProxy*>& links, const std::function<void(test::LinkProxy&)>& action) {
   for (test::LinkProxy* link : links) action(*link);
@@ -247,6 +252,30 @@ void overlappingMajorities(Run& run) {
     run.fault("holder without nodes " + nodeNames(holderLoses) + ", others without " + nodeNames(othersLose),
               run.timing().faultLength, [&] { each(links, [](auto& link) { link.blackhole(); }); },
               [&] { each(links, [](auto& link) { link.pass(); }); }, &target);
+  });
+}
+
+// Two nodes' clocks jump three leases ahead (their copies of the key expire at once) and a third
+// restarts empty, under a holder: the others can now make a quorum of three (Kleppmann's case
+// against Redlock's timing assumptions).
+void clockBumpAndRestart(Run& run) {
+  auto& deployment = run.deployment<RedlockDeployment>();
+  const auto nodes = someNodes(run, 3);
+  const auto jump = std::chrono::duration_cast<std::chrono::seconds>(run.timing().lease * 3) + std::chrono::seconds(1);
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault("clocks of nodes " + std::to_string(nodes[0]) + "," + std::to_string(nodes[1]) + " +" +
+                  std::to_string(jump.count()) + " s, node " + std::to_string(nodes[2]) + " restarted empty",
+              run.timing().faultLength,
+              [&] {
+                deployment.jumpClock(nodes[0], jump);
+                deployment.jumpClock(nodes[1], jump);
+                deployment.server(nodes[2]).kill();
+                deployment.server(nodes[2]).restart();
+              },
+              [&] {
+                deployment.jumpClock(nodes[0], std::chrono::seconds(0));
+                deployment.jumpClock(nodes[1], std::chrono::seconds(0));
+              }, &target);
   });
 }
 
@@ -435,6 +464,8 @@ const std::vector<Scenario>& scenarios() {
        single(), mixed},
       {"redlock", "overlapping-majorities", "the holder keeps nodes {a,b,c}, every other client {c,d,e}, for 2.5 leases",
        "", kKept, redlock, overlappingMajorities},
+      {"redlock", "clock-bump-restart", "two nodes' clocks 3 leases ahead and a third restarted empty, under a holder",
+       kClockAndLostWritesExplained, kHit, redlockWithClocks, clockBumpAndRestart},
       {"redlock", "partition-2-of-5", "two of five nodes partitioned for 2.5 leases under a holder", "", kKept, redlock,
        partitionTwoOfFive},
       {"redlock", "down-3-of-5", "three of five nodes SIGKILLed, restarted empty, under a holder", kLostWritesExplained,
