@@ -3,6 +3,7 @@
 // replays the same schedule.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "ClusterDeployment.h"
@@ -357,7 +358,13 @@ void sentinelPauseMaster(Run& run) {
     run.fault("master " + std::to_string(old) + " SIGSTOP", run.timing().faultLength,
               [&] { deployment.pause(old); },
               [&] {
-                (void)deployment.waitForNewMaster(old, kPromotionBudget);
+                // A master that comes back before the sentinels agreed is a fault too: resume it
+                // either way, and let the checks judge what the clients saw.
+                try {
+                  (void)deployment.waitForNewMaster(old, kPromotionBudget);
+                } catch (const std::exception& error) {
+                  std::printf("[nemesis] %s; resuming the old master\n", error.what());
+                }
                 deployment.resume(old);
               }, &target);
   });
