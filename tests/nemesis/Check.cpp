@@ -5,7 +5,11 @@
 //
 //   dlock_nemesis_check --histories DIR --store HOST:PORT --lock-servers H:P[,H:P...]
 //       --keys k1,k2 --exits c0=0,c1=sig9:nemesis,... [--recovery-ms R] [--prefix dlock:]
-//       [--out DIR] [--topology T] [--scenario S] [--seed N]
+//       [--out DIR] [--topology T] [--scenario S] [--seed N] [--cause TEXT] [--holder-faults required]
+//
+// --cause names why sections may overlap in the run (checks 2 and 8; none by default);
+// --holder-faults required fails the run when no fault hit a holder (check 9; a run by hand has
+// no nemesis, so by default faults are only counted).
 //
 // An exit is `<process>=<code>` or `<process>=sig<N>`, followed by `:nemesis` when the nemesis
 // killed it on purpose or `:deadline` when it was killed still running at the deadline.
@@ -80,6 +84,8 @@ int main(int argc, char** argv) {
     input.run.scenario = args.count("--scenario") ? args["--scenario"] : "none";
     input.run.seed = args.count("--seed") ? std::stoull(args["--seed"]) : 0;
     if (args.count("--prefix")) input.keyPrefix = args["--prefix"];
+    if (args.count("--cause")) input.overlapCause = args["--cause"];
+    input.faults.holderHit = args.count("--holder-faults") > 0 && args["--holder-faults"] == "required";
     if (args.count("--recovery-ms")) input.recoveryBound = std::chrono::milliseconds(std::stoll(args["--recovery-ms"]));
     input.history = readHistories(args["--histories"]);
     FencedStore store(args["--store"]);

@@ -12,32 +12,9 @@ namespace dlock::nemesis {
 namespace {
 
 constexpr const char* kNemesis = "nemesis";
+constexpr const char* kServer = "server";  // ServerObserver's records
 
-struct FaultWindow {
-  std::string name;
-  std::string target;  // a process the fault acts on (kill, pause), or ""
-  std::int64_t startNs = 0;
-  std::optional<std::int64_t> endNs;
-};
-
-std::vector<FaultWindow> faultWindows(const std::vector<Op>& history) {
-  std::vector<FaultWindow> windows;
-  for (const Op& op : history) {
-    if (op.process != kNemesis) continue;
-    if (op.op == "fault-start") {
-      windows.push_back({op.value, op.key, op.timeNs, std::nullopt});
-    } else if (op.op == "fault-end") {
-      // The latest open window of that name and target.
-      for (auto it = windows.rbegin(); it != windows.rend(); ++it) {
-        if (!it->endNs && it->name == op.value && it->target == op.key) {
-          it->endNs = op.timeNs;
-          break;
-        }
-      }
-    }
-  }
-  return windows;
-}
+bool isClient(const std::string& process) { return process != kNemesis && process != kServer; }
 
 std::string ms(double value) {
   char text[32];
@@ -82,9 +59,23 @@ void fail(CheckResult& check, const std::string& reason) {
 }
 
 // Check 1.
-void checkFencedStore(const CheckerInput& input, Report& report) {
+void checkFencedStore(const CheckerInput& input, const std::vector<Hold>& holds, Report& report) {
   CheckResult& check = report.checks[0];
   std::string first;
+  // A client's word that the store accepted its write, against the store's own list.
+  for (const Hold& hold : holds) {
+    if (hold.fencedWriteOutcome != "accepted") continue;
+    const auto shot = input.store.find(hold.key);
+    if (shot == input.store.end()) continue;
+    const auto& tokens = shot->second.acceptedTokens;
+    if (std::find(tokens.begin(), tokens.end(), hold.token) == tokens.end()) {
+      ++report.fencedStoreViolations;
+      if (first.empty()) {
+        first = "key '" + hold.key + "': " + hold.process + " says token " + std::to_string(hold.token) +
+                " was accepted; the store has no such write";
+      }
+    }
+  }
   for (const auto& [key, shot] : input.store) {
     for (std::size_t i = 1; i < shot.acceptedTokens.size(); ++i) {
       if (shot.acceptedTokens[i] <= shot.acceptedTokens[i - 1]) {
@@ -121,7 +112,12 @@ void countLostUpdates(const CheckerInput& input, Report& report) {
     report.unfencedLostByKey[key] = lost;
     report.unfencedLostUpdates += lost;
   }
-  report.checks[1].reason = std::to_string(report.unfencedLostUpdates) + " unfenced updates lost (reported only)";
+  const std::string counts = std::to_string(report.unfencedLostUpdates) + " unfenced updates lost";
+  if (report.unfencedLostUpdates > 0 && input.overlapCause.empty()) {
+    fail(report.checks[1], counts + " where the scenario names no cause for sections to overlap");
+  } else {
+    report.checks[1].reason = counts + (report.unfencedLostUpdates > 0 ? " (" + input.overlapCause + ")" : "");
+  }
 }
 
 // Check 3: sweep the acquisitions of a key by invoke time, keeping the highest token among those
@@ -179,7 +175,7 @@ void checkRecovery(const CheckerInput& input, const std::map<std::string, std::v
       if (other.startNs > end && other.startNs < nextStart) nextStart = other.startNs;
     }
     for (const auto& [process, ops] : processes) {
-      if (process == kNemesis || ops.empty() || ops.front().timeNs > end) continue;
+      if (!isClient(process) || ops.empty() || ops.front().timeNs > end) continue;
       std::optional<std::int64_t> recovered;
       for (const Op& op : ops) {
         if (op.op == "acquire" && op.kind == Kind::Ok && op.timeNs > end) {
@@ -223,6 +219,8 @@ void checkRecovery(const CheckerInput& input, const std::map<std::string, std::v
                              std::to_string(report.recoveryInterrupted) + " interrupted by the next fault";
   if (report.recoveryViolations > 0) {
     fail(report.checks[3], std::to_string(report.recoveryViolations) + " did not recover; first: " + first + "; " + counts);
+  } else if (report.recoveryUnobserved > 0) {
+    fail(report.checks[3], std::to_string(report.recoveryUnobserved) + " recoveries could not be observed; " + counts);
   } else {
     report.checks[3].reason = counts;
   }
@@ -243,7 +241,7 @@ void checkErrorsAndExits(const CheckerInput& input, const std::map<std::string, 
   }
   std::set<std::string> clients;
   for (const auto& [process, ops] : processes) {
-    if (process != kNemesis) clients.insert(process);
+    if (isClient(process)) clients.insert(process);
   }
   for (const ClientExit& exit : input.exits) clients.insert(exit.process);
   long long unknown = 0;
@@ -290,46 +288,129 @@ void checkTtls(const CheckerInput& input, Report& report) {
   }
 }
 
-// Check 7: a hold is lost when another process's acquisition of its key completes inside its
-// section (after its acquire, before its release was invoked). Per process the holds of a key do
-// not overlap, so the next completed acquisition of the key is the only one to look at.
+// Evidence that a hold was lost inside its section, from outside the holder: another process's
+// acquisition of the key completed inside the section, or the store refused the hold's fenced
+// write (its token is not in the store's list: a later holder had written). The earliest wins.
+struct LossEvidence {
+  std::int64_t atNs = 0;
+  std::string what;
+};
+
+std::optional<LossEvidence> lossEvidence(const CheckerInput& input, const Hold& hold, const std::vector<const Hold*>& sameKey) {
+  // A holder killed inside its section was inside it until the kill, not until its last record.
+  std::int64_t sectionEnd = hold.sectionEndNs;
+  const ClientExit* exit = exitOf(input, hold.process);
+  if (!hold.releaseInvokeNs && exit != nullptr && exit->killedNs) sectionEnd = std::max(sectionEnd, *exit->killedNs);
+  std::optional<LossEvidence> evidence;
+  for (const Hold* other : sameKey) {
+    if (other->process == hold.process || other->acquireOkNs <= hold.acquireOkNs) continue;
+    if (other->acquireOkNs >= sectionEnd) break;  // sorted by acquireOkNs
+    evidence = LossEvidence{other->acquireOkNs, other->process + " acquired token " + std::to_string(other->token)};
+    break;
+  }
+  // The server's own record: the key set for another owner inside the section.
+  if (!hold.ownerToken.empty()) {
+    for (const Op& set : input.history) {
+      if (set.process != kServer || set.op != "server-set" || set.key != hold.key || set.value == hold.ownerToken) continue;
+      if (set.timeNs <= hold.acquireOkNs || set.timeNs >= sectionEnd) continue;
+      if (!evidence || set.timeNs < evidence->atNs) evidence = LossEvidence{set.timeNs, "the server set the key for another owner"};
+      break;
+    }
+  }
+  const auto shot = input.store.find(hold.key);
+  if (hold.fencedWriteEndNs && shot != input.store.end()) {
+    const auto& tokens = shot->second.acceptedTokens;
+    const bool refused = std::find(tokens.begin(), tokens.end(), hold.token) == tokens.end();
+    if (refused && (!evidence || *hold.fencedWriteEndNs < evidence->atNs)) {
+      evidence = LossEvidence{*hold.fencedWriteEndNs, "the store refused its fenced write"};
+    }
+  }
+  return evidence;
+}
+
+// Checks 7 and 8, hold by hold.
 void checkLostLeases(const CheckerInput& input, const std::vector<Hold>& holds, Report& report) {
   std::map<std::string, std::vector<const Hold*>> perKey;
   for (const Hold& hold : holds) perKey[hold.key].push_back(&hold);
-  std::string first;
+  const auto slack = std::chrono::duration_cast<std::chrono::nanoseconds>(input.noticeSlack).count();
+  std::string firstUntold;
+  std::string firstOverlap;
   for (auto& [key, list] : perKey) {
     std::sort(list.begin(), list.end(), [](const Hold* a, const Hold* b) { return a->acquireOkNs < b->acquireOkNs; });
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const Hold& hold = *list[i];
-      const Hold* taker = nullptr;
-      for (std::size_t j = i + 1; j < list.size() && list[j]->acquireOkNs < hold.sectionEndNs; ++j) {
-        if (list[j]->process != hold.process) {
-          taker = list[j];
-          break;
-        }
+    for (const Hold* hold : list) {
+      if (hold->fencedWriteEndNs && input.store.count(key) > 0) {
+        const auto& tokens = input.store.at(key).acceptedTokens;
+        if (std::find(tokens.begin(), tokens.end(), hold->token) == tokens.end()) ++report.storeRefusedHolds;
       }
-      if (taker == nullptr) continue;
-      const ClientExit* exit = exitOf(input, hold.process);
-      if (hold.told) {
-        ++report.lostTold;
-      } else if (!hold.releaseInvokeNs && exit != nullptr && exit->killedByNemesis) {
+      const auto evidence = lossEvidence(input, *hold, list);
+      if (!evidence) continue;
+      if (evidence->what.rfind("the server", 0) == 0) ++report.lossesSeenByServer;
+      const std::string story = "key '" + key + "': " + hold->process + " held token " + std::to_string(hold->token) +
+                                " when " + evidence->what + "; release: " +
+                                (hold->releaseOutcome.empty() ? "none" : hold->releaseOutcome);
+      const ClientExit* exit = exitOf(input, hold->process);
+      if (exit != nullptr && exit->killedByNemesis && exit->killedNs && *exit->killedNs < evidence->atNs &&
+          !hold->releaseInvokeNs) {
         ++report.lostHolderKilled;
+        continue;
+      }
+      if (hold->toldNs && *hold->toldNs <= evidence->atNs + slack) {
+        ++report.lostExpiredFirst;  // the lease had ended for its holder first: no overlap
+        continue;
+      }
+      // Both leases valid at once.
+      ++report.overlapsWhileValid;
+      if (input.overlapCause.empty()) {
+        ++report.exclusionViolations;
+        if (firstOverlap.empty()) firstOverlap = story;
+      }
+      // Told in time: before the release returned, or by the release itself failing.
+      const bool releasedOk = hold->releaseOutcome == "ok";
+      const bool toldInTime = hold->toldNs && (!releasedOk || *hold->toldNs < hold->releaseEndNs.value_or(INT64_MAX));
+      if (toldInTime) {
+        ++report.lostTold;
       } else {
         ++report.lostUntold;
-        if (first.empty()) {
-          first = "key '" + key + "': " + hold.process + " held token " + std::to_string(hold.token) + " when " +
-                  taker->process + " acquired token " + std::to_string(taker->token) + "; release: " +
-                  (hold.releaseOutcome.empty() ? "none" : hold.releaseOutcome);
-        }
+        if (firstUntold.empty()) firstUntold = story + (hold->toldNs ? " (told only after its release returned)" : "");
       }
     }
   }
   const std::string counts = std::to_string(report.lostTold) + " lost leases told, " + std::to_string(report.lostUntold) +
-                             " untold, " + std::to_string(report.lostHolderKilled) + " with the holder killed";
+                             " untold, " + std::to_string(report.lostHolderKilled) + " with the holder killed first, " +
+                             std::to_string(report.lostExpiredFirst) + " ended for the holder first";
   if (report.lostUntold > 0) {
-    fail(report.checks[6], counts + "; first: " + first);
+    fail(report.checks[6], counts + "; first: " + firstUntold);
   } else {
     report.checks[6].reason = counts;
+  }
+  const std::string overlaps = std::to_string(report.overlapsWhileValid) + " losses while the holder's lease was valid";
+  if (report.exclusionViolations > 0) {
+    fail(report.checks[7], overlaps + ", and the scenario names no cause; first: " + firstOverlap);
+  } else {
+    report.checks[7].reason = overlaps + (input.overlapCause.empty() ? "" : "; allowed here: " + input.overlapCause);
+  }
+}
+
+// Check 9.
+void checkFaultsOnHolders(const CheckerInput& input, Report& report) {
+  std::string missed;
+  for (const FaultHit& hit : assessFaults(input.history, input.faults)) {
+    ++report.faults;
+    if (hit.asExpected) ++report.faultsOnHolders;
+    if (hit.holderHit && hit.taken) ++report.faultsKeyTaken;
+    if (!hit.asExpected && missed.empty()) {
+      missed = "'" + hit.window.name + "': " +
+               (!hit.holderHit ? "no holder inside its section"
+                               : std::string(hit.taken ? "key taken by " + hit.takenBy : "key not taken") +
+                                     (hit.outlived ? ", hold outlived the fault" : ", hold ended within the fault"));
+    }
+  }
+  const std::string counts = std::to_string(report.faultsOnHolders) + " of " + std::to_string(report.faults) +
+                             " faults hit a holder as meant (" + std::to_string(report.faultsKeyTaken) + " with its key taken)";
+  if (input.faults.holderHit && report.faultsOnHolders == 0) {
+    fail(report.checks[8], "vacuous: " + counts + (missed.empty() ? "" : "; first miss: " + missed));
+  } else {
+    report.checks[8].reason = counts;
   }
 }
 
@@ -363,8 +444,8 @@ bool isTypedError(std::string_view errorType) {
 Report check(const CheckerInput& input) {
   Report report;
   report.run = input.run;
-  const char* names[] = {"fenced store", "unfenced updates", "fencing tokens", "recovery",
-                         "typed errors, no crash or hang", "TTLs", "lost leases told"};
+  const char* names[] = {"fenced store", "unfenced updates", "fencing tokens",  "recovery",        "typed errors, no crash or hang",
+                         "TTLs",         "lost leases told", "exclusion",       "faults on holders"};
   for (std::size_t i = 0; i < report.checks.size(); ++i) report.checks[i].name = names[i];
 
   const auto processes = byProcess(input.history);
@@ -373,21 +454,23 @@ Report check(const CheckerInput& input) {
     if (op.op == "acquire" && op.kind == Kind::Ok) ++report.acquisitionsOk;
     if (op.op == "acquire" && op.kind == Kind::Fail) ++(op.errorType.empty() ? report.acquireTimeouts : report.acquireFailures);
     if (op.op == "fenced-write" && op.kind == Kind::Ok) ++(op.value == "accepted" ? report.fencedAccepted : report.fencedRejected);
+    if (op.process == kServer && op.op == "server-set") ++report.serverSets;
   }
 
-  checkFencedStore(input, report);
+  checkFencedStore(input, holds, report);
   countLostUpdates(input, report);
   checkFencingOrder(holds, report);
   checkRecovery(input, processes, faultWindows(input.history), report);
   checkErrorsAndExits(input, processes, report);
   checkTtls(input, report);
   checkLostLeases(input, holds, report);
+  checkFaultsOnHolders(input, report);
   return report;
 }
 
 bool Report::failed() const {
   for (std::size_t i = 0; i < checks.size(); ++i) {
-    if (i != 1 && !checks[i].passed) return true;
+    if (!checks[i].passed) return true;
   }
   return false;
 }
@@ -410,8 +493,13 @@ std::string Report::summary() const {
       << "fenced writes: " << fencedAccepted << " accepted, " << fencedRejected << " rejected\n"
       << "unfenced lost updates: " << unfencedLostUpdates << "\n"
       << "fence regressions: " << fenceRegressions << "\n"
+      << "faults: " << faults << ", " << faultsOnHolders << " on a holder as meant, " << faultsKeyTaken
+      << " with its key taken\n"
       << "lost leases: " << lostTold << " told, " << lostUntold << " untold, " << lostHolderKilled
-      << " holder killed\n"
+      << " holder killed first, " << lostExpiredFirst << " ended for the holder first\n"
+      << "losses while the holder's lease was valid: " << overlapsWhileValid << " (" << exclusionViolations
+      << " violations); seen first in the server's record: " << lossesSeenByServer << " (of " << serverSets
+      << " SETs it recorded); holds refused by the store: " << storeRefusedHolds << "\n"
       << "recovery: " << recoveryMs.size() << " recovered, p50 " << ms(recoveryP50Ms) << " ms, max "
       << ms(recoveryMaxMs) << " ms, " << recoveryViolations << " violations\n"
       << "errors: " << joinCounts(errorsByType, ", ") << "\n";
@@ -424,16 +512,19 @@ std::string Report::summary() const {
 }
 
 std::string Report::markdownHeader() {
-  return "| topology | scenario | seed | acquisitions ok/timeout/fail | fenced accepted/rejected | unfenced lost updates "
-         "| fence regressions | lost told/untold | recovery p50/max ms | errors by type | verdict |\n"
-         "|---|---|---|---|---|---|---|---|---|---|---|";
+  return "| topology | scenario | seed | faults on holders/faults (key taken) | acquisitions ok/timeout/fail "
+         "| fenced accepted/rejected | unfenced lost updates | fence regressions | lost told/untold/killed/ended first "
+         "| exclusion violations | recovery p50/max ms | errors by type | verdict |\n"
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 }
 
 std::string Report::markdownRow() const {
   std::ostringstream out;
-  out << "| " << run.topology << " | " << run.scenario << " | " << run.seed << " | " << acquisitionsOk << "/"
+  out << "| " << run.topology << " | " << run.scenario << " | " << run.seed << " | " << faultsOnHolders << "/" << faults
+      << " (" << faultsKeyTaken << ") | " << acquisitionsOk << "/"
       << acquireTimeouts << "/" << acquireFailures << " | " << fencedAccepted << "/" << fencedRejected << " | "
-      << unfencedLostUpdates << " | " << fenceRegressions << " | " << lostTold << "/" << lostUntold << " | "
+      << unfencedLostUpdates << " | " << fenceRegressions << " | " << lostTold << "/" << lostUntold << "/"
+      << lostHolderKilled << "/" << lostExpiredFirst << " | " << exclusionViolations << " | "
       << ms(recoveryP50Ms) << "/" << ms(recoveryMaxMs) << " | " << joinCounts(errorsByType, ", ") << " | "
       << (failed() ? "FAIL (" + failedChecks() + ")" : std::string("PASS")) << " |";
   return out.str();
@@ -456,7 +547,11 @@ std::string Report::json() const {
       << ", \"storeViolations\": " << fencedStoreViolations << "},\n"
       << "  \"unfencedLostUpdates\": " << unfencedLostUpdates << ",\n  \"unfencedLostByKey\": " << counts(unfencedLostByKey)
       << ",\n  \"fenceRegressions\": " << fenceRegressions << ",\n  \"lostLeases\": {\"told\": " << lostTold
-      << ", \"untold\": " << lostUntold << ", \"holderKilled\": " << lostHolderKilled << "},\n"
+      << ", \"untold\": " << lostUntold << ", \"holderKilled\": " << lostHolderKilled
+      << ", \"endedFirst\": " << lostExpiredFirst << "},\n  \"exclusionViolations\": " << exclusionViolations
+      << ",\n  \"storeRefusedHolds\": " << storeRefusedHolds << ",\n  \"serverSets\": " << serverSets
+      << ",\n  \"lossesSeenByServer\": " << lossesSeenByServer << ",\n  \"faults\": {\"total\": " << faults
+      << ", \"onHolders\": " << faultsOnHolders << ", \"keyTaken\": " << faultsKeyTaken << "},\n"
       << "  \"recovery\": {\"recovered\": " << recoveryMs.size() << ", \"p50Ms\": " << ms(recoveryP50Ms)
       << ", \"maxMs\": " << ms(recoveryMaxMs) << ", \"violations\": " << recoveryViolations
       << ", \"unobserved\": " << recoveryUnobserved << ", \"interrupted\": " << recoveryInterrupted << "},\n"

@@ -1,13 +1,28 @@
 // Checker.h — turns a fault-testing run into a Report: its histories, the fenced store's final
-// state, the lock servers' keys without a TTL and each client's exit. The seven checks:
+// state, the lock servers' keys without a TTL (sampled during and after the run) and each client's
+// exit. The nine checks:
 //
-//   1 fenced store     accepted tokens strictly increase per key; the count matches the list
-//   2 unfenced updates successful unfenced SETs minus the final counter (reported, never fails)
+//   1 fenced store     accepted tokens strictly increase per key; the count matches the list; every
+//                      write a client calls accepted is in the store's list
+//   2 unfenced updates successful unfenced SETs minus the final counter; fails where the scenario
+//                      names no cause that lets sections overlap
 //   3 fencing tokens   A ok before B invoked, same key: token(A) < token(B)
-//   4 recovery         after each fault-end, each live client acquires within the bound
+//   4 recovery         after each fault-end, each live client acquires within the bound; a client
+//                      whose history ends before the bound could not be observed: fails too
 //   5 errors, exits    every error typed; no crash (non-zero exit the nemesis did not cause), no hang
 //   6 TTLs             no dlock key without a TTL but the fence counters
-//   7 lost leases      every lease lost while its holder was inside its section was told to it
+//   7 lost leases      a hold lost inside its section (another process acquired its key, or the
+//                      store refused its fenced write) was told to its holder before its release
+//                      returned; a release that returned ok afterwards is an untold loss whatever
+//                      came later. A nemesis kill excuses the holder only if it came first.
+//   8 exclusion        no such loss while the holder's own lease was still valid (not yet told,
+//                      within noticeSlack) unless the scenario names the cause that permits it
+//   9 faults on holders at least one fault hit a holder as the scenario means (FaultHits.h)
+//
+// Evidence of a loss comes from outside the holder: the other process's acquisition, the
+// server's own record of the lock key set for another owner inside the section (process
+// `server`, ServerObserver.h), and the store's own list of accepted tokens (a completed fenced
+// write whose token is not in it was refused because a later holder had written).
 //
 // Plain functions over values; thread-compatible.
 #pragma once
@@ -21,6 +36,7 @@
 #include <string_view>
 #include <vector>
 
+#include "FaultHits.h"
 #include "FencedStore.h"
 #include "History.h"
 
@@ -52,6 +68,14 @@ struct CheckerInput {
   std::string keyPrefix = "dlock:";
   std::vector<ClientExit> exits;  // one per client process
   std::chrono::milliseconds recoveryBound{10'000};
+  // Why sections may overlap in this scenario (lost writes, a failover without acknowledgement,
+  // a clock jump, a paused process); empty when the lock must keep them apart (checks 2 and 8).
+  std::string overlapCause;
+  FaultExpectation faults;
+  // How late a holder may record that its lease ended and still count as told before another
+  // process's acquisition: it checks isHeld() every few ms during a hold (Client.cpp), and the
+  // record can wait for a CPU on a loaded machine.
+  std::chrono::milliseconds noticeSlack{50};
 };
 
 struct CheckResult {
@@ -75,6 +99,15 @@ struct Report {
   long long lostTold = 0;
   long long lostUntold = 0;
   long long lostHolderKilled = 0;  // lost after the nemesis killed the holder: nobody to tell
+  long long lostExpiredFirst = 0;  // the holder knew its lease had ended before the other acquired
+  long long overlapsWhileValid = 0;   // lost while the holder's lease was still valid for it
+  long long exclusionViolations = 0;  // ... in a scenario that names no cause
+  long long storeRefusedHolds = 0;    // holds whose fenced write the store refused
+  long long serverSets = 0;           // lock-key SETs in the server's own record (ServerObserver.h)
+  long long lossesSeenByServer = 0;   // losses whose first evidence was that record
+  long long faults = 0;
+  long long faultsOnHolders = 0;      // faults that hit a holder as the scenario means
+  long long faultsKeyTaken = 0;       // ... and the held key was taken during the hold
   std::vector<double> recoveryMs;  // one per (fault-end, live client) that recovered
   double recoveryP50Ms = 0;
   double recoveryMaxMs = 0;
@@ -86,9 +119,9 @@ struct Report {
   long long hangs = 0;
   long long keysWithoutTtl = 0;  // not fence counters
 
-  std::array<CheckResult, 7> checks;
+  std::array<CheckResult, 9> checks;
 
-  // True when any of checks 1, 3, 4, 5, 6, 7 failed.
+  // True when any check failed.
   [[nodiscard]] bool failed() const;
   // Which checks failed, by number; "" when none.
   [[nodiscard]] std::string failedChecks() const;

@@ -1,11 +1,13 @@
 // Each check of the Checker fails on a hand-built history for exactly its reason, and a clean
-// history passes them all. Times are in milliseconds from 0; the recovery bound is 100 ms.
+// history passes them all; each rule has a history that must fail and one that must pass. Times
+// are in milliseconds from 0; the recovery bound is 100 ms, the notice slack 5 ms.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 
 #include "Checker.h"
 #include "KeyNames.h"
+#include "ServerObserver.h"
 #include "Timeline.h"
 
 using dlock::nemesis::CheckerInput;
@@ -45,21 +47,33 @@ void cycle(CheckerInput& input, const std::string& process, const std::string& k
   }
 }
 
-void fault(CheckerInput& input, const std::string& name, std::int64_t startMs, std::int64_t endMs) {
-  record(input, "nemesis", Kind::Info, "fault-start", "", 0, startMs, name);
-  record(input, "nemesis", Kind::Info, "fault-end", "", 0, endMs, name);
+void fault(CheckerInput& input, const std::string& name, std::int64_t startMs, std::int64_t endMs,
+           const std::string& target = "", const std::string& targetKey = "") {
+  record(input, "nemesis", Kind::Info, "fault-start", target, 0, startMs, name);
+  input.history.back().message = targetKey;
+  record(input, "nemesis", Kind::Info, "fault-end", target, 0, endMs, name);
 }
 
-// Two clients take turns on "k" (tokens 1..6) around a partition from 20 to 30 ms, during which
-// c1's acquire fails with a ConnectionError; both run on well past the recovery bound.
+// The store's own record of an accepted fenced write.
+void accept(CheckerInput& input, const std::string& key, std::uint64_t token) {
+  input.store[key].acceptedTokens.push_back(token);
+  ++input.store[key].acceptedCount;
+  input.store[key].lastToken = token;
+}
+
+// Two clients take turns on "k" (tokens 1..6); a pause of c2 from 8 to 10 ms finds it holding
+// "k"; a partition from 20 to 30 ms, during which c1's acquire fails with a ConnectionError;
+// both run on well past the recovery bound.
 CheckerInput cleanRun() {
   CheckerInput input;
   input.recoveryBound = std::chrono::milliseconds(100);
+  input.noticeSlack = std::chrono::milliseconds(5);
   cycle(input, "c1", "k", 1, 0);
   record(input, "c2", Kind::Invoke, "acquire", "k", 0, 2);
   record(input, "c2", Kind::Ok, "acquire", "k", 2, 7);
   record(input, "c2", Kind::Invoke, "release", "k", 2, 11);
   record(input, "c2", Kind::Ok, "release", "k", 2, 12);
+  fault(input, "pause", 8, 10, "c2", "k");
   fault(input, "partition", 20, 30);
   record(input, "c1", Kind::Invoke, "acquire", "k", 0, 25);
   record(input, "c1", Kind::Fail, "acquire", "k", 0, 28, "", "ConnectionError");
@@ -85,9 +99,11 @@ TEST_SUITE("Checker") {
     CHECK(report.acquisitionsOk == 6);
     CHECK(report.acquireFailures == 1);
     CHECK(report.fencedAccepted == 5);
-    CHECK(report.recoveryMs.size() == 2);
-    CHECK(report.recoveryP50Ms == doctest::Approx(2));  // c1 at 32 ms
-    CHECK(report.recoveryMaxMs == doctest::Approx(11));  // c2 at 41 ms
+    CHECK(report.recoveryMs.size() == 4);
+    CHECK(report.recoveryP50Ms == doctest::Approx(11));  // c2 at 41 ms, after the partition
+    CHECK(report.recoveryMaxMs == doctest::Approx(31));  // c2 at 41 ms, after the pause
+    CHECK(report.faults == 2);
+    CHECK(report.faultsOnHolders == 1);
     CHECK(report.errorsByType.at("ConnectionError") == 1);
     CHECK(report.markdownRow().find("PASS") != std::string::npos);
     CHECK(report.json().find("\"failed\": false") != std::string::npos);
@@ -95,7 +111,8 @@ TEST_SUITE("Checker") {
 
   TEST_CASE("an accepted token not above the one before fails the fenced store check") {
     auto input = cleanRun();
-    input.store["k"].acceptedTokens = {1, 3, 3, 5, 6};
+    input.store["k"].acceptedTokens = {1, 3, 4, 5, 5, 6};
+    input.store["k"].acceptedCount = 6;
     const auto report = dlock::nemesis::check(input);
     CHECK(report.failedChecks() == "1");
     CHECK(report.failed());
@@ -107,7 +124,7 @@ TEST_SUITE("Checker") {
     CHECK(dlock::nemesis::check(input).failedChecks() == "1");
   }
 
-  TEST_CASE("unfenced lost updates are counted and fail nothing") {
+  TEST_CASE("unfenced lost updates fail where the scenario names no cause, and pass where it does") {
     auto input = cleanRun();
     record(input, "c1", Kind::Ok, "write", "k", 1, 2, "1");
     record(input, "c2", Kind::Ok, "write", "k", 2, 8, "1");
@@ -115,14 +132,31 @@ TEST_SUITE("Checker") {
     const auto report = dlock::nemesis::check(input);
     CHECK(report.unfencedLostUpdates == 1);
     CHECK(report.unfencedLostByKey.at("k") == 1);
-    CHECK_FALSE(report.failed());
+    CHECK(report.failedChecks() == "2");
+    input.overlapCause = "a paused process";
+    CHECK(dlock::nemesis::check(input).failedChecks() == "");
+  }
+
+  TEST_CASE("a write a client calls accepted that the store does not list fails the fenced store check") {
+    auto input = cleanRun();
+    cycle(input, "c2", "k", 7, 330);  // says accepted; the store never saw token 7
+    // Not in the store's list: also a refused write the holder was not told of.
+    CHECK(dlock::nemesis::check(input).failedChecks().rfind("1,", 0) == 0);
+    accept(input, "k", 7);
+    CHECK(dlock::nemesis::check(input).failedChecks() == "");
   }
 
   TEST_CASE("a token lower than one completed before the acquire was invoked fails the fencing token check") {
     auto input = cleanRun();
     cycle(input, "c2", "k", 5, 330);  // c1 completed with 5 at 301 already
-    input.store["k"].acceptedTokens.push_back(7);  // the store accepted it as something else
-    input.store["k"].acceptedCount = 6;
+    input.history.pop_back();
+    input.history.pop_back();
+    input.history.pop_back();  // no fenced write or release: the token's one fault is its order
+    record(input, "c2", Kind::Invoke, "release", "k", 5, 335);
+    record(input, "c2", Kind::Ok, "release", "k", 5, 336);
+    input.history.erase(std::remove_if(input.history.begin(), input.history.end(),
+                                       [](const Op& op) { return op.process == "c2" && op.op == "fenced-write" && op.timeNs >= 330 * kMs; }),
+                        input.history.end());
     const auto report = dlock::nemesis::check(input);
     CHECK(report.failedChecks() == "3");
     CHECK(report.fenceRegressions == 1);
@@ -143,15 +177,17 @@ TEST_SUITE("Checker") {
     CHECK(report.recoveryViolations == 1);
   }
 
-  TEST_CASE("a client whose history ends before the bound is reported as unobserved, not as a violation") {
+  TEST_CASE("a client whose history ends before the bound fails the recovery check as unobserved") {
     auto input = cleanRun();
     input.history.erase(std::remove_if(input.history.begin(), input.history.end(),
                                        [](const Op& op) { return op.process == "c2" && op.timeNs >= 40 * kMs; }),
                         input.history.end());
     record(input, "c2", Kind::Invoke, "acquire", "k", 0, 50);
     const auto report = dlock::nemesis::check(input);
-    CHECK(report.failedChecks() == "");
+    CHECK(report.failedChecks() == "4");
     CHECK(report.recoveryUnobserved == 1);
+    record(input, "c2", Kind::Fail, "acquire", "k", 0, 200, "", "ConnectionError");  // observed past the bound
+    CHECK(dlock::nemesis::check(input).recoveryUnobserved == 0);
   }
 
   TEST_CASE("a client the nemesis killed during the bound is not expected to recover") {
@@ -174,6 +210,8 @@ TEST_SUITE("Checker") {
     record(input, "c2", Kind::Invoke, "acquire", "k", 0, 300);
     record(input, "nemesis", Kind::Info, "fault-end", "c2", 0, 400, "pause");
     record(input, "c2", Kind::Ok, "acquire", "k", 9, 401);
+    cycle(input, "c1", "k", 10, 450);  // c1 seen past the bound of the pause's end
+    accept(input, "k", 10);
     const auto report = dlock::nemesis::check(input);
     CHECK(report.failedChecks() == "");
     CHECK(report.recoveryViolations == 0);
@@ -186,9 +224,10 @@ TEST_SUITE("Checker") {
                         input.history.end());
     fault(input, "partition", 60, 250);  // both recover from it at 301 and 311
     cycle(input, "c2", "k", 9, 310);
+    accept(input, "k", 9);
     const auto report = dlock::nemesis::check(input);
     CHECK(report.failedChecks() == "");
-    CHECK(report.recoveryInterrupted == 1);
+    CHECK(report.recoveryInterrupted == 2);  // c2 after the pause (by the partition) and after the partition
   }
 
   TEST_CASE("an untyped error fails the errors check") {
@@ -251,12 +290,20 @@ TEST_SUITE("Checker") {
     }
   }
 
-  TEST_CASE("a lease lost inside its section whose release then succeeds fails the lost lease check") {
+  // c1 holds k from 501 until it invokes its release at 540; c2 acquires it at 511 (its whole
+  // cycle from 510, fenced write accepted).
+  CheckerInput overlapRun(const std::string& cause) {
     auto input = cleanRun();
-    // c1 holds k from 501 until it invokes its release at 540; c2 acquires it at 511.
+    input.overlapCause = cause;
     record(input, "c1", Kind::Invoke, "acquire", "k", 0, 500);
     record(input, "c1", Kind::Ok, "acquire", "k", 7, 501);
     cycle(input, "c2", "k", 8, 510);
+    accept(input, "k", 8);
+    return input;
+  }
+
+  TEST_CASE("a lease lost inside its section whose release then succeeds fails the lost lease check") {
+    auto input = overlapRun("lost writes");
     record(input, "c1", Kind::Invoke, "release", "k", 7, 540);
     record(input, "c1", Kind::Ok, "release", "k", 7, 541);
     const auto report = dlock::nemesis::check(input);
@@ -267,10 +314,7 @@ TEST_SUITE("Checker") {
   TEST_CASE("a lost lease is told by a lost notice or by a release that fails with LockLostError") {
     for (const bool notice : {true, false}) {
       CAPTURE(notice);
-      auto input = cleanRun();
-      record(input, "c1", Kind::Invoke, "acquire", "k", 0, 500);
-      record(input, "c1", Kind::Ok, "acquire", "k", 7, 501);
-      cycle(input, "c2", "k", 8, 510);
+      auto input = overlapRun("lost writes");
       if (notice) record(input, "c1", Kind::Info, "lost", "k", 7, 520);
       record(input, "c1", Kind::Invoke, "release", "k", 7, 540);
       if (notice) {
@@ -284,17 +328,144 @@ TEST_SUITE("Checker") {
     }
   }
 
-  TEST_CASE("a lease lost after the nemesis killed its holder needs no telling") {
-    auto input = cleanRun();
-    record(input, "c1", Kind::Invoke, "acquire", "k", 0, 500);
-    record(input, "c1", Kind::Ok, "acquire", "k", 7, 501);
-    record(input, "c1", Kind::Invoke, "fenced-write", "k", 7, 520);  // the last record before the kill
-    cycle(input, "c2", "k", 8, 510);
-    input.exits[0].signal = 9;
-    input.exits[0].killedByNemesis = true;
+  TEST_CASE("a notice that comes after the release returned ok does not tell the loss") {
+    auto input = overlapRun("lost writes");
+    record(input, "c1", Kind::Invoke, "release", "k", 7, 540);
+    record(input, "c1", Kind::Ok, "release", "k", 7, 541);
+    record(input, "c1", Kind::Info, "lost", "k", 7, 560);
     const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "7");
+    CHECK(report.lostUntold == 1);
+  }
+
+  TEST_CASE("a loss while the holder's lease was valid fails the exclusion check unless the scenario names a cause") {
+    auto input = overlapRun("");
+    record(input, "c1", Kind::Info, "lost", "k", 7, 520);  // told in time, but after c2 acquired
+    record(input, "c1", Kind::Invoke, "release", "k", 7, 540);
+    record(input, "c1", Kind::Ok, "release", "k", 7, 541);
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "8");
+    CHECK(report.exclusionViolations == 1);
+    input.overlapCause = "a failover without replica acknowledgement";
+    report = dlock::nemesis::check(input);
     CHECK(report.failedChecks() == "");
-    CHECK(report.lostHolderKilled == 1);
+    CHECK(report.lostTold == 1);
+  }
+
+  TEST_CASE("a holder that saw its lease end before the other acquired is no overlap") {
+    for (const std::int64_t seenAt : {509, 514, 530}) {  // before, within the slack, after it
+      CAPTURE(seenAt);
+      auto input = overlapRun("");
+      record(input, "c1", Kind::Info, "invalid", "k", 7, seenAt);
+      record(input, "c1", Kind::Invoke, "release", "k", 7, 540);
+      record(input, "c1", Kind::Fail, "release", "k", 7, 541, "", "LockLostError");
+      const auto report = dlock::nemesis::check(input);
+      CHECK(report.failedChecks() == (seenAt <= 516 ? "" : "8"));
+      CHECK(report.lostExpiredFirst == (seenAt <= 516 ? 1 : 0));
+    }
+  }
+
+  TEST_CASE("a fenced write the store refused is a loss even when no other acquisition was recorded") {
+    auto input = cleanRun();
+    input.overlapCause = "a paused process";
+    // c1 says nothing of a loss and its release returns ok; the store never accepted token 9.
+    const auto hold = [&](const std::string& written, const std::string& releaseError) {
+      record(input, "c1", Kind::Invoke, "acquire", "k", 0, 330);
+      record(input, "c1", Kind::Ok, "acquire", "k", 9, 331);
+      record(input, "c1", Kind::Invoke, "fenced-write", "k", 9, 332);
+      record(input, "c1", Kind::Ok, "fenced-write", "k", 9, 333, written);
+      record(input, "c1", Kind::Invoke, "release", "k", 9, 345);
+      if (releaseError.empty()) {
+        record(input, "c1", Kind::Ok, "release", "k", 9, 346);
+      } else {
+        record(input, "c1", Kind::Fail, "release", "k", 9, 346, "", releaseError);
+      }
+    };
+    auto swallowed = input;
+    hold("accepted", "");
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.storeRefusedHolds == 1);
+    CHECK(report.failedChecks() == "1,7");  // it even calls the write accepted
+    input = swallowed;
+    hold("rejected", "");
+    CHECK(dlock::nemesis::check(input).failedChecks() == "7");
+    input = swallowed;
+    hold("rejected", "LockLostError");
+    report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.lostTold == 1);
+  }
+
+  TEST_CASE("the server's record of the key set for another owner inside a section is a loss") {
+    auto input = cleanRun();
+    input.overlapCause = "lost writes";
+    // c1 holds k (owner token "t9") from 331 to 345 and says nothing of a loss; no client
+    // recorded another acquisition, but the server set k for owner "x" at 340.
+    record(input, "c1", Kind::Invoke, "acquire", "k", 0, 330);
+    record(input, "c1", Kind::Ok, "acquire", "k", 9, 331, "t9");
+    record(input, "c1", Kind::Invoke, "release", "k", 9, 345);
+    record(input, "c1", Kind::Ok, "release", "k", 9, 346);
+    record(input, "server", Kind::Info, "server-set", "k", 0, 332, "t9");  // its own
+    auto own = input;
+    record(input, "server", Kind::Info, "server-set", "k", 0, 340, "x");
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "7");
+    CHECK(report.lossesSeenByServer == 1);
+    CHECK(report.serverSets == 2);
+    report = dlock::nemesis::check(own);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.lossesSeenByServer == 0);
+  }
+
+  TEST_CASE("a MONITOR line gives its command's arguments, escapes undone") {
+    const auto args = dlock::nemesis::parseMonitorLine(
+        R"(1700000000.123456 [0 lua] "SET" "dlock:{k\"1}" "a\x00b\\" "PX" "1000")");
+    REQUIRE(args.has_value());
+    CHECK(args->wallUs == 1700000000123456);
+    CHECK(args->args.size() == 5);
+    CHECK(args->args.at(1) == "dlock:{k\"1}");
+    CHECK(args->args.at(2) == std::string("a\0b\\", 4));
+    CHECK_FALSE(dlock::nemesis::parseMonitorLine("OK").has_value());
+  }
+
+  TEST_CASE("a nemesis kill excuses the holder only when it came before the other's acquire") {
+    for (const std::int64_t killedAt : {505, 515}) {
+      CAPTURE(killedAt);
+      auto input = overlapRun("");
+      record(input, "c1", Kind::Invoke, "fenced-write", "k", 7, 503);  // the last record before the kill
+      input.exits[0].signal = 9;
+      input.exits[0].killedByNemesis = true;
+      input.exits[0].killedNs = killedAt * kMs;
+      // Killed at 505, c1 was no longer inside when c2 acquired; killed at 515, it was, untold.
+      const auto report = dlock::nemesis::check(input);
+      CHECK(report.lostUntold == (killedAt < 511 ? 0 : 1));
+      CHECK(report.failedChecks() == (killedAt < 511 ? "" : "7,8"));
+    }
+  }
+
+  TEST_CASE("a run where no fault found a holder inside its section fails as vacuous") {
+    auto input = cleanRun();
+    for (Op& op : input.history) {
+      if (op.process == "nemesis" && op.value == "pause") op.timeNs += 10 * kMs;  // 18-20 ms: c2 released at 11
+    }
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "9");
+    CHECK(report.faultsOnHolders == 0);
+    input.faults.holderHit = false;  // a scenario whose fault does not aim at a holder
+    CHECK(dlock::nemesis::check(input).failedChecks() == "");
+  }
+
+  TEST_CASE("a fault that was to take the held key, or to be outlived by the hold, fails when it did not") {
+    auto input = cleanRun();
+    input.faults.taken = dlock::nemesis::FaultExpectation::Taken::yes;
+    CHECK(dlock::nemesis::check(input).failedChecks() == "9");
+    input.faults.taken = dlock::nemesis::FaultExpectation::Taken::no;
+    CHECK(dlock::nemesis::check(input).failedChecks() == "");
+    input.faults.outlivesFault = true;
+    for (Op& op : input.history) {
+      if (op.process == "nemesis" && op.value == "pause" && op.op == "fault-end") op.timeNs = 11 * kMs + 1;
+    }
+    CHECK(dlock::nemesis::check(input).failedChecks() == "9");
   }
 
   TEST_CASE("the timeline draws a lane per key, the holds and the fault windows") {

@@ -2,18 +2,28 @@
 // (or SIGTERM), it picks a key, acquires it, does an unfenced read-modify-write of the key's
 // counter in the store, a fenced write of its token, and releases; every step is an invoke
 // record and a completion record in --history (History.h). Exit 0 at the end; 3 (kHangExitCode)
-// when one step outran --hang-ms; 2 on bad arguments.
+// when one step outran --hang-ms; 2 on bad arguments; 0 after --help.
 //
 //   dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T
 //       --lease-ms L --acquire-timeout-ms A --history FILE
-//       [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F]
+//       [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--control FILE]
+//       [--broken VARIANT]
 //
 // The hold between the counter's GET and SET is H ms, or drawn from [H, M] with --hold-max-ms.
 // --lease-ms is the watchdog's lease; --fixed-lease-ms F acquires with a fixed lease of F instead
-// (no renewal), so holds longer than F outlive their lease inside the section.
+// (no renewal), so holds longer than F outlive their lease inside the section. During a hold the
+// client checks isHeld() every few ms and records `invalid` once it is false: when its lease
+// ended for it (the checker's "both leases valid" needs it).
+//
+// --control FILE lets the runner ask for a long hold: when FILE exists, holding "LEASE MAX" (ms;
+// LEASE 0: the watchdog's), the next acquisition is of the first key, with that fixed lease;
+// once acquired the client renames FILE to FILE.holding, records `hold-start`, and holds until
+// the runner removes FILE.holding or MAX ms passed.
+// --broken VARIANT runs a deliberately broken lock (BrokenOperator.h).
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +38,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "BrokenOperator.h"
 #include "Checker.h"
 #include "FencedStore.h"
 #include "History.h"
@@ -52,15 +63,18 @@ struct Args {
   milliseconds hang{60'000};
   std::optional<milliseconds> fixedLease;
   std::string history;
+  std::string control;
+  std::string broken;
 };
 
+constexpr const char* kUsage =
+    "usage: dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T --lease-ms L "
+    "--acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] "
+    "[--control FILE] [--broken renewal|fence-repeat|in-doubt-released|no-deadline|no-notice]\n"
+    "(see the top of tests/nemesis/Client.cpp)\n";
+
 [[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr,
-               "dlock_nemesis_client: %s\nusage: dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 "
-               "--seed S --run-ms T --lease-ms L --acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] "
-               "[--hang-ms G] "
-               "[--fixed-lease-ms F]\n",
-               problem.c_str());
+  std::fprintf(stderr, "dlock_nemesis_client: %s\n%s", problem.c_str(), kUsage);
   std::exit(2);
 }
 
@@ -77,6 +91,12 @@ long long number(const std::string& name, const std::string& text) {
 Args parseArgs(int argc, char** argv) {
   Args args;
   std::map<std::string, std::string> given;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--help") {
+      std::printf("%s", kUsage);
+      std::exit(0);
+    }
+  }
   for (int i = 1; i < argc; i += 2) {
     const std::string name = argv[i];
     if (name.rfind("--", 0) != 0 || i + 1 >= argc) usage("bad argument '" + name + "'");
@@ -112,6 +132,12 @@ Args parseArgs(int argc, char** argv) {
   if (args.holdMax < args.hold) args.holdMax = args.hold;
   if (auto hang = take("--hang-ms", false)) args.hang = milliseconds(number("--hang-ms", *hang));
   if (auto fixed = take("--fixed-lease-ms", false)) args.fixedLease = milliseconds(number("--fixed-lease-ms", *fixed));
+  if (auto control = take("--control", false)) args.control = *control;
+  if (auto broken = take("--broken", false)) {
+    args.broken = *broken;
+    const auto& known = dlock::nemesis::brokenVariants();
+    if (std::find(known.begin(), known.end(), args.broken) == known.end()) usage("no broken variant '" + args.broken + "'");
+  }
   if (!given.empty()) usage("unknown argument '" + given.begin()->first + "'");
   return args;
 }
@@ -206,6 +232,144 @@ void watchForHangs(Recorder& recorder, milliseconds bound, const std::atomic<boo
   }
 }
 
+// A long hold the runner asked for through --control: the fixed lease (0: the watchdog's) and
+// the longest it may last.
+struct HoldRequest {
+  milliseconds lease{0};
+  milliseconds max{0};
+};
+
+std::optional<HoldRequest> pendingRequest(const std::string& control) {
+  if (control.empty()) return std::nullopt;
+  std::FILE* file = std::fopen(control.c_str(), "r");
+  if (file == nullptr) return std::nullopt;
+  long long lease = 0;
+  long long max = 0;
+  const int read = std::fscanf(file, "%lld %lld", &lease, &max);
+  std::fclose(file);
+  if (read != 2) return std::nullopt;  // being written: read it next time
+  return HoldRequest{milliseconds(lease), milliseconds(max)};
+}
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+std::shared_ptr<dlock::ILock> buildLock(const Args& args, Recorder& recorder) {
+  dlock::LockBuilder builder;
+  std::shared_ptr<dlock::IOperator> backend = dlock::connect(args.uri);
+  if (args.broken == "renewal" || args.broken == "fence-repeat" || args.broken == "in-doubt-released") {
+    backend = std::make_shared<dlock::nemesis::BrokenOperator>(backend, args.broken);
+  }
+  builder.backend(backend);
+  if (args.broken == "no-deadline") builder.clock(std::make_shared<dlock::nemesis::SlowClock>(10));
+  if (args.fixedLease) {
+    builder.leaseTime(*args.fixedLease);
+  } else {
+    builder.watchdogLease(args.lease);
+  }
+  auto lock = builder.build();
+  if (args.broken != "no-notice") {
+    lock->onLockLost([&recorder](std::string_view key, std::uint64_t token) {
+      recorder.record(Kind::Info, "lost", std::string(key), token, "");
+    });
+  }
+  return lock;
+}
+
+// One client's loop: acquire, read, hold, write, fenced write, release.
+class Workload {
+ public:
+  Workload(const Args& args, Recorder& recorder, dlock::nemesis::FencedStore& store, dlock::ILock& lock)
+      : args_(args), recorder_(recorder), store_(store), lock_(lock),
+        random_(args.seed * 1000003 + static_cast<std::uint64_t>(args.id)),
+        pick_(0, args.keys.size() - 1), holdFor_(args.hold.count(), args.holdMax.count()) {}
+
+  void iteration() {
+    const std::optional<HoldRequest> request = pendingRequest(args_.control);
+    const std::string& key = request ? args_.keys.front() : args_.keys[pick_(random_)];
+    dlock::Lease lease;
+    const auto acquired = recorder_.step("acquire", key, 0, [&] {
+      std::optional<milliseconds> leaseTime;
+      if (request && request->lease.count() > 0) leaseTime = request->lease;
+      lease = lock_.acquire(key, dlock::AcquireOptions{args_.acquireTimeout, leaseTime});
+      if (!lease) return Outcome{Kind::Fail, "timeout", 0};
+      // The owner token, for the checker to match with the server's record (ServerObserver.h).
+      return Outcome{Kind::Ok, lease.token(), lease.fencingToken()};
+    });
+    if (!acquired) {
+      // An error, not a timeout: a server that refuses connections answers at once, and a loop
+      // without a pause would fill the history with tens of thousands of identical failures.
+      std::this_thread::sleep_for(10ms);
+      return;
+    }
+    if (!lease) return;
+    const std::uint64_t token = lease.fencingToken();
+    std::string holding;
+    if (request) {
+      holding = args_.control + ".holding";
+      std::rename(args_.control.c_str(), holding.c_str());
+      recorder_.record(Kind::Info, "hold-start", key, token, std::to_string(request->max.count()));
+    }
+    const auto read = recorder_.step("read", key, token, [&] { return Outcome{Kind::Ok, std::to_string(store_.get(key)), 0}; });
+    if (read && !stopping) {
+      hold(lease, key, token, request ? request->max : milliseconds(holdFor_(random_)), holding);
+      // As a careful user does: no unprotected write once the lease ended for its holder (the
+      // fenced write still goes, for the store to refuse). The no-notice variant does not look.
+      if (args_.broken == "no-notice" || lease.isHeld()) {
+        const long long next = std::stoll(read->value) + 1;
+        (void)recorder_.step("write", key, token, [&] {
+          store_.set(key, next);
+          return Outcome{Kind::Ok, std::to_string(next), 0};
+        });
+      }
+    }
+    (void)recorder_.step("fenced-write", key, token, [&] {
+      return Outcome{Kind::Ok, store_.write(key, token) ? "accepted" : "rejected", 0};
+    });
+    release(lease, key, token);
+  }
+
+ private:
+  // Sleeps `length` (or until `holding` is removed), checking every few ms whether the lease
+  // still holds for its holder and recording `invalid` once it does not.
+  void hold(const dlock::Lease& lease, const std::string& key, std::uint64_t token, milliseconds length,
+            const std::string& holding) {
+    const auto end = steady_clock::now() + length;
+    bool seenInvalid = args_.broken == "no-notice";  // that variant never looks
+    while (!stopping && steady_clock::now() < end) {
+      if (!holding.empty() && !exists(holding)) break;
+      if (!seenInvalid && !lease.isHeld()) {
+        recorder_.record(Kind::Info, "invalid", key, token, "");
+        seenInvalid = true;
+      }
+      std::this_thread::sleep_for(std::min(milliseconds(2), duration_cast<milliseconds>(end - steady_clock::now()) + 1ms));
+    }
+  }
+
+  void release(dlock::Lease& lease, const std::string& key, std::uint64_t token) {
+    (void)recorder_.step("release", key, token, [&] {
+      try {
+        lease.release();
+      } catch (const dlock::LockLostError&) {
+        if (args_.broken != "no-notice") throw;  // that variant swallows it: "released"
+      }
+      return Outcome{};
+    });
+    // A release that failed on the connection leaves the lease, whose destructor tries once more.
+    stepName = "release-retry";
+    stepStartNs = dlock::nemesis::monotonicNs();
+    lease = dlock::Lease();
+    stepStartNs = 0;
+  }
+
+  const Args& args_;
+  Recorder& recorder_;
+  dlock::nemesis::FencedStore& store_;
+  dlock::ILock& lock_;
+  std::mt19937_64 random_;
+  std::uniform_int_distribution<std::size_t> pick_;
+  std::uniform_int_distribution<long long> holdFor_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -223,17 +387,7 @@ int main(int argc, char** argv) {
   dlock::nemesis::FencedStore store(args.store);
   std::shared_ptr<dlock::ILock> lock;
   (void)recorder.step("setup", "", 0, [&] {
-    dlock::LockBuilder builder;
-    builder.backend(dlock::connect(args.uri));
-    if (args.fixedLease) {
-      builder.leaseTime(*args.fixedLease);
-    } else {
-      builder.watchdogLease(args.lease);
-    }
-    lock = builder.build();
-    lock->onLockLost([&recorder](std::string_view key, std::uint64_t token) {
-      recorder.record(Kind::Info, "lost", std::string(key), token, "");
-    });
+    lock = buildLock(args, recorder);
     return Outcome{};
   });
   if (!lock) {
@@ -242,49 +396,10 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::mt19937_64 random(args.seed * 1000003 + static_cast<std::uint64_t>(args.id));
-  std::uniform_int_distribution<std::size_t> pick(0, args.keys.size() - 1);
-  std::uniform_int_distribution<long long> holdFor(args.hold.count(), args.holdMax.count());
-  const auto end = steady_clock::now() + args.run;
-  while (!stopping && steady_clock::now() < end) {
-    const std::string& key = args.keys[pick(random)];
-    dlock::Lease lease;
-    const auto acquired = recorder.step("acquire", key, 0, [&] {
-      lease = lock->acquire(key, dlock::AcquireOptions{args.acquireTimeout, std::nullopt});
-      if (!lease) return Outcome{Kind::Fail, "timeout", 0};
-      return Outcome{Kind::Ok, "", lease.fencingToken()};
-    });
-    if (!acquired) {
-      // An error, not a timeout: a server that refuses connections answers at once, and a loop
-      // without a pause would fill the history with tens of thousands of identical failures.
-      std::this_thread::sleep_for(10ms);
-      continue;
-    }
-    if (!lease) continue;
-    const std::uint64_t token = lease.fencingToken();
-
-    const auto read = recorder.step("read", key, token, [&] { return Outcome{Kind::Ok, std::to_string(store.get(key)), 0}; });
-    if (read && !stopping) {
-      const milliseconds hold(holdFor(random));
-      if (hold.count() > 0) std::this_thread::sleep_for(hold);
-      const long long next = std::stoll(read->value) + 1;
-      (void)recorder.step("write", key, token, [&] {
-        store.set(key, next);
-        return Outcome{Kind::Ok, std::to_string(next), 0};
-      });
-    }
-    (void)recorder.step("fenced-write", key, token, [&] {
-      return Outcome{Kind::Ok, store.write(key, token) ? "accepted" : "rejected", 0};
-    });
-    (void)recorder.step("release", key, token, [&] {
-      lease.release();
-      return Outcome{};
-    });
-    // A release that failed on the connection leaves the lease, whose destructor tries once more.
-    stepName = "release-retry";
-    stepStartNs = dlock::nemesis::monotonicNs();
-    lease = dlock::Lease();
-    stepStartNs = 0;
+  {
+    Workload workload(args, recorder, store, *lock);
+    const auto end = steady_clock::now() + args.run;
+    while (!stopping && steady_clock::now() < end) workload.iteration();
   }
 
   // Closing the lock and its connections is watched for hangs like any step.

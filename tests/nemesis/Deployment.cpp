@@ -76,8 +76,17 @@ void SingleDeployment::jumpClock(std::chrono::seconds offset) {
   std::ofstream(clockFile_) << "+" << offset.count() << "\n";
 }
 
-RedlockDeployment::RedlockDeployment(std::size_t clients) : Deployment(clients) {
-  for (std::size_t node = 0; node < kNodes; ++node) servers_.push_back(std::make_unique<test::RedisProcess>());
+RedlockDeployment::RedlockDeployment(std::size_t clients, bool fakeClock) : Deployment(clients) {
+  for (std::size_t node = 0; node < kNodes; ++node) {
+    test::RedisProcess::Options server;
+    if (fakeClock) {
+      clockFiles_.push_back(std::filesystem::temp_directory_path() /
+                            ("dlock-nemesis-clock-" + std::to_string(::getpid()) + "-" + std::to_string(node)));
+      std::ofstream(clockFiles_.back()) << "+0\n";
+      server.env = {{"LD_PRELOAD", clockShiftLibrary()}, {"DLOCK_CLOCK_SHIFT_FILE", clockFiles_.back()}};
+    }
+    servers_.push_back(std::make_unique<test::RedisProcess>(server));
+  }
   proxies_.resize(clients);
   for (auto& links : proxies_) {
     for (auto& server : servers_) links.push_back(std::make_unique<test::LinkProxy>(server->host(), server->port()));
@@ -108,7 +117,17 @@ std::vector<test::LinkProxy*> RedlockDeployment::nodeLinks(std::size_t node) {
   return links;
 }
 
+RedlockDeployment::~RedlockDeployment() {
+  for (const auto& file : clockFiles_) std::filesystem::remove(file);
+}
+
+void RedlockDeployment::jumpClock(std::size_t node, std::chrono::seconds offset) {
+  if (clockFiles_.empty()) throw std::logic_error("jumpClock needs a deployment made with fakeClock");
+  std::ofstream(clockFiles_.at(node)) << (offset.count() < 0 ? "" : "+") << offset.count() << "\n";
+}
+
 void RedlockDeployment::heal() {
+  for (const auto& file : clockFiles_) std::ofstream(file) << "+0\n";
   for (auto& server : servers_) {
     if (!server->running()) server->restart();
   }

@@ -85,7 +85,9 @@ class RedlockDeployment : public Deployment {
  public:
   static constexpr std::size_t kNodes = 5;
 
-  explicit RedlockDeployment(std::size_t clients);
+  // `fakeClock`: each node with ClockShift.c preloaded, its wall clock movable by jumpClock.
+  explicit RedlockDeployment(std::size_t clients, bool fakeClock = false);
+  ~RedlockDeployment() override;
 
   [[nodiscard]] std::string topology() const override { return "redlock"; }
   [[nodiscard]] std::string lockUri(std::size_t slot) const override;
@@ -96,8 +98,11 @@ class RedlockDeployment : public Deployment {
   [[nodiscard]] test::RedisProcess& server(std::size_t node) { return *servers_.at(node); }
   // Every client's proxy in front of `node`: the node cut off from all of them.
   [[nodiscard]] std::vector<test::LinkProxy*> nodeLinks(std::size_t node);
+  // Moves `node`'s wall clock `offset` from the host's (heal() puts it back).
+  void jumpClock(std::size_t node, std::chrono::seconds offset);
 
  private:
+  std::vector<std::string> clockFiles_;  // one per node, when fakeClock
   std::vector<std::unique_ptr<test::RedisProcess>> servers_;
   std::vector<std::vector<std::unique_ptr<test::LinkProxy>>> proxies_;  // [slot][node]
 };

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -63,7 +64,8 @@ Fleet::Client Fleet::start(std::size_t slot) {
                                 "--acquire-timeout-ms", std::to_string(settings_.acquireTimeout.count()),
                                 "--hold-ms", std::to_string(settings_.hold.count()),
                                 "--hang-ms", std::to_string(settings_.hangBound.count()),
-                                "--history", history};
+                                "--history", history,
+                                "--control", settings_.historyDirectory + "/" + client.id + ".control"};
   args.insert(args.end(), settings_.extraArguments.begin(), settings_.extraArguments.end());
   std::vector<char*> argv;
   for (auto& arg : args) argv.push_back(arg.data());
@@ -96,6 +98,50 @@ bool Fleet::insideSection(std::size_t slot) const {
   return false;
 }
 
+std::string Fleet::controlFile(std::size_t slot) const {
+  return settings_.historyDirectory + "/" + live_.at(slot).id + ".control";
+}
+
+void Fleet::requestHold(std::size_t slot, std::chrono::milliseconds lease, std::chrono::milliseconds max) {
+  const std::string path = controlFile(slot);
+  // Written aside and renamed, so the client never reads half a request.
+  std::FILE* file = std::fopen((path + ".new").c_str(), "w");
+  if (file == nullptr) throw std::runtime_error("cannot write " + path + ".new");
+  std::fprintf(file, "%lld %lld\n", static_cast<long long>(lease.count()), static_cast<long long>(max.count()));
+  std::fclose(file);
+  live_.at(slot).holdRequestedNs = monotonicNs();
+  std::rename((path + ".new").c_str(), path.c_str());
+}
+
+bool Fleet::waitHolding(std::size_t slot, std::chrono::milliseconds budget) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::vector<Op> ops;
+    try {
+      ops = readHistory(settings_.historyDirectory + "/" + live_.at(slot).id + ".history");
+    } catch (const std::exception&) {
+    }
+    for (auto it = ops.rbegin(); it != ops.rend() && it->timeNs >= live_.at(slot).holdRequestedNs; ++it) {
+      if (it->op == "release" || it->op == "fenced-write" || it->op == "write") break;  // that hold is over
+      if (it->op == "hold-start") return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  endHold(slot);
+  return false;
+}
+
+std::vector<Op> Fleet::history() const {
+  // A record being written may be cut short: the reader drops it, as after a kill.
+  return readHistories(settings_.historyDirectory);
+}
+
+void Fleet::endHold(std::size_t slot) {
+  const std::string path = controlFile(slot);
+  std::remove(path.c_str());
+  std::remove((path + ".holding").c_str());
+}
+
 void Fleet::pause(std::size_t slot) {
   Client& client = live_.at(slot);
   ::kill(client.pid, SIGSTOP);
@@ -110,12 +156,17 @@ void Fleet::resume(std::size_t slot) {
 
 void Fleet::kill(std::size_t slot) {
   Client& client = live_.at(slot);
-  ::kill(client.pid, SIGKILL);
   int status = 0;
-  ::waitpid(client.pid, &status, 0);
+  // A client that ended on its own before the kill crashed; the nemesis did not end it.
+  const bool endedBefore = ::waitpid(client.pid, &status, WNOHANG) == client.pid;
+  const std::int64_t killedNs = monotonicNs();
+  if (!endedBefore) {
+    ::kill(client.pid, SIGKILL);
+    ::waitpid(client.pid, &status, 0);
+  }
   ClientExit exit = exitOf(client.id, status);
-  exit.killedByNemesis = true;
-  exit.killedNs = monotonicNs();
+  exit.killedByNemesis = !endedBefore && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  if (exit.killedByNemesis) exit.killedNs = killedNs;
   ended_.push_back(exit);
   client = start(slot);
 }

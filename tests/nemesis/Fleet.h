@@ -1,7 +1,9 @@
 // Fleet.h — the workload's client processes (dlock_nemesis_client), each with its own history
 // file. The nemesis pauses (SIGSTOP/SIGCONT) and kills (SIGKILL) them; a killed client is
 // replaced by a new one with a new id, so the workload keeps its size. stop() ends the live ones
-// with SIGTERM and waits for them within a deadline: one still running then has hung.
+// with SIGTERM and waits for them within a deadline: one still running then has hung. A client
+// can be asked for a long hold of the first key (requestHold, through its --control file), so a
+// fault finds it inside its section.
 // Owner: the runner. Not thread-safe.
 #pragma once
 
@@ -46,9 +48,23 @@ class Fleet {
   // Whether the client in `slot` is inside its critical section now, as its history's last
   // record says (acquired, not yet releasing).
   [[nodiscard]] bool insideSection(std::size_t slot) const;
+  // Asks the client in `slot` to acquire the first key with a fixed `lease` (0: the watchdog's)
+  // and hold it up to `max`, or until endHold().
+  void requestHold(std::size_t slot, std::chrono::milliseconds lease, std::chrono::milliseconds max);
+  // Waits until that client is inside the requested hold; false when `budget` passed first (the
+  // request is then withdrawn).
+  [[nodiscard]] bool waitHolding(std::size_t slot, std::chrono::milliseconds budget);
+  // Ends the requested hold (the client releases), or withdraws a request not yet taken.
+  void endHold(std::size_t slot);
+  // Every record of the run so far (all clients', live or not, and the nemesis's).
+  [[nodiscard]] std::vector<Op> history() const;
+  // Whether the client in `slot` is paused now.
+  [[nodiscard]] bool paused(std::size_t slot) const { return live_.at(slot).paused; }
+  [[nodiscard]] const std::string& firstKey() const { return settings_.keys.front(); }
   void pause(std::size_t slot);
   void resume(std::size_t slot);
-  // SIGKILL, reap, and start a replacement in the same slot.
+  // SIGKILL, reap, and start a replacement in the same slot. A client that had already exited
+  // is recorded as such (a crash), not as killed by the nemesis.
   void kill(std::size_t slot);
   // SIGTERM to every live client; waits until `deadline` for them to exit, then SIGKILLs the rest.
   std::vector<ClientExit> stop(std::chrono::steady_clock::time_point deadline);
@@ -58,9 +74,11 @@ class Fleet {
     std::string id;
     pid_t pid = -1;
     bool paused = false;
+    std::int64_t holdRequestedNs = 0;
   };
 
   Client start(std::size_t slot);
+  [[nodiscard]] std::string controlFile(std::size_t slot) const;
 
   ClientSettings settings_;
   std::vector<Client> live_;

@@ -7,8 +7,11 @@
 //
 //   process     "c3", "nemesis"
 //   kind        invoke | ok | fail | info
-//   op          acquire read write fenced-write release lost (the onLockLost notice), hang,
-//               fault-start fault-end (value = the fault's name; key = a target process, if any)
+//   op          acquire read write fenced-write release lost (the onLockLost notice), invalid
+//               (the holder saw isHeld() turn false during its hold), hold-start (a long hold the
+//               nemesis asked for; value = its longest ms), hang, fault-start fault-end (value =
+//               the fault's name; key = the target process and message = the lock key it held,
+//               for a fault aimed at a holder)
 //   token       the fencing token, 0 when there is none
 //   value       the counter value read or written, accepted | rejected, timeout, a fault's name
 //   time_ns     CLOCK_MONOTONIC: comparable between the processes of one host

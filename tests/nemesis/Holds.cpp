@@ -26,11 +26,15 @@ std::vector<Hold> extractHolds(const std::vector<Op>& history) {
           hold.process = process;
           hold.key = op.key;
           hold.token = op.token;
+          hold.ownerToken = op.value;
           hold.acquireInvokeNs = acquireInvoke.value_or(op.timeNs);
           hold.acquireOkNs = op.timeNs;
           open = holds.size();
           holds.push_back(std::move(hold));
         }
+      } else if (op.op == "fenced-write" && op.kind == Kind::Ok && open != kNone && holds[open].token == op.token) {
+        holds[open].fencedWriteEndNs = op.timeNs;
+        holds[open].fencedWriteOutcome = op.value;
       } else if (op.op == "release" && open != kNone && holds[open].key == op.key && holds[open].token == op.token) {
         Hold& hold = holds[open];
         if (op.kind == Kind::Invoke) {
@@ -46,9 +50,10 @@ std::vector<Hold> extractHolds(const std::vector<Op>& history) {
         }
       }
     }
-    // Lost notices come from the watchdog's thread, at any point: match them by key and token.
+    // Lost notices come from the watchdog's thread, at any point, and `invalid` from the holder's
+    // own check during its hold: match them by key and token.
     for (const Op& op : ops) {
-      if (op.op != "lost") continue;
+      if (op.op != "lost" && op.op != "invalid") continue;
       for (std::size_t i = first; i < holds.size(); ++i) {
         Hold& hold = holds[i];
         if (hold.key == op.key && hold.token == op.token && op.timeNs >= hold.acquireOkNs &&

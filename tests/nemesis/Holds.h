@@ -20,6 +20,7 @@ struct Hold {
   std::string process;
   std::string key;
   std::uint64_t token = 0;
+  std::string ownerToken;  // the lock's owner token, as the acquire's completion recorded it
   std::int64_t acquireInvokeNs = 0;
   std::int64_t acquireOkNs = 0;
   std::optional<std::int64_t> releaseInvokeNs;
@@ -29,10 +30,15 @@ struct Hold {
   std::int64_t sectionEndNs = 0;
   // The end of the bar: the release's completion, else the process's last record.
   std::int64_t endNs = 0;
-  // The holder learnt it had lost the lease: a lost notice for (key, token) or a release that
-  // failed with LockLostError.
+  // The holder learnt it had lost the lease: a lost notice for (key, token), its own check that
+  // the lease is no longer held (`invalid`: isHeld() false, its local deadline passed), or a
+  // release that failed with LockLostError. toldNs is the earliest of them.
   bool told = false;
   std::optional<std::int64_t> toldNs;
+  // The fenced write of this hold, when it completed: when, and what the client says the store
+  // answered (the checker trusts the store's own list of accepted tokens over it).
+  std::optional<std::int64_t> fencedWriteEndNs;
+  std::string fencedWriteOutcome;  // "accepted", "rejected", "" when it never completed
 };
 
 // The records grouped by process, each process's in its file order.

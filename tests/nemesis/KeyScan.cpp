@@ -33,10 +33,11 @@ ReplyPtr run(redisContext& context, const std::vector<std::string>& args, const 
 
 }  // namespace
 
-std::vector<std::string> keysWithoutTtl(const std::string& address, const std::string& pattern) {
+std::vector<std::string> keysWithoutTtl(const std::string& address, const std::string& pattern,
+                                        std::chrono::milliseconds wait) {
   const auto colon = address.rfind(':');
   if (colon == std::string::npos) throw StoreError("scan: '" + address + "' is not host:port");
-  const timeval timeout{10, 0};
+  const timeval timeout{static_cast<time_t>(wait.count() / 1000), static_cast<suseconds_t>((wait.count() % 1000) * 1000)};
   std::unique_ptr<redisContext, ContextDeleter> context(
       redisConnectWithTimeout(address.substr(0, colon).c_str(), std::stoi(address.substr(colon + 1)), timeout));
   if (!context || context->err) {

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "Deployment.h"
+#include "FaultHits.h"
 #include "Fleet.h"
 
 namespace dlock::nemesis {
@@ -29,13 +31,23 @@ struct Timing {
   std::chrono::milliseconds recoveryBound{8000};
 };
 
-// What a nemesis works with. fault() records the window the checker and the plot shade.
+// The client a fault aims at, inside a long hold of `key` the nemesis asked it for.
+struct Target {
+  std::size_t slot = 0;
+  std::string process;  // "c3"
+  std::string key;
+};
+
+// What a nemesis works with. fault() records the window the checker and the plot shade, with its
+// target; sample() is called inside every fault window and after its heal (check 6 during the run).
 class Run {
  public:
-  using FaultRecorder = std::function<void(const std::string& name, bool start)>;
+  using FaultRecorder = std::function<void(const std::string& name, bool start, const Target* target)>;
+  using Sampler = std::function<void()>;
 
-  Run(Deployment& deployment, Fleet& fleet, std::uint64_t seed, Timing timing, FaultRecorder recorder)
-      : deployment_(deployment), fleet_(fleet), random_(seed), timing_(timing), recorder_(std::move(recorder)) {}
+  Run(Deployment& deployment, Fleet& fleet, std::uint64_t seed, Timing timing, FaultRecorder recorder, Sampler sample)
+      : deployment_(deployment), fleet_(fleet), random_(seed), timing_(timing), recorder_(std::move(recorder)),
+        sample_(std::move(sample)) {}
 
   template <typename T>
   [[nodiscard]] T& deployment() {
@@ -46,14 +58,19 @@ class Run {
   // A uniform draw from [low, high].
   std::chrono::milliseconds between(std::chrono::milliseconds low, std::chrono::milliseconds high);
   std::size_t pick(std::size_t count);
-  // A client inside its critical section, waited for up to a few holds (a fault that finds the
-  // holder mid-section is the one that tests the lock); a random one if none was seen in time.
-  std::size_t pickHolder();
+  // Asks a client (drawn from the seed; the next one if it cannot) for a hold of the first key
+  // with a fixed `lease` (0: the watchdog's) of up to `max`, and waits until it is inside it.
+  // Nothing when no client got there in time: the runner then retries the cycle.
+  std::optional<Target> holdLong(std::chrono::milliseconds lease, std::chrono::milliseconds max);
+  // Ends the hold (the client releases) once another client took its key or `budget` passed:
+  // a hold that outlives the recovery meets the next holder.
+  void endHoldAfterTaken(const Target& target, std::chrono::milliseconds budget);
   void sleep(std::chrono::milliseconds duration);
 
-  // Records the fault's start, runs `inject`, waits `length`, runs `heal` and records the end.
+  // Records the fault's start (with its target), runs `inject`, waits `length`, samples, runs
+  // `heal`, samples and records the end.
   void fault(const std::string& name, std::chrono::milliseconds length, const std::function<void()>& inject,
-             const std::function<void()>& heal);
+             const std::function<void()>& heal, const Target* target = nullptr);
 
  private:
   Deployment& deployment_;
@@ -61,15 +78,18 @@ class Run {
   std::mt19937_64 random_;
   Timing timing_;
   FaultRecorder recorder_;
+  Sampler sample_;
 };
 
 struct Scenario {
   std::string topology;  // single, redlock, sentinel, cluster
   std::string name;
   std::string summary;  // what the nemesis does
-  // Why critical sections may overlap here, where Redis's model makes no promise (a pause or a
-  // partition longer than the lease, lost writes); empty where the lock must keep them apart.
+  // The cause that lets critical sections overlap here (lost writes, a failover without replica
+  // acknowledgement, a clock jump, a paused process); empty where the lock must keep them apart
+  // (checks 2 and 8).
   std::string overlapsExplained;
+  FaultExpectation expect;  // what each fault means to do to its holder (check 9)
   std::function<std::unique_ptr<Deployment>(std::size_t clients)> deploy;
   std::function<void(Run&)> nemesis;
 };

@@ -3,6 +3,7 @@
 // replays the same schedule.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "ClusterDeployment.h"
@@ -23,28 +24,43 @@ std::size_t Run::pick(std::size_t count) {
   return draw(random_);
 }
 
-std::size_t Run::pickHolder() {
+std::optional<Target> Run::holdLong(milliseconds lease, milliseconds max) {
+  // Long enough for the first key's current holder to let go and the acquire to get through.
+  const milliseconds budget = timing_.acquireTimeout * 4 + timing_.holdMax * 2;
   const std::size_t first = pick(fleet_.size());
-  const auto deadline = std::chrono::steady_clock::now() + timing_.holdMax * 5;
-  while (std::chrono::steady_clock::now() < deadline) {
-    for (std::size_t i = 0; i < fleet_.size(); ++i) {
-      const std::size_t slot = (first + i) % fleet_.size();
-      if (fleet_.insideSection(slot)) return slot;
-    }
-    sleep(milliseconds(5));
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::size_t slot = (first + i) % fleet_.size();
+    fleet_.requestHold(slot, lease, max);
+    if (fleet_.waitHolding(slot, budget)) return Target{slot, fleet_.id(slot), fleet_.firstKey()};
   }
-  return first;
+  return std::nullopt;
+}
+
+void Run::endHoldAfterTaken(const Target& target, milliseconds budget) {
+  const std::int64_t since = monotonicNs();
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  bool taken = false;
+  while (!taken && std::chrono::steady_clock::now() < deadline) {
+    for (const Op& op : fleet_.history()) {
+      taken = taken || (op.op == "acquire" && op.kind == Kind::Ok && op.key == target.key &&
+                        op.process != target.process && op.timeNs > since);
+    }
+    if (!taken) sleep(milliseconds(20));
+  }
+  fleet_.endHold(target.slot);
 }
 
 void Run::sleep(milliseconds duration) { std::this_thread::sleep_for(duration); }
 
 void Run::fault(const std::string& name, milliseconds length, const std::function<void()>& inject,
-                const std::function<void()>& heal) {
-  recorder_(name, true);
+                const std::function<void()>& heal, const Target* target) {
+  recorder_(name, true, target);
   inject();
   sleep(length);
+  sample_();
   heal();
-  recorder_(name, false);
+  sample_();
+  recorder_(name, false, target);
 }
 
 namespace {
@@ -52,15 +68,22 @@ namespace {
 constexpr const char* kPauseExplained =
     "a holder stopped past its lease keeps running its critical section after the key expired; "
     "only the fencing token keeps its late write out";
-constexpr const char* kPartitionExplained =
-    "a holder cut off past its lease learns of the loss only when a renewal fails; until then its "
-    "critical section overlaps the next holder's";
 constexpr const char* kLostWritesExplained =
     "the server lost acknowledged writes (the lock key among them), so a second client took the key";
 constexpr const char* kFailoverExplained =
     "the master acknowledged locks its replicas had not received when it died, so the promoted replica "
     "let a second client take them (asynchronous replication)";
 constexpr const char* kClockExplained = "the server's clock jumped past the lease, so the key expired early";
+constexpr const char* kClockAndLostWritesExplained =
+    "two nodes' clocks jumped past the lease and a third lost its writes, so a quorum of three let a second client in";
+
+// A hold that outlives a server's recovery: a fixed lease far beyond the fault and the promotion,
+// so that the release, not the watchdog, is the first command after it (over a pooled
+// connection the fault broke: the path where an in-doubt release can hide a loss).
+constexpr milliseconds kOutlivingLease{30000};
+constexpr milliseconds kOutlivingHold{60000};
+// After the heal, how long an outliving hold waits for another client to take its key.
+constexpr milliseconds kTakeBudget{3000};
 
 using Deploy = std::function<std::unique_ptr<Deployment>(std::size_t)>;
 
@@ -71,6 +94,9 @@ Deploy single(Persistence persistence = Persistence::none, bool fakeClock = fals
 }
 
 std::unique_ptr<Deployment> redlock(std::size_t clients) { return std::make_unique<RedlockDeployment>(clients); }
+std::unique_ptr<Deployment> redlockWithClocks(std::size_t clients) {
+  return std::make_unique<RedlockDeployment>(clients, true);
+}
 
 void each(const std::vector<test::LinkProxy*>& links, const std::function<void(test::LinkProxy&)>& action) {
   for (test::LinkProxy* link : links) action(*link);
@@ -81,58 +107,104 @@ void eachLink(Run& run, const std::function<void(test::LinkProxy&)>& action) {
   each(run.deployment<Deployment>().allClientLinks(), action);
 }
 
-// One client cut off from every server while the others go on: its keys expire and are taken.
+// A watchdog-renewed hold through the fault and a little past it; `fault` runs with it.
+void withHolder(Run& run, milliseconds faultLength, const std::function<void(const Target&)>& fault) {
+  const auto target = run.holdLong(milliseconds(0), faultLength + run.timing().lease * 2);
+  if (!target) return;  // the runner retries the cycle
+  fault(*target);
+  run.fleet().endHold(target->slot);
+}
+
+// A hold with a fixed lease that outlives the fault and its recovery; ended once its key was
+// taken or kTakeBudget passed.
+void withOutlivingHolder(Run& run, const std::function<void(const Target&)>& fault) {
+  const auto target = run.holdLong(kOutlivingLease, kOutlivingHold);
+  if (!target) return;
+  fault(*target);
+  run.endHoldAfterTaken(*target, kTakeBudget);
+}
+
+// The holder cut off from every server while the others go on: its key expires and is taken.
 void partitionClient(Run& run) {
-  const std::size_t slot = run.pickHolder();
-  const auto links = run.deployment<Deployment>().clientLinks(slot);
-  run.fault("partition " + run.fleet().id(slot), run.timing().faultLength,
-            [&] { each(links, [](auto& link) { link.blackhole(); }); }, [&] { each(links, [](auto& link) { link.pass(); }); });
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    const auto links = run.deployment<Deployment>().clientLinks(target.slot);
+    run.fault("partition " + target.process, run.timing().faultLength,
+              [&] { each(links, [](auto& link) { link.blackhole(); }); },
+              [&] { each(links, [](auto& link) { link.pass(); }); }, &target);
+  });
 }
 
 void latency(Run& run) {
   const milliseconds delay = run.between(run.timing().lease / 2, run.timing().lease * 3 / 4);
-  run.fault("latency " + std::to_string(delay.count()) + " ms", run.timing().faultLength,
-            [&] { eachLink(run, [&](auto& link) { link.delay(delay); }); },
-            [&] { eachLink(run, [](auto& link) { link.pass(); }); });
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault("latency " + std::to_string(delay.count()) + " ms", run.timing().faultLength,
+              [&] { eachLink(run, [&](auto& link) { link.delay(delay); }); },
+              [&] { eachLink(run, [](auto& link) { link.pass(); }); }, &target);
+  });
 }
 
 void resets(Run& run) {
-  run.fault("connection resets", run.timing().faultLength,
-            [&] {
-              const auto end = std::chrono::steady_clock::now() + run.timing().faultLength;
-              while (std::chrono::steady_clock::now() < end) {
-                eachLink(run, [](auto& link) { link.resetAll(); });
-                run.sleep(run.between(milliseconds(50), milliseconds(300)));
-              }
-            },
-            [] {});
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault("connection resets", run.timing().faultLength,
+              [&] {
+                const auto end = std::chrono::steady_clock::now() + run.timing().faultLength;
+                while (std::chrono::steady_clock::now() < end) {
+                  eachLink(run, [](auto& link) { link.resetAll(); });
+                  run.sleep(run.between(milliseconds(50), milliseconds(300)));
+                }
+              },
+              [] {}, &target);
+  });
 }
 
 void pauseClient(Run& run) {
-  const std::size_t slot = run.pickHolder();
-  run.fault("SIGSTOP " + run.fleet().id(slot), run.timing().faultLength, [&] { run.fleet().pause(slot); },
-            [&] { run.fleet().resume(slot); });
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault("SIGSTOP " + target.process, run.timing().faultLength, [&] { run.fleet().pause(target.slot); },
+              [&] { run.fleet().resume(target.slot); }, &target);
+  });
 }
 
 void killClients(Run& run) {
   for (int i = 0; i < 2; ++i) {
-    const std::size_t slot = run.pickHolder();
-    run.fault("SIGKILL " + run.fleet().id(slot), milliseconds(0), [&] { run.fleet().kill(slot); }, [] {});
+    withHolder(run, milliseconds(0), [&](const Target& target) {
+      run.fault("SIGKILL " + target.process, milliseconds(0), [&] { run.fleet().kill(target.slot); }, [] {}, &target);
+    });
     run.sleep(run.between(milliseconds(300), milliseconds(900)));
   }
 }
 
 void restartServer(Run& run) {
   auto& deployment = run.deployment<SingleDeployment>();
-  run.fault("server SIGKILL, restart", run.between(milliseconds(200), run.timing().lease),
-            [&] { deployment.server().kill(); }, [&] { deployment.server().restart(); });
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("server SIGKILL, restart", run.between(milliseconds(200), run.timing().lease),
+              [&] { deployment.server().kill(); }, [&] { deployment.server().restart(); }, &target);
+  });
 }
 
 void clockJump(Run& run) {
   auto& deployment = run.deployment<SingleDeployment>();
   const auto jump = std::chrono::duration_cast<std::chrono::seconds>(run.timing().lease * 3) + std::chrono::seconds(1);
-  run.fault("server clock +" + std::to_string(jump.count()) + " s", run.timing().faultLength,
-            [&] { deployment.jumpClock(jump); }, [] {});
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault("server clock +" + std::to_string(jump.count()) + " s", run.timing().faultLength,
+              [&] { deployment.jumpClock(jump); }, [] {}, &target);
+  });
+}
+
+// The server SIGSTOPped past the lease under a holder: renewals time out, the holder's lease
+// ends for it, and the server expires the key when it runs again.
+void pauseServer(Run& run) {
+  auto& deployment = run.deployment<SingleDeployment>();
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault("server SIGSTOP", run.timing().faultLength, [&] { deployment.server().pause(); },
+              [&] { deployment.server().resume(); }, &target);
+  });
+}
+
+// One of the faults under which the lock must keep sections apart, drawn each cycle from the
+// seed: over many cycles (--cycles, the long profile) a mixed random schedule.
+void mixed(Run& run) {
+  const std::vector<void (*)(Run&)> faults = {partitionClient, latency, resets, pauseServer};
+  faults.at(run.pick(faults.size()))(run);
 }
 
 // Redlock: `count` distinct nodes, drawn from the seed.
@@ -158,23 +230,73 @@ void partitionTwoOfFive(Run& run) {
   for (std::size_t node : nodes) {
     for (test::LinkProxy* link : deployment.nodeLinks(node)) links.push_back(link);
   }
-  run.fault("partition nodes " + nodeNames(nodes), run.timing().faultLength,
-            [&] { each(links, [](auto& link) { link.blackhole(); }); }, [&] { each(links, [](auto& link) { link.pass(); }); });
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault("partition nodes " + nodeNames(nodes), run.timing().faultLength,
+              [&] { each(links, [](auto& link) { link.blackhole(); }); },
+              [&] { each(links, [](auto& link) { link.pass(); }); }, &target);
+  });
+}
+
+// Overlapping majorities: the holder keeps nodes {0,1,2} (drawn), every other client {2,3,4}.
+// Each side sees a quorum; only the shared node keeps them apart.
+void overlappingMajorities(Run& run) {
+  auto& deployment = run.deployment<RedlockDeployment>();
+  const auto order = someNodes(run, RedlockDeployment::kNodes);
+  const std::vector<std::size_t> holderLoses{order[3], order[4]};
+  const std::vector<std::size_t> othersLose{order[0], order[1]};
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    std::vector<test::LinkProxy*> links;
+    for (std::size_t slot = 0; slot < deployment.clients(); ++slot) {
+      const auto mine = deployment.clientLinks(slot);
+      for (std::size_t node : slot == target.slot ? holderLoses : othersLose) links.push_back(mine.at(node));
+    }
+    run.fault("holder without nodes " + nodeNames(holderLoses) + ", others without " + nodeNames(othersLose),
+              run.timing().faultLength, [&] { each(links, [](auto& link) { link.blackhole(); }); },
+              [&] { each(links, [](auto& link) { link.pass(); }); }, &target);
+  });
+}
+
+// Two nodes' clocks jump three leases ahead (their copies of the key expire at once) and a third
+// restarts empty, under a holder: the others can now make a quorum of three (Kleppmann's case
+// against Redlock's timing assumptions).
+void clockBumpAndRestart(Run& run) {
+  auto& deployment = run.deployment<RedlockDeployment>();
+  const auto nodes = someNodes(run, 3);
+  const auto jump = std::chrono::duration_cast<std::chrono::seconds>(run.timing().lease * 3) + std::chrono::seconds(1);
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault("clocks of nodes " + std::to_string(nodes[0]) + "," + std::to_string(nodes[1]) + " +" +
+                  std::to_string(jump.count()) + " s, node " + std::to_string(nodes[2]) + " restarted empty",
+              run.timing().faultLength,
+              [&] {
+                deployment.jumpClock(nodes[0], jump);
+                deployment.jumpClock(nodes[1], jump);
+                deployment.server(nodes[2]).kill();
+                deployment.server(nodes[2]).restart();
+              },
+              [&] {
+                deployment.jumpClock(nodes[0], std::chrono::seconds(0));
+                deployment.jumpClock(nodes[1], std::chrono::seconds(0));
+              }, &target);
+  });
 }
 
 void threeOfFiveDown(Run& run) {
   auto& deployment = run.deployment<RedlockDeployment>();
   const auto nodes = someNodes(run, 3);
-  run.fault("SIGKILL nodes " + nodeNames(nodes) + ", restart", run.timing().faultLength,
-            [&] { for (std::size_t node : nodes) deployment.server(node).kill(); },
-            [&] { for (std::size_t node : nodes) deployment.server(node).restart(); });
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("SIGKILL nodes " + nodeNames(nodes) + ", restart", run.timing().faultLength,
+              [&] { for (std::size_t node : nodes) deployment.server(node).kill(); },
+              [&] { for (std::size_t node : nodes) deployment.server(node).restart(); }, &target);
+  });
 }
 
 void restartOneWithoutPersistence(Run& run) {
   auto& deployment = run.deployment<RedlockDeployment>();
   const std::size_t node = run.pick(RedlockDeployment::kNodes);
-  run.fault("SIGKILL node " + std::to_string(node) + ", restart empty", milliseconds(100),
-            [&] { deployment.server(node).kill(); }, [&] { deployment.server(node).restart(); });
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("SIGKILL node " + std::to_string(node) + ", restart empty", milliseconds(100),
+              [&] { deployment.server(node).kill(); }, [&] { deployment.server(node).restart(); }, &target);
+  });
 }
 
 Deploy sentinel(std::size_t waitReplicas = 0) {
@@ -189,47 +311,79 @@ Deploy sentinel(std::size_t waitReplicas = 0) {
 // agreement, election and promotion, on a busy machine.
 constexpr milliseconds kPromotionBudget{15000};
 
-// The master SIGKILLed; once the sentinels named another, it comes back as a replica.
+// The master SIGKILLed under a holder; once the sentinels named another, it comes back as a
+// replica; the holder's release goes to the new master.
 void sentinelFailover(Run& run) {
   auto& deployment = run.deployment<SentinelDeployment>();
   const std::size_t old = deployment.master();
-  run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
-            [&] { deployment.kill(old); },
-            [&] {
-              (void)deployment.waitForNewMaster(old, kPromotionBudget);
-              deployment.restartAsReplica(old);
-            });
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
+              [&] { deployment.kill(old); },
+              [&] {
+                (void)deployment.waitForNewMaster(old, kPromotionBudget);
+                deployment.restartAsReplica(old);
+              }, &target);
+  });
 }
 
-// Replication held back by two leases while clients go on, then the master SIGKILLed: what it
-// acknowledged in the window is on no replica when one is promoted.
-void sentinelFailoverDelayedReplication(Run& run) {
+// Replication held back (by `delay`) while a client acquires, then the master SIGKILLed under
+// that holder: what the master acknowledged in the window may be on no replica when one is
+// promoted. With wait_replicas the delay is under wait_timeout, so acquisitions go through and
+// are on a replica.
+std::function<void(Run&)> sentinelFailoverDelayedReplication(milliseconds delay) {
+  return [delay](Run& run) {
+    auto& deployment = run.deployment<SentinelDeployment>();
+    const std::size_t old = deployment.master();
+    deployment.delayReplication(delay);
+    withOutlivingHolder(run, [&](const Target& target) {
+      run.fault("replication +" + std::to_string(delay.count()) + " ms, master " + std::to_string(old) +
+                    " SIGKILL, failover",
+                run.timing().faultLength, [&] { deployment.kill(old); },
+                [&] {
+                  (void)deployment.waitForNewMaster(old, kPromotionBudget);
+                  deployment.passReplication();
+                  deployment.restartAsReplica(old);
+                }, &target);
+    });
+    deployment.passReplication();
+  };
+}
+
+// The master SIGSTOPped past down-after under a holder: the sentinels promote a replica; resumed,
+// the old master answers as master until the sentinels demote it.
+void sentinelPauseMaster(Run& run) {
   auto& deployment = run.deployment<SentinelDeployment>();
   const std::size_t old = deployment.master();
-  const milliseconds delay = run.timing().lease * 2;
-  run.fault("replication +" + std::to_string(delay.count()) + " ms", delay / 2,
-            [&] { deployment.delayReplication(delay); }, [] {});
-  run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
-            [&] { deployment.kill(old); },
-            [&] {
-              (void)deployment.waitForNewMaster(old, kPromotionBudget);
-              deployment.passReplication();
-              deployment.restartAsReplica(old);
-            });
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("master " + std::to_string(old) + " SIGSTOP", run.timing().faultLength,
+              [&] { deployment.pause(old); },
+              [&] {
+                // A master that comes back before the sentinels agreed is a fault too: resume it
+                // either way, and let the checks judge what the clients saw.
+                try {
+                  (void)deployment.waitForNewMaster(old, kPromotionBudget);
+                } catch (const std::exception& error) {
+                  std::printf("[nemesis] %s; resuming the old master\n", error.what());
+                }
+                deployment.resume(old);
+              }, &target);
+  });
 }
 
-// The master cut off from clients, sentinels and replicas past down-after: the sentinels promote
-// a replica; on heal the old master is demoted.
+// The master cut off from clients, sentinels and replicas past down-after under a holder: the
+// sentinels promote a replica; on heal the old master is demoted.
 void sentinelPartitionMaster(Run& run) {
   auto& deployment = run.deployment<SentinelDeployment>();
   const std::size_t old = deployment.master();
   test::LinkProxy& link = deployment.dataLink(old);
-  run.fault("master " + std::to_string(old) + " partitioned", run.timing().faultLength + milliseconds(1500),
-            [&] { link.blackhole(); },
-            [&] {
-              (void)deployment.waitForNewMaster(old, kPromotionBudget);  // the partition did what it is for
-              link.pass();
-            });
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("master " + std::to_string(old) + " partitioned", run.timing().faultLength + milliseconds(1500),
+              [&] { link.blackhole(); },
+              [&] {
+                (void)deployment.waitForNewMaster(old, kPromotionBudget);  // the partition did what it is for
+                link.pass();
+              }, &target);
+  });
 }
 
 std::unique_ptr<Deployment> cluster(std::size_t clients) { return std::make_unique<ClusterDeployment>(clients); }
@@ -242,12 +396,14 @@ void clusterFailover(Run& run) {
   auto& deployment = run.deployment<ClusterDeployment>();
   const std::uint16_t slot = deployment.slotOfLock(kFirstKey);
   const std::size_t old = deployment.ownerOf(slot);
-  run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
-            [&] { deployment.kill(old); },
-            [&] {
-              (void)deployment.waitForNewOwner(slot, old, kPromotionBudget);
-              deployment.restart(old);
-            });
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
+              [&] { deployment.kill(old); },
+              [&] {
+                (void)deployment.waitForNewOwner(slot, old, kPromotionBudget);
+                deployment.restart(old);
+              }, &target);
+  });
 }
 
 // The first key's slot moved to another master while clients use it.
@@ -259,10 +415,13 @@ void clusterMigrateSlot(Run& run) {
   for (std::size_t master : deployment.masters()) {
     if (master != source) targets.push_back(master);
   }
-  const std::size_t target = targets.at(run.pick(targets.size()));
-  run.fault("slot " + std::to_string(slot) + " migrated " + std::to_string(source) + " -> " + std::to_string(target),
-            milliseconds(0), [&] { deployment.migrateSlot(slot, target, run.between(milliseconds(300), milliseconds(800))); },
-            [] {});
+  const std::size_t to = targets.at(run.pick(targets.size()));
+  const milliseconds pause = run.between(milliseconds(300), milliseconds(800));
+  // The key's holder renews and releases across the move (ASK, then MOVED).
+  withHolder(run, pause * 4, [&](const Target& target) {
+    run.fault("slot " + std::to_string(slot) + " migrated " + std::to_string(source) + " -> " + std::to_string(to),
+              milliseconds(0), [&] { deployment.migrateSlot(slot, to, pause); }, [] {}, &target);
+  });
 }
 
 // The first key's master cut off from clients and the bus past cluster-node-timeout: its replica
@@ -271,58 +430,75 @@ void clusterPartitionMaster(Run& run) {
   auto& deployment = run.deployment<ClusterDeployment>();
   const std::uint16_t slot = deployment.slotOfLock(kFirstKey);
   const std::size_t old = deployment.ownerOf(slot);
-  run.fault("master " + std::to_string(old) + " partitioned", run.timing().faultLength + milliseconds(1500),
-            [&] { deployment.isolate(old); },
-            [&] {
-              (void)deployment.waitForNewOwner(slot, old, kPromotionBudget);  // the partition did what it is for
-              deployment.rejoin(old);
-            });
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("master " + std::to_string(old) + " partitioned", run.timing().faultLength + milliseconds(1500),
+              [&] { deployment.isolate(old); },
+              [&] {
+                (void)deployment.waitForNewOwner(slot, old, kPromotionBudget);  // the partition did what it is for
+                deployment.rejoin(old);
+              }, &target);
+  });
 }
+
+// What each fault means to do to its holder (FaultHits.h).
+using Taken = FaultExpectation::Taken;
+const FaultExpectation kTaken{true, false, Taken::yes};        // the holder's key taken during its hold
+const FaultExpectation kHit{true, false, Taken::either};       // a holder hit, taken or not
+const FaultExpectation kKept{true, false, Taken::no};          // a holder hit, its key never taken
+const FaultExpectation kOutlived{true, true, Taken::either};   // the hold outlives the recovery
+const FaultExpectation kOutlivedTaken{true, true, Taken::yes};
+const FaultExpectation kOutlivedKept{true, true, Taken::no};
 
 }  // namespace
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> all = {
-      {"single", "partition", "a client cut off from the server inside its section for 2.5 leases", kPartitionExplained, single(),
-       partitionClient},
-      {"single", "latency", "0.5-0.75 lease of latency on every client link", kPartitionExplained,
-       single(), latency},
-      {"single", "resets", "connection resets every 50-300 ms", "", single(), resets},
-      {"single", "pause-client", "a client SIGSTOPped inside its section for 2.5 leases", kPauseExplained, single(),
-       pauseClient},
-      {"single", "kill-client", "two clients SIGKILLed inside their sections, replaced", "", single(), killClients},
-      {"single", "restart-fsync-always", "server SIGKILLed and restarted, appendfsync always", "",
-       single(Persistence::appendAlways), restartServer},
-      {"single", "restart-fsync-everysec", "server SIGKILLed and restarted, appendfsync everysec",
-       kLostWritesExplained, single(Persistence::appendEverySecond), restartServer},
-      {"single", "restart-no-persistence", "server SIGKILLed and restarted empty", kLostWritesExplained,
-       single(), restartServer},
-      {"single", "clock-jump", "the server's wall clock jumps 3 leases ahead", kClockExplained,
+      {"single", "partition", "a holder cut off from the server for 2.5 leases", "", kTaken, single(), partitionClient},
+      {"single", "latency", "0.5-0.75 lease of latency on every client link under a holder", "", kHit, single(), latency},
+      {"single", "resets", "connection resets every 50-300 ms under a holder", "", kHit, single(), resets},
+      {"single", "pause-client", "a holder SIGSTOPped for 2.5 leases", kPauseExplained, kTaken, single(), pauseClient},
+      {"single", "kill-client", "two holders SIGKILLed inside their sections, replaced", "", kTaken, single(), killClients},
+      {"single", "restart-fsync-always", "server SIGKILLed and restarted under a holder, appendfsync always", "",
+       kOutlivedKept, single(Persistence::appendAlways), restartServer},
+      {"single", "restart-fsync-everysec", "server SIGKILLed and restarted under a holder, appendfsync everysec",
+       kLostWritesExplained, kOutlived, single(Persistence::appendEverySecond), restartServer},
+      {"single", "restart-no-persistence", "server SIGKILLed and restarted empty under a holder", kLostWritesExplained,
+       kOutlivedTaken, single(), restartServer},
+      {"single", "clock-jump", "the server's wall clock jumps 3 leases ahead under a holder", kClockExplained, kTaken,
        single(Persistence::none, true), clockJump},
-      {"redlock", "partition-2-of-5", "two of five nodes partitioned for 2.5 leases", "", redlock,
+      {"single", "pause-server", "the server SIGSTOPped for 2.5 leases under a holder", "", kHit, single(), pauseServer},
+      {"single", "mixed", "each cycle one of partition, latency, resets, pause-server, drawn from the seed", "", kHit,
+       single(), mixed},
+      {"redlock", "overlapping-majorities", "the holder keeps nodes {a,b,c}, every other client {c,d,e}, for 2.5 leases",
+       "", kKept, redlock, overlappingMajorities},
+      {"redlock", "clock-bump-restart", "two nodes' clocks 3 leases ahead and a third restarted empty, under a holder",
+       kClockAndLostWritesExplained, kHit, redlockWithClocks, clockBumpAndRestart},
+      {"redlock", "partition-2-of-5", "two of five nodes partitioned for 2.5 leases under a holder", "", kKept, redlock,
        partitionTwoOfFive},
-      {"redlock", "down-3-of-5", "three of five nodes SIGKILLed, restarted empty", kLostWritesExplained, redlock,
-       threeOfFiveDown},
-      {"redlock", "restart-1-no-persistence", "one node SIGKILLed and restarted empty at once", kLostWritesExplained,
-       redlock, restartOneWithoutPersistence},
-      {"redlock", "partition-client", "a client cut off from every node inside its section for 2.5 leases", kPartitionExplained,
-       redlock, partitionClient},
-      {"redlock", "pause-client", "a client SIGSTOPped inside its section for 2.5 leases", kPauseExplained, redlock, pauseClient},
-      {"sentinel", "failover", "the master SIGKILLed, a replica promoted, the old master back as a replica",
-       kFailoverExplained, sentinel(), sentinelFailover},
-      {"sentinel", "failover-delayed-replication", "replication delayed 2 leases, then the master SIGKILLed",
-       kFailoverExplained, sentinel(), sentinelFailoverDelayedReplication},
+      {"redlock", "down-3-of-5", "three of five nodes SIGKILLed, restarted empty, under a holder", kLostWritesExplained,
+       kOutlived, redlock, threeOfFiveDown},
+      {"redlock", "restart-1-no-persistence", "one node SIGKILLed and restarted empty at once under a holder", "",
+       kOutlivedKept, redlock, restartOneWithoutPersistence},
+      {"redlock", "partition-client", "a holder cut off from every node for 2.5 leases", "", kTaken, redlock,
+       partitionClient},
+      {"redlock", "pause-client", "a holder SIGSTOPped for 2.5 leases", kPauseExplained, kTaken, redlock, pauseClient},
+      {"sentinel", "failover", "the master SIGKILLed under a holder, a replica promoted, the old master back as a replica",
+       kFailoverExplained, kOutlived, sentinel(), sentinelFailover},
+      {"sentinel", "failover-delayed-replication", "replication held back 30 s, a holder, then the master SIGKILLed",
+       kFailoverExplained, kOutlived, sentinel(), sentinelFailoverDelayedReplication(milliseconds(30000))},
       {"sentinel", "failover-delayed-replication-wait",
-       "as failover-delayed-replication, clients with wait_replicas=1", "", sentinel(1),
-       sentinelFailoverDelayedReplication},
-      {"sentinel", "partition-master", "the master cut off from everyone for 4 s, then healed",
-       kFailoverExplained, sentinel(), sentinelPartitionMaster},
-      {"cluster", "failover", "the first key's master SIGKILLed, its replica promoted, the old master back",
-       kFailoverExplained, cluster, clusterFailover},
-      {"cluster", "migrate-slot", "the first key's slot migrated live to another master", "", cluster,
-       clusterMigrateSlot},
-      {"cluster", "partition-master", "the first key's master cut off (clients and bus) for 4 s, then healed",
-       kFailoverExplained, cluster, clusterPartitionMaster},
+       "replication delayed 40 ms (under wait_timeout), clients with wait_replicas=1, a holder, then the master SIGKILLed",
+       "", kOutlivedKept, sentinel(1), sentinelFailoverDelayedReplication(milliseconds(40))},
+      {"sentinel", "partition-master", "the master cut off from everyone for 4 s under a holder, then healed",
+       kFailoverExplained, kOutlived, sentinel(), sentinelPartitionMaster},
+      {"sentinel", "pause-master", "the master SIGSTOPped past down-after under a holder, a replica promoted, then resumed",
+       kFailoverExplained, kOutlived, sentinel(), sentinelPauseMaster},
+      {"cluster", "failover", "the first key's master SIGKILLed under a holder, its replica promoted, the old master back",
+       kFailoverExplained, kOutlived, cluster, clusterFailover},
+      {"cluster", "migrate-slot", "the first key's slot migrated live to another master under its holder", "", kKept,
+       cluster, clusterMigrateSlot},
+      {"cluster", "partition-master", "the first key's master cut off (clients and bus) for 4 s under a holder, then healed",
+       kFailoverExplained, kOutlived, cluster, clusterPartitionMaster},
   };
   return all;
 }

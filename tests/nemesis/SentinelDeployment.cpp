@@ -259,6 +259,10 @@ std::size_t SentinelDeployment::settledMaster(std::chrono::milliseconds budget) 
 
 void SentinelDeployment::kill(std::size_t node) { data_.at(node).reset(); }
 
+void SentinelDeployment::pause(std::size_t node) { data_.at(node)->pause(); }
+
+void SentinelDeployment::resume(std::size_t node) { data_.at(node)->resume(); }
+
 bool SentinelDeployment::running(std::size_t node) const { return data_.at(node) != nullptr; }
 
 void SentinelDeployment::restartAsReplica(std::size_t node) {

@@ -49,6 +49,9 @@ class SentinelDeployment : public Deployment {
   void waitHealthy(std::chrono::milliseconds budget);
 
   void kill(std::size_t node);
+  // SIGSTOP / SIGCONT of a running data node: it stops answering, its connections stay open.
+  void pause(std::size_t node);
+  void resume(std::size_t node);
   [[nodiscard]] bool running(std::size_t node) const;
   // A new server for a dead node, replicating the master the sentinels name (waited for).
   void restartAsReplica(std::size_t node);

@@ -1,0 +1,73 @@
+// BrokenOperator.h — deliberately broken locks for `dlock_nemesis_client --broken <variant>`, so
+// that every check is seen failing (scripts/nemesis --broken). Test code only: the library stays
+// as it is, and each variant wraps the IOperator the client builds its lock on, or the clock.
+//
+//   renewal           extend/extendAll claim success without asking the server (no owner check)
+//   fence-repeat      an acquisition reports the fencing token of this client's previous one of
+//                     the key (tokens that do not increase)
+//   in-doubt-released an unlock that found the key not ours reports it released (the defect of
+//                     an in-doubt release counted as released)
+//   no-deadline       the lock runs on a clock ten times slower than real time: leases never end
+//                     locally before the server's (no effective local deadline)
+//   no-notice         the client ignores onLockLost and isHeld() and records a release that threw
+//                     LockLostError as ok (Client.cpp): only the store and the other clients'
+//                     records can show its losses
+//
+// (The release without an owner check is the CMake option DLOCK_BREAK_RELEASE_CHECK, a build of
+// its own: see scripts/nemesis.)
+// Owner: one client process. Thread safety: thread-safe, as the wrapped operator.
+#pragma once
+
+#include <dlock/Clock.h>
+#include <dlock/IOperator.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace dlock::nemesis {
+
+// The variants that wrap the operator or the clock; "" and "no-notice" need neither.
+[[nodiscard]] const std::vector<std::string>& brokenVariants();
+
+class BrokenOperator final : public IOperator {
+ public:
+  BrokenOperator(std::shared_ptr<IOperator> inner, std::string variant);
+
+  AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
+  ReleaseResult unlock(std::string_view key, std::string_view token) override;
+  bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
+  std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
+  std::unique_ptr<IReleaseWatch> watch(std::string_view key) override { return inner_->watch(key); }
+  [[nodiscard]] std::string describe() const override { return inner_->describe() + " (broken: " + variant_ + ")"; }
+
+ private:
+  std::shared_ptr<IOperator> inner_;
+  std::string variant_;
+  std::mutex mutex_;
+  std::map<std::string, std::uint64_t, std::less<>> previousToken_;  // guarded by mutex_
+};
+
+// Steady time slowed down `factor` times from its construction on.
+class SlowClock final : public Clock {
+ public:
+  explicit SlowClock(int factor) : factor_(factor), start_(std::chrono::steady_clock::now()) {}
+
+  [[nodiscard]] time_point now() const override { return start_ + (std::chrono::steady_clock::now() - start_) / factor_; }
+  void waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, time_point deadline) override {
+    const duration left = deadline - start_;
+    if (deadline == time_point::max() || left > duration::max() / factor_ - (std::chrono::steady_clock::now() - start_)) {
+      cv.wait(lock);  // never in real time either
+      return;
+    }
+    cv.wait_until(lock, start_ + left * factor_);
+  }
+
+ private:
+  int factor_;
+  time_point start_;
+};
+
+}  // namespace dlock::nemesis

@@ -1,0 +1,73 @@
+#include "FaultHits.h"
+
+#include <algorithm>
+
+#include "Holds.h"
+
+namespace dlock::nemesis {
+namespace {
+
+constexpr const char* kNemesis = "nemesis";
+
+// The target's hold of the key that was open when the fault started: acquired before, and its
+// release not yet invoked (a killed holder never invokes it).
+const Hold* heldAtStart(const std::vector<Hold>& holds, const FaultWindow& window) {
+  for (const Hold& hold : holds) {
+    if (hold.process != window.target || hold.key != window.targetKey) continue;
+    if (hold.acquireOkNs < window.startNs && hold.releaseInvokeNs.value_or(INT64_MAX) > window.startNs) return &hold;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<FaultWindow> faultWindows(const std::vector<Op>& history) {
+  std::vector<FaultWindow> windows;
+  for (const Op& op : history) {
+    if (op.process != kNemesis) continue;
+    if (op.op == "fault-start") {
+      windows.push_back({op.value, op.key, op.message, op.timeNs, std::nullopt});
+    } else if (op.op == "fault-end") {
+      // The latest open window of that name and target.
+      for (auto it = windows.rbegin(); it != windows.rend(); ++it) {
+        if (!it->endNs && it->name == op.value && it->target == op.key) {
+          it->endNs = op.timeNs;
+          break;
+        }
+      }
+    }
+  }
+  return windows;
+}
+
+std::vector<FaultHit> assessFaults(const std::vector<Op>& history, const FaultExpectation& expectation) {
+  const std::vector<Hold> holds = extractHolds(history);
+  std::vector<FaultHit> hits;
+  for (const FaultWindow& window : faultWindows(history)) {
+    FaultHit hit;
+    hit.window = window;
+    const Hold* hold = window.target.empty() ? nullptr : heldAtStart(holds, window);
+    if (hold != nullptr) {
+      hit.holderHit = true;
+      const std::int64_t end = window.endNs.value_or(window.startNs);
+      // A hold ended by a kill has no release: it outlives nothing.
+      hit.outlived = hold->releaseInvokeNs.has_value() && *hold->releaseInvokeNs > end;
+      const std::int64_t until = hold->releaseInvokeNs.value_or(INT64_MAX);
+      for (const Hold& other : holds) {
+        if (other.key == hold->key && other.process != hold->process && other.acquireOkNs > window.startNs &&
+            other.acquireOkNs < until) {
+          hit.taken = true;
+          hit.takenBy = other.process + " token " + std::to_string(other.token);
+          break;
+        }
+      }
+    }
+    using Taken = FaultExpectation::Taken;
+    hit.asExpected = hit.holderHit && (!expectation.outlivesFault || hit.outlived) &&
+                     (expectation.taken == Taken::either || (expectation.taken == Taken::yes) == hit.taken);
+    hits.push_back(std::move(hit));
+  }
+  return hits;
+}
+
+}  // namespace dlock::nemesis

@@ -1,0 +1,161 @@
+#include "ServerObserver.h"
+
+#include <hiredis/hiredis.h>
+
+#include <cctype>
+#include <ctime>
+#include <stdexcept>
+#include <chrono>
+
+#include "KeyNames.h"
+
+namespace dlock::nemesis {
+namespace {
+
+struct ContextDeleter {
+  void operator()(redisContext* context) const noexcept { redisFree(context); }
+};
+using ContextPtr = std::unique_ptr<redisContext, ContextDeleter>;
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// One quoted argument from `at` (on its opening quote): Redis's sdscatrepr escapes.
+std::optional<std::string> quoted(const std::string& line, std::size_t& at) {
+  std::string out;
+  for (++at; at < line.size(); ++at) {
+    const char c = line[at];
+    if (c == '"') {
+      ++at;
+      return out;
+    }
+    if (c != '\\' || at + 1 >= line.size()) {
+      out += c;
+      continue;
+    }
+    const char e = line[++at];
+    switch (e) {
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'a': out += '\a'; break;
+      case 'b': out += '\b'; break;
+      case 'x':
+        if (at + 2 < line.size() && hexValue(line[at + 1]) >= 0 && hexValue(line[at + 2]) >= 0) {
+          out += static_cast<char>(hexValue(line[at + 1]) * 16 + hexValue(line[at + 2]));
+          at += 2;
+        }
+        break;
+      default: out += e;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<MonitorLine> parseMonitorLine(const std::string& line) {
+  // <seconds>.<micros> [<db> <client>] "CMD" "arg" ...
+  const auto bracket = line.find("] ");
+  const auto dot = line.find('.');
+  if (line.empty() || !std::isdigit(static_cast<unsigned char>(line.front())) || bracket == std::string::npos ||
+      dot == std::string::npos || dot > bracket) {
+    return std::nullopt;
+  }
+  MonitorLine parsed;
+  try {
+    parsed.wallUs = std::stoll(line.substr(0, dot)) * 1'000'000 + std::stoll(line.substr(dot + 1, 6));
+  } catch (const std::logic_error&) {
+    return std::nullopt;
+  }
+  std::vector<std::string>& args = parsed.args;
+  std::size_t at = bracket + 2;
+  while (at < line.size()) {
+    if (line[at] == ' ') {
+      ++at;
+      continue;
+    }
+    if (line[at] != '"') return std::nullopt;
+    auto arg = quoted(line, at);
+    if (!arg) return std::nullopt;
+    args.push_back(std::move(*arg));
+  }
+  if (args.empty()) return std::nullopt;
+  return parsed;
+}
+
+ServerObserver::ServerObserver(std::vector<std::string> addresses, const std::vector<std::string>& keys,
+                               const std::string& prefix, const std::string& historyPath)
+    : writer_(historyPath) {
+  timespec wall{};
+  clock_gettime(CLOCK_REALTIME, &wall);
+  wallMinusMonotonicNs_ = (static_cast<std::int64_t>(wall.tv_sec) * 1'000'000'000 + wall.tv_nsec) - monotonicNs();
+  for (const auto& key : keys) {
+    names_.emplace_back(detail::KeyNames(prefix, key, false).lock(), key);
+    names_.emplace_back(detail::KeyNames(prefix, key, true).lock(), key);
+  }
+  for (const auto& address : addresses) threads_.emplace_back([this, address] { watch(address); });
+}
+
+ServerObserver::~ServerObserver() {
+  stopping_ = true;
+  for (auto& thread : threads_) thread.join();
+}
+
+void ServerObserver::watch(const std::string& address) {
+  const auto colon = address.rfind(':');
+  const std::string host = address.substr(0, colon);
+  const int port = std::stoi(address.substr(colon + 1));
+  // A quiet second ends the connection too (hiredis: a context that reported an error is not
+  // reused); a live workload is never quiet that long, and stopping_ is seen within it.
+  const timeval timeout{1, 0};
+  while (!stopping_) {
+    ContextPtr context(redisConnectWithTimeout(host.c_str(), port, timeout));
+    if (!context || context->err) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;  // down or restarting: try again
+    }
+    redisSetTimeout(context.get(), timeout);
+    if (redisAppendCommand(context.get(), "MONITOR") != REDIS_OK) continue;
+    while (!stopping_) {
+      void* raw = nullptr;
+      if (redisGetReply(context.get(), &raw) != REDIS_OK) break;
+      auto* reply = static_cast<redisReply*>(raw);
+      if (reply->type == REDIS_REPLY_STATUS && reply->str != nullptr) {
+        ++lines_;
+        if (auto line = parseMonitorLine(std::string(reply->str, reply->len))) record(*line);
+      }
+      freeReplyObject(reply);
+    }
+  }
+}
+
+void ServerObserver::record(const MonitorLine& line) {
+  const std::vector<std::string>& command = line.args;
+  if (command.size() < 2) return;
+  const std::int64_t at = line.wallUs * 1000 - wallMinusMonotonicNs_;
+  const std::int64_t now = monotonicNs();
+  if (at > now + 1'000'000 || at < now - 10'000'000'000) return;  // the server's clock was moved
+  std::string name = command[0];
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const char* op = name == "SET" && command.size() >= 3 ? "server-set" : name == "DEL" ? "server-del" : nullptr;
+  if (op == nullptr) return;
+  for (const auto& [redisKey, key] : names_) {
+    if (command[1] != redisKey) continue;
+    Op record;
+    record.process = "server";
+    record.kind = Kind::Info;
+    record.op = op;
+    record.key = key;
+    record.timeNs = at;
+    if (name == "SET") record.value = command[2];
+    writer_.append(std::move(record));
+    return;
+  }
+}
+
+}  // namespace dlock::nemesis

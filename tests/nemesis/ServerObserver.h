@@ -1,0 +1,68 @@
+// ServerObserver.h — the server's own record of the lock keys, for the checker to set beside the
+// clients' histories: a fault-free link straight to each lock server (not through a proxy) runs
+// MONITOR, and every command on a lock key of the workload, the ones dlock's scripts run included
+// (`[0 lua]`), becomes a record of process `server` in observer.history:
+//
+//   server-set   key = the user key, value = the owner token written (SET ... NX PX)
+//   server-del   key = the user key (the release's DEL)
+//
+// time_ns is the server's own timestamp of the command (MONITOR's microseconds of wall clock),
+// mapped to CLOCK_MONOTONIC on this host: the observer reads the stream tens of ms behind, so its
+// own reading time would misorder commands. A line whose timestamp lies in the future or far in
+// the past (a server whose clock was moved: the clock-jump scenario) is dropped. A server that
+// dies is reconnected to, and what it ran meanwhile is not seen: the record is evidence where it
+// exists, never proof of absence.
+//
+// Only where the key lives on one server: on Redlock a node outside the holder's quorum may rightly
+// carry another owner's token for a while, and a replica applies a SET when the stream reaches
+// it, later than its master did (a delayed stream replays old owners' SETs inside later holds).
+// One thread per server. Owner: the runner. Thread safety: not thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "History.h"
+
+namespace dlock::nemesis {
+
+struct MonitorLine {
+  std::int64_t wallUs = 0;  // the server's timestamp
+  std::vector<std::string> args;
+};
+
+// One MONITOR line: its timestamp and its command's arguments, unquoted; nothing for a line that
+// is not a command.
+[[nodiscard]] std::optional<MonitorLine> parseMonitorLine(const std::string& line);
+
+class ServerObserver {
+ public:
+  // Watches `addresses` (host:port) for the lock keys of `keys` under `prefix`, on one server or
+  // a cluster; records to `historyPath`.
+  ServerObserver(std::vector<std::string> addresses, const std::vector<std::string>& keys, const std::string& prefix,
+                 const std::string& historyPath);
+  ServerObserver(const ServerObserver&) = delete;
+  ServerObserver& operator=(const ServerObserver&) = delete;
+  ~ServerObserver();  // stops and joins
+
+  // Lines read from every server so far.
+  [[nodiscard]] long long lines() const { return lines_; }
+
+ private:
+  void watch(const std::string& address);
+  void record(const MonitorLine& line);
+
+  std::vector<std::pair<std::string, std::string>> names_;  // (redis lock key, user key)
+  std::int64_t wallMinusMonotonicNs_ = 0;  // this host's, at construction
+  HistoryWriter writer_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<long long> lines_{0};
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace dlock::nemesis
