@@ -33,8 +33,7 @@ AcquireResult BrokenOperator::lock(std::string_view key, std::string_view token,
 ReleaseResult BrokenOperator::unlock(std::string_view key, std::string_view token) {
   ReleaseResult result = inner_->unlock(key, token);
   if (variant_ == "in-doubt-released" && !result.released) {
-    result.released = true;
-    result.inDoubt = false;
+    result.released = true;  // as if the server had shown an earlier try ran: no evidence behind it
   }
   return result;
 }
@@ -45,7 +44,7 @@ bool BrokenOperator::extend(std::string_view key, std::string_view token, std::c
 }
 
 std::vector<ExtendResult> BrokenOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
-  if (variant_ == "renewal") return std::vector<ExtendResult>(leases.size(), ExtendResult{true, {}});
+  if (variant_ == "renewal") return std::vector<ExtendResult>(leases.size(), ExtendResult{true, false, {}});
   return inner_->extendAll(leases, ttl);
 }
 
