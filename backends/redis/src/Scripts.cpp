@@ -1,6 +1,6 @@
 #include "Scripts.h"
 
-#include "Sha1.h"
+#include "Digest.h"
 
 namespace dlock::detail {
 namespace {
