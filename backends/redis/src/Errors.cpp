@@ -17,7 +17,7 @@ namespace {
 
 // The hint for a failure that a plain-text server gives a TLS client, or the reverse.
 constexpr const char* kPlainPortHint = "the server did not answer in TLS: is this a plain-text port? (use redis://)";
-constexpr const char* kTlsPortHint = "the server expects TLS on this port? (use rediss://)";
+constexpr const char* kTlsPortHint = "does the server expect TLS on this port? use rediss://";
 
 std::string verifyCause(const TlsFailure& failure) {
   const std::string reason = X509_verify_cert_error_string(failure.verifyResult);
@@ -78,7 +78,7 @@ void throwSystemError(int error, const std::string& where) {
 
 void throwClosedError(const std::string& where, bool nothingReceived) {
   throw ConnectionError("dlock: " + where + ": the server closed the connection" +
-                        (nothingReceived ? std::string(" before answering (") + kTlsPortHint + ")" : ""));
+                        (nothingReceived ? std::string(" before answering: ") + kTlsPortHint : ""));
 }
 
 void throwForkedError(const std::string& where) {

@@ -18,6 +18,7 @@ IoProgress PlainTransport::read(char* buffer, std::size_t size) {
     if (got > 0) return {static_cast<std::size_t>(got), 0, false};
     if (got == 0) return {0, 0, true};
     if (errno == EAGAIN || errno == EWOULDBLOCK) return {0, POLLIN, false};
+    if (errno == ECONNRESET) return {0, 0, true};  // as a close: a TLS port resets a plain client
     if (errno != EINTR) throwSystemError(errno, "reading from " + address_);
   }
 }

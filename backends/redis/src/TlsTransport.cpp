@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <unistd.h>
@@ -63,10 +64,12 @@ ContextPtr makeContext(const TlsOptions& tls) {
     if (SSL_CTX_use_certificate_chain_file(context.get(), tls.certFile.c_str()) != 1) {
       failToLoad("tls_cert_file", tls.certFile, "holds no PEM certificate");
     }
-    if (SSL_CTX_use_PrivateKey_file(context.get(), tls.keyFile.c_str(), SSL_FILETYPE_PEM) != 1) {
-      failToLoad("tls_key_file", tls.keyFile, "holds no unencrypted PEM private key");
-    }
-    if (SSL_CTX_check_private_key(context.get()) != 1) {
+    // Read apart from the certificate, so that "not a key" and "not this certificate's key" differ.
+    std::unique_ptr<BIO, decltype(&BIO_free)> file(BIO_new_file(tls.keyFile.c_str(), "r"), BIO_free);
+    std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+        file ? PEM_read_bio_PrivateKey(file.get(), nullptr, nullptr, nullptr) : nullptr, EVP_PKEY_free);
+    if (!key) failToLoad("tls_key_file", tls.keyFile, "holds no unencrypted PEM private key");
+    if (SSL_CTX_use_PrivateKey(context.get(), key.get()) != 1 || SSL_CTX_check_private_key(context.get()) != 1) {
       failToLoad("tls_key_file", tls.keyFile, "does not match tls_cert_file");
     }
   }
@@ -187,6 +190,18 @@ IoProgress TlsTransport::write(const char* data, std::size_t size) {
   errno = 0;
   const int sent = SSL_write(ssl_.get(), data, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
   if (sent > 0) return {static_cast<std::size_t>(sent), 0, false};
+  if (SSL_get_error(ssl_.get(), sent) == SSL_ERROR_SYSCALL) {
+    // The server may have said why before it closed (TLS 1.3 refuses a client certificate after
+    // the handshake, in an alert): read it, it names the cause better than the reset does.
+    const int savedErrno = errno;
+    char byte = 0;
+    const int got = SSL_read(ssl_.get(), &byte, 1);
+    if (got <= 0 && SSL_get_error(ssl_.get(), got) == SSL_ERROR_SSL) return progress(got, "writing to " + address_);
+    ERR_clear_error();
+    errno = savedErrno;
+    failed_ = true;
+    throwSystemError(savedErrno != 0 ? savedErrno : EPIPE, "writing to " + address_);
+  }
   return progress(sent, "writing to " + address_);
 }
 

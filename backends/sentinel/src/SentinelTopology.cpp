@@ -54,6 +54,7 @@ ConnectionOptions sentinelConnection(const SentinelOptions& options) {
   sentinel.connectTimeout = options.sentinelConnectTimeout;
   sentinel.commandTimeout = options.sentinelCommandTimeout;
   sentinel.keepAlive = options.connection.keepAlive;
+  sentinel.tls = options.connection.tls;  // sentinels and the nodes they name, alike
   return sentinel;
 }
 
