@@ -12,7 +12,7 @@
 
 #include <unistd.h>
 
-#include "ChildProcess.h"
+#include "ProcessIncrements.h"
 #include "ForkedIncrements.h"
 #include "LogCapture.h"
 #include "RedisClient.h"
@@ -23,7 +23,6 @@
 #include "dlock/core/LockBuilder.h"
 
 using namespace std::chrono_literals;
-using dlock::test::ChildProcess;
 using dlock::test::LogCapture;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
@@ -46,43 +45,6 @@ std::string tlsUri(const RedisProcess& server, const TlsCertificates& certificat
                    const std::string& host = "127.0.0.1") {
   return "rediss://" + host + ":" + std::to_string(server.tlsPort()) + "?connect_timeout=2s&tls_ca_file=" +
          certificates.caFile() + (extra.empty() ? "" : "&" + extra);
-}
-
-std::string tempFile(const std::string& name) {
-  return "/tmp/dlock-test-" + std::to_string(::getpid()) + "-" + name;
-}
-
-// `processes` workers each doing `increments` locked increments of "counter" through `uri`; the
-// counter lives on `counterServer`'s plain port. Checks the total and that each process saw its
-// fencing tokens rise.
-void checkIncrements(const std::string& uri, const RedisProcess& counterServer, int processes, int increments) {
-  RedisClient counter(counterServer.host(), counterServer.port());
-  (void)counter.ok({"DEL", "counter"});
-  std::vector<std::unique_ptr<ChildProcess>> workers;
-  std::vector<std::string> logs;
-  for (int i = 0; i < processes; ++i) {
-    logs.push_back(tempFile("tls-increments-" + std::to_string(i)));
-    std::remove(logs.back().c_str());
-    workers.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
-        DLOCK_TEST_WORKER, "increment", uri, "counter-lock", "counter", std::to_string(increments), logs.back(),
-        counterServer.host() + ":" + std::to_string(counterServer.port())}));
-  }
-  for (auto& worker : workers) CHECK(worker->wait() == 0);
-  CHECK(counter.ok({"GET", "counter"}).str == std::to_string(processes * increments));
-  for (const auto& path : logs) {
-    std::ifstream in(path);
-    long long seen = 0;
-    unsigned long long token = 0;
-    unsigned long long previous = 0;
-    int lines = 0;
-    while (in >> seen >> token) {
-      CHECK(token > previous);
-      previous = token;
-      ++lines;
-    }
-    CHECK(lines == increments);
-    std::remove(path.c_str());
-  }
 }
 
 // Runs one acquisition through `uri`; returns the error's message, checking it is a `Error` and
@@ -124,14 +86,14 @@ TEST_SUITE("Tls") {
     RedisProcess server(tlsServer(certificates.server(), certificates));
     // Not a plain connection by mistake: the server counts TLS clients apart (plain ones are refused
     // on its TLS port, see below).
-    checkIncrements(tlsUri(server, certificates), server, 4, 500);
+    dlock::test::checkProcessIncrements(tlsUri(server, certificates), server, 4, 500);
   }
 
   TEST_CASE("4 processes x 500 locked increments over a Unix socket end exact") {
     RedisProcess::Options options;
     options.unixSocket = true;
     RedisProcess server(options);
-    checkIncrements("unix://" + server.socketPath(), server, 4, 500);
+    dlock::test::checkProcessIncrements("unix://" + server.socketPath(), server, 4, 500);
   }
 
   TEST_CASE("a Unix socket with a password and a database: AUTH and SELECT go over it") {
@@ -178,7 +140,7 @@ TEST_SUITE("Tls") {
     CHECK(contains(message, "not signed by a trusted CA"));
   }
 
-  TEST_CASE("a certificate for another name: ConnectionError naming the mismatch; tls_server_name fixes it") {
+  TEST_CASE("a certificate for another name: ConnectionError naming the mismatch, and tls_server_name fixes it") {
     TlsCertificates certificates;
     RedisProcess server(tlsServer(certificates.wrongName(), certificates));
     const std::string message = failureOf<dlock::ConnectionError>(tlsUri(server, certificates));
@@ -261,7 +223,7 @@ TEST_SUITE("Tls") {
     CHECK(contains(mismatched, "does not match tls_cert_file"));
   }
 
-  TEST_CASE("mutual TLS: with the client certificate it works; without one, an error saying it is required") {
+  TEST_CASE("mutual TLS: with the client certificate it works, without one an error says it is required") {
     TlsCertificates certificates;
     RedisProcess server(tlsServer(certificates.server(), certificates, /*authClients=*/true));
     const TlsCertificates::Pair client = certificates.client();
