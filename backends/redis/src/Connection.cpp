@@ -89,34 +89,37 @@ auto Connection::guarded(Step&& step) -> decltype(step()) {
 }
 
 void Connection::waitFor(short events, Deadline deadline, const char* what) {
-  if (!waitReady(transport_->fd(), events, deadline, std::string(what) + " on " + address_)) {
+  if (!waitReady(transport_->fd(), events, deadline, what, address_)) {
     timedOut_ = true;
-    throwTimeoutError(std::string(what) + " on " + address_);
+    throwTimeoutError(std::string(what) + " " + address_);
   }
 }
 
-void Connection::flushUntil(Deadline deadline) {
+bool Connection::flushUntil(Deadline deadline) {
+  if (output_.empty()) return false;
   while (written_ < output_.size()) {
     const IoProgress step = transport_->write(output_.data() + written_, output_.size() - written_);
     written_ += step.bytes;
-    if (step.bytes == 0) waitFor(step.waitFor, deadline, "writing");
+    if (step.bytes == 0) waitFor(step.waitFor, deadline, "writing to");
   }
   output_.clear();
   written_ = 0;
+  return true;
 }
 
-bool Connection::readOnce(Deadline deadline, bool wait) {
-  char buffer[16 * 1024];
+bool Connection::readOnce(Deadline deadline, bool wait, bool pollFirst) {
+  char buffer[16 * 1024];  // a whole TLS record
+  if (pollFirst && !transport_->buffered()) waitFor(POLLIN, deadline, "reading a reply from");
   while (true) {
     const IoProgress step = transport_->read(buffer, sizeof buffer);
-    if (step.closed) throwClosedError("reading a reply on " + address_, firstByte_ < 0);
+    if (step.closed) throwClosedError("reading a reply from " + address_, firstByte_ < 0);
     if (step.bytes > 0) {
       if (firstByte_ < 0) firstByte_ = static_cast<unsigned char>(buffer[0]);
       if (redisReaderFeed(reader_.get(), buffer, step.bytes) != REDIS_OK) throw std::bad_alloc();
       return true;
     }
     if (!wait) return false;
-    waitFor(step.waitFor, deadline, "reading a reply");
+    waitFor(step.waitFor, deadline, "reading a reply from");
   }
 }
 
@@ -140,7 +143,7 @@ ReplyPtr Connection::takeBufferedReply() {
   return guarded([&] {
     void* raw = nullptr;
     if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
-      throwReaderError(*reader_, "reading a reply on " + address_, firstByte_);
+      throwReaderError(*reader_, "reading a reply from " + address_, firstByte_);
     }
     return ReplyPtr(static_cast<redisReply*>(raw));
   });
@@ -149,14 +152,15 @@ ReplyPtr Connection::takeBufferedReply() {
 ReplyPtr Connection::readReply() {
   return guarded([&] {
     const auto deadline = Steady::now() + readTimeout_;
-    flushUntil(deadline);
+    bool justSent = flushUntil(deadline);
     while (true) {
       void* raw = nullptr;
       if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
-        throwReaderError(*reader_, "reading a reply on " + address_, firstByte_);
+        throwReaderError(*reader_, "reading a reply from " + address_, firstByte_);
       }
       if (raw != nullptr) return ReplyPtr(static_cast<redisReply*>(raw));
-      readOnce(deadline, true);
+      readOnce(deadline, true, justSent);
+      justSent = false;
     }
   });
 }
@@ -167,7 +171,7 @@ ReplyPtr Connection::command(const Argv& argv) {
 }
 
 void Connection::flushWrites() {
-  guarded([&] { flushUntil(Steady::now() + readTimeout_); });
+  guarded([&] { (void)flushUntil(Steady::now() + readTimeout_); });
 }
 
 void Connection::readAvailable() {

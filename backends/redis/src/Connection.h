@@ -64,9 +64,12 @@ class Connection {
   // Runs one I/O step; a failure breaks the connection.
   template <class Step>
   auto guarded(Step&& step) -> decltype(step());
-  void flushUntil(Deadline deadline);
+  // Writes what was appended; true when there was something to write.
+  bool flushUntil(Deadline deadline);
   // Reads once into the reader, waiting for the socket until `deadline`; false when it would block.
-  bool readOnce(Deadline deadline, bool wait);
+  // `pollFirst`: a request just went out, so its reply cannot be there yet: wait, then read (one
+  // system call fewer per round trip than reading to find nothing).
+  bool readOnce(Deadline deadline, bool wait, bool pollFirst = false);
   void waitFor(short events, Deadline deadline, const char* what);
 
   struct ReaderDeleter {

@@ -16,6 +16,7 @@ class PlainTransport final : public Transport {
 
   IoProgress read(char* buffer, std::size_t size) override;
   IoProgress write(const char* data, std::size_t size) override;
+  [[nodiscard]] bool buffered() const noexcept override { return false; }
   [[nodiscard]] int fd() const noexcept override { return socket_->fd(); }
 
  private:

@@ -121,14 +121,14 @@ Socket::OwnedFd::~OwnedFd() {
   if (value >= 0) ::close(value);
 }
 
-bool waitReady(int fd, short events, Steady::time_point deadline, const std::string& where) {
-  if (fd < 0) throw ConnectionError("dlock: " + where + ": the connection belongs to the parent process");
+bool waitReady(int fd, short events, Steady::time_point deadline, const char* what, const std::string& address) {
+  if (fd < 0) throwForkedError(std::string(what) + " " + address);
   pollfd socket{fd, events, 0};
   while (true) {
     const int ready = ::poll(&socket, 1, remainingMs(deadline));
     if (ready > 0) return true;
     if (ready == 0) return false;
-    if (errno != EINTR) throwSystemError(errno, where);
+    if (errno != EINTR) throwSystemError(errno, std::string(what) + " " + address);
   }
 }
 

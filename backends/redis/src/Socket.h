@@ -40,7 +40,8 @@ class Socket {
 };
 
 // Waits until `fd` is ready for `events` or `deadline` passes; false on timeout. ConnectionError
-// when poll() fails or the socket was closed in a forked child (fd < 0).
-bool waitReady(int fd, short events, std::chrono::steady_clock::time_point deadline, const std::string& where);
+// ("<what> <address>: ...") when poll() fails or the socket was closed in a forked child (fd < 0).
+bool waitReady(int fd, short events, std::chrono::steady_clock::time_point deadline, const char* what,
+               const std::string& address);
 
 }  // namespace dlock::detail

@@ -110,18 +110,19 @@ std::unique_ptr<TlsTransport> TlsTransport::connect(std::unique_ptr<Socket> sock
   // SNI takes a DNS name only (RFC 6066).
   if (!isIpAddress(name) && SSL_set_tlsext_host_name(ssl, name.c_str()) != 1) throw std::bad_alloc();
   SSL_set_connect_state(ssl);
-  const std::string where = "TLS handshake with " + address;
+  const char* const what = "TLS handshake with";
   while (true) {
     ERR_clear_error();
-    const IoProgress step = transport->progress(SSL_do_handshake(ssl), where);
+    const IoProgress step = transport->progress(SSL_do_handshake(ssl), what);
     if (step.closed) {
       TlsFailure closed;
       closed.closed = true;
-      throwTlsError(closed, where);
+      throwTlsError(closed, std::string(what) + " " + address);
     }
     if (step.waitFor == 0) return transport;
-    if (!waitReady(transport->fd(), step.waitFor, deadline, where)) {
-      throw ConnectionError("dlock: " + where + ": timed out (a plain-text port does not answer TLS)");
+    if (!waitReady(transport->fd(), step.waitFor, deadline, what, address)) {
+      throw ConnectionError("dlock: " + std::string(what) + " " + address +
+                            ": timed out (a plain-text port does not answer TLS)");
     }
   }
 }
@@ -142,7 +143,7 @@ TlsTransport::~TlsTransport() {
   ERR_clear_error();
 }
 
-IoProgress TlsTransport::progress(int result, const std::string& where) {
+IoProgress TlsTransport::progress(int result, const char* what) {
   if (result > 0) return {static_cast<std::size_t>(result), 0, false};
   const int savedErrno = errno;
   switch (SSL_get_error(ssl_.get(), result)) {
@@ -171,17 +172,18 @@ IoProgress TlsTransport::progress(int result, const std::string& where) {
   failure.verifiedName = verifiedName_;
   failure.clientCertificate = clientCertificate_;
   ERR_clear_error();
-  throwTlsError(failure, where);
+  throwTlsError(failure, std::string(what) + " " + address_);
 }
 
+bool TlsTransport::buffered() const noexcept { return fd() >= 0 && SSL_has_pending(ssl_.get()) == 1; }
+
 IoProgress TlsTransport::read(char* buffer, std::size_t size) {
-  const std::string_view where = "reading from ";
-  if (fd() < 0) throwForkedError(std::string(where) + address_);
+  if (fd() < 0) throwForkedError("reading from " + address_);
   ERR_clear_error();
   errno = 0;
   const int got = SSL_read(ssl_.get(), buffer, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
   if (got > 0) return {static_cast<std::size_t>(got), 0, false};
-  return progress(got, std::string(where) + address_);
+  return progress(got, "reading from");
 }
 
 IoProgress TlsTransport::write(const char* data, std::size_t size) {
@@ -196,13 +198,13 @@ IoProgress TlsTransport::write(const char* data, std::size_t size) {
     const int savedErrno = errno;
     char byte = 0;
     const int got = SSL_read(ssl_.get(), &byte, 1);
-    if (got <= 0 && SSL_get_error(ssl_.get(), got) == SSL_ERROR_SSL) return progress(got, "writing to " + address_);
+    if (got <= 0 && SSL_get_error(ssl_.get(), got) == SSL_ERROR_SSL) return progress(got, "writing to");
     ERR_clear_error();
     errno = savedErrno;
     failed_ = true;
     throwSystemError(savedErrno != 0 ? savedErrno : EPIPE, "writing to " + address_);
   }
-  return progress(sent, "writing to " + address_);
+  return progress(sent, "writing to");
 }
 
 }  // namespace dlock::detail

@@ -32,11 +32,12 @@ class TlsTransport final : public Transport {
 
   IoProgress read(char* buffer, std::size_t size) override;
   IoProgress write(const char* data, std::size_t size) override;
+  [[nodiscard]] bool buffered() const noexcept override;
   [[nodiscard]] int fd() const noexcept override { return socket_->fd(); }
 
  private:
-  // The progress of an SSL call that returned `result`, or the failure thrown.
-  IoProgress progress(int result, const std::string& where);
+  // The progress of an SSL call that returned `result`, or the failure thrown ("<what> <address>").
+  IoProgress progress(int result, const char* what);
 
   std::unique_ptr<Socket> socket_;
   struct SslDeleter {

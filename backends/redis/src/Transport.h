@@ -30,6 +30,9 @@ class Transport {
   virtual IoProgress read(char* buffer, std::size_t size) = 0;
   // Writes up to `size` bytes of `data`.
   virtual IoProgress write(const char* data, std::size_t size) = 0;
+  // Bytes read from the socket but not yet returned by read() (TLS decrypts whole records): poll()
+  // on fd() does not see them.
+  [[nodiscard]] virtual bool buffered() const noexcept = 0;
   // The socket to poll; -1 in a forked child (ForkSockets.h), where every call fails.
   [[nodiscard]] virtual int fd() const noexcept = 0;
 };
