@@ -17,9 +17,10 @@ namespace {
 using Steady = std::chrono::steady_clock;
 
 // OpenSSL writes with write(2), so a server that closed the connection raises SIGPIPE, whose
-// default action kills the process (plain sockets use MSG_NOSIGNAL). As gRPC does, ignore it
-// process-wide — but only when the application left the default in place; a handler or an
-// explicit setting is respected.
+// default action kills the process (plain sockets send with MSG_NOSIGNAL, but the application's
+// other sockets and pipes met the same trouble before, and dlock has always ignored it). As gRPC
+// does, ignore it process-wide — but only when the application left the default in place; a
+// handler or an explicit setting is respected.
 void ignoreSigpipeByDefault() {
   static const bool done = [] {
     struct sigaction current {};
@@ -38,8 +39,8 @@ void ignoreSigpipeByDefault() {
 std::unique_ptr<Transport> open(const ConnectionOptions& options) {
   const auto deadline = Steady::now() + options.connectTimeout;
   std::unique_ptr<Socket> socket = Socket::connect(options, deadline);
-  if (!options.tls.enabled) return std::make_unique<PlainTransport>(std::move(socket), options.address());
   ignoreSigpipeByDefault();
+  if (!options.tls.enabled) return std::make_unique<PlainTransport>(std::move(socket), options.address());
   return TlsTransport::connect(std::move(socket), options, deadline);
 }
 

@@ -87,7 +87,7 @@ int connectTcp(const ConnectionOptions& options, Steady::time_point deadline) {
                           ::gai_strerror(status));
   }
   std::unique_ptr<addrinfo, void (*)(addrinfo*)> addresses(found, ::freeaddrinfo);
-  int error = 0;
+  int error = EHOSTUNREACH;  // if the name has no address of a stream socket's family
   for (const addrinfo* each = found; each != nullptr; each = each->ai_next) {
     const int fd = connectTo(each->ai_family, each->ai_addr, each->ai_addrlen, deadline, error);
     if (fd >= 0) {
