@@ -91,6 +91,7 @@ void throwTlsError(const TlsFailure& failure, const std::string& where) {
   if (failure.verifyResult != X509_V_OK) throw ConnectionError("dlock: " + where + ": " + verifyCause(failure));
   if (failure.error != 0) throw ConnectionError("dlock: " + where + ": " + libraryCause(failure));
   if (failure.systemError != 0) throwSystemError(failure.systemError, where);
+  if (failure.timedOut) throw ConnectionError("dlock: " + where + ": timed out (" + kPlainPortHint + ")");
   if (failure.closed) throw ConnectionError("dlock: " + where + ": the server closed the connection (" +
                                             kPlainPortHint + ")");
   throw ConnectionError("dlock: " + where + ": TLS failed");

@@ -53,6 +53,7 @@ struct TlsFailure {
   unsigned long error = 0;        // ERR_peek_last_error: the library's reason, 0 for none
   int systemError = 0;            // errno of a failed socket call, 0 for none
   bool closed = false;            // the peer ended the stream without a TLS close
+  bool timedOut = false;          // the handshake ran out of the connect timeout
   std::string verifiedName;       // the DNS name or IP address the certificate had to name
   bool clientCertificate = false;  // one was configured (tls_cert_file)
 };

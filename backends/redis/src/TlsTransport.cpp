@@ -121,8 +121,9 @@ std::unique_ptr<TlsTransport> TlsTransport::connect(std::unique_ptr<Socket> sock
     }
     if (step.waitFor == 0) return transport;
     if (!waitReady(transport->fd(), step.waitFor, deadline, what, address)) {
-      throw ConnectionError("dlock: " + std::string(what) + " " + address +
-                            ": timed out (a plain-text port does not answer TLS)");
+      TlsFailure late;
+      late.timedOut = true;
+      throwTlsError(late, std::string(what) + " " + address);
     }
   }
 }
