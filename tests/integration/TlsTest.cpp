@@ -93,6 +93,7 @@ TEST_SUITE("Tls") {
     RedisProcess::Options options;
     options.unixSocket = true;
     RedisProcess server(options);
+    CHECK(dlock::connect("unix://" + server.socketPath())->describe() == "unix://" + server.socketPath());
     dlock::test::checkProcessIncrements("unix://" + server.socketPath(), server, 4, 500);
   }
 
@@ -119,7 +120,9 @@ TEST_SUITE("Tls") {
   TEST_CASE("the host name is verified too: localhost matches the certificate's DNS name") {
     TlsCertificates certificates;
     RedisProcess server(tlsServer(certificates.server(), certificates));
-    auto lock = dlock::LockBuilder().backend(dlock::connect(tlsUri(server, certificates, "", "localhost"))).build();
+    auto backend = dlock::connect(tlsUri(server, certificates, "", "localhost"));
+    CHECK(backend->describe() == "rediss://localhost:" + std::to_string(server.tlsPort()));
+    auto lock = dlock::LockBuilder().backend(backend).build();
     CHECK(lock->tryLock("by-name"));
     lock->unlock("by-name");
   }
