@@ -1,8 +1,17 @@
-// RawRedis.h — the physical limit: plain blocking hiredis with nothing of dlock in between, for
-// the baselines the benchmarks compare against, and INFO commandstats for command counts.
+// RawRedis.h — the physical limit: a plain blocking client with nothing of dlock in between, for
+// the baselines the benchmarks compare against, and INFO commandstats for command counts. Over
+// TCP and Unix sockets it is hiredis; over TLS (hiredis 0.14 has none) a blocking OpenSSL stream
+// under hiredis's own formatter and reader, the least a TLS client does.
 #pragma once
 
 #include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <map>
@@ -20,6 +29,69 @@ struct ReplyDeleter {
 };
 using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
+// A blocking TLS connection (TLS_client_method, the URI's tls_ca_file, name checked as dlock does).
+class RawTls {
+ public:
+  RawTls(const Endpoint& server, const std::string& caFile) {
+    context_.reset(SSL_CTX_new(TLS_client_method()));
+    SSL_CTX_set_min_proto_version(context_.get(), TLS1_2_VERSION);
+    if (caFile.empty() ? SSL_CTX_set_default_verify_paths(context_.get()) != 1
+                       : SSL_CTX_load_verify_locations(context_.get(), caFile.c_str(), nullptr) != 1) {
+      throw std::runtime_error("cannot load the CA file");
+    }
+    SSL_CTX_set_verify(context_.get(), SSL_VERIFY_PEER, nullptr);
+    redisContext* tcp = redisConnect(server.host.c_str(), server.port);  // a blocking TCP socket
+    if (tcp == nullptr || tcp->err != 0) throw std::runtime_error("cannot connect to " + server.address());
+    fd_ = ::dup(tcp->fd);
+    redisFree(tcp);
+    const int one = 1;
+    (void)::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ssl_.reset(SSL_new(context_.get()));
+    SSL_set_fd(ssl_.get(), fd_);
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_.get()), server.host.c_str());
+    if (SSL_connect(ssl_.get()) != 1) throw std::runtime_error("TLS handshake with " + server.address() + " failed");
+    reader_.reset(redisReaderCreate());
+  }
+  RawTls(const RawTls&) = delete;
+  RawTls& operator=(const RawTls&) = delete;
+  ~RawTls() {
+    ssl_.reset();
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  redisReply* command(int argc, const char** argv, const size_t* lengths) {
+    char* formatted = nullptr;
+    const int length = redisFormatCommandArgv(&formatted, argc, argv, lengths);
+    const int sent = SSL_write(ssl_.get(), formatted, length);
+    redisFreeCommand(formatted);
+    if (sent != length) throw std::runtime_error("TLS write failed");
+    void* reply = nullptr;
+    while (true) {
+      if (redisReaderGetReply(reader_.get(), &reply) != REDIS_OK) throw std::runtime_error("protocol error");
+      if (reply != nullptr) return static_cast<redisReply*>(reply);
+      char buffer[16 * 1024];
+      const int got = SSL_read(ssl_.get(), buffer, sizeof buffer);
+      if (got <= 0) throw std::runtime_error("TLS read failed");
+      redisReaderFeed(reader_.get(), buffer, static_cast<size_t>(got));
+    }
+  }
+
+ private:
+  struct FreeContext {
+    void operator()(SSL_CTX* context) const { SSL_CTX_free(context); }
+  };
+  struct FreeSsl {
+    void operator()(SSL* ssl) const { SSL_free(ssl); }
+  };
+  struct FreeReader {
+    void operator()(redisReader* reader) const { redisReaderFree(reader); }
+  };
+  std::unique_ptr<SSL_CTX, FreeContext> context_;
+  std::unique_ptr<SSL, FreeSsl> ssl_;
+  std::unique_ptr<redisReader, FreeReader> reader_;
+  int fd_ = -1;
+};
+
 class RawRedis {
  public:
   explicit RawRedis(const Endpoint& server) {
@@ -28,8 +100,18 @@ class RawRedis {
       throw std::runtime_error("cannot connect to " + server.host + ":" + std::to_string(server.port));
     }
   }
-  // The first host of a URI, as dlock::parseUri reads it ("redis://host:port/...?...").
-  explicit RawRedis(const std::string& uri) : RawRedis(parseUri(uri).hosts.at(0)) {}
+  // The server of a URI, as dlock::parseUri reads it: the first host of "redis://host:port/...",
+  // over TLS for "rediss://" (its tls_ca_file trusted), or the socket of "unix:///path".
+  explicit RawRedis(const std::string& uri) : RawRedis(parseUri(uri)) {}
+  explicit RawRedis(const ParsedUri& uri) {
+    if (uri.scheme == "rediss") {
+      tls_ = std::make_unique<RawTls>(uri.hosts.at(0), uri.text("tls_ca_file", ""));
+      return;
+    }
+    context_.reset(uri.socketPath.empty() ? redisConnect(uri.hosts.at(0).host.c_str(), uri.hosts.at(0).port)
+                                          : redisConnectUnix(uri.socketPath.c_str()));
+    if (!context_ || context_->err) throw std::runtime_error("cannot connect to " + uri.redacted);
+  }
 
   // One command as argv; throws on I/O errors (an error reply is returned like any other).
   Reply command(const std::vector<std::string>& args) {
@@ -39,6 +121,7 @@ class RawRedis {
       argv.push_back(arg.data());
       lengths.push_back(arg.size());
     }
+    if (tls_) return Reply(tls_->command(static_cast<int>(argv.size()), argv.data(), lengths.data()));
     Reply reply(static_cast<redisReply*>(
         redisCommandArgv(context_.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())));
     if (!reply) throw std::runtime_error(context_->errstr);
@@ -74,6 +157,7 @@ class RawRedis {
     void operator()(redisContext* context) const { redisFree(context); }
   };
   std::unique_ptr<redisContext, Free> context_;
+  std::unique_ptr<RawTls> tls_;
 };
 
 }  // namespace dlock::bench

@@ -1,8 +1,10 @@
 // uncontended_cycle — lock+unlock cycles per second from one client, against the physical limit
-// measured in the same run on the same server: a raw hiredis loop of the same two round trips
-// (SET NX PX, then EVALSHA of a compare-and-delete script). Rounds alternate raw and dlock so
-// drift in the machine's load hits both alike; the median round of each is reported.
-// Usage: dlock_bench_uncontended_cycle redis://127.0.0.1:PORT [rounds] [seconds-per-round]
+// measured in the same run on the same server over the same transport: a raw loop (RawRedis.h)
+// of the same two round trips (SET NX PX, then EVALSHA of a compare-and-delete script). Rounds
+// alternate raw and dlock so drift in the machine's load hits both alike; the median round of
+// each is reported.
+// Usage: dlock_bench_uncontended_cycle URI [rounds] [seconds-per-round]
+//   URI: redis://127.0.0.1:PORT, rediss://127.0.0.1:PORT?tls_ca_file=CA, or unix:///path/redis.sock
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -48,7 +50,7 @@ Round median(std::vector<Round> rounds) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s redis://host:port [rounds] [seconds]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s redis://host:port|rediss://...|unix:///path [rounds] [seconds]\n", argv[0]);
     return 2;
   }
   const std::string uri = argv[1];
@@ -80,7 +82,9 @@ int main(int argc, char** argv) {
   }
   const Round rawMedian = median(rawRounds);
   const Round dlockMedian = median(dlockRounds);
+  const std::string scheme = dlock::parseUri(uri).scheme;
   dlock::bench::JsonLine("uncontended_cycle")
+      .field("transport", scheme == "rediss" ? std::string("tls") : scheme == "unix" ? std::string("unix") : std::string("tcp"))
       .field("raw_cycles_per_s", rawMedian.cyclesPerSecond)
       .field("dlock_cycles_per_s", dlockMedian.cyclesPerSecond)
       .field("ratio", dlockMedian.cyclesPerSecond / rawMedian.cyclesPerSecond)

@@ -40,7 +40,7 @@ install(FILES ${PROJECT_BINARY_DIR}/dlockConfig.cmake ${PROJECT_BINARY_DIR}/dloc
 
 # pkg-config. `--libs` gives -ldlock; Libs.private, for `--static`, what dlock links PRIVATE
 # (dlock_add_dlock_library): hiredis, spdlog (and the fmt it was built against), Threads.
-set(DLOCK_PC_LIBS_PRIVATE "-lhiredis -lspdlog")
+set(DLOCK_PC_LIBS_PRIVATE "-lhiredis -lssl -lcrypto -lspdlog")
 if(TARGET fmt::fmt)
   string(APPEND DLOCK_PC_LIBS_PRIVATE " -lfmt")
 endif()

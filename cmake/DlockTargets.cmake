@@ -19,7 +19,8 @@ endfunction()
 
 # dlock_add_dlock_library(): dlock (dlock::dlock), STATIC or SHARED per BUILD_SHARED_LIBS, made of
 # every layer's objects. Installed, it carries the include directory and, PRIVATE (so a static
-# dlock brings them into the consumer's link), what the layers link: hiredis, spdlog, Threads.
+# dlock brings them into the consumer's link), what the layers link: hiredis, OpenSSL, spdlog,
+# Threads.
 # In the build tree it also passes on the layers' usage requirements (their include directories,
 # the Redis layers' private headers for the tests), but never their objects, which only dlock
 # links: an OBJECT library's objects go only into targets that link it directly.
@@ -45,7 +46,7 @@ function(dlock_add_dlock_library)
   endforeach()
   target_include_directories(dlock PUBLIC $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(dlock
-    PRIVATE hiredis::hiredis spdlog::spdlog Threads::Threads
+    PRIVATE hiredis::hiredis OpenSSL::SSL OpenSSL::Crypto spdlog::spdlog Threads::Threads
     INTERFACE ${build_interface} $<BUILD_INTERFACE:dlock_api> $<BUILD_INTERFACE:dlock_macros>)
 endfunction()
 

@@ -8,8 +8,9 @@ namespace dlock {
 namespace detail {
 
 const std::vector<const UriScheme*>& uriSchemes() {
-  static const std::vector<const UriScheme*> schemes = {&redisScheme(), &sentinelScheme(), &clusterScheme(),
-                                                        &redlockScheme(), &memoryScheme()};
+  static const std::vector<const UriScheme*> schemes = {
+      &redisScheme(),   &redissScheme(),   &sentinelScheme(), &redissSentinelScheme(), &clusterScheme(),
+      &redissClusterScheme(), &unixScheme(), &redlockScheme(), &memoryScheme()};
   return schemes;
 }
 

@@ -4,8 +4,8 @@
 DLOCK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 # The Debian packages the build, the tests and the demo need.
-DLOCK_PACKAGES=(cmake g++ make pkg-config libhiredis-dev libspdlog-dev doctest-dev
-                redis-server redis-sentinel redis-tools)
+DLOCK_PACKAGES=(cmake g++ make pkg-config libhiredis-dev libssl-dev libspdlog-dev doctest-dev
+                redis-server redis-sentinel redis-tools openssl)
 
 log() { printf '[dlock] %s\n' "$*" >&2; }
 

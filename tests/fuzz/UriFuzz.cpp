@@ -3,7 +3,8 @@
 //    crash, never another exception.
 // 2. No text made from a URI shows its password, whatever the password's bytes: a password taken
 //    from the input is written into URIs of every scheme (as userinfo, as sentinel_password, in a
-//    redlock list), raw or %-escaped, next to more input bytes that break the URI at any stage;
+//    redlock list; rediss and unix forms beside TLS options), raw or %-escaped, next to more input
+//    bytes that break the URI at any stage;
 //    neither the ConfigError's message, nor redacted or redactUri(), may then contain it.
 //    (parseUri logs nothing; those are all the texts it makes.)
 //
@@ -91,6 +92,17 @@ constexpr std::string_view kTemplates[] = {
     "redlock://redis://a:1{N};redis://{P}@b:2",
     "redlock://redis://:{P}@{N};redis://b:2",
     "memory://:{P}@x{N}",
+    "rediss://:{P}@h:6380?tls_ca_file=/ca.pem{N}",
+    "rediss://u:{P}@h:1/2?tls_cert_file=/c.pem&tls_key_file=/k.pem&tls_verify=full{N}",
+    "rediss://{P}@h?tls_server_name=n{N}",
+    "rediss+sentinel://u:{P}@s1:1,s2:2/m?tls_ca_dir=/d&sentinel_password={P}{N}",
+    "rediss+cluster://:{P}@n1:1,n2:2?tls_verify=none{N}",
+    "unix://:{P}@/run/redis.sock?db=1{N}",
+    "unix://{P}@/run/redis.sock{N}",
+    "unix://u:{P}@{N}",
+    "{N}unix://:{P}@/s",
+    "redlock://rediss://:{P}@a:1?tls_ca_file=/ca;unix://:{P}@/b.sock;redis://c:3{N}",
+    "redlock://unix:///a.sock{N};rediss://{P}@b:2",
 };
 
 std::string fill(std::string_view pattern, std::string_view password, std::string_view other) {

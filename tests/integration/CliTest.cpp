@@ -26,6 +26,7 @@
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
+#include "TlsCertificates.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 
@@ -714,5 +715,35 @@ TEST_SUITE("Cli") {
     Cli usage({"--uri", uri, "--ttl", "x", key, "--", "true"});
     CHECK(usage.wait() == 2);
     checkClean(usage);
+  }
+
+  TEST_CASE("dlock over rediss:// and unix://: the command runs under the key, status reads it, a bad CA exits 125") {
+    dlock::test::TlsCertificates certificates;
+    RedisProcess::Options options;
+    options.tls = RedisProcess::Tls{certificates.server().cert, certificates.server().key, certificates.caFile(), false};
+    options.unixSocket = true;
+    RedisProcess server(options);
+    const std::string key = testKey("tls-cli");
+    const std::string tls = "rediss://127.0.0.1:" + std::to_string(server.tlsPort()) + "?tls_ca_file=" +
+                            certificates.caFile();
+    const std::string unix = "unix://" + server.socketPath();
+    RedisClient client(server.host(), server.port());
+    for (const std::string& uri : {tls, unix}) {
+      CAPTURE(uri);
+      // The command sees the key held while it runs: it asks the server itself.
+      Cli run({"--uri", uri, key, "--", "redis-cli", "-p", std::to_string(server.port()), "EXISTS",
+               "dlock:{" + key + "}"});
+      CHECK(run.wait() == 0);
+      CHECK(run.out() == "1\n");
+      CHECK(client.ok({"EXISTS", "dlock:{" + key + "}"}).integer == 0);  // released after it
+      Cli status({"--uri", uri, "status", key});
+      CHECK(status.wait() == 0);
+      CHECK(status.out().find("held:          no\n") != std::string::npos);
+    }
+    Cli untrusted({"--uri", "rediss://:pa55-cli@127.0.0.1:" + std::to_string(server.tlsPort()), "status", key});
+    CHECK(untrusted.wait() == 125);
+    CAPTURE(untrusted.err());
+    CHECK(untrusted.err().find("not signed by a trusted CA") != std::string::npos);
+    CHECK(untrusted.err().find("pa55-cli") == std::string::npos);
   }
 }

@@ -57,6 +57,10 @@ ClusterTopology::ClusterTopology(Options options) : options_(std::move(options))
                      // Replicas sync at once rather than after the default 5 s.
                      "repl-diskless-sync-delay 0"};
       node.config.insert(node.config.end(), options_.config.begin(), options_.config.end());
+      if (options_.tls) {
+        node.tls = options_.tls;
+        node.config.insert(node.config.end(), {"tls-cluster yes", "tls-replication yes"});
+      }
       try {
         nodes_.push_back(std::make_unique<RedisProcess>(node));
         taken.insert(bus);
@@ -81,7 +85,7 @@ std::string ClusterTopology::address(std::size_t index) const { return "127.0.0.
 
 std::size_t ClusterTopology::indexOfPort(int port) const {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (nodes_[i]->port() == port) return i;
+    if (nodes_[i]->port() == port || nodes_[i]->tlsPort() == port) return i;
   }
   throw std::runtime_error("cluster: no node on port " + std::to_string(port));
 }
@@ -93,8 +97,12 @@ std::string ClusterTopology::uri() const {
 }
 
 std::string ClusterTopology::uri(const std::vector<std::size_t>& seeds) const {
-  std::string text = "redis+cluster://";
-  for (std::size_t i = 0; i < seeds.size(); ++i) text += (i == 0 ? "" : ",") + address(seeds[i]);
+  std::string text = options_.tls ? "rediss+cluster://" : "redis+cluster://";
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    text += (i == 0 ? "" : ",") +
+            (options_.tls ? "127.0.0.1:" + std::to_string(nodes_.at(seeds[i])->tlsPort()) : address(seeds[i]));
+  }
+  if (options_.tls) text += "?tls_ca_file=" + options_.tls->caFile;
   return text;
 }
 

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ class ClusterTopology {
     int replicasPerMaster = 1;
     std::chrono::milliseconds nodeTimeout{1000};
     std::vector<std::string> config;  // extra redis.conf lines for every node
+    // TLS on every node (tls-cluster and tls-replication yes): CLUSTER SLOTS names the TLS ports,
+    // uri() is rediss+cluster:// over them; the plain ports stay for the checks' clients.
+    std::optional<RedisProcess::Tls> tls;
   };
 
   ClusterTopology() : ClusterTopology(Options{}) {}
@@ -43,10 +47,11 @@ class ClusterTopology {
   [[nodiscard]] int port(std::size_t index) const { return nodes_.at(index)->port(); }
   [[nodiscard]] std::string address(std::size_t index) const;
   [[nodiscard]] const std::string& nodeId(std::size_t index) const { return ids_.at(index); }
-  // The node listening on `port`; throws if none.
+  // The node listening on `port` (plain or TLS); throws if none.
   [[nodiscard]] std::size_t indexOfPort(int port) const;
 
-  // redis+cluster://127.0.0.1:p0,… over every node, or over the nodes given.
+  // redis+cluster://127.0.0.1:p0,… over every node, or over the nodes given; with Options::tls,
+  // rediss+cluster:// over the TLS ports, trusting Options::tls's CA.
   [[nodiscard]] std::string uri() const;
   [[nodiscard]] std::string uri(const std::vector<std::size_t>& seeds) const;
 

@@ -62,6 +62,11 @@ RedisProcess::RedisProcess(Options options) : options_(std::move(options)) {
   if (options_.sentinel && options_.executable == "redis-server") options_.executable = "redis-sentinel";
   for (int attempt = 0;; ++attempt) {
     port_ = options_.port != 0 ? options_.port : freeLoopbackPort();
+    if (options_.tls) {
+      do {
+        tlsPort_ = freeLoopbackPort();
+      } while (tlsPort_ == port_);
+    }
     try {
       start();
       return;
@@ -92,6 +97,12 @@ void RedisProcess::start() {
     out << "bind 127.0.0.1\nport " << port_ << "\ndir " << dir_ << "\ndaemonize no\nlogfile " << dir_
         << "/redis.log\n";
     if (!options_.sentinel) out << "save \"\"\nappendonly no\nenable-debug-command yes\n";
+    if (options_.tls) {
+      out << "tls-port " << tlsPort_ << "\ntls-cert-file " << options_.tls->certFile << "\ntls-key-file "
+          << options_.tls->keyFile << "\ntls-ca-cert-file " << options_.tls->caFile << "\ntls-auth-clients "
+          << (options_.tls->authClients ? "yes" : "no") << "\n";
+    }
+    if (options_.unixSocket) out << "unixsocket " << dir_ << "/redis.sock\nunixsocketperm 700\n";
     for (const auto& line : options_.config) out << line << "\n";
   }
   // Built before fork(): the child of a threaded process only makes async-signal-safe calls.

@@ -73,13 +73,15 @@ SentinelTopology::~SentinelTopology() {
 }
 
 std::string SentinelTopology::uri(const std::string& query) const {
-  std::string text = "redis+sentinel://";
+  std::string text = options_.tls ? "rediss+sentinel://" : "redis+sentinel://";
   for (std::size_t i = 0; i < kSentinels; ++i) {
     if (i > 0) text += ",";
-    text += "127.0.0.1:" + std::to_string(sentinelPort(i));
+    text += "127.0.0.1:" + std::to_string(options_.tls ? sentinels_.at(i).process->tlsPort() : sentinelPort(i));
   }
   text += "/" + options_.masterName;
-  if (!query.empty()) text += "?" + query;
+  std::string all = query;
+  if (options_.tls) all += (all.empty() ? "" : "&") + std::string("tls_ca_file=") + options_.tls->caFile;
+  if (!all.empty()) text += "?" + all;
   return text;
 }
 
@@ -91,7 +93,11 @@ void SentinelTopology::startData() {
       node.config.push_back("requirepass " + options_.dataPassword);
       node.config.push_back("masterauth " + options_.dataPassword);
     }
-    if (i > 0) node.config.push_back("replicaof 127.0.0.1 " + std::to_string(dataPort(0)));
+    if (options_.tls) {
+      node.tls = options_.tls;
+      node.config.push_back("tls-replication yes");
+    }
+    if (i > 0) node.config.push_back("replicaof 127.0.0.1 " + std::to_string(linkPort(0)));
     data_[i].name = "data-" + std::to_string(i);
     data_[i].process = std::make_unique<RedisProcess>(node);
   }
@@ -116,11 +122,15 @@ void SentinelTopology::startSentinels() {
         node.sentinel = true;
         node.port = ports[i];
         node.config = {"sentinel myid " + ids[i], "sentinel announce-ip 127.0.0.1"};
+        if (options_.tls) {
+          node.tls = options_.tls;
+          node.config.push_back("tls-replication yes");
+        }
         if (!options_.sentinelPassword.empty()) {
           node.config.push_back("requirepass " + options_.sentinelPassword);
           node.config.push_back("sentinel sentinel-pass " + options_.sentinelPassword);
         }
-        node.config.push_back("sentinel monitor " + name + " 127.0.0.1 " + std::to_string(dataPort(0)) + " 2");
+        node.config.push_back("sentinel monitor " + name + " 127.0.0.1 " + std::to_string(linkPort(0)) + " 2");
         if (!options_.dataPassword.empty()) {
           node.config.push_back("sentinel auth-pass " + name + " " + options_.dataPassword);
         }
@@ -130,9 +140,11 @@ void SentinelTopology::startSentinels() {
         node.config.push_back("sentinel failover-timeout " + name + " " + failoverTimeout);
         node.config.push_back("sentinel parallel-syncs " + name + " 1");
         for (std::size_t r = 1; r < kDataNodes; ++r) {
-          node.config.push_back("sentinel known-replica " + name + " 127.0.0.1 " + std::to_string(dataPort(r)));
+          node.config.push_back("sentinel known-replica " + name + " 127.0.0.1 " + std::to_string(linkPort(r)));
         }
-        for (std::size_t other = 0; other < kSentinels; ++other) {
+        // Over TLS the others' TLS ports are not known before they start: they find each other
+        // through the master's hello channel instead.
+        for (std::size_t other = 0; other < kSentinels && !options_.tls; ++other) {
           if (other == i) continue;
           node.config.push_back("sentinel known-sentinel " + name + " 127.0.0.1 " + std::to_string(ports[other]) + " " +
                                 ids[other]);
@@ -252,7 +264,7 @@ int SentinelTopology::masterPort() {
 
 std::size_t SentinelTopology::nodeOfPort(int port) const {
   for (std::size_t i = 0; i < kDataNodes; ++i) {
-    if (dataPort(i) == port) return i;
+    if (dataPort(i) == port || data_.at(i).process->tlsPort() == port) return i;
   }
   throw std::runtime_error("no data node has port " + std::to_string(port));
 }

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ class SentinelTopology {
     std::string dataPassword;
     // requirepass on the sentinels (and sentinel-pass, to talk to each other).
     std::string sentinelPassword;
+    // TLS on every server (tls-replication yes: replication, and the sentinels' links to the
+    // nodes and to each other); the sentinels name the TLS ports, uri() is rediss+sentinel://
+    // trusting this CA. The plain ports stay for the checks' clients.
+    std::optional<RedisProcess::Tls> tls;
   };
 
   static constexpr std::size_t kDataNodes = 3;
@@ -48,14 +53,20 @@ class SentinelTopology {
   SentinelTopology& operator=(const SentinelTopology&) = delete;
   ~SentinelTopology();  // SIGKILL and reap every server, remove the directory
 
-  // redis+sentinel://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/<name>[?query], without credentials.
+  // redis+sentinel://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/<name>[?query], without credentials
+  // (rediss+sentinel:// over the TLS ports with Options::tls).
   [[nodiscard]] std::string uri(const std::string& query = "") const;
   [[nodiscard]] int dataPort(std::size_t node) const { return data_.at(node).process->port(); }
+  // The port replicas and sentinels use to reach a data node: the TLS one with Options::tls.
+  [[nodiscard]] int linkPort(std::size_t node) const {
+    return options_.tls ? data_.at(node).process->tlsPort() : dataPort(node);
+  }
   [[nodiscard]] int sentinelPort(std::size_t sentinel) const { return sentinels_.at(sentinel).process->port(); }
   [[nodiscard]] const std::string& directory() const { return dir_; }
 
   // The master port the first answering live sentinel names.
   [[nodiscard]] int masterPort();
+  // The data node listening on `port` (plain or TLS).
   [[nodiscard]] std::size_t nodeOfPort(int port) const;
   // Waits until a live sentinel names a master other than `oldPort` whose ROLE says master, and
   // returns its port; std::runtime_error after `budget`.

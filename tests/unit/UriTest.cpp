@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 #include <type_traits>
 
 #include "dlock/LockError.h"
@@ -299,5 +301,65 @@ TEST_SUITE("Uri") {
     CHECK(cluster.hosts[1].address() == "n2:6379");
     const dlock::UriHost seed{"s", 26379};
     CHECK(seed.address() == "s:26379");
+  }
+
+  TEST_CASE("rediss schemes: TLS options parsed and declared by the TLS schemes only") {
+    const auto uri = dlock::parseUri(
+        "rediss://user:pw@my-redis.example.com:6380/1?tls_ca_file=/etc/ca.pem&tls_cert_file=/c.pem&tls_key_file=/k.pem"
+        "&tls_server_name=redis.internal&tls_verify=full");
+    CHECK(uri.scheme == "rediss");
+    CHECK(uri.password == "pw");
+    CHECK(uri.hosts[0].port == 6380);
+    CHECK(uri.db == 1);
+    CHECK(uri.text("tls_ca_file", "") == "/etc/ca.pem");
+    CHECK(uri.text("tls_server_name", "") == "redis.internal");
+    CHECK(dlock::parseUri("rediss://h").hosts[0].port == 6379);
+    CHECK(dlock::parseUri("rediss+sentinel://s1,s2:26380/m?tls_ca_dir=/etc/ssl/certs").masterName == "m");
+    CHECK(dlock::parseUri("rediss+cluster://n1:7000,n2:7001?tls_verify=none").hosts.size() == 2);
+    CHECK(dlock::parseUri("redlock://rediss://a:1?tls_ca_file=/ca;unix:///run/b.sock;redis://c:3").members.size() == 3);
+
+    CHECK(contains(configErrorOf("redis://h:1?tls_ca_file=/ca"), "option 'tls_ca_file' does not apply to redis://"));
+    CHECK(contains(configErrorOf("unix:///s?tls_verify=none"), "option 'tls_verify' does not apply to unix://"));
+    const std::string options = configErrorOf("rediss://h?bogus=1");
+    CHECK_MESSAGE(contains(options, "tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file, tls_server_name, tls_verify"),
+                  options);
+    for (const char* scheme : {"rediss", "rediss+sentinel", "rediss+cluster"}) {
+      std::vector<std::string> names;
+      for (const auto& option : dlock::uriOptions(scheme)) names.emplace_back(option.name);
+      CAPTURE(scheme);
+      CHECK(std::find(names.begin(), names.end(), "tls_key_file") != names.end());
+    }
+  }
+
+  TEST_CASE("bad TLS options: a ConfigError naming the field, and never a password") {
+    CHECK(contains(configErrorOf("rediss://:pw-x@h?tls_verify=maybe"), "option tls_verify must be full or none"));
+    CHECK(contains(configErrorOf("rediss://h?tls_cert_file=/c.pem"), "tls_cert_file and tls_key_file go together"));
+    CHECK(contains(configErrorOf("rediss://h?tls_key_file=/k.pem"), "tls_cert_file and tls_key_file go together"));
+    CHECK(contains(configErrorOf("rediss://h?tls_ca_file="), "option tls_ca_file is empty"));
+    CHECK(contains(configErrorOf("rediss+sentinel://:pw-x@s/m?tls_verify=off"), "tls_verify"));
+    CHECK(!contains(configErrorOf("rediss+sentinel://:pw-x@s/m?tls_verify=off"), "pw-x"));
+    CHECK(contains(configErrorOf("rediss://h:0"), "not a number from 1 to 65535"));
+  }
+
+  TEST_CASE("unix:// URIs: an absolute socket path, a password before it, the database as an option") {
+    const auto plain = dlock::parseUri("unix:///run/redis/redis.sock");
+    CHECK(plain.scheme == "unix");
+    CHECK(plain.socketPath == "/run/redis/redis.sock");
+    CHECK(plain.hosts.empty());
+    CHECK(plain.db == 0);
+    const auto full = dlock::parseUri("unix://alice:p%40ss@/tmp/r%20d.sock?db=5&command_timeout=2s");
+    CHECK(full.user == "alice");
+    CHECK(full.password == "p@ss");
+    CHECK(full.socketPath == "/tmp/r d.sock");
+    CHECK(full.db == 5);
+    CHECK(dlock::parseUri("unix://s3cret@/tmp/r.sock").password == "s3cret");
+    CHECK(dlock::redactUri("unix://:s3cret@/tmp/r.sock") == "unix://:***@/tmp/r.sock");
+
+    CHECK(contains(configErrorOf("unix://relative/path.sock"), "unix:// takes an absolute socket path"));
+    CHECK(contains(configErrorOf("unix://"), "unix:// takes an absolute socket path"));
+    CHECK(contains(configErrorOf("unix://:pw-y@relative"), "absolute socket path"));
+    CHECK(!contains(configErrorOf("unix://:pw-y@relative"), "pw-y"));
+    CHECK(contains(configErrorOf("unix:///s?db=x"), "option db='x' is not a count"));
+    CHECK(contains(configErrorOf("unix:///s?wait_replicas=1"), "option 'wait_replicas' does not apply to unix://"));
   }
 }

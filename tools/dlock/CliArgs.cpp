@@ -276,9 +276,10 @@ are not, and a set-user-ID COMMAND is exempt, as Linux drops the request at its 
 
 Options:
       --uri URI          the backend (default: $DLOCK_URI, else redis://127.0.0.1:6379):
-                           redis://[user:password@]host:port[/db], memory://, and the sentinel,
-                           cluster and redlock forms this build supports; passwords are never
-                           printed
+                           redis://[user:password@]host:port[/db], rediss://... (TLS, e.g.
+                           ?tls_ca_file=ca.pem), unix:///path/redis.sock, memory://, and the
+                           sentinel, cluster and redlock forms this build supports; passwords are
+                           never printed
       --ttl D            the lease, renewed every third of it while COMMAND runs (default 30s)
   -w, --wait D           give up when KEY is not had within D (default: wait as long as it takes)
   -n, --no-wait          give up at once when KEY is held

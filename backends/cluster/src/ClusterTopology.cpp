@@ -54,7 +54,7 @@ ClusterTopology::ClusterTopology(const ClusterOptions& options)
   }
   if (pool_.size == 0) throw ConfigError("dlock: ClusterOptions::pool.size must be at least 1");
   if (budget_.count() <= 0) throw ConfigError("dlock: ClusterOptions::retryBudget must be positive");
-  describe_ = "redis+cluster://";
+  describe_ = connection_.tls.enabled ? "rediss+cluster://" : "redis+cluster://";
   for (const auto& seed : options.seeds) {
     if (seed.host.empty() || seed.port <= 0 || seed.port > 65535) {
       throw ConfigError("dlock: ClusterOptions::seeds has an invalid address '" + seed.host + ":" +

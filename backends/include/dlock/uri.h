@@ -45,12 +45,14 @@ struct UriOption {
 [[nodiscard]] const std::vector<UriOption>& uriOptions(std::string_view scheme);
 
 struct ParsedUri {
-  std::string scheme;    // memory, redis, redis+sentinel, redis+cluster, redlock
+  std::string scheme;    // memory, redis, rediss, redis+sentinel, rediss+sentinel, redis+cluster,
+                         // rediss+cluster, unix, redlock
   std::string user;      // percent-decoded
   std::string password;  // percent-decoded; never printed
-  std::vector<Endpoint> hosts;
+  std::vector<Endpoint> hosts;          // none for unix://
+  std::string socketPath;               // unix: the socket's path, percent-decoded
   std::string masterName;               // redis+sentinel
-  int db = 0;                           // redis, redis+sentinel
+  int db = 0;                           // redis(s), redis(s)+sentinel, unix (?db=)
   std::map<std::string, std::string> options;  // the query, by name, percent-decoded; checked
   std::vector<ParsedUri> members;       // redlock://uri;uri;... : the member URIs
   std::string redacted;                 // the URI as given, through redactUri: for messages

@@ -1,20 +1,26 @@
 #include "Connection.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/time.h>
 
-#include <cerrno>
+#include <cstdlib>
+#include <new>
 
 #include "Errors.h"
+#include "PlainTransport.h"
+#include "Socket.h"
+#include "TlsTransport.h"
 #include "dlock/LockError.h"
 
 namespace dlock::detail {
 namespace {
 
-// hiredis writes with write(2), so a server that closed the connection raises SIGPIPE, whose
-// default action kills the process. As gRPC does, ignore it process-wide — but only when the
-// application left the default in place; a handler or an explicit setting is respected.
+using Steady = std::chrono::steady_clock;
+
+// OpenSSL writes with write(2), so a server that closed the connection raises SIGPIPE, whose
+// default action kills the process (plain sockets send with MSG_NOSIGNAL, but the application's
+// other sockets and pipes met the same trouble before, and dlock has always ignored it). As gRPC
+// does, ignore it process-wide — but only when the application left the default in place; a
+// handler or an explicit setting is respected.
 void ignoreSigpipeByDefault() {
   static const bool done = [] {
     struct sigaction current {};
@@ -30,36 +36,29 @@ void ignoreSigpipeByDefault() {
   (void)done;
 }
 
-timeval toTimeval(std::chrono::milliseconds duration) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(duration.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((duration.count() % 1000) * 1000);
-  return tv;
+std::unique_ptr<Transport> open(const ConnectionOptions& options) {
+  const auto deadline = Steady::now() + options.connectTimeout;
+  std::unique_ptr<Socket> socket = Socket::connect(options, deadline);
+  ignoreSigpipeByDefault();
+  if (!options.tls.enabled) return std::make_unique<PlainTransport>(std::move(socket), options.address());
+  return TlsTransport::connect(std::move(socket), options, deadline);
 }
 
 }  // namespace
 
 Connection::Connection(const ConnectionOptions& options)
-    : address_(options.address()) {
-  context_.reset(redisConnectWithTimeout(options.host.c_str(), options.port, toTimeval(options.connectTimeout)));
-  if (!context_) throw std::bad_alloc();
-  if (context_->err != 0) throwContextError(*context_, "connect to " + address_);
-  // A child the application forks and execs must not inherit our Redis connections.
-  const int flags = ::fcntl(context_->fd, F_GETFD);
-  if (flags >= 0) (void)::fcntl(context_->fd, F_SETFD, flags | FD_CLOEXEC);
-  forkSocket_.track(*context_);  // nor one that forks and goes on
-  ignoreSigpipeByDefault();
-  if (redisSetTimeout(context_.get(), toTimeval(options.commandTimeout)) != REDIS_OK) {
-    throwContextError(*context_, "set the command timeout on " + address_);
-  }
-  if (options.keepAlive && redisEnableKeepAlive(context_.get()) != REDIS_OK) {
-    throwContextError(*context_, "enable keep-alive on " + address_);
-  }
+    : address_(options.address()),
+      transport_(open(options)),
+      reader_(redisReaderCreate()),
+      readTimeout_(options.commandTimeout) {
+  if (!reader_) throw std::bad_alloc();
+  bool spoke = false;
   if (!options.password.empty() || !options.user.empty()) {
     Argv auth = {"AUTH"};
     if (!options.user.empty()) auth.push_back(options.user);
     auth.push_back(options.password);
     ReplyPtr reply = command(auth);
+    spoke = true;
     if (reply->type == REDIS_REPLY_ERROR) {
       // The reply names no secret, but say which user so the operator knows where to look.
       const std::string who = options.user.empty() ? "the default user" : "user '" + options.user + "'";
@@ -69,19 +68,60 @@ Connection::Connection(const ConnectionOptions& options)
   if (options.db != 0) {
     const std::string db = std::to_string(options.db);
     ReplyPtr reply = command({"SELECT", db});
+    spoke = true;
     if (reply->type == REDIS_REPLY_ERROR) throwReplyError(*reply, "SELECT " + db + " on " + address_);
   }
+  // Under TLS 1.3 a server refuses a client certificate (or its absence) after the handshake, at
+  // the client's first read: one round trip here makes that a connect failure.
+  if (options.tls.enabled && !spoke) (void)command({"PING"});
 }
 
 Connection::~Connection() = default;
 
-void Connection::fail(const std::string& what) {
-  broken_ = true;
-  const int error = errno;
-  timedOut_ = context_->err == REDIS_ERR_IO &&
-              (error == EAGAIN || error == EWOULDBLOCK || std::string_view(context_->errstr).find("temporarily") !=
-                                                             std::string_view::npos);
-  throwContextError(*context_, what + " on " + address_);
+template <class Step>
+auto Connection::guarded(Step&& step) -> decltype(step()) {
+  if (broken_) throw ConnectionError("dlock: the connection to " + address_ + " is broken");
+  try {
+    return step();
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+}
+
+void Connection::waitFor(short events, Deadline deadline, const char* what) {
+  if (!waitReady(transport_->fd(), events, deadline, what, address_)) {
+    timedOut_ = true;
+    throwTimeoutError(std::string(what) + " " + address_);
+  }
+}
+
+bool Connection::flushUntil(Deadline deadline) {
+  if (output_.empty()) return false;
+  while (written_ < output_.size()) {
+    const IoProgress step = transport_->write(output_.data() + written_, output_.size() - written_);
+    written_ += step.bytes;
+    if (step.bytes == 0) waitFor(step.waitFor, deadline, "writing to");
+  }
+  output_.clear();
+  written_ = 0;
+  return true;
+}
+
+bool Connection::readOnce(Deadline deadline, bool wait, bool pollFirst) {
+  char buffer[16 * 1024];  // a whole TLS record
+  if (pollFirst && !transport_->buffered()) waitFor(POLLIN, deadline, "reading a reply from");
+  while (true) {
+    const IoProgress step = transport_->read(buffer, sizeof buffer);
+    if (step.closed) throwClosedError("reading a reply from " + address_, firstByte_ < 0);
+    if (step.bytes > 0) {
+      if (firstByte_ < 0) firstByte_ = static_cast<unsigned char>(buffer[0]);
+      if (redisReaderFeed(reader_.get(), buffer, step.bytes) != REDIS_OK) throw std::bad_alloc();
+      return true;
+    }
+    if (!wait) return false;
+    waitFor(step.waitFor, deadline, "reading a reply from");
+  }
 }
 
 void Connection::append(const Argv& argv) {
@@ -93,17 +133,37 @@ void Connection::append(const Argv& argv) {
     pointers.push_back(arg.data());
     lengths.push_back(arg.size());
   }
-  if (redisAppendCommandArgv(context_.get(), static_cast<int>(argv.size()), pointers.data(), lengths.data()) !=
-      REDIS_OK) {
-    fail(std::string(argv.empty() ? "command" : argv.front()));
-  }
+  char* formatted = nullptr;
+  const int length = redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()), pointers.data(), lengths.data());
+  if (length < 0 || formatted == nullptr) throw std::bad_alloc();
+  output_.append(formatted, static_cast<std::size_t>(length));
+  redisFreeCommand(formatted);
+}
+
+ReplyPtr Connection::takeBufferedReply() {
+  return guarded([&] {
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+      throwReaderError(*reader_, "reading a reply from " + address_, firstByte_);
+    }
+    return ReplyPtr(static_cast<redisReply*>(raw));
+  });
 }
 
 ReplyPtr Connection::readReply() {
-  if (broken_) throw ConnectionError("dlock: the connection to " + address_ + " is broken");
-  void* raw = nullptr;
-  if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) fail("reading a reply");
-  return ReplyPtr(static_cast<redisReply*>(raw));
+  return guarded([&] {
+    const auto deadline = Steady::now() + readTimeout_;
+    bool justSent = flushUntil(deadline);
+    while (true) {
+      void* raw = nullptr;
+      if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+        throwReaderError(*reader_, "reading a reply from " + address_, firstByte_);
+      }
+      if (raw != nullptr) return ReplyPtr(static_cast<redisReply*>(raw));
+      readOnce(deadline, true, justSent);
+      justSent = false;
+    }
+  });
 }
 
 ReplyPtr Connection::command(const Argv& argv) {
@@ -112,27 +172,18 @@ ReplyPtr Connection::command(const Argv& argv) {
 }
 
 void Connection::flushWrites() {
-  int done = 0;
-  while (done == 0) {
-    if (redisBufferWrite(context_.get(), &done) != REDIS_OK) fail("writing");
-  }
+  guarded([&] { (void)flushUntil(Steady::now() + readTimeout_); });
 }
 
 void Connection::readAvailable() {
-  if (redisBufferRead(context_.get()) != REDIS_OK) fail("reading");
+  guarded([&] {
+    // Everything the socket has, and what TLS decrypted into its own buffer: poll() sees only
+    // the socket.
+    while (readOnce(Steady::now(), false)) {
+    }
+  });
 }
 
-ReplyPtr Connection::takeBufferedReply() {
-  void* raw = nullptr;
-  if (redisReaderGetReply(context_->reader, &raw) != REDIS_OK) {
-    broken_ = true;
-    throw ConnectionError("dlock: protocol error reading from " + address_);
-  }
-  return ReplyPtr(static_cast<redisReply*>(raw));
-}
-
-void Connection::setReadTimeout(std::chrono::milliseconds timeout) {
-  if (redisSetTimeout(context_.get(), toTimeval(timeout)) != REDIS_OK) fail("setting the read timeout");
-}
+void Connection::setReadTimeout(std::chrono::milliseconds timeout) { readTimeout_ = timeout; }
 
 }  // namespace dlock::detail

@@ -1,11 +1,13 @@
-// Connection.h — one hiredis connection to one Redis server: connect timeout, command timeout,
-// TCP keep-alive, AUTH (password or ACL user + password), SELECT db.
+// Connection.h — one connection to one Redis server: connect timeout, command timeout, TCP
+// keep-alive, TLS, AUTH (password or ACL user + password), SELECT db.
 //
-// Commands go as binary-safe argv (redisAppendCommandArgv), never through a format string.
-// An I/O error, EOF, protocol error or timeout throws ConnectionError and marks the connection
-// broken(): hiredis contexts are not reused after an error. Error *replies* are returned to the
-// caller, who knows which ones it can handle (NOSCRIPT, MOVED, ...).
-// Owner: one pool slot or one subscriber. Thread safety: not thread-safe (a redisContext is not).
+// dlock opens the socket (Socket.h) and runs the bytes through a Transport (plain, or TLS);
+// hiredis only formats commands (redisFormatCommandArgv) and parses replies (redisReader).
+// Commands go as binary-safe argv, never through a format string. An I/O error, EOF, protocol
+// error or timeout throws ConnectionError and marks the connection broken(): it is not reused
+// after an error. Error *replies* are returned to the caller, who knows which ones it can handle
+// (NOSCRIPT, MOVED, ...).
+// Owner: one pool slot or one subscriber. Thread safety: not thread-safe.
 #pragma once
 
 #include <hiredis/hiredis.h>
@@ -16,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "ForkSockets.h"
 #include "Reply.h"
+#include "Transport.h"
 #include "dlock/common/RedisOptions.h"
 
 namespace dlock::detail {
@@ -26,8 +28,9 @@ using Argv = std::vector<std::string_view>;
 
 class Connection {
  public:
-  // Connects and authenticates. ConnectionError when unreachable within connectTimeout;
-  // BackendError when AUTH or SELECT is refused.
+  // Connects (and, over TLS, completes the handshake) within connectTimeout, then authenticates.
+  // ConnectionError when unreachable or the TLS handshake fails; ConfigError for an unreadable
+  // certificate or key file; BackendError when AUTH or SELECT is refused.
   explicit Connection(const ConnectionOptions& options);
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -49,22 +52,36 @@ class Connection {
   [[nodiscard]] bool timedOut() const noexcept { return timedOut_; }
   [[nodiscard]] const std::string& address() const noexcept { return address_; }
 
-  // Non-blocking use by the subscriber: the socket, and the buffered-I/O steps of
-  // redisGetReply taken apart. Each throws ConnectionError (and breaks the connection) on failure.
-  [[nodiscard]] int fd() const noexcept { return context_->fd; }
-  void flushWrites();                  // writes everything appended so far
+  // Non-blocking use by the subscriber: the socket, and the buffered-I/O steps of readReply
+  // taken apart. Each throws ConnectionError (and breaks the connection) on failure.
+  [[nodiscard]] int fd() const noexcept { return transport_->fd(); }
+  void flushWrites();                  // writes everything appended so far (within the read timeout)
   void readAvailable();                // reads what the socket has (call when poll says readable)
   ReplyPtr takeBufferedReply();        // a complete reply already read, or nullptr
 
  private:
-  [[noreturn]] void fail(const std::string& what);
+  using Deadline = std::chrono::steady_clock::time_point;
+  // Runs one I/O step; a failure breaks the connection.
+  template <class Step>
+  auto guarded(Step&& step) -> decltype(step());
+  // Writes what was appended; true when there was something to write.
+  bool flushUntil(Deadline deadline);
+  // Reads once into the reader, waiting for the socket until `deadline`; false when it would block.
+  // `pollFirst`: a request just went out, so its reply cannot be there yet: wait, then read (one
+  // system call fewer per round trip than reading to find nothing).
+  bool readOnce(Deadline deadline, bool wait, bool pollFirst = false);
+  void waitFor(short events, Deadline deadline, const char* what);
 
-  struct ContextDeleter {
-    void operator()(redisContext* context) const noexcept { redisFree(context); }
+  struct ReaderDeleter {
+    void operator()(redisReader* reader) const noexcept { redisReaderFree(reader); }
   };
-  std::unique_ptr<redisContext, ContextDeleter> context_;
-  ForkSocket forkSocket_;  // after context_: forgotten before the context is freed
   std::string address_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<redisReader, ReaderDeleter> reader_;
+  std::string output_;      // formatted commands not yet written
+  std::size_t written_ = 0;  // of output_
+  std::chrono::milliseconds readTimeout_;
+  int firstByte_ = -1;  // the first byte received, for the protocol-error hint
   bool broken_ = false;
   bool timedOut_ = false;
 };

@@ -1,7 +1,13 @@
-// Errors.h — hiredis failures mapped to dlock's errors, in one place (redis-plus-plus's errors.cpp).
+// Errors.h — socket, TLS and hiredis failures mapped to dlock's errors, in one place
+// (redis-plus-plus's errors.cpp).
 //
-//   throwContextError   I/O error, EOF, protocol error, timeout → ConnectionError (with errno);
-//                       out of memory → std::bad_alloc. The context must be discarded after it.
+//   throwSystemError    a socket call's errno → ConnectionError ("timed out" for ETIMEDOUT/EAGAIN)
+//   throwClosedError    EOF → ConnectionError; throwForkedError: a parent's connection in a child
+//   throwTlsError       a TLS failure → ConnectionError naming the cause (unknown CA, name
+//                       mismatch, expired certificate, a plain-text port, a client certificate
+//                       required); never key material
+//   throwReaderError    a RESP protocol error → ConnectionError (a TLS record: "use rediss://")
+//   The connection must be discarded after any of them.
 //   throwReplyError     an error reply: LOADING, BUSY, MASTERDOWN, READONLY, TRYAGAIN,
 //                       CLUSTERDOWN, NOREPLICAS (the server cannot serve now) →
 //                       ServerUnavailableError (a ConnectionError); anything else (NOPERM, OOM,
@@ -41,8 +47,26 @@ class DLOCK_API ServerReplyError final : public BackendError {
   std::string reply_;
 };
 
+// Why a TLS call failed, read from OpenSSL by TlsTransport.
+struct TlsFailure {
+  long verifyResult = 0;          // SSL_get_verify_result: X509_V_OK or the chain's fault
+  unsigned long error = 0;        // ERR_peek_last_error: the library's reason, 0 for none
+  int systemError = 0;            // errno of a failed socket call, 0 for none
+  bool closed = false;            // the peer ended the stream without a TLS close
+  bool timedOut = false;          // the handshake ran out of the connect timeout
+  std::string verifiedName;       // the DNS name or IP address the certificate had to name
+  bool clientCertificate = false;  // one was configured (tls_cert_file)
+};
+
 // `where`: what was being done and to whom, e.g. "EVALSHA on 127.0.0.1:6379". Never a password.
-[[noreturn]] void throwContextError(const redisContext& context, const std::string& where);
+[[noreturn]] void throwSystemError(int error, const std::string& where);
+// `nothingReceived`: the server closed before sending a byte, as a TLS port does to a plain client.
+[[noreturn]] void throwClosedError(const std::string& where, bool nothingReceived = false);
+[[noreturn]] void throwForkedError(const std::string& where);
+[[noreturn]] void throwTimeoutError(const std::string& where);
+[[noreturn]] void throwTlsError(const TlsFailure& failure, const std::string& where);
+// `firstByte` is the first byte the connection received.
+[[noreturn]] void throwReaderError(const redisReader& reader, const std::string& where, int firstByte);
 [[noreturn]] void throwReplyError(const redisReply& reply, const std::string& where);
 // The same for an error reply's text kept for later (a refused subscription).
 [[noreturn]] void throwErrorText(std::string_view text, const std::string& where);

@@ -21,7 +21,11 @@ class FixedTopology final : public Topology {
   }
   [[nodiscard]] bool serves(const RedisNode* node, std::uint16_t /*slot*/) const override { return node == &node_; }
   [[nodiscard]] bool sharded() const noexcept override { return false; }
-  [[nodiscard]] std::string describe() const override { return "redis://" + node_.name(); }
+  [[nodiscard]] std::string describe() const override {
+    const ConnectionOptions& options = node_.connectionOptions();
+    if (!options.unixSocket.empty()) return "unix://" + options.unixSocket;
+    return (options.tls.enabled ? "rediss://" : "redis://") + node_.name();
+  }
   [[nodiscard]] std::uint64_t reconnects() const override { return node_.reconnects(); }
 
  private:

@@ -30,9 +30,9 @@ struct ForkSocketList {
   void closeInChild() {
     ForkSocket* last = nullptr;
     for (ForkSocket* socket = head; socket != nullptr; socket = socket->next_) {
-      if (socket->context_->fd >= 0) (void)::close(socket->context_->fd);
-      socket->context_->fd = -1;
-      socket->context_ = nullptr;  // forgotten: its destructor (if ever run) does nothing
+      if (*socket->fd_ >= 0) (void)::close(*socket->fd_);
+      *socket->fd_ = -1;
+      socket->fd_ = nullptr;  // forgotten: its destructor (if ever run) does nothing
       last = socket;
     }
     if (last != nullptr) {
@@ -44,10 +44,10 @@ struct ForkSocketList {
   }
 };
 
-void ForkSocket::track(redisContext& context) {
+void ForkSocket::track(int& fd) {
   ForkSocketList& list = ForkSocketList::instance();
   std::lock_guard<std::mutex> guard(list.mutex);
-  context_ = &context;
+  fd_ = &fd;
   next_ = list.head;
   if (next_ != nullptr) next_->previous_ = this;
   list.head = this;
@@ -56,7 +56,7 @@ void ForkSocket::track(redisContext& context) {
 ForkSocket::~ForkSocket() {
   ForkSocketList& list = ForkSocketList::instance();
   std::lock_guard<std::mutex> guard(list.mutex);
-  if (context_ == nullptr) return;
+  if (fd_ == nullptr) return;
   if (previous_ != nullptr) {
     previous_->next_ = next_;
   } else {

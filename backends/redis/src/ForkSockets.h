@@ -6,10 +6,8 @@
 // parent ends it, not when the last child exits (a subscription would otherwise outlive its
 // subscriber), and a connection object the child did touch fails instead of writing to it.
 // Closing the child's copy does nothing to the parent's.
-// Owner: one Connection. Thread safety: thread-safe.
+// Owner: one Socket. Thread safety: thread-safe.
 #pragma once
-
-#include <hiredis/hiredis.h>
 
 namespace dlock::detail {
 
@@ -20,13 +18,13 @@ class ForkSocket {
   ForkSocket& operator=(const ForkSocket&) = delete;
   ~ForkSocket();
 
-  // Closes `context`'s socket (and sets its fd to -1, so redisFree does not close it again) in
-  // any child forked from now on, until this object is destroyed.
-  void track(redisContext& context);
+  // Closes the socket `fd` and sets `fd` to -1 (so its owner neither closes it again nor uses a
+  // number the child may reuse) in any child forked from now on, until this object is destroyed.
+  void track(int& fd);
 
  private:
   friend struct ForkSocketList;
-  redisContext* context_ = nullptr;  // guarded by the list's mutex, as are the links
+  int* fd_ = nullptr;  // guarded by the list's mutex, as are the links
   ForkSocket* previous_ = nullptr;
   ForkSocket* next_ = nullptr;
 };

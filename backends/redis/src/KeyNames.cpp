@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "Sha1.h"
+#include "Digest.h"
 
 namespace dlock::detail {
 namespace {

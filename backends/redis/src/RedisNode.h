@@ -25,6 +25,7 @@ class RedisNode {
   [[nodiscard]] ConnectionPool& pool() noexcept { return pool_; }
   [[nodiscard]] const std::string& name() const noexcept { return pool_.address(); }  // "host:port"
   [[nodiscard]] const std::string& host() const noexcept { return pool_.connectionOptions().host; }
+  [[nodiscard]] const ConnectionOptions& connectionOptions() const noexcept { return pool_.connectionOptions(); }
   [[nodiscard]] const std::string& label() const noexcept { return label_; }
 
   // The release subscriber, made on first use.

@@ -1,7 +1,7 @@
 #include "Scripts.h"
 
+#include "Digest.h"
 #include "ScriptSources.h"
-#include "Sha1.h"
 
 namespace dlock::detail {
 namespace {

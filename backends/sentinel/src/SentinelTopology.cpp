@@ -54,6 +54,7 @@ ConnectionOptions sentinelConnection(const SentinelOptions& options) {
   sentinel.connectTimeout = options.sentinelConnectTimeout;
   sentinel.commandTimeout = options.sentinelCommandTimeout;
   sentinel.keepAlive = options.connection.keepAlive;
+  sentinel.tls = options.connection.tls;  // sentinels and the nodes they name, alike
   return sentinel;
 }
 
@@ -349,7 +350,8 @@ void SentinelTopology::onEvent(const SentinelEvent& event) noexcept {
 }
 
 std::string SentinelTopology::describe() const {
-  std::string text = "redis+sentinel://" + resolver_.sentinelList() + "/" + options_.masterName;
+  std::string text = (options_.connection.tls.enabled ? "rediss+sentinel://" : "redis+sentinel://") +
+                     resolver_.sentinelList() + "/" + options_.masterName;
   const std::string master = masterAddress();
   if (!master.empty()) text += " (master " + master + ")";
   return text;

@@ -20,6 +20,8 @@ std::vector<UriOption> withCommonOptions(std::vector<UriOption> own) {
 ConnectionOptions connectionFrom(const ParsedUri& uri, const Endpoint& endpoint, ConnectionOptions connection) {
   connection.host = endpoint.host;
   connection.port = endpoint.port;
+  connection.unixSocket = uri.socketPath;
+  connection.tls = tlsFrom(uri);
   connection.user = uri.user;
   connection.password = uri.password;
   connection.db = uri.db;

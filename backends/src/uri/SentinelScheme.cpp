@@ -1,4 +1,5 @@
-// redis+sentinel://[user:pass@]h1:p1,h2:p2/master[/db][?opts] — a master the sentinels name.
+// redis+sentinel://[user:pass@]h1:p1,h2:p2/master[/db][?opts] — a master the sentinels name;
+// rediss+sentinel:// the same over TLS, to the sentinels and to the data nodes they name alike.
 #include "dlock/sentinel/SentinelOperator.h"
 #include "uri/UriParser.h"
 #include "uri/UriScheme.h"
@@ -44,18 +45,28 @@ std::shared_ptr<IOperator> connectSentinel(const ParsedUri& uri, NodeTimeout) {
   return std::make_shared<SentinelOperator>(std::move(options));
 }
 
+UriScheme makeSentinelScheme(bool tls) {
+  UriScheme sentinel;
+  sentinel.name = tls ? "rediss+sentinel" : "redis+sentinel";
+  std::vector<UriOption> own = {kSentinelUser, kSentinelPassword, kWaitReplicas, kWaitTimeout};
+  sentinel.options = withCommonOptions(tls ? withTlsOptions(own) : own);
+  sentinel.tls = tls;
+  if (tls) sentinel.check = checkTlsOptions;
+  sentinel.defaultPort = 26379;
+  sentinel.path = readPath;
+  sentinel.connect = connectSentinel;
+  return sentinel;
+}
+
 }  // namespace
 
 const UriScheme& sentinelScheme() {
-  static const UriScheme scheme = [] {
-    UriScheme sentinel;
-    sentinel.name = "redis+sentinel";
-    sentinel.options = withCommonOptions({kSentinelUser, kSentinelPassword, kWaitReplicas, kWaitTimeout});
-    sentinel.defaultPort = 26379;
-    sentinel.path = readPath;
-    sentinel.connect = connectSentinel;
-    return sentinel;
-  }();
+  static const UriScheme scheme = makeSentinelScheme(false);
+  return scheme;
+}
+
+const UriScheme& redissSentinelScheme() {
+  static const UriScheme scheme = makeSentinelScheme(true);
   return scheme;
 }
 

@@ -208,6 +208,52 @@ void UriParser::checkValue(const UriOption& option, std::string_view raw, const 
   }
 }
 
+void UriParser::readUserinfo(std::string_view userinfo, ParsedUri& parsed) const {
+  const auto colon = userinfo.find(':');
+  parsed.user = percentDecode(userinfo.substr(0, colon), "user");
+  if (colon != std::string_view::npos) parsed.password = percentDecode(userinfo.substr(colon + 1), "password");
+  if (colon == std::string_view::npos) {
+    // redis://secret@host is the common "password only" spelling.
+    parsed.password = parsed.user;
+    parsed.user.clear();
+  }
+}
+
+void UriParser::readLocation(const UriScheme& scheme, std::string_view rest, ParsedUri& parsed) const {
+  if (scheme.socketPath) {
+    // [userinfo@]/path: the userinfo ends at the last '@' (a path's own '@' is written %40).
+    const auto at = rest.rfind('@');
+    std::string_view path = rest;
+    if (at != std::string_view::npos) {
+      readUserinfo(rest.substr(0, at), parsed);
+      path = rest.substr(at + 1);
+    }
+    if (path.empty() || path.front() != '/') {
+      fail(parsed.scheme + ":// takes an absolute socket path (" + parsed.scheme + ":///run/redis.sock, " +
+           parsed.scheme + "://:password@/run/redis.sock)");
+    }
+    parsed.socketPath = percentDecode(path, "socket path");
+    return;
+  }
+  // Authority, then path.
+  const auto slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  const std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+  const auto at = authority.rfind('@');
+  if (at != std::string_view::npos) {
+    readUserinfo(authority.substr(0, at), parsed);
+    authority = authority.substr(at + 1);
+  }
+  if (authority.empty()) fail("no host");
+  parsed.hosts = parseHosts(authority, scheme.defaultPort);
+  if (scheme.oneHost && parsed.hosts.size() != 1) {
+    fail(parsed.scheme + ":// takes one host; use " +
+         schemeList([](const UriScheme& other) { return !other.oneHost && other.defaultPort != 0; }) +
+         " for several");
+  }
+  scheme.path(*this, path, parsed);
+}
+
 ParsedUri UriParser::parse(std::string_view text, std::size_t member, const UriScheme* list) {
   member_ = member;
   current_ = text;
@@ -226,7 +272,7 @@ ParsedUri UriParser::parse(std::string_view text, std::size_t member, const UriS
     fail("unknown scheme " + quote(schemeText) + " (expected " + schemeList(any) + ")");
   }
 
-  if (scheme->defaultPort == 0) {
+  if (scheme->defaultPort == 0 && !scheme->socketPath) {
     if (!rest.empty()) fail(parsed.scheme + ":// takes nothing after the scheme");
     return parsed;
   }
@@ -277,34 +323,11 @@ ParsedUri UriParser::parse(std::string_view text, std::size_t member, const UriS
     }
   }
 
-  // Authority, then path.
-  const auto slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  const std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-  const auto at = authority.rfind('@');
-  if (at != std::string_view::npos) {
-    const std::string_view userinfo = authority.substr(0, at);
-    authority = authority.substr(at + 1);
-    const auto colon = userinfo.find(':');
-    parsed.user = percentDecode(userinfo.substr(0, colon), "user");
-    if (colon != std::string_view::npos) parsed.password = percentDecode(userinfo.substr(colon + 1), "password");
-    if (colon == std::string_view::npos) {
-      // redis://secret@host is the common "password only" spelling.
-      parsed.password = parsed.user;
-      parsed.user.clear();
-    }
-  }
-  if (authority.empty()) fail("no host");
-  parsed.hosts = parseHosts(authority, scheme->defaultPort);
-  if (scheme->oneHost && parsed.hosts.size() != 1) {
-    fail(parsed.scheme + ":// takes one host; use " +
-         schemeList([](const UriScheme& other) { return !other.oneHost && other.defaultPort != 0; }) +
-         " for several");
-  }
-  scheme->path(*this, path, parsed);
+  readLocation(*scheme, rest, parsed);
 
   // The values, now, so a bad one fails at connect rather than at first use.
   for (const auto& [option, raw] : given) checkValue(*option, raw, parsed.options[std::string(option->name)]);
+  if (scheme->check != nullptr) scheme->check(*this, parsed);
   return parsed;
 }
 

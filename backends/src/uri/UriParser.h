@@ -37,6 +37,9 @@ class UriParser {
   Endpoint parseHost(std::string_view text, int defaultPort) const;
   std::vector<Endpoint> parseHosts(std::string_view text, int defaultPort) const;
   void checkValue(const UriOption& option, std::string_view raw, const std::string& value) const;
+  void readUserinfo(std::string_view userinfo, ParsedUri& parsed) const;
+  // The hosts and path after "scheme://" (the query removed), or a socket-path scheme's path.
+  void readLocation(const UriScheme& scheme, std::string_view rest, ParsedUri& parsed) const;
 
   std::string_view whole_;
   std::vector<Span> spans_;

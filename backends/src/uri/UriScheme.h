@@ -28,17 +28,26 @@ struct UriScheme {
   int defaultPort = 0;                   // 0: nothing may follow "scheme://" (memory://)
   bool oneHost = false;
   bool memberList = false;  // also "scheme://<uri>;<uri>;...", when a "://" follows the scheme's
+  bool tls = false;         // its connections use TLS (the TLS options are its own)
+  bool socketPath = false;  // "scheme://[userinfo@]/absolute/path": a Unix socket, no hosts
   // Reads the path after the hosts ("" when none) into `uri`, failing through `parser`; required
   // unless defaultPort is 0.
   void (*path)(const UriParser& parser, std::string_view path, ParsedUri& uri) = nullptr;
   std::shared_ptr<IOperator> (*connect)(const ParsedUri& uri, NodeTimeout nodeTimeout) = nullptr;
+  // Checks the options together once each value is checked, and reads those that fill `uri`'s
+  // fields (optional); fails through `parser`.
+  void (*check)(const UriParser& parser, ParsedUri& uri) = nullptr;
 };
 
 // Every scheme, in the order messages list them (Connect.cpp, the one place that names them all).
 const std::vector<const UriScheme*>& uriSchemes();
 const UriScheme& redisScheme();
+const UriScheme& redissScheme();
 const UriScheme& sentinelScheme();
+const UriScheme& redissSentinelScheme();
 const UriScheme& clusterScheme();
+const UriScheme& redissClusterScheme();
+const UriScheme& unixScheme();
 const UriScheme& redlockScheme();
 const UriScheme& memoryScheme();
 
@@ -53,8 +62,15 @@ std::shared_ptr<IOperator> connectParsed(const ParsedUri& uri, NodeTimeout nodeT
 // The options of every scheme that reaches Redis servers (CommonOptions.cpp): connect_timeout,
 // command_timeout, pool_size, pool_wait, prefix; then `own`.
 std::vector<UriOption> withCommonOptions(std::vector<UriOption> own);
-// The connection to `endpoint` with the URI's credentials, database and timeouts; `connection`
-// carries the defaults of the options the URI leaves out.
+// The TLS options of a TLS scheme (TlsOptions.cpp): tls_ca_file, tls_ca_dir, tls_cert_file,
+// tls_key_file, tls_server_name, tls_verify; then `own`.
+std::vector<UriOption> withTlsOptions(std::vector<UriOption> own);
+// Fails unless tls_verify is full or none and tls_cert_file and tls_key_file come together.
+void checkTlsOptions(const UriParser& parser, ParsedUri& uri);
+// TLS as the URI's scheme and options say: off for a scheme without TLS.
+TlsOptions tlsFrom(const ParsedUri& uri);
+// The connection to `endpoint` (or the URI's Unix socket) with the URI's TLS, credentials,
+// database and timeouts; `connection` carries the defaults of the options the URI leaves out.
 ConnectionOptions connectionFrom(const ParsedUri& uri, const Endpoint& endpoint, ConnectionOptions connection = {});
 // The pool the URI's pool_size and pool_wait give; `pool` carries the defaults.
 PoolOptions poolFrom(const ParsedUri& uri, PoolOptions pool = {});

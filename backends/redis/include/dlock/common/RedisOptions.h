@@ -1,6 +1,8 @@
 // RedisOptions.h — how dlock reaches a Redis server: the options shared by every Redis backend.
 //
-//   ConnectionOptions  one server: address, credentials, database, timeouts, keep-alive
+//   TlsOptions         TLS to the server: trust, client certificate, the name verified
+//   ConnectionOptions  one server: address (TCP or Unix socket), TLS, credentials, database,
+//                      timeouts, keep-alive
 //   PoolOptions        how many connections, and how long a caller waits for a free one
 //
 // Plain values. A password is only ever sent in AUTH; it never appears in messages or logs.
@@ -12,9 +14,25 @@
 
 namespace dlock {
 
+// TLS 1.2 or later over OpenSSL. With `verify` (the default) the server's certificate chain must
+// lead to a trusted CA and name `serverName` (or the host connected to): a DNS name or an IP
+// address. Files are read at each connect; a missing or unreadable one is a ConfigError then.
+struct TlsOptions {
+  bool enabled = false;
+  std::string caFile;    // PEM bundle of the CAs to trust; with caDir empty too, the system's store
+  std::string caDir;     // a directory of hashed CA certificates (openssl rehash)
+  std::string certFile;  // the client's certificate chain (PEM), for mutual TLS; with keyFile
+  std::string keyFile;   // its private key (PEM, not encrypted)
+  std::string serverName;  // sent as SNI and verified; empty: the host connected to
+  bool verify = true;      // false: no chain and no name check, logged as a warning at each connect
+};
+
 struct ConnectionOptions {
   std::string host = "127.0.0.1";
   int port = 6379;
+  // A Unix socket path; when set, host and port are not used (and TLS must be off).
+  std::string unixSocket;
+  TlsOptions tls;
   // AUTH: `password` alone for requirepass, `user` and `password` for an ACL user.
   std::string user;
   std::string password;
@@ -24,8 +42,10 @@ struct ConnectionOptions {
   std::chrono::milliseconds commandTimeout{std::chrono::seconds(1)};
   bool keepAlive = true;  // TCP keep-alive, so a dead peer is noticed on idle connections
 
-  // "host:port", for messages.
-  [[nodiscard]] std::string address() const { return host + ":" + std::to_string(port); }
+  // "host:port", or the Unix socket path, for messages.
+  [[nodiscard]] std::string address() const {
+    return unixSocket.empty() ? host + ":" + std::to_string(port) : unixSocket;
+  }
 };
 
 struct PoolOptions {

@@ -31,8 +31,9 @@ struct SentinelOptions {
   // The name the sentinels monitor the master under (`sentinel monitor <name> ...`).
   std::string masterName;
 
-  // The data nodes (master and replicas): credentials, database, timeouts, keep-alive.
-  // `host` and `port` are ignored: the sentinels name the master.
+  // The data nodes (master and replicas): credentials, database, timeouts, keep-alive, TLS (the
+  // sentinels are reached with the same TLS). `host` and `port` are ignored: the sentinels name
+  // the master.
   ConnectionOptions connection;
   PoolOptions pool;
 

@@ -1,0 +1,13 @@
+// Digest.h — SHA-1 as hex (OpenSSL's EVP), for the EVALSHA digests of our scripts (computed
+// locally, so the first call needs no SCRIPT LOAD round trip) and derived hash tags. Not used for
+// anything security-related.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace dlock::detail {
+
+[[nodiscard]] std::string sha1Hex(std::string_view data);
+
+}  // namespace dlock::detail

@@ -1,0 +1,135 @@
+#include "Socket.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "Errors.h"
+#include "dlock/LockError.h"
+
+namespace dlock::detail {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+int remainingMs(Steady::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now()).count();
+  return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
+}
+
+// A non-blocking connect to `address`, finished by `deadline`; the connected fd, or -1 with
+// `error` set (ETIMEDOUT when the deadline passed).
+int connectTo(int family, const sockaddr* address, socklen_t length, Steady::time_point deadline, int& error) {
+  const int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    error = errno;
+    return -1;
+  }
+  if (::connect(fd, address, length) != 0 && errno != EINPROGRESS) {
+    error = errno;
+    ::close(fd);
+    return -1;
+  }
+  pollfd pending{fd, POLLOUT, 0};
+  int ready = 0;
+  do {
+    ready = ::poll(&pending, 1, remainingMs(deadline));
+  } while (ready < 0 && errno == EINTR);
+  socklen_t size = sizeof error;
+  error = 0;
+  if (ready == 0) {
+    error = ETIMEDOUT;
+  } else if (ready < 0) {
+    error = errno;
+  } else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) {
+    error = errno;
+  }
+  if (error != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void setOption(int fd, int level, int name, int value) { (void)::setsockopt(fd, level, name, &value, sizeof value); }
+
+int connectUnix(const ConnectionOptions& options, Steady::time_point deadline) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (options.unixSocket.size() >= sizeof address.sun_path) {
+    throw ConfigError("dlock: the Unix socket path '" + options.unixSocket + "' is longer than " +
+                      std::to_string(sizeof address.sun_path - 1) + " bytes");
+  }
+  std::memcpy(address.sun_path, options.unixSocket.data(), options.unixSocket.size());
+  int error = 0;
+  const int fd = connectTo(AF_UNIX, reinterpret_cast<const sockaddr*>(&address), sizeof address, deadline, error);
+  if (fd < 0) throwSystemError(error, "connect to " + options.unixSocket);
+  return fd;
+}
+
+int connectTcp(const ConnectionOptions& options, Steady::time_point deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(options.port);
+  if (const int status = ::getaddrinfo(options.host.c_str(), port.c_str(), &hints, &found); status != 0) {
+    throw ConnectionError("dlock: connect to " + options.address() + ": cannot resolve the host: " +
+                          ::gai_strerror(status));
+  }
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> addresses(found, ::freeaddrinfo);
+  int error = EHOSTUNREACH;  // if the name has no address of a stream socket's family
+  for (const addrinfo* each = found; each != nullptr; each = each->ai_next) {
+    const int fd = connectTo(each->ai_family, each->ai_addr, each->ai_addrlen, deadline, error);
+    if (fd >= 0) {
+      setOption(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+      if (options.keepAlive) {
+        // As hiredis's redisKeepAlive: probes after 15 s idle, every 5 s, 3 of them.
+        setOption(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+        setOption(fd, IPPROTO_TCP, TCP_KEEPIDLE, 15);
+        setOption(fd, IPPROTO_TCP, TCP_KEEPINTVL, 5);
+        setOption(fd, IPPROTO_TCP, TCP_KEEPCNT, 3);
+      }
+      return fd;
+    }
+    if (error == ETIMEDOUT) break;  // the one connect timeout is spent
+  }
+  throwSystemError(error, "connect to " + options.address());
+}
+
+}  // namespace
+
+std::unique_ptr<Socket> Socket::connect(const ConnectionOptions& options, Steady::time_point deadline) {
+  const int fd = options.unixSocket.empty() ? connectTcp(options, deadline) : connectUnix(options, deadline);
+  return std::make_unique<Socket>(fd);
+}
+
+Socket::Socket(int fd) : fd_{fd} { forkSocket_.track(fd_.value); }
+
+Socket::~Socket() = default;
+
+Socket::OwnedFd::~OwnedFd() {
+  if (value >= 0) ::close(value);
+}
+
+bool waitReady(int fd, short events, Steady::time_point deadline, const char* what, const std::string& address) {
+  if (fd < 0) throwForkedError(std::string(what) + " " + address);
+  pollfd socket{fd, events, 0};
+  while (true) {
+    const int ready = ::poll(&socket, 1, remainingMs(deadline));
+    if (ready > 0) return true;
+    if (ready == 0) return false;
+    if (errno != EINTR) throwSystemError(errno, std::string(what) + " " + address);
+  }
+}
+
+}  // namespace dlock::detail
