@@ -819,3 +819,34 @@ TEST_SUITE("ClusterOperator") {
     for (pid_t pid : pids) CHECK_FALSE(dlock::test::processAlive(pid));
   }
 }
+
+TEST_SUITE("Cluster") {
+  TEST_CASE("one dead master touches only its own leases: a lease on a healthy master stays held and renewed") {
+    ClusterTopology cluster;
+    const auto owners = cluster.slotOwners();
+    const auto masters = cluster.masters();
+    const std::string healthy = keysOn(owners, masters[0], "healthy-", 1).front();
+    const std::string doomed = keysOn(owners, masters[1], "doomed-", 1).front();
+    auto options = optionsFor(cluster, {masters[0], masters[2]});
+    options.connection.connectTimeout = 300ms;
+    options.connection.commandTimeout = 500ms;
+    auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::ClusterOperator>(options)).watchdogLease(3s).build();
+    std::atomic<int> healthyLost{0};
+    lock->onLockLost([&](std::string_view key, std::uint64_t) {
+      if (key == healthy) ++healthyLost;
+    });
+    REQUIRE(lock->tryLock(healthy));
+    REQUIRE(lock->tryLock(doomed));
+    const auto renewalsBefore = lock->stats().renewals;
+    cluster.kill(masters[1]);
+    // Four more renewals of the healthy lease span more than its 3 s lease: had the dead master's
+    // failure discarded them, it would have been reported lost by now.
+    REQUIRE(dlock::test::eventually([&] { return lock->stats().renewals >= renewalsBefore + 4; }));
+    CHECK(lock->isHeld(healthy));
+    CHECK(healthyLost == 0);
+    RedisClient client = cluster.client(masters[0]);
+    CHECK(client.ok({"PTTL", "dlock:{" + healthy + "}"}).integer > 1000);  // freshly renewed
+    CHECK_NOTHROW(lock->unlock(healthy));
+    (void)lock->unlockQuietly(doomed);
+  }
+}
