@@ -28,7 +28,7 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-const std::string kShortTimeouts = "?connect_timeout=300&command_timeout=300";
+const std::string kShortTimeouts = "?connect_timeout=300ms&command_timeout=300ms";
 
 // One lock/unlock cycle of `key`; false when the key could not be had within a second.
 bool cycle(dlock::ILock& lock, const std::string& key) {

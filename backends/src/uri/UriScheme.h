@@ -51,7 +51,7 @@ const UriOption* anyOption(std::string_view name);
 std::shared_ptr<IOperator> connectParsed(const ParsedUri& uri, NodeTimeout nodeTimeout = std::nullopt);
 
 // The options of every scheme that reaches Redis servers (CommonOptions.cpp): connect_timeout,
-// command_timeout, pool_size, pool_wait, prefix; then `own`.
+// command_timeout, pool_size, pool_wait, prefix, lazy_connect; then `own`.
 std::vector<UriOption> withCommonOptions(std::vector<UriOption> own);
 // The connection to `endpoint` with the URI's credentials, database and timeouts; `connection`
 // carries the defaults of the options the URI leaves out.
