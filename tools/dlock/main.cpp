@@ -30,6 +30,7 @@
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/uri.h"
+#include "dlock/version.h"
 
 namespace {
 
