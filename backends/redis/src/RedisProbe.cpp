@@ -19,6 +19,12 @@ bool mentions(std::string_view text, std::string_view word) { return text.find(w
 
 // What the user should change, for a refusal the server gave; empty when dlock cannot tell.
 std::string fixForRefusal(std::string_view error) {
+  const bool auth = mentions(error, "NOAUTH") || mentions(error, "WRONGPASS") || mentions(error, "invalid password") ||
+                    mentions(error, "invalid username-password");
+  if (auth && mentions(error, "confirmed by the sentinels")) {  // the sentinels' refusal, not the master's
+    return "the sentinels refused (NOAUTH or WRONGPASS): give their credentials as sentinel_password= (and "
+           "sentinel_user=) in the URI";
+  }
   if (mentions(error, "WRONGPASS") || mentions(error, "invalid password") ||
       mentions(error, "invalid username-password")) {
     return "the server refused the password (WRONGPASS): check user:password in the URI";
