@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "HiredisCommand.h"  // tests/support: the argv command and commandstats, shared with the tests
 #include "dlock/uri.h"
 
 namespace dlock::bench {
@@ -115,15 +116,16 @@ class RawRedis {
 
   // One command as argv; throws on I/O errors (an error reply is returned like any other).
   Reply command(const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<size_t> lengths;
-    for (const auto& arg : args) {
-      argv.push_back(arg.data());
-      lengths.push_back(arg.size());
+    if (tls_) {
+      std::vector<const char*> argv;
+      std::vector<size_t> lengths;
+      for (const auto& arg : args) {
+        argv.push_back(arg.data());
+        lengths.push_back(arg.size());
+      }
+      return Reply(tls_->command(static_cast<int>(argv.size()), argv.data(), lengths.data()));
     }
-    if (tls_) return Reply(tls_->command(static_cast<int>(argv.size()), argv.data(), lengths.data()));
-    Reply reply(static_cast<redisReply*>(
-        redisCommandArgv(context_.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())));
+    Reply reply(test::commandArgv(*context_, args));
     if (!reply) throw std::runtime_error(context_->errstr);
     return reply;
   }
@@ -139,18 +141,7 @@ class RawRedis {
   }
   // `calls` per command name ("evalsha", "set", ...) from INFO commandstats. It counts the
   // commands scripts run inside EVALSHA as well, which are not round trips.
-  std::map<std::string, long long> commandCalls() {
-    const std::string info = text({"INFO", "commandstats"});
-    std::map<std::string, long long> calls;
-    std::size_t pos = 0;
-    while ((pos = info.find("cmdstat_", pos)) != std::string::npos) {
-      const auto colon = info.find(':', pos);
-      const auto count = info.find("calls=", colon);
-      calls[info.substr(pos + 8, colon - pos - 8)] = std::atoll(info.c_str() + count + 6);
-      pos = colon;
-    }
-    return calls;
-  }
+  std::map<std::string, long long> commandCalls() { return test::commandCallsIn(text({"INFO", "commandstats"})); }
 
  private:
   struct Free {

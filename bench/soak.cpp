@@ -52,7 +52,7 @@ int worker(const std::string& uri, int id, long long count, int keys, const std:
   // Reconnect warnings are the expected effect of the faults here: keep errors only.
   spdlog::stderr_color_mt("dlock")->set_level(spdlog::level::err);
   auto lock = dlock::LockBuilder()
-                  .backend(dlock::connect(withOptions(uri, "connect_timeout=500&command_timeout=500")))
+                  .backend(dlock::connect(withOptions(uri, "connect_timeout=500ms&command_timeout=500ms")))
                   .leaseTime(10s)
                   .build();
   dlock::bench::RawRedis data(uri);

@@ -1,5 +1,5 @@
-# Installs the headers, the library, the CMake package (find_package(dlock) gives dlock::dlock, and
-# the former per-layer names as aliases of it) and a pkg-config file (dlock.pc). Both are
+# Installs the headers, the library, the CMake package (find_package(dlock) gives dlock::dlock) and
+# a pkg-config file (dlock.pc). Both are
 # relocatable: they locate the prefix from where they are installed, so
 # `cmake --install build --prefix <anywhere>` works.
 #
@@ -13,9 +13,8 @@ include(CMakePackageConfigHelpers)
 set(DLOCK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)
 set(DLOCK_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-# The targets carry their include directory as $<INSTALL_INTERFACE:include> already.
-get_property(dlock_compat_targets GLOBAL PROPERTY DLOCK_COMPAT_TARGETS)
-install(TARGETS dlock ${dlock_compat_targets} EXPORT dlockTargets
+# The target carries its include directory as $<INSTALL_INTERFACE:include> already.
+install(TARGETS dlock EXPORT dlockTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -38,13 +37,17 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/dlockConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/dlockConfig.cmake ${PROJECT_BINARY_DIR}/dlockConfigVersion.cmake
   cmake/FindHiredis.cmake DESTINATION ${DLOCK_CMAKE_DIR})
 
-# pkg-config. `--libs` gives -ldlock; Libs.private, for `--static`, what dlock links PRIVATE
-# (dlock_add_dlock_library): hiredis, spdlog (and the fmt it was built against), Threads.
-set(DLOCK_PC_LIBS_PRIVATE "-lhiredis -lssl -lcrypto -lspdlog")
-if(TARGET fmt::fmt)
-  string(APPEND DLOCK_PC_LIBS_PRIVATE " -lfmt")
+# pkg-config. `pkg-config --cflags --libs dlock` must link either kind of dlock, without --static:
+# a static dlock (the default) carries undefined references to hiredis and spdlog, so it names them
+# in Requires (hiredis, spdlog and OpenSSL; pkg-config adds their -l flags and search paths); a shared one links them itself, so
+# they go in Requires.private (--static only). Threads come as -pthread in Libs either way.
+if(BUILD_SHARED_LIBS)
+  set(DLOCK_PC_REQUIRES "")
+  set(DLOCK_PC_REQUIRES_PRIVATE "hiredis, spdlog, libssl, libcrypto")
+else()
+  set(DLOCK_PC_REQUIRES "hiredis, spdlog, libssl, libcrypto")
+  set(DLOCK_PC_REQUIRES_PRIVATE "")
 endif()
-string(APPEND DLOCK_PC_LIBS_PRIVATE " -pthread")
 
 # prefix: relative to the .pc file's own directory (pkg-config's ${pcfiledir}), unless the
 # install directories are absolute.

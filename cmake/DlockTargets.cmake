@@ -2,8 +2,7 @@
 # into the one library users link, dlock (dlock_add_dlock_library below); inside the build the
 # layer keeps its own include directories, warnings and dependencies, so it compiles against only
 # what it links. Layers link each other by target name (dlock_api, dlock_core, dlock_redis, ...):
-# the dlock::<layer> names are the whole library (dlock_add_compat_targets), which a layer must
-# not link. <layer> is the layer's short name (the name of its library before there was one).
+# dlock::dlock is the whole library, which a layer must not link. <layer> is the layer's short name.
 function(dlock_add_library target layer)
   add_library(${target} OBJECT ${ARGN})
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
@@ -48,17 +47,4 @@ function(dlock_add_dlock_library)
   target_link_libraries(dlock
     PRIVATE hiredis::hiredis OpenSSL::SSL OpenSSL::Crypto spdlog::spdlog Threads::Threads
     INTERFACE ${build_interface} $<BUILD_INTERFACE:dlock_api> $<BUILD_INTERFACE:dlock_macros>)
-endfunction()
-
-# dlock_add_compat_targets(<name>...): dlock::<name> for the names of the one-library-per-layer
-# package (dlock::core, dlock::single, ...), each an INTERFACE target that links dlock::dlock, in
-# the build tree and in the installed package alike. Any mix of them links dlock once.
-function(dlock_add_compat_targets)
-  foreach(name IN LISTS ARGN)
-    add_library(dlock_compat_${name} INTERFACE)
-    add_library(dlock::${name} ALIAS dlock_compat_${name})
-    set_target_properties(dlock_compat_${name} PROPERTIES EXPORT_NAME ${name})
-    target_link_libraries(dlock_compat_${name} INTERFACE dlock)
-    set_property(GLOBAL APPEND PROPERTY DLOCK_COMPAT_TARGETS dlock_compat_${name})
-  endforeach()
 endfunction()

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "dlock/ILock.h"
+#include "dlock/ScopedLock.h"
 
 namespace examples {
 
@@ -45,15 +46,15 @@ class OrderService {
       : lock_(std::move(lock)), inventory_(std::move(inventory)) {}
 
   // Takes one unit of `item`, waiting up to 2 s for other instances working on the same item.
+  // The guard releases the key when the scope ends, also when the inventory throws.
   OrderResult placeOrder(const std::string& item) {
-    const std::string key = "order:" + item;
-    if (!lock_->tryLock(key, std::chrono::seconds(2))) return OrderResult::Busy;
+    dlock::ScopedLock guard(*lock_, "order:" + item, std::chrono::seconds(2));
+    if (!guard) return OrderResult::Busy;
     // Read, decide, write: safe only because no other instance runs this for the same item now.
     const int units = inventory_->unitsOf(item);
-    const OrderResult result = units > 0 ? OrderResult::Placed : OrderResult::OutOfStock;
-    if (result == OrderResult::Placed) inventory_->set(item, units - 1);
-    lock_->unlock(key);
-    return result;
+    if (units <= 0) return OrderResult::OutOfStock;
+    inventory_->set(item, units - 1);
+    return OrderResult::Placed;
   }
 
  private:

@@ -2,6 +2,7 @@
 
 #include "dlock/LockError.h"
 #include "dlock/uri.h"
+#include "uri/Probe.h"
 #include "uri/UriScheme.h"
 
 namespace dlock {
@@ -20,11 +21,17 @@ std::shared_ptr<IOperator> connectParsed(const ParsedUri& uri, NodeTimeout nodeT
     throw ConfigError("dlock: bad URI '" + uri.redacted + "': the " + uri.scheme +
                       " backend is not available in this build of dlock");
   }
-  return scheme->connect(uri, nodeTimeout);
+  std::shared_ptr<IOperator> backend = scheme->connect(uri, nodeTimeout);
+  if (!lazyConnect(uri)) probe(*backend);
+  return backend;
 }
 
 }  // namespace detail
 
-std::shared_ptr<IOperator> connect(std::string_view uri) { return detail::connectParsed(parseUri(uri)); }
+std::shared_ptr<IOperator> connect(std::string_view uri, const ConnectOptions& options) {
+  ParsedUri parsed = parseUri(uri);
+  if (options.lazy) parsed.options[std::string(detail::kLazyConnect.name)] = "true";  // as if the URI said so
+  return detail::connectParsed(parsed);
+}
 
 }  // namespace dlock

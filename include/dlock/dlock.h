@@ -30,6 +30,7 @@
 #include "dlock/common/Endpoint.h"
 #include "dlock/common/RedisOptions.h"
 #include "dlock/connect.h"
+#include "dlock/duration.h"
 #include "dlock/memory/MemoryOperator.h"
 #include "dlock/memory/VirtualClock.h"
 #include "dlock/redis/RedisOperator.h"
@@ -37,6 +38,7 @@
 #include "dlock/sentinel/SentinelOperator.h"
 #include "dlock/single/SingleOperator.h"
 #include "dlock/uri.h"
+#include "dlock/version.h"
 
 // Declarative locking (DLOCK_NO_SHORT_MACROS leaves out the DISTRIBUTED_… spellings).
 #include "dlock/ScopedLock.h"

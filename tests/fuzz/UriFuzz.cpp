@@ -32,27 +32,6 @@ std::size_t occurrences(std::string_view haystack, std::string_view needle) {
 
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Leniently: a bad escape stays as it is.
-std::string percentDecoded(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hexValue(text[i + 1]) >= 0 && hexValue(text[i + 2]) >= 0) {
-      out += static_cast<char>(hexValue(text[i + 1]) * 16 + hexValue(text[i + 2]));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
-
 // The password as written in the URI: raw (0), its URI syntax %-escaped (1), or all of it (2).
 std::string written(std::string_view password, unsigned escaping) {
   if (escaping % 3 == 0) return std::string(password);
@@ -78,7 +57,7 @@ std::string written(std::string_view password, unsigned escaping) {
 constexpr std::string_view kTemplates[] = {
     "redis://{P}@h:1{N}",
     "redis://:{P}@h:1/2{N}",
-    "redis://user:{P}@h:1?connect_timeout=1{N}",
+    "redis://user:{P}@h:1?connect_timeout=1s{N}",
     "redis://:{P}@{N}",
     "{N}redis://:{P}@h:1",
     "redis+sentinel://u:{P}@s1:1,s2:2/m/1{N}",
@@ -161,7 +140,8 @@ void passwordNeverShown(const std::uint8_t* data, std::size_t size) {
   // The marker somewhere in the password (where, the input says).
   const std::size_t at = bytes.empty() ? 0 : static_cast<unsigned char>(bytes.front()) % (bytes.size() + 1);
   const std::string password = std::string(bytes.substr(0, at)) + std::string(kMarker) + std::string(bytes.substr(at));
-  if (contains(other, kMarker) || contains(percentDecoded(other), kMarker)) return;  // would not be the password's
+  const auto decodedOther = dlock::percentDecode(other);  // the parser's own decoder; nullopt: it refuses `other`
+  if (contains(other, kMarker) || (decodedOther && contains(*decodedOther, kMarker))) return;  // not the password's
   std::string asWritten = written(password, escaping);
   // In the password-only spelling ("redis://secret@h") a raw ':' is the user/password separator
   // (RFC 3986): what comes before it is a user name, shown by design. A password holding ':'

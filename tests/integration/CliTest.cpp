@@ -498,13 +498,13 @@ TEST_SUITE("Cli") {
     CHECK(run.out() == "0\n1\n2\n" + std::to_string(Cli::kInheritedFd) + "\n");
   }
 
-  TEST_CASE("dlock status shows held or free, the remaining lease and the fencing token") {
+  TEST_CASE("dlock status shows held or free, the remaining lease and the fencing token, and exits 0 held, 1 free") {
     RedisProcess server;
     const std::string key = testKey("inspect");
     auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).watchdogLease(20s).build();
 
     Cli never({"--uri", server.uri(), "status", key});
-    CHECK(never.wait() == 0);
+    CHECK(never.wait() == 1);
     CHECK(never.out().find("held:          no\n") != std::string::npos);
     CHECK(never.out().find("fencing token: 0\n") != std::string::npos);
 
@@ -531,7 +531,7 @@ TEST_SUITE("Cli") {
 
     held.release();
     Cli afterRelease({"--uri", server.uri(), "status", key});
-    CHECK(afterRelease.wait() == 0);
+    CHECK(afterRelease.wait() == 1);
     CHECK(afterRelease.out().find("held:          no\nremaining:     -\nfencing token: " + std::to_string(token) +
                                   "\n") != std::string::npos);
   }
@@ -695,7 +695,7 @@ TEST_SUITE("Cli") {
     checkClean(fromEnvironment);
 
     Cli status({"--uri", uri, "status", key});
-    CHECK(status.wait() == 0);
+    CHECK(status.wait() == 1);  // free
     CHECK(status.out().find("backend:       redis://:***@127.0.0.1:" + port + "\n") != std::string::npos);
     checkClean(status);
 

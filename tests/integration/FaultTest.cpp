@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "LinkProxy.h"
+#include "LogCapture.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
@@ -28,7 +29,7 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-const std::string kShortTimeouts = "?connect_timeout=300&command_timeout=300";
+const std::string kShortTimeouts = "?connect_timeout=300ms&command_timeout=300ms";
 
 // One lock/unlock cycle of `key`; false when the key could not be had within a second.
 bool cycle(dlock::ILock& lock, const std::string& key) {
@@ -228,6 +229,35 @@ TEST_SUITE("Faults") {
     admin.ok({"ACL", "SETUSER", "nopublish", "+publish"});
     noPublish->unlock("k");
     CHECK(admin.ok({"EXISTS", "dlock:{k}"}).integer == 0);
+  }
+
+  TEST_CASE("a reconnect is logged only once the server answers, never before the error that says it does not") {
+    RedisProcess::Options config;
+    config.config = {"requirepass try-pw"};
+    RedisProcess server(config);
+    LinkProxy proxy(server.host(), server.port());
+    proxy.refuse();
+    // No password in the URI: the server, once reachable, refuses every command (NOAUTH).
+    auto backend = dlock::connect(proxy.uri() + "?lazy_connect=true&connect_timeout=500ms");
+    dlock::test::LogCapture log;
+    CHECK_THROWS_AS((void)backend->lock("k", "t", 5000ms), dlock::ConnectionError);
+    proxy.pass();
+    const auto deadline = std::chrono::steady_clock::now() + dlock::test::kEventBudget;
+    bool refused = false;
+    while (!refused && std::chrono::steady_clock::now() < deadline) {
+      try {
+        (void)backend->lock("k", "t", 5000ms);
+        FAIL("a lock without the password was granted");
+        break;
+      } catch (const dlock::BackendError& error) {
+        refused = true;
+        CHECK(std::string(error.what()).find("NOAUTH") != std::string::npos);
+      } catch (const dlock::ConnectionError&) {  // the pool's back-off after the refused connect
+        std::this_thread::yield();
+      }
+    }
+    CHECK(refused);
+    CHECK_MESSAGE(log.text().find("reconnected") == std::string::npos, log.text());
   }
 
   TEST_CASE("an unlock whose reply is lost after it ran is retried by the pool and reported released, not lost") {

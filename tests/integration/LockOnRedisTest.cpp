@@ -134,7 +134,7 @@ TEST_SUITE("LockOnRedis") {
   TEST_CASE("the server restarted mid-run: ConnectionError during the outage, then recovery") {
     RedisProcess server;
     RedisClient client(server.host(), server.port());
-    auto backend = dlock::connect(server.uri() + "?connect_timeout=300&command_timeout=300");
+    auto backend = dlock::connect(server.uri() + "?connect_timeout=300ms&command_timeout=300ms");
     auto lock = dlock::LockBuilder().backend(backend).leaseTime(5s).build();
     REQUIRE(lock->tryLock("a"));
     lock->unlock("a");
@@ -155,7 +155,7 @@ TEST_SUITE("LockOnRedis") {
   TEST_CASE("an unlock that fails with ConnectionError keeps the hold and the retried unlock releases") {
     RedisProcess server;
     auto lock = dlock::LockBuilder()
-                    .backend(dlock::connect(server.uri() + "?connect_timeout=300&command_timeout=300"))
+                    .backend(dlock::connect(server.uri() + "?connect_timeout=300ms&command_timeout=300ms"))
                     .leaseTime(60s)
                     .build();
     REQUIRE(lock->tryLock("k"));
@@ -239,7 +239,7 @@ TEST_SUITE("LockOnRedis") {
   TEST_CASE("a handle destroyed while the server is down logs the failure and does not throw") {
     RedisProcess server;
     auto lock = dlock::LockBuilder()
-                    .backend(dlock::connect(server.uri() + "?connect_timeout=200&command_timeout=200"))
+                    .backend(dlock::connect(server.uri() + "?connect_timeout=200ms&command_timeout=200ms"))
                     .leaseTime(30s)
                     .build();
     dlock::test::LogCapture log;

@@ -21,7 +21,7 @@ using dlock::test::RedisProcess;
 
 namespace {
 
-const std::string kShortTimeouts = "?connect_timeout=300&command_timeout=300";
+const std::string kShortTimeouts = "?connect_timeout=300ms&command_timeout=300ms";
 
 }  // namespace
 

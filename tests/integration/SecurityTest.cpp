@@ -33,10 +33,12 @@ TEST_SUITE("Security") {
       }
     };
 
-    // A wrong password, as a user and as password-only.
+    // A wrong password, as a user and as password-only: refused at connect, and at the first call
+    // when connecting lazily.
     for (const std::string& uri : {"redis://alice:" + secret + "@" + address, "redis://" + secret + "@" + address,
-                                   "redis://:" + secret + "@" + address + "?command_timeout=200"}) {
-      auto backend = dlock::connect(uri);
+                                   "redis://:" + secret + "@" + address + "?command_timeout=200ms"}) {
+      collect([&] { (void)dlock::connect(uri); });
+      auto backend = dlock::connect(uri, dlock::ConnectOptions{true});
       messages.push_back(backend->describe());
       auto lock = dlock::LockBuilder().backend(backend).build();
       collect([&] { (void)lock->tryLock("k"); });
@@ -44,15 +46,17 @@ TEST_SUITE("Security") {
       collect([&] { (void)lock->acquire("k"); });
     }
     // A server that is not there.
-    auto down = dlock::connect("redis://user:" + secret + "@127.0.0.1:" + std::to_string(dlock::test::freeLoopbackPort()) +
-                               "?connect_timeout=100");
+    const std::string downUri = "redis://user:" + secret + "@127.0.0.1:" +
+                                std::to_string(dlock::test::freeLoopbackPort()) + "?connect_timeout=100ms";
+    collect([&] { (void)dlock::connect(downUri); });
+    auto down = dlock::connect(downUri + "&lazy_connect=true");
     collect([&] { (void)down->lock("k", "t", 1000ms); });
     // Malformed URIs carrying the password.
     collect([&] { (void)dlock::connect("redis://user:" + secret + "@host:notaport"); });
     collect([&] { (void)dlock::connect("redis://user:" + secret + "@host:1?bogus=1"); });
     collect([&] { (void)dlock::connect("redis+sentinel://h:1/m?sentinel_password=" + secret + "&bogus=1"); });
 
-    REQUIRE(messages.size() >= 10);
+    REQUIRE(messages.size() >= 14);
     for (const auto& message : messages) CHECK_MESSAGE(message.find(secret) == std::string::npos, message);
     const std::string logged = log.text();
     CHECK_FALSE(logged.empty());  // the failures were logged, so the check below means something

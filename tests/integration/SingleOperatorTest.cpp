@@ -3,6 +3,7 @@
 #include <chrono>
 #include <string>
 
+#include "LogCapture.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
@@ -12,6 +13,7 @@
 #include "dlock/single/SingleOperator.h"
 
 using namespace std::chrono_literals;
+using dlock::test::LogCapture;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
 using dlock::test::extendedFlags;
@@ -210,7 +212,27 @@ TEST_SUITE("SingleOperator") {
     CHECK(asAlice->lock("b", "t", 5000ms).acquired);
     CHECK(asAlice->unlock("b", "t").released);
 
-    auto wrong = dlock::connect("redis://alice:not-her-password@" + address);
+    // connect() checks the password at once and names the fix.
+    try {
+      (void)dlock::connect("redis://alice:not-her-password@" + address);
+      FAIL("a wrong password must fail at connect");
+    } catch (const dlock::BackendError& error) {
+      const std::string what = error.what();
+      CAPTURE(what);
+      CHECK(what.find("the server refused the password (WRONGPASS): check user:password in the URI") !=
+            std::string::npos);
+      CHECK(what.find("AUTH as user 'alice'") != std::string::npos);
+      CHECK(what.find("not-her-password") == std::string::npos);
+    }
+    try {
+      (void)dlock::connect("redis://" + address);
+      FAIL("a missing password must fail at connect");
+    } catch (const dlock::BackendError& error) {
+      CHECK_MESSAGE(std::string(error.what()).find("(NOAUTH): give it in the URI") != std::string::npos, error.what());
+    }
+
+    // lazy_connect=true: the first call meets it, as before.
+    auto wrong = dlock::connect("redis://alice:not-her-password@" + address + "?lazy_connect=true");
     try {
       (void)wrong->lock("c", "t", 5000ms);
       FAIL("a wrong password must fail");
@@ -220,8 +242,31 @@ TEST_SUITE("SingleOperator") {
       CHECK(what.find("WRONGPASS") != std::string::npos);
       CHECK(what.find("not-her-password") == std::string::npos);
     }
-    auto none = dlock::connect("redis://" + address);
+    auto none = dlock::connect("redis://" + address, dlock::ConnectOptions{true});
     CHECK_THROWS_AS((void)none->lock("d", "t", 5000ms), dlock::BackendError);  // NOAUTH
+  }
+
+  TEST_CASE("connect fails at once, naming the fix, on a server that is not there or a database it lacks") {
+    const std::string nobody = "redis://127.0.0.1:" + std::to_string(dlock::test::freeLoopbackPort());
+    LogCapture log;
+    try {
+      (void)dlock::connect(nobody + "?connect_timeout=500ms");
+      FAIL("connect to a closed port succeeded");
+    } catch (const dlock::ConnectionError& error) {
+      CHECK_MESSAGE(std::string(error.what()).find("check the host and port in the URI") != std::string::npos,
+                    error.what());
+    }
+    CHECK_MESSAGE(log.text().find("reconnected") == std::string::npos, log.text());
+    CHECK_NOTHROW((void)dlock::connect(nobody, dlock::ConnectOptions{true}));  // lazy: nothing contacted
+
+    RedisProcess server;
+    try {
+      (void)dlock::connect(server.uri() + "/999");  // redis-server has 16 databases by default
+      FAIL("SELECT of a missing database succeeded");
+    } catch (const dlock::BackendError& error) {
+      CHECK_MESSAGE(std::string(error.what()).find("check the /db at the end of the URI") != std::string::npos,
+                    error.what());
+    }
   }
 
   TEST_CASE("SELECT puts the keys in the configured database") {

@@ -41,7 +41,7 @@ std::vector<test::LinkProxy*> Deployment::allClientLinks() {
   return links;
 }
 
-std::string clientQuery() { return "connect_timeout=300&command_timeout=300"; }
+std::string clientQuery() { return "connect_timeout=300ms&command_timeout=300ms&lazy_connect=true"; }
 
 SingleDeployment::SingleDeployment(std::size_t clients, Options options) : Deployment(clients), options_(options) {
   test::RedisProcess::Options server;
@@ -96,7 +96,7 @@ RedlockDeployment::RedlockDeployment(std::size_t clients, bool fakeClock) : Depl
 std::string RedlockDeployment::lockUri(std::size_t slot) const {
   std::string uri = "redlock://";
   for (std::size_t node = 0; node < kNodes; ++node) uri += (node == 0 ? "" : ",") + proxied(*proxies_.at(slot)[node]);
-  return uri + "?node_timeout=300";
+  return uri + "?node_timeout=300ms&lazy_connect=true";
 }
 
 std::vector<std::string> RedlockDeployment::dataAddresses() const {

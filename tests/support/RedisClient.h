@@ -13,17 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "HiredisCommand.h"
+
 namespace dlock::test {
-
-struct Reply {
-  int type = 0;  // REDIS_REPLY_*
-  std::string str;
-  long long integer = 0;
-  std::vector<Reply> elements;
-
-  [[nodiscard]] bool isNil() const { return type == REDIS_REPLY_NIL; }
-  [[nodiscard]] bool isError() const { return type == REDIS_REPLY_ERROR; }
-};
 
 class RedisClient {
  public:
@@ -39,16 +31,9 @@ class RedisClient {
 
   // Sends one command as a binary-safe argv; throws on I/O errors, returns error replies.
   Reply command(const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<size_t> lengths;
-    for (const auto& arg : args) {
-      argv.push_back(arg.data());
-      lengths.push_back(arg.size());
-    }
-    auto* raw = static_cast<redisReply*>(
-        redisCommandArgv(context_.get(), static_cast<int>(argv.size()), argv.data(), lengths.data()));
+    redisReply* raw = commandArgv(*context_, args);
     if (raw == nullptr) throw std::runtime_error(std::string("test client: ") + context_->errstr);
-    Reply reply = convert(*raw);
+    Reply reply = toReply(*raw);
     freeReplyObject(raw);
     return reply;
   }
@@ -61,30 +46,9 @@ class RedisClient {
   }
 
   // `calls` of each command in INFO commandstats, e.g. counts["evalsha"].
-  std::map<std::string, long long> commandCalls() {
-    std::map<std::string, long long> counts;
-    const std::string info = ok({"INFO", "commandstats"}).str;
-    std::size_t pos = 0;
-    while ((pos = info.find("cmdstat_", pos)) != std::string::npos) {
-      const auto colon = info.find(':', pos);
-      const auto calls = info.find("calls=", colon);
-      const auto comma = info.find(',', calls);
-      counts[info.substr(pos + 8, colon - pos - 8)] = std::stoll(info.substr(calls + 6, comma - calls - 6));
-      pos = comma;
-    }
-    return counts;
-  }
+  std::map<std::string, long long> commandCalls() { return commandCallsIn(ok({"INFO", "commandstats"}).str); }
 
  private:
-  static Reply convert(const redisReply& raw) {
-    Reply reply;
-    reply.type = raw.type;
-    reply.integer = raw.integer;
-    if (raw.str != nullptr) reply.str.assign(raw.str, raw.len);
-    for (size_t i = 0; i < raw.elements; ++i) reply.elements.push_back(convert(*raw.element[i]));
-    return reply;
-  }
-
   struct Free {
     void operator()(redisContext* context) const { redisFree(context); }
   };

@@ -125,15 +125,24 @@ TEST_SUITE("ClusterOperator") {
     budget.seeds = {{"127.0.0.1", 7000}};
     budget.retryBudget = 0ms;
     CHECK_THROWS_AS(dlock::ClusterOperator{budget}, dlock::ConfigError);
-    const auto fromUri = dlock::connect("redis+cluster://user:secret@127.0.0.1:7000,127.0.0.1:7001?prefix=app:");
+    const auto fromUri =
+        dlock::connect("redis+cluster://user:secret@127.0.0.1:7000,127.0.0.1:7001?prefix=app:&lazy_connect=true");
     CHECK(fromUri->describe() == "redis+cluster://127.0.0.1:7000,127.0.0.1:7001");
   }
 
   TEST_CASE("with every seed dead, a call fails with ConnectionError naming them") {
     const int first = dlock::test::freeLoopbackPort();
     const int second = dlock::test::freeLoopbackPort();
-    auto backend =
-        dlock::connect("redis+cluster://127.0.0.1:" + std::to_string(first) + ",127.0.0.1:" + std::to_string(second));
+    const std::string uri = "redis+cluster://127.0.0.1:" + std::to_string(first) + ",127.0.0.1:" + std::to_string(second);
+    try {
+      (void)dlock::connect(uri);  // connect() asks the seeds for the slot map at once
+      FAIL("connect to a dead cluster returned");
+    } catch (const dlock::ConnectionError& error) {
+      const std::string message = error.what();
+      CHECK(message.find("127.0.0.1:" + std::to_string(first)) != std::string::npos);
+      CHECK(message.find("check the host and port in the URI") != std::string::npos);
+    }
+    auto backend = dlock::connect(uri, dlock::ConnectOptions{true});
     const auto start = Steady::now();
     try {
       (void)backend->lock("k", "token", 1000ms);

@@ -34,8 +34,9 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
+// Made lazily, as these tests check what the calls do (connect()'s own check has its tests).
 std::shared_ptr<dlock::SentinelOperator> sentinelOperator(const std::string& uri) {
-  auto backend = std::dynamic_pointer_cast<dlock::SentinelOperator>(dlock::connect(uri));
+  auto backend = std::dynamic_pointer_cast<dlock::SentinelOperator>(dlock::connect(uri, dlock::ConnectOptions{true}));
   REQUIRE(backend.get() != nullptr);
   return backend;
 }
@@ -503,6 +504,18 @@ TEST_SUITE("SentinelOperator") {
     REQUIRE(backend->lock("k", "token-1", 10000ms).acquired);
     CHECK(set.dataClient(0).ok({"GET", "dlock:{k}"}).str == "token-1");
     CHECK(backend->describe().find("secret") == std::string::npos);
+
+    // connect() asks the sentinels at once and names the fix.
+    try {
+      (void)dlock::connect(withCredentials);
+      FAIL("connect without the sentinel password succeeded");
+    } catch (const dlock::BackendError& error) {
+      CHECK_MESSAGE(std::string(error.what()).find("the sentinels refused (NOAUTH or WRONGPASS): give their "
+                                                    "credentials as sentinel_password=") != std::string::npos,
+                    error.what());
+      CHECK(std::string(error.what()).find("secret") == std::string::npos);
+    }
+    CHECK_NOTHROW((void)dlock::connect(withCredentials + "?sentinel_password=sentinel-secret"));
 
     // The data password alone: the sentinels refuse, which waiting will not mend.
     auto noSentinelPassword = sentinelOperator(withCredentials);

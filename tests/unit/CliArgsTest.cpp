@@ -8,16 +8,21 @@
 #include <vector>
 
 #include "CliArgs.h"
+#include "dlock/duration.h"
 
 using namespace std::chrono_literals;
 using dlock::cli::CliOptions;
 using dlock::cli::Mode;
 using dlock::cli::OnLost;
 using dlock::cli::parseArgs;
-using dlock::cli::parseDuration;
 using dlock::cli::UsageError;
 
 namespace {
+
+// The command reads durations with the library's one parser, a bare number being seconds.
+std::optional<std::chrono::milliseconds> parseDuration(std::string_view text) {
+  return dlock::parseDuration(text, dlock::BareNumber::Seconds, dlock::cli::kMaxDuration);
+}
 
 CliOptions parse(const std::vector<std::string>& args, const char* environment = nullptr) {
   return parseArgs(args, environment);
@@ -135,7 +140,11 @@ TEST_SUITE("CliArgs") {
     CHECK(usageErrorOf({"-n", "-w", "1s", "k", "--", "true"}) == "--wait and --no-wait exclude each other");
   }
 
-  TEST_CASE("durations take ms, s, m, h, fractions and bare seconds, and refuse garbage and overflow") {
+  TEST_CASE("durations take us, ms, s, m, h, fractions and bare seconds, and refuse garbage and overflow") {
+    CHECK(parseDuration("250us") == 1ms);  // rounded up
+    CHECK(parseDuration("1500us") == 2ms);
+    CHECK(parseArgs({"--wait", "10", "k", "--", "true"}, nullptr).wait == 10s);  // flock -w 10
+    CHECK(parseArgs({"--wait", "1.5m", "--ttl", "2500ms", "k", "--", "true"}, nullptr).wait == 90s);
     CHECK(parseDuration("500ms") == 500ms);
     CHECK(parseDuration("30s") == 30s);
     CHECK(parseDuration("2m") == 2min);

@@ -1,20 +1,61 @@
 // The README's C++ snippets, verbatim (tests/CheckReadmeSnippets.cmake fails when they drift),
 // so every snippet a reader copies compiles; the ones that need no server also run.
 // clang-format off
+#include <dlock/ScopedLock.h>
 #include <dlock/connect.h>
 #include <dlock/core/LockBuilder.h>
 
 std::shared_ptr<dlock::ILock> makeLock() {
   return dlock::LockBuilder()
-      .backend(dlock::connect("redis://127.0.0.1:6379"))
+      .backend(dlock::connect("redis://127.0.0.1:6379"))  // checks the server now
       .build();  // the watchdog keeps a 30 s lease alive while a key is held
 }
 
 bool refund(dlock::ILock& lock, const std::string& orderId) {
+  dlock::ScopedLock guard(lock, "order:" + orderId, std::chrono::seconds(2));
+  if (!guard) return false;  // busy: try later
+  // ... the critical section: a throw here still releases the key ...
+  return true;
+}  // released here
+
+#include <dlock/ScopedLock.h>
+#include <dlock/core/LockBuilder.h>
+#include <dlock/memory/MemoryOperator.h>
+
+class Refunds {
+ public:
+  explicit Refunds(std::shared_ptr<dlock::ILock> lock) : lock_(std::move(lock)) {}
+
+  bool refund(const std::string& orderId) {
+    dlock::ScopedLock guard(*lock_, "order:" + orderId, std::chrono::seconds(2));
+    if (!guard) return false;
+    // ... read the order, pay it back, mark it refunded ...
+    return true;
+  }
+
+ private:
+  std::shared_ptr<dlock::ILock> lock_;
+};
+
+void refundsRunOnTheMemoryBackend() {  // a unit test: no server, no sleeping
+  auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).build();
+  Refunds refunds(lock);
+  bool refunded = refunds.refund("42");     // true
+  bool released = !lock->isHeld("order:42");  // true: the guard released it
+  (void)refunded;
+  (void)released;
+}
+
+bool refundByHand(dlock::ILock& lock, const std::string& orderId) {
   const std::string key = "order:" + orderId;
-  if (!lock.tryLock(key, std::chrono::seconds(2))) return false;  // busy: try later
-  // ... the critical section ...
-  lock.unlock(key);
+  if (!lock.tryLock(key, std::chrono::seconds(2))) return false;
+  try {
+    // ... the critical section ...
+  } catch (...) {
+    lock.unlock(key);  // without this, a throw leaves the key held
+    throw;
+  }
+  lock.unlock(key);  // LockLostError if the lease ended first
   return true;
 }
 
@@ -93,12 +134,31 @@ void handOff(dlock::ILock& lock) {
 
 #include <doctest/doctest.h>
 
+#include <stdexcept>
+
 #include "dlock/core/DefaultLock.h"
 
 TEST_SUITE("Readme") {
+  TEST_CASE("the README's guard releases the key when the critical section throws") {
+    auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).build();
+    try {
+      dlock::ScopedLock guard(*lock, "order:44", std::chrono::seconds(2));
+      REQUIRE(guard);
+      throw std::runtime_error("the refund failed");
+    } catch (const std::runtime_error&) {
+    }
+    CHECK_FALSE(lock->isHeld("order:44"));
+    CHECK(lock->tryLock("order:44"));  // free for the next caller
+    lock->unlock("order:44");
+  }
+
   TEST_CASE("the README snippets run on the memory backend") {
     auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).build();
     CHECK(refund(*lock, "42"));
+    CHECK_FALSE(lock->isHeld("order:42"));
+    CHECK(refundByHand(*lock, "43"));
+    CHECK_FALSE(lock->isHeld("order:43"));
+    refundsRunOnTheMemoryBackend();
     transfer(*lock);
     handOff(*lock);
     leaseExpiresOnTheVirtualClock();

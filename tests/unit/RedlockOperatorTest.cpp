@@ -666,13 +666,15 @@ TEST_SUITE("RedlockOperator") {
     CHECK(memory->describe() == "redlock://memory://;memory://;memory://");
     CHECK(memory->lock("k", "t", 1s).acquired);
     CHECK_THROWS_AS((void)dlock::connect("redlock://memory://;memory://"), dlock::ConfigError);
-    // Redis nodes connect lazily: nothing is contacted here.
-    const auto hosts = dlock::connect("redlock://127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003?node_timeout=30ms");
+    // Redis nodes told to connect lazily: nothing is contacted here.
+    const auto hosts =
+        dlock::connect("redlock://127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003?node_timeout=30ms&lazy_connect=true");
     CHECK(hosts->describe() ==
           "redlock://redis://127.0.0.1:7001;redis://127.0.0.1:7002;redis://127.0.0.1:7003");
     CHECK(dynamic_cast<dlock::RedlockOperator&>(*hosts).options().nodeTimeout == 30ms);
     const auto members = dlock::connect(
-        "redlock://redis://127.0.0.1:7001?node_timeout=20;redis://127.0.0.1:7002;redis://:secret@127.0.0.1:7003");
+        "redlock://redis://127.0.0.1:7001?node_timeout=20ms;redis://127.0.0.1:7002;redis://:secret@127.0.0.1:7003",
+        dlock::ConnectOptions{true});
     CHECK(dynamic_cast<dlock::RedlockOperator&>(*members).options().nodeTimeout == dlock::RedlockOptions().nodeTimeout);
     CHECK(members->describe().find("secret") == std::string::npos);
     try {
@@ -684,7 +686,7 @@ TEST_SUITE("RedlockOperator") {
       CHECK(message.find("pw") == std::string::npos);
     }
     CHECK_THROWS_AS((void)dlock::connect("redlock://127.0.0.1:7001,127.0.0.1:7002"), dlock::ConfigError);
-    CHECK_THROWS_AS((void)dlock::connect("redlock://127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003?node_timeout=0"),
+    CHECK_THROWS_AS((void)dlock::connect("redlock://127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003?node_timeout=0ms"),
                     dlock::ConfigError);
   }
 

@@ -1,12 +1,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 #include <type_traits>
 
 #include "dlock/LockError.h"
-#include "dlock/core/Uri.h"  // the former name of dlock/uri.h, kept for users
+#include "dlock/duration.h"
 #include "dlock/uri.h"
 
 using namespace std::chrono_literals;
@@ -93,6 +94,8 @@ TEST_SUITE("Uri") {
     CHECK(configErrorOf("redis://h:1?bogus=1").find("unknown option 'bogus' for redis://") != std::string::npos);
     CHECK(configErrorOf("redis://h:1?command_timeout=-5").find("command_timeout") != std::string::npos);
     CHECK(configErrorOf("redis://h:1?command_timeout=soon").find("positive duration") != std::string::npos);
+    CHECK(configErrorOf("redis://h:1?command_timeout=0ms").find("positive duration") != std::string::npos);
+    CHECK(configErrorOf("redis://h:1?command_timeout=25h").find("at most a day") != std::string::npos);
     CHECK(configErrorOf("redis://h:1?pool_size=0").find("pool_size") != std::string::npos);
     CHECK(configErrorOf("redis://u:p%zz@h:1").find("%-escape") != std::string::npos);
     CHECK(configErrorOf("redis://[::1:7000").find("unclosed") != std::string::npos);
@@ -144,18 +147,18 @@ TEST_SUITE("Uri") {
     CHECK(contains(configErrorOf("redis://h:1?node_timeout=5ms"), "option 'node_timeout' does not apply to redis://"));
     CHECK(contains(configErrorOf("redis+sentinel://s/m?bogus=1"),
                    "unknown option 'bogus' for redis+sentinel://; it takes connect_timeout, command_timeout, pool_size, "
-                   "pool_wait, prefix, sentinel_user, sentinel_password, wait_replicas, wait_timeout"));
+                   "pool_wait, prefix, lazy_connect, sentinel_user, sentinel_password, wait_replicas, wait_timeout"));
     const std::string member = configErrorOf("redlock://redis://a:1;redis://b:2?wait_replicas=1");
     CHECK_MESSAGE(contains(member, "member 2: option 'wait_replicas' does not apply to redis:// (a redlock member); it "
-                                   "takes connect_timeout, command_timeout, pool_size, pool_wait, prefix, node_timeout"),
+                                   "takes connect_timeout, command_timeout, pool_size, pool_wait, prefix, lazy_connect, node_timeout"),
                   member);
 
     // What each scheme takes still parses, with its meaning.
-    CHECK_NOTHROW((void)dlock::parseUri("redis://h:1?connect_timeout=1&command_timeout=2s&pool_size=3&pool_wait=4ms&prefix=p:"));
-    CHECK_NOTHROW((void)dlock::parseUri("redis+sentinel://s/m?sentinel_user=u&sentinel_password=p&wait_replicas=0&wait_timeout=5"));
-    CHECK_NOTHROW((void)dlock::parseUri("redis+cluster://n:1?connect_timeout=1&command_timeout=2&pool_size=3&pool_wait=4&prefix=p"));
+    CHECK_NOTHROW((void)dlock::parseUri("redis://h:1?connect_timeout=1s&command_timeout=2s&pool_size=3&pool_wait=4ms&prefix=p:"));
+    CHECK_NOTHROW((void)dlock::parseUri("redis+sentinel://s/m?sentinel_user=u&sentinel_password=p&wait_replicas=0&wait_timeout=5ms"));
+    CHECK_NOTHROW((void)dlock::parseUri("redis+cluster://n:1?connect_timeout=1m&command_timeout=2s&pool_size=3&pool_wait=4ms&prefix=p"));
     CHECK(dlock::parseUri("redlock://a:1,b:2,c:3?node_timeout=30ms&prefix=p").duration("node_timeout", 1ms) == 30ms);
-    const auto list = dlock::parseUri("redlock://redis://a:1?node_timeout=20;redis+sentinel://s/m?node_timeout=3s;memory://");
+    const auto list = dlock::parseUri("redlock://redis://a:1?node_timeout=20ms;redis+sentinel://s/m?node_timeout=3s;memory://");
     CHECK(list.members[0].duration("node_timeout", 1ms) == 20ms);
     CHECK(list.members[1].duration("node_timeout", 1ms) == 3s);
   }
@@ -169,10 +172,14 @@ TEST_SUITE("Uri") {
       }
       return out;
     };
-    CHECK(names("redis") == std::vector<std::string>{"connect_timeout", "command_timeout", "pool_size", "pool_wait", "prefix"});
+    CHECK(names("redis") ==
+          std::vector<std::string>{"connect_timeout", "command_timeout", "pool_size", "pool_wait", "prefix", "lazy_connect"});
     CHECK(names("redis+cluster") == names("redis"));
     CHECK(names("redlock").back() == "node_timeout");
-    CHECK(names("redis+sentinel").size() == 9);
+    CHECK(names("redis+sentinel").size() == 10);
+    CHECK(dlock::parseUri("redis://h:1?lazy_connect=true").flag("lazy_connect", false));
+    CHECK_FALSE(dlock::parseUri("redis://h:1?lazy_connect=false").flag("lazy_connect", true));
+    CHECK(contains(configErrorOf("redis://h:1?lazy_connect=yes"), "option lazy_connect='yes' is not true or false"));
     CHECK(names("memory").empty());
     CHECK(names("http").empty());
     for (const auto& option : dlock::uriOptions("redis+sentinel")) {
@@ -293,13 +300,12 @@ TEST_SUITE("Uri") {
     CHECK(dlock::parseUri("redis://h:1?prefix=a%40b").text("prefix", "") == "a@b");
   }
 
-  TEST_CASE("hosts are dlock::Endpoint, still spelt UriHost, whose address() is host:port") {
-    static_assert(std::is_same_v<dlock::UriHost, dlock::Endpoint>);
+  TEST_CASE("hosts are dlock::Endpoint, whose address() is host:port") {
     const auto cluster = dlock::parseUri("redis+cluster://n1:7000,n2");
     REQUIRE(cluster.hosts.size() == 2);
     CHECK(cluster.hosts[0].address() == "n1:7000");
     CHECK(cluster.hosts[1].address() == "n2:6379");
-    const dlock::UriHost seed{"s", 26379};
+    const dlock::Endpoint seed{"s", 26379};
     CHECK(seed.address() == "s:26379");
   }
 
@@ -361,5 +367,46 @@ TEST_SUITE("Uri") {
     CHECK(!contains(configErrorOf("unix://:pw-y@relative"), "pw-y"));
     CHECK(contains(configErrorOf("unix:///s?db=x"), "option db='x' is not a count"));
     CHECK(contains(configErrorOf("unix:///s?wait_replicas=1"), "option 'wait_replicas' does not apply to unix://"));
+  }
+  TEST_CASE("a duration without a unit is a ConfigError that names the option and the fix") {
+    for (const char* name : {"connect_timeout", "command_timeout", "pool_wait"}) {
+      const std::string error = configErrorOf(std::string("redis://h:1?") + name + "=1");
+      CHECK_MESSAGE(contains(error, "option " + std::string(name) + "='1': give a unit, e.g. 1s or 500ms"), error);
+    }
+    CHECK(contains(configErrorOf("redis+sentinel://s/m?wait_timeout=250"), "wait_timeout='250': give a unit"));
+    CHECK(contains(configErrorOf("redlock://a:1,b:2,c:3?node_timeout=1.5"), "node_timeout='1.5': give a unit"));
+    CHECK(contains(configErrorOf("redlock://redis://a:1?node_timeout=20;redis://b:2;redis://c:3"),
+                   "member 1: option node_timeout='20': give a unit"));
+  }
+
+  TEST_CASE("durations take us, ms, s, m and h, with a fraction, rounded up to milliseconds") {
+    const auto durationOf = [](const std::string& value) {
+      return dlock::parseUri("redis://h:1?command_timeout=" + value).duration("command_timeout", 1ms);
+    };
+    CHECK(durationOf("500ms") == 500ms);
+    CHECK(durationOf("2s") == 2s);
+    CHECK(durationOf("1m") == 1min);
+    CHECK(durationOf("1h") == 1h);
+    CHECK(durationOf("1.5s") == 1500ms);
+    CHECK(durationOf("2500us") == 3ms);
+    CHECK(durationOf("1us") == 1ms);  // never rounded down to zero
+    CHECK(durationOf("24h") == 24h);
+    CHECK(dlock::parseDuration("10", dlock::BareNumber::Seconds) == 10s);
+    CHECK_FALSE(dlock::parseDuration("10", dlock::BareNumber::Refused).has_value());
+    for (const char* bad : {"", "s", "1x", "1 s", "-1s", "1.s", "1ss", "ms", "1e3ms"}) {
+      CAPTURE(bad);
+      CHECK_FALSE(dlock::parseDuration(bad, dlock::BareNumber::Seconds).has_value());
+    }
+    CHECK_FALSE(dlock::parseDuration("2h", dlock::BareNumber::Refused, 1h).has_value());
+  }
+
+  TEST_CASE("percentDecode decodes %XX escapes and refuses a bad or truncated one") {
+    CHECK(dlock::percentDecode("a%40b%2Fc%3f") == std::optional<std::string>("a@b/c?"));
+    CHECK(dlock::percentDecode("plain") == std::optional<std::string>("plain"));
+    CHECK(dlock::percentDecode("%00").value() == std::string(1, '\0'));
+    for (const char* bad : {"%", "%4", "a%zz", "%g0"}) {
+      CAPTURE(bad);
+      CHECK_FALSE(dlock::percentDecode(bad).has_value());
+    }
   }
 }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "dlock/Validation.h"
+#include "dlock/duration.h"
 #include "dlock/uri.h"
 
 namespace dlock::cli {
@@ -51,7 +52,7 @@ const std::map<std::string, OptionSpec>& optionSpecs() {
 }
 
 milliseconds durationArgument(const std::string& option, const std::string& value) {
-  const auto duration = parseDuration(value);
+  const auto duration = dlock::parseDuration(value, BareNumber::Seconds, kMaxDuration);
   if (!duration) {
     throw UsageError(option + ": '" + value + "' is not a duration (e.g. 500ms, 30s, 2m)");
   }
@@ -72,73 +73,7 @@ void checkKeyArgument(const std::string& key) {
   }
 }
 
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string percentDecoded(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hexValue(text[i + 1]) >= 0 && hexValue(text[i + 2]) >= 0) {
-      out += static_cast<char>(hexValue(text[i + 1]) * 16 + hexValue(text[i + 2]));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
-
 }  // namespace
-
-std::optional<milliseconds> parseDuration(std::string_view text) {
-  // Number: digits with an optional fraction. Unit: ms, s, m, h; none means seconds.
-  std::size_t i = 0;
-  std::uint64_t whole = 0;
-  std::uint64_t fraction = 0;
-  std::uint64_t fractionScale = 1;
-  std::size_t digits = 0;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++digits) {
-    whole = whole * 10 + static_cast<std::uint64_t>(text[i] - '0');
-    if (whole > 1'000'000'000'000ULL) return std::nullopt;
-  }
-  if (i < text.size() && text[i] == '.') {
-    ++i;
-    std::size_t fractionDigits = 0;
-    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++fractionDigits) {
-      if (fractionDigits < 9) {  // beyond a nanosecond of precision, digits no longer matter
-        fraction = fraction * 10 + static_cast<std::uint64_t>(text[i] - '0');
-        fractionScale *= 10;
-      }
-    }
-    if (fractionDigits == 0) return std::nullopt;
-    digits += fractionDigits;
-  }
-  if (digits == 0) return std::nullopt;
-  const std::string_view unit = text.substr(i);
-  std::uint64_t unitMillis = 0;
-  if (unit == "ms") {
-    unitMillis = 1;
-  } else if (unit.empty() || unit == "s") {
-    unitMillis = 1000;
-  } else if (unit == "m") {
-    unitMillis = 60'000;
-  } else if (unit == "h") {
-    unitMillis = 3'600'000;
-  } else {
-    return std::nullopt;
-  }
-  const auto limit = static_cast<std::uint64_t>(kMaxDuration.count());
-  if (whole > limit / unitMillis) return std::nullopt;
-  // fraction / fractionScale of a unit, rounded up to a whole millisecond.
-  const std::uint64_t fractionMillis = (fraction * unitMillis + fractionScale - 1) / fractionScale;
-  const std::uint64_t total = whole * unitMillis + fractionMillis;
-  if (total > limit) return std::nullopt;
-  return milliseconds(static_cast<milliseconds::rep>(total));
-}
 
 std::string formatDuration(milliseconds duration) {
   const auto count = duration.count();
@@ -297,12 +232,18 @@ Options:
   -h, --help             show this help and exit
       --version          show the version and exit
 
-Durations: 500ms, 30s, 2m, 1h, 1.5s; a bare number is seconds.
+Durations: 250us, 500ms, 30s, 2m, 1h, 1.5s; a bare number is seconds, as flock(1) takes it.
 
-dlock status KEY prints whether KEY is held, its remaining lease, and the last fencing token
-handed out for it (0: never locked).
+dlock status KEY prints five lines, "name: value":
+  key            KEY, quoted
+  backend        the URI, its passwords masked
+  held           yes or no
+  remaining      the holder's lease left (e.g. 29571ms), or - when free
+  fencing token  the last token handed out for KEY: the holder's while held (0: never locked)
+and exits 0 when KEY is held, 1 when it is free, so a script can test it:
+  if dlock status nightly-report >/dev/null; then echo "running elsewhere"; fi
 
-Exit status:
+Exit status (status KEY: 0 held, 1 free, or one of dlock's own below):
   COMMAND's status, or 128+N when COMMAND was killed by signal N
   1    KEY was not had in time (-E N changes it)
   3    the lease was lost while COMMAND ran: it was not protected (--lost-exit-code N),
@@ -331,8 +272,8 @@ std::vector<std::string> uriSecrets(std::string_view text) {
   // URI, and so reaches an error message) is found whole.
   for (const std::string& secret : dlock::uriPasswords(text)) {
     secrets.push_back(secret);
-    const std::string decoded = percentDecoded(secret);
-    if (decoded != secret && !decoded.empty()) secrets.push_back(decoded);
+    const auto decoded = dlock::percentDecode(secret);
+    if (decoded && *decoded != secret && !decoded->empty()) secrets.push_back(*decoded);
   }
   // Longest first, so a secret containing another is masked whole.
   std::sort(secrets.begin(), secrets.end(), [](const std::string& a, const std::string& b) {

@@ -3,7 +3,8 @@
 //   CliOptions     what one invocation asks for: run a command under a lock, show a key's status,
 //                  print the help or the version
 //   parseArgs()    argv (without argv[0]) and $DLOCK_URI → CliOptions; UsageError when malformed
-//   parseDuration  "500ms", "30s", "2m", "1h", "1.5s", "10" (seconds) → milliseconds
+//   durations      dlock::parseDuration (<dlock/duration.h>) with BareNumber::Seconds: "500ms", "30s",
+//                  "2m", "1h", "1.5s", and "10" (seconds, as flock -w takes)
 //   uriSecrets / scrubSecrets   the passwords inside URIs, and text with them masked: a second
 //                  line of defence for messages dlock did not compose itself (the URIs dlock
 //                  prints itself go through dlock::redactUri)
@@ -21,6 +22,7 @@
 namespace dlock::cli {
 
 // Exit codes of dlock itself; everything else is the command's own status.
+inline constexpr int kExitStatusFree = 1;   // `dlock status KEY`: KEY is free (0: held)
 inline constexpr int kExitUsage = 2;         // bad arguments or a bad URI
 inline constexpr int kExitFailure = 125;     // dlock failed: backend unreachable or an error reply
 inline constexpr int kExitCannotRun = 126;   // the command exists but cannot be executed
@@ -65,11 +67,6 @@ inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(24 
 // Parses the arguments after argv[0]. `uriFromEnvironment` is $DLOCK_URI (nullptr or empty when
 // unset). UsageError names the offending argument.
 [[nodiscard]] CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEnvironment);
-
-// "500ms", "30s", "2m", "1h", with an optional decimal fraction ("1.5s"); a bare number is
-// seconds, as flock -w and timeout(1) take. Rounded up to whole milliseconds. Nullopt when
-// malformed, negative or longer than kMaxDuration; zero is returned as zero.
-[[nodiscard]] std::optional<std::chrono::milliseconds> parseDuration(std::string_view text);
 
 // A duration as the shortest exact text: "2m", "30s", "1500ms".
 [[nodiscard]] std::string formatDuration(std::chrono::milliseconds duration);

@@ -30,6 +30,7 @@
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/uri.h"
+#include "dlock/version.h"
 
 namespace {
 
@@ -130,7 +131,7 @@ int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<
     log.error("dlock: writing the status failed: {}", std::strerror(errno));
     return kExitFailure;
   }
-  return 0;
+  return info.held ? 0 : kExitStatusFree;  // scriptable: `if dlock status KEY; then ...`
 }
 
 int runLocked(const CliOptions& options, spdlog::logger& log) {

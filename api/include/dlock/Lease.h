@@ -19,7 +19,7 @@
 namespace dlock {
 namespace detail {
 
-// The lock's side of a Lease; implemented in dlock::core.
+// The lock's side of a Lease; implemented in core/ (the dlock_core layer).
 class LeaseControl {
  public:
   LeaseControl() = default;

@@ -1,10 +1,11 @@
 // uri.h — parsing of backend URIs (see <dlock/connect.h> for the forms). Plain values.
 //
-//   Endpoint            a host and port of the URI (<dlock/common/Endpoint.h>; UriHost is its old name)
+//   Endpoint            a host and port of the URI (<dlock/common/Endpoint.h>)
 //   uriOptions(scheme)  the query options a scheme accepts: name, type, meaning
 //   parseUri(uri)       the URI's parts → ParsedUri; ConfigError when malformed
 //   redactUri(uri)      the URI for messages, with whatever may hold a password masked
 //   uriPasswords(uri)   the masked passwords themselves, as written (to scrub foreign text)
+//   percentDecode(text) %XX escapes decoded, as the URI's user, password and query values are
 //
 // parseUri() checks the shape (scheme, hosts, ports, database) and the options: each must be one
 // the scheme accepts, with a value of its type; each scheme declares its own, beside the code that
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,12 +25,11 @@
 
 namespace dlock {
 
-using UriHost = Endpoint;
-
 enum class UriOptionType {
-  Duration,       // "250" (milliseconds), "250ms" or "2s"; positive, at most a day
+  Duration,       // "250ms", "2s", "1m" (units us, ms, s, m, h; see <dlock/duration.h>); positive, at most a day
   Count,          // 0 to 100000
   PositiveCount,  // 1 to 100000
+  Flag,           // true or false
   Text,
   Secret,         // text that is never shown: masked by redactUri
 };
@@ -57,11 +58,13 @@ struct ParsedUri {
   std::vector<ParsedUri> members;       // redlock://uri;uri;... : the member URIs
   std::string redacted;                 // the URI as given, through redactUri: for messages
 
-  // A query option as a duration: "250", "250ms" or "2s"; `fallback` when absent.
+  // A query option as a duration: "250ms", "2s"; `fallback` when absent.
   // ConfigError when malformed or not positive.
   [[nodiscard]] std::chrono::milliseconds duration(const std::string& name, std::chrono::milliseconds fallback) const;
   // A query option as a count; `fallback` when absent.
   [[nodiscard]] std::size_t count(const std::string& name, std::size_t fallback) const;
+  // A query option as a flag (true or false); `fallback` when absent.
+  [[nodiscard]] bool flag(const std::string& name, bool fallback) const;
   // A query option as text; `fallback` when absent.
   [[nodiscard]] std::string text(const std::string& name, const std::string& fallback) const;
 };
@@ -77,6 +80,9 @@ struct ParsedUri {
 // The userinfo passwords and secret option values redactUri(uri) masks, as written in `uri`
 // (not percent-decoded), each once.
 [[nodiscard]] std::vector<std::string> uriPasswords(std::string_view uri);
+
+// `text` with each %XX escape decoded; nullopt when a '%' is not followed by two hex digits.
+[[nodiscard]] std::optional<std::string> percentDecode(std::string_view text);
 
 // The parts of `uri`, its options checked against its scheme's; ConfigError when malformed.
 [[nodiscard]] ParsedUri parseUri(std::string_view uri);

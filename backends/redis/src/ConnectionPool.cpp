@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "Errors.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock::detail {
@@ -16,6 +17,7 @@ ConnectionPool::~ConnectionPool() = default;
 std::unique_ptr<Connection> ConnectionPool::open() {
   try {
     auto connection = std::make_unique<Connection>(connection_);
+    if (connectFailed()) confirmServes(*connection);
     std::lock_guard<std::mutex> guard(mutex_);
     if (failedSince_) {
       reconnects_.fetch_add(1, std::memory_order_relaxed);
@@ -32,6 +34,19 @@ std::unique_ptr<Connection> ConnectionPool::open() {
     retryAt_ = std::chrono::steady_clock::now() + reconnectDelay(pool_, failures_);
     throw;
   }
+}
+
+bool ConnectionPool::connectFailed() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return failures_ > 0;
+}
+
+// After failed connects, a reconnect is reported once the server answers, not when a socket opens:
+// a server that came back refusing us (NOAUTH, LOADING) must not log "reconnected" just before the
+// error saying so. (After a connection that broke in use, the next command tells soon enough.)
+void ConnectionPool::confirmServes(Connection& connection) {
+  const ReplyPtr reply = connection.command({"PING"});
+  if (reply->type == REDIS_REPLY_ERROR) throwReplyError(*reply, "PING on " + address_);
 }
 
 ConnectionPool::Handle ConnectionPool::borrow() {

@@ -90,6 +90,8 @@ class ConnectionPool {
  private:
   void giveBack(std::unique_ptr<Connection> connection);
   std::unique_ptr<Connection> open();
+  bool connectFailed();                        // the last connect attempt failed
+  void confirmServes(Connection& connection);  // PING; throws the error reply's error
 
   const ConnectionOptions connection_;
   const PoolOptions pool_;

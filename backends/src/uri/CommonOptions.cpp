@@ -1,4 +1,5 @@
 // The options of every scheme that reaches Redis servers, and what they set.
+#include "uri/Probe.h"
 #include "uri/UriScheme.h"
 
 namespace dlock::detail {
@@ -13,7 +14,7 @@ constexpr UriOption kPrefix{"prefix", UriOptionType::Text, "the prefix of the Re
 }  // namespace
 
 std::vector<UriOption> withCommonOptions(std::vector<UriOption> own) {
-  own.insert(own.begin(), {kConnectTimeout, kCommandTimeout, kPoolSize, kPoolWait, kPrefix});
+  own.insert(own.begin(), {kConnectTimeout, kCommandTimeout, kPoolSize, kPoolWait, kPrefix, kLazyConnect});
   return own;
 }
 

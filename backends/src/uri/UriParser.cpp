@@ -7,18 +7,12 @@
 #include <utility>
 
 #include "dlock/LockError.h"
+#include "dlock/duration.h"
 #include "uri/UriScheme.h"
 
 namespace dlock {
 namespace detail {
 namespace {
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 bool parseInt(std::string_view text, long long& value) {
   if (text.empty()) return false;
@@ -27,17 +21,18 @@ bool parseInt(std::string_view text, long long& value) {
   return ec == std::errc() && ptr == end;
 }
 
+// A URI's durations: a unit always, positive, at most a day.
 std::optional<std::chrono::milliseconds> durationValue(std::string_view text) {
-  long long scale = 1;
-  if (text.size() > 2 && text.substr(text.size() - 2) == "ms") {
-    text.remove_suffix(2);
-  } else if (text.size() > 1 && text.back() == 's') {
-    text.remove_suffix(1);
-    scale = 1000;
-  }
-  long long value = 0;
-  if (!parseInt(text, value) || value <= 0 || value > 86400000LL) return std::nullopt;
-  return std::chrono::milliseconds(value * scale);
+  const auto value = parseDuration(text, BareNumber::Refused, std::chrono::hours(24));
+  if (!value || value->count() <= 0) return std::nullopt;
+  return value;
+}
+
+// Why a duration option's value is refused, with the fix: "command_timeout=1: give a unit, ...".
+std::string durationProblem(std::string_view name, const std::string& value, const std::string& quoted) {
+  const std::string shown = std::string(name) + "=" + quoted;
+  if (isBareNumber(value)) return shown + ": give a unit, e.g. 1s or 500ms";
+  return shown + " is not a positive duration of at most a day (e.g. 500ms, 2s, 1m)";
 }
 
 std::optional<std::size_t> countValue(std::string_view text, long long least) {
@@ -118,21 +113,9 @@ std::string UriParser::redact(std::string_view part) const {
 }
 
 std::string UriParser::percentDecode(std::string_view in, const char* what) const {
-  std::string out;
-  out.reserve(in.size());
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out += in[i];
-      continue;
-    }
-    if (i + 2 >= in.size()) fail(std::string("truncated %-escape in the ") + what);
-    const int high = hexValue(in[i + 1]);
-    const int low = hexValue(in[i + 2]);
-    if (high < 0 || low < 0) fail(std::string("bad %-escape in the ") + what);
-    out += static_cast<char>(high * 16 + low);
-    i += 2;
-  }
-  return out;
+  auto decoded = dlock::percentDecode(in);
+  if (!decoded) fail(std::string("a bad or truncated %-escape in the ") + what + " (write '%' as %25)");
+  return std::move(*decoded);
 }
 
 Endpoint UriParser::parseHost(std::string_view text, int defaultPort) const {
@@ -194,13 +177,16 @@ void UriParser::checkValue(const UriOption& option, std::string_view raw, const 
   const std::string shown = "option " + std::string(option.name) + "=" + quote(raw);
   switch (option.type) {
     case UriOptionType::Duration:
-      if (!durationValue(value)) fail(shown + " is not a positive duration (e.g. 250, 250ms, 2s)");
+      if (!durationValue(value)) fail("option " + durationProblem(option.name, value, quote(raw)));
       break;
     case UriOptionType::Count:
       if (!countValue(value, 0)) fail(shown + " is not a count");
       break;
     case UriOptionType::PositiveCount:
       if (!countValue(value, 1)) fail(shown + " is not a count of at least 1");
+      break;
+    case UriOptionType::Flag:
+      if (value != "true" && value != "false") fail(shown + " is not true or false");
       break;
     case UriOptionType::Text:
     case UriOptionType::Secret:
@@ -345,7 +331,10 @@ std::chrono::milliseconds ParsedUri::duration(const std::string& name, std::chro
   const auto it = options.find(name);
   if (it == options.end()) return fallback;
   const auto value = detail::durationValue(it->second);
-  if (!value) throw ConfigError("dlock: bad URI '" + redacted + "': option " + name + " is not a positive duration");
+  if (!value) {
+    throw ConfigError("dlock: bad URI '" + redacted + "': option " +
+                      detail::durationProblem(name, it->second, "'" + it->second + "'"));
+  }
   return *value;
 }
 
@@ -355,6 +344,15 @@ std::size_t ParsedUri::count(const std::string& name, std::size_t fallback) cons
   const auto value = detail::countValue(it->second, 0);
   if (!value) throw ConfigError("dlock: bad URI '" + redacted + "': option " + name + " is not a count");
   return *value;
+}
+
+bool ParsedUri::flag(const std::string& name, bool fallback) const {
+  const auto it = options.find(name);
+  if (it == options.end()) return fallback;
+  if (it->second != "true" && it->second != "false") {
+    throw ConfigError("dlock: bad URI '" + redacted + "': option " + name + " is not true or false");
+  }
+  return it->second == "true";
 }
 
 std::string ParsedUri::text(const std::string& name, const std::string& fallback) const {

@@ -60,7 +60,7 @@ const UriOption* anyOption(std::string_view name);
 std::shared_ptr<IOperator> connectParsed(const ParsedUri& uri, NodeTimeout nodeTimeout = std::nullopt);
 
 // The options of every scheme that reaches Redis servers (CommonOptions.cpp): connect_timeout,
-// command_timeout, pool_size, pool_wait, prefix; then `own`.
+// command_timeout, pool_size, pool_wait, prefix, lazy_connect; then `own`.
 std::vector<UriOption> withCommonOptions(std::vector<UriOption> own);
 // The TLS options of a TLS scheme (TlsOptions.cpp): tls_ca_file, tls_ca_dir, tls_cert_file,
 // tls_key_file, tls_server_name, tls_verify; then `own`.

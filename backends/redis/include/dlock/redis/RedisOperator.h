@@ -32,6 +32,12 @@ class RedisOperator : public IOperator, public IFenceRaiser, public ILeaseInspec
   LeaseInfo inspect(std::string_view key) override;
   [[nodiscard]] std::string describe() const override;
 
+  // Checks the backend now (RedisProbe.cpp): its discovery, a connection, AUTH, SELECT and a PING.
+  // dlock::connect() calls it unless told to connect lazily. BackendError when the server refuses
+  // (a wrong password, a missing database), ConnectionError when it cannot be reached; each
+  // message names the fix.
+  void probe();
+
   // Connections re-opened after a failure, since construction.
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
 
