@@ -123,6 +123,11 @@ TEST_SUITE("SingleOperator") {
     const auto fenceTtl = client.ok({"PTTL", "dlock:{k}:fence"}).integer;
     CHECK(fenceTtl > 23LL * 3600 * 1000);  // a day by default
     CHECK(fenceTtl <= 24LL * 3600 * 1000);
+    auto hourly = dlock::connect(server.uri() + "?fence_ttl=1h");
+    REQUIRE(hourly->lock("other", "x", 5000ms).acquired);
+    CHECK(client.ok({"PTTL", "dlock:{other}:fence"}).integer <= 3600LL * 1000);
+    CHECK(client.ok({"PTTL", "dlock:{other}:fence"}).integer > 3500LL * 1000);
+    CHECK_THROWS_AS((void)dlock::connect(server.uri() + "?fence_ttl=3600"), dlock::ConfigError);  // no unit
     REQUIRE(backend->unlock("k", "a").released);
     (void)client.ok({"DEL", "dlock:{k}:fence"});  // what its TTL does a day later
     const auto after = backend->lock("k", "b", 5000ms);

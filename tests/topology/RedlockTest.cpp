@@ -179,7 +179,8 @@ TEST_SUITE("Redlock") {
                         std::string::npos,
                     error.what());
     }
-    auto lock = leasedLock(set.uri("node_timeout=500ms&lazy_connect=true"), 10s);
+    const std::string lazy = set.uri("node_timeout=500ms&lazy_connect=true");
+    auto lock = leasedLock(lazy, 10s);
     // The nodes may come back within the wait: it is ridden out, and only its end raises.
     CHECK_THROWS_WITH_AS((void)lock->tryLock("k", 1s), doctest::Contains("stayed unreachable"), dlock::ConnectionError);
     CHECK(lock->stats().outageRetries > 0);

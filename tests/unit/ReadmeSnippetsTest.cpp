@@ -1,6 +1,18 @@
 // The README's C++ snippets, verbatim (tests/CheckReadmeSnippets.cmake fails when they drift),
 // so every snippet a reader copies compiles; the ones that need no server also run.
 // clang-format off
+#include <dlock/connect.h>
+
+std::shared_ptr<dlock::IOperator> managedRedis() {
+  return dlock::connect("rediss://default:s3cret@my-redis.example.com:6380");
+}
+
+std::shared_ptr<dlock::IOperator> privateRedis() {
+  return dlock::connect(
+      "rediss://my-redis.internal:6380?tls_ca_file=/etc/redis/ca.pem"
+      "&tls_cert_file=/etc/redis/client.pem&tls_key_file=/etc/redis/client.key");
+}
+
 #include <dlock/ScopedLock.h>
 #include <dlock/connect.h>
 #include <dlock/core/LockBuilder.h>

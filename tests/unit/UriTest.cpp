@@ -147,10 +147,10 @@ TEST_SUITE("Uri") {
     CHECK(contains(configErrorOf("redis://h:1?node_timeout=5ms"), "option 'node_timeout' does not apply to redis://"));
     CHECK(contains(configErrorOf("redis+sentinel://s/m?bogus=1"),
                    "unknown option 'bogus' for redis+sentinel://; it takes connect_timeout, command_timeout, pool_size, "
-                   "pool_wait, prefix, lazy_connect, sentinel_user, sentinel_password, wait_replicas, wait_timeout"));
+                   "pool_wait, prefix, fence_ttl, lazy_connect, sentinel_user, sentinel_password, wait_replicas, wait_timeout"));
     const std::string member = configErrorOf("redlock://redis://a:1;redis://b:2?wait_replicas=1");
     CHECK_MESSAGE(contains(member, "member 2: option 'wait_replicas' does not apply to redis:// (a redlock member); it "
-                                   "takes connect_timeout, command_timeout, pool_size, pool_wait, prefix, lazy_connect, node_timeout"),
+                                   "takes connect_timeout, command_timeout, pool_size, pool_wait, prefix, fence_ttl, lazy_connect, node_timeout"),
                   member);
 
     // What each scheme takes still parses, with its meaning.
@@ -173,10 +173,10 @@ TEST_SUITE("Uri") {
       return out;
     };
     CHECK(names("redis") ==
-          std::vector<std::string>{"connect_timeout", "command_timeout", "pool_size", "pool_wait", "prefix", "lazy_connect"});
+          std::vector<std::string>{"connect_timeout", "command_timeout", "pool_size", "pool_wait", "prefix", "fence_ttl", "lazy_connect"});
     CHECK(names("redis+cluster") == names("redis"));
     CHECK(names("redlock").back() == "node_timeout");
-    CHECK(names("redis+sentinel").size() == 10);
+    CHECK(names("redis+sentinel").size() == 11);
     CHECK(dlock::parseUri("redis://h:1?lazy_connect=true").flag("lazy_connect", false));
     CHECK_FALSE(dlock::parseUri("redis://h:1?lazy_connect=false").flag("lazy_connect", true));
     CHECK(contains(configErrorOf("redis://h:1?lazy_connect=yes"), "option lazy_connect='yes' is not true or false"));

@@ -11,6 +11,7 @@ namespace {
 detail::RedisOperatorOptions redisOptions(const ClusterOptions& options) {
   detail::RedisOperatorOptions redis;
   redis.keyPrefix = options.keyPrefix;
+  redis.fenceTtl = options.fenceTtl;
   redis.retryBudget = options.retryBudget.value_or(options.connection.commandTimeout);
   redis.commandTimeout = options.connection.commandTimeout;
   return redis;

@@ -16,9 +16,7 @@ struct RedisOperatorOptions {
   // ... for at most this long; the connection's reply timeout is `commandTimeout` again after it.
   std::chrono::milliseconds waitTimeout{0};
   std::chrono::milliseconds commandTimeout{1000};
-  // How long a fencing counter lives after the last acquisition of its key. Tokens are floored at
-  // the server's clock in microseconds, so one issued after the counter expired still exceeds
-  // every earlier one unless the server's clock stepped back by more than this.
+  // How long a fencing counter lives after the last acquisition of its key (kDefaultFenceTtl).
   std::chrono::milliseconds fenceTtl{std::chrono::hours(24)};
 };
 

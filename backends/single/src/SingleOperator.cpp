@@ -9,6 +9,7 @@ namespace {
 detail::RedisOperatorOptions redisOptions(const SingleOptions& options) {
   detail::RedisOperatorOptions redis;
   redis.keyPrefix = options.keyPrefix;
+  redis.fenceTtl = options.fenceTtl;
   redis.commandTimeout = options.connection.commandTimeout;
   return redis;
 }

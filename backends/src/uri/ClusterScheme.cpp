@@ -24,6 +24,7 @@ UriScheme makeClusterScheme(bool tls) {
     options.connection = connectionFrom(uri, uri.hosts.front());
     options.pool = poolFrom(uri);
     options.keyPrefix = keyPrefixFrom(uri);
+    options.fenceTtl = fenceTtlFrom(uri);
     return std::make_shared<ClusterOperator>(std::move(options));
   };
   return cluster;

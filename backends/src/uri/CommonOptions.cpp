@@ -10,11 +10,13 @@ constexpr UriOption kCommandTimeout{"command_timeout", UriOptionType::Duration, 
 constexpr UriOption kPoolSize{"pool_size", UriOptionType::PositiveCount, "connections kept per server"};
 constexpr UriOption kPoolWait{"pool_wait", UriOptionType::Duration, "how long a call waits for a free connection"};
 constexpr UriOption kPrefix{"prefix", UriOptionType::Text, "the prefix of the Redis keys (default dlock:)"};
+constexpr UriOption kFenceTtl{"fence_ttl", UriOptionType::Duration,
+                              "how long a fencing counter lives after its key's last acquisition (default 24h)"};
 
 }  // namespace
 
 std::vector<UriOption> withCommonOptions(std::vector<UriOption> own) {
-  own.insert(own.begin(), {kConnectTimeout, kCommandTimeout, kPoolSize, kPoolWait, kPrefix, kLazyConnect});
+  own.insert(own.begin(), {kConnectTimeout, kCommandTimeout, kPoolSize, kPoolWait, kPrefix, kFenceTtl, kLazyConnect});
   return own;
 }
 
@@ -38,5 +40,7 @@ PoolOptions poolFrom(const ParsedUri& uri, PoolOptions pool) {
 }
 
 std::string keyPrefixFrom(const ParsedUri& uri) { return textOf(uri, kPrefix, kDefaultKeyPrefix); }
+
+std::chrono::milliseconds fenceTtlFrom(const ParsedUri& uri) { return durationOf(uri, kFenceTtl, kDefaultFenceTtl); }
 
 }  // namespace dlock::detail

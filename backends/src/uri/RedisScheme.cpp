@@ -14,6 +14,7 @@ std::shared_ptr<IOperator> connectRedisNode(const ParsedUri& uri, const Endpoint
   options.connection = connectionFrom(uri, endpoint, connection);
   options.pool = poolFrom(uri, pool);
   options.keyPrefix = keyPrefixFrom(uri);
+  options.fenceTtl = fenceTtlFrom(uri);
   return std::make_shared<SingleOperator>(std::move(options));
 }
 

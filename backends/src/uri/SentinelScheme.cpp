@@ -40,6 +40,7 @@ std::shared_ptr<IOperator> connectSentinel(const ParsedUri& uri, NodeTimeout) {
   options.sentinelConnectTimeout = sentinels.connectTimeout;
   options.sentinelCommandTimeout = sentinels.commandTimeout;
   options.keyPrefix = keyPrefixFrom(uri);
+  options.fenceTtl = fenceTtlFrom(uri);
   options.waitReplicas = countOf(uri, kWaitReplicas, 0);
   options.waitTimeout = durationOf(uri, kWaitTimeout, options.waitTimeout);
   return std::make_shared<SentinelOperator>(std::move(options));

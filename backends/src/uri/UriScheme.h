@@ -76,6 +76,8 @@ ConnectionOptions connectionFrom(const ParsedUri& uri, const Endpoint& endpoint,
 PoolOptions poolFrom(const ParsedUri& uri, PoolOptions pool = {});
 // The prefix option, else kDefaultKeyPrefix.
 std::string keyPrefixFrom(const ParsedUri& uri);
+// The fence_ttl option, else kDefaultFenceTtl.
+std::chrono::milliseconds fenceTtlFrom(const ParsedUri& uri);
 // One server of a redis:// URI, or of a redlock host list (RedisScheme.cpp).
 std::shared_ptr<IOperator> connectRedisNode(const ParsedUri& uri, const Endpoint& endpoint, NodeTimeout nodeTimeout);
 

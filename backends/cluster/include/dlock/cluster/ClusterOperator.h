@@ -32,6 +32,7 @@ struct ClusterOptions {
   PoolOptions pool;
   // No '{' or '}' (it would capture the hash tag).
   std::string keyPrefix = kDefaultKeyPrefix;
+  std::chrono::milliseconds fenceTtl = kDefaultFenceTtl;  // see RedisOptions.h
   // How long one call keeps retrying TRYAGAIN, CLUSTERDOWN and the like (a slot migration, an
   // election) before ConnectionError. Unset: connection.commandTimeout.
   std::optional<std::chrono::milliseconds> retryBudget;

@@ -61,4 +61,10 @@ struct PoolOptions {
 // The Redis key of a user key is `<keyPrefix>{<user key>}`; companion keys share the hash tag.
 inline constexpr const char* kDefaultKeyPrefix = "dlock:";
 
+// How long a key's fencing counter lives after its last acquisition (the fence_ttl URI option).
+// Tokens are floored at the server's clock in microseconds, so a token issued after the counter
+// expired still exceeds every earlier one unless the server's clock stepped back by more than
+// this; a longer one keeps more counters of keys no longer locked.
+inline constexpr std::chrono::milliseconds kDefaultFenceTtl = std::chrono::hours(24);
+
 }  // namespace dlock

@@ -46,6 +46,7 @@ struct SentinelOptions {
   std::chrono::milliseconds sentinelCommandTimeout{std::chrono::milliseconds(500)};
 
   std::string keyPrefix = kDefaultKeyPrefix;
+  std::chrono::milliseconds fenceTtl = kDefaultFenceTtl;  // see RedisOptions.h
 
   // Replication-acked acquire. 0 (the default): off, an acquire counts once the master has it.
   // N > 0: an acquire counts only once N replicas acknowledged it within waitTimeout (Redis WAIT).

@@ -4,6 +4,8 @@
 // Owner: shared. Thread safety: thread-safe.
 #pragma once
 
+#include <chrono>
+
 #include <string>
 
 #include "dlock/common/RedisOptions.h"
@@ -15,6 +17,7 @@ struct SingleOptions {
   ConnectionOptions connection;
   PoolOptions pool;
   std::string keyPrefix = kDefaultKeyPrefix;
+  std::chrono::milliseconds fenceTtl = kDefaultFenceTtl;  // see RedisOptions.h
 };
 
 class SingleOperator final : public RedisOperator {
