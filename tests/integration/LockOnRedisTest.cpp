@@ -18,6 +18,7 @@
 #include "ChildProcess.h"
 #include "LogCapture.h"
 #include "RedisClient.h"
+#include "ProcessIncrements.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
 #include "dlock/LockError.h"
@@ -33,55 +34,11 @@ using dlock::test::checkEveryLockKeyHasTtl;
 using dlock::test::eventually;
 using dlock::test::recovers;
 
-namespace {
-
-std::string tempFile(const std::string& name) {
-  return "/tmp/dlock-test-" + std::to_string(::getpid()) + "-" + name;
-}
-
-}  // namespace
-
 TEST_SUITE("LockOnRedis") {
   TEST_CASE("4 processes x 2000 locked increments end exact, fencing tokens rising in acquisition order") {
     RedisProcess server;
     RedisClient client(server.host(), server.port());
-    std::vector<std::unique_ptr<ChildProcess>> workers;
-    std::vector<std::string> logs;
-    for (int i = 0; i < 4; ++i) {
-      logs.push_back(tempFile("increments-" + std::to_string(i)));
-      std::remove(logs.back().c_str());
-      workers.push_back(std::make_unique<ChildProcess>(
-          std::vector<std::string>{DLOCK_TEST_WORKER, "increment", server.uri(), "counter-lock", "counter", "2000", logs.back()}));
-    }
-    for (auto& worker : workers) CHECK(worker->wait() == 0);
-    CHECK(client.ok({"GET", "counter"}).str == "8000");
-
-    // Each line: the counter value seen under the lock, and that hold's fencing token. The counter
-    // orders the acquisitions; the tokens must rise in that order, in every process and overall.
-    std::map<long long, unsigned long long> tokenBySeen;
-    for (const auto& path : logs) {
-      std::ifstream in(path);
-      long long seen = 0;
-      unsigned long long token = 0;
-      unsigned long long previous = 0;
-      int lines = 0;
-      while (in >> seen >> token) {
-        CHECK(token > previous);
-        previous = token;
-        CHECK(tokenBySeen.emplace(seen, token).second);  // no value seen twice: no lost update
-        ++lines;
-      }
-      CHECK(lines == 2000);
-      std::remove(path.c_str());
-    }
-    REQUIRE(tokenBySeen.size() == 8000);
-    unsigned long long previous = 0;
-    bool rising = true;
-    for (const auto& [seen, token] : tokenBySeen) {
-      rising = rising && token > previous;
-      previous = token;
-    }
-    CHECK(rising);
+    dlock::test::checkProcessIncrements(server.uri(), server, 4, 2000);
     checkEveryLockKeyHasTtl(client);
   }
 

@@ -3,7 +3,7 @@
 // from the lock's (so that any backend and transport can be checked the same way).
 //
 //   checkProcessIncrements(uri, counterServer, processes, increments)
-//       CHECKs every worker's exit, the exact total, and each worker's rising fencing tokens.
+//       CHECKs every worker's exit, the exact total, and fencing tokens rising in acquisition order.
 // Needs DLOCK_TEST_WORKER (the worker's path) defined by the suite.
 #pragma once
 
@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,9 @@ inline void checkProcessIncrements(const std::string& uri, const RedisProcess& c
   }
   for (auto& worker : workers) CHECK(worker->wait() == 0);
   CHECK(counter.ok({"GET", "counter"}).str == std::to_string(processes * increments));
+  // Each line: the counter value seen under the lock, and that hold's fencing token. The counter
+  // orders the acquisitions; the tokens must rise in that order, in every process and overall.
+  std::map<long long, unsigned long long> tokenBySeen;
   for (const auto& path : logs) {
     std::ifstream in(path);
     long long seen = 0;
@@ -52,11 +56,20 @@ inline void checkProcessIncrements(const std::string& uri, const RedisProcess& c
     while (in >> seen >> token) {
       CHECK(token > previous);
       previous = token;
+      CHECK(tokenBySeen.emplace(seen, token).second);  // no value seen twice: no lost update
       ++lines;
     }
     CHECK(lines == increments);
     std::remove(path.c_str());
   }
+  CHECK(tokenBySeen.size() == static_cast<std::size_t>(processes * increments));
+  unsigned long long previous = 0;
+  bool rising = true;
+  for (const auto& [seen, token] : tokenBySeen) {
+    rising = rising && token > previous;
+    previous = token;
+  }
+  CHECK(rising);
 }
 
 }  // namespace dlock::test
