@@ -43,11 +43,11 @@ class ForwardingOperator : public IOperator, public IFenceRaiser, public ILeaseI
 // interleaving went wrong fails instead of hanging.
 class Event {
  public:
+  // Notifies under the mutex: a waiter that then destroys the event cannot do so while the
+  // notification is still on its way (the setter may be a thread that outlives the test's scope).
   void set() {
-    {
-      std::lock_guard<std::mutex> guard(mutex_);
-      set_ = true;
-    }
+    std::lock_guard<std::mutex> guard(mutex_);
+    set_ = true;
     changed_.notify_all();
   }
   // True once set; false when `budget` passed first.

@@ -90,7 +90,7 @@ class ConnectionPool {
  private:
   void giveBack(std::unique_ptr<Connection> connection);
   std::unique_ptr<Connection> open();
-  bool connectFailed();                        // the last connect attempt failed
+  bool reconnecting();                         // a failure since the last connection opened
   void confirmServes(Connection& connection);  // PING; throws the error reply's error
 
   const ConnectionOptions connection_;
