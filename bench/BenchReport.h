@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BenchReport.h — what every benchmark shares: percentiles and one JSON object per line on
 // stdout, so scripts/bench can collect results without parsing prose.
 #pragma once

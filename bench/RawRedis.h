@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RawRedis.h — the physical limit: a plain blocking client with nothing of dlock in between, for
 // the baselines the benchmarks compare against, and INFO commandstats for command counts. Over
 // TCP and Unix sockets it is hiredis; over TLS (hiredis 0.14 has none) a blocking OpenSSL stream

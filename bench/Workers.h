@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Workers.h — worker processes for the multi-process benchmarks: this same program started again
 // as `<program> --worker <args...>`, and waited for.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cluster_throughput — lock throughput over many keys on a Redis Cluster of 1 master and of 3
 // masters, against the physical limit measured in the same run: a raw hiredis loop making the
 // same round trips (SET NX PX, then EVALSHA of a compare-and-delete) to each key's master.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // handoff — P processes on one key, each doing locked read-modify-write increments (GET then SET)
 // of a Redis counter, with one wait strategy. Reports acquisitions/s, hand-offs/s (an acquisition
 // by a different process than the previous holder), acquire wait p50/p99/max, hand-off latency

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // many_keys — 1, 100 and 10,000 keys held by one process under the watchdog: renewal round trips
 // and renewal commands per interval, and the client's CPU time, while the keys are held.
 // Usage: dlock_bench_many_keys redis://127.0.0.1:PORT [seconds]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // memory_cycle — uncontended lock+unlock cycles per second on one thread, memory backend.
 // Usage: dlock_bench_memory_cycle [seconds]
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // soak — a long run under faults: W worker processes make N acquisitions in all on a few keys,
 // each doing a locked read-modify-write of the key's counter and logging (counter seen, fencing
 // token); meanwhile this process injects faults: the workers' lock connections killed

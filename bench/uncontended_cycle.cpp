@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // uncontended_cycle — lock+unlock cycles per second from one client, against the physical limit
 // measured in the same run on the same server over the same transport: a raw loop (RawRedis.h)
 // of the same two round trips (SET NX PX, then EVALSHA of a compare-and-delete script). Rounds

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Installs the headers, the library, the CMake package (find_package(dlock) gives dlock::dlock) and
 # a pkg-config file (dlock.pc). Both are
 # relocatable: they locate the prefix from where they are installed, so

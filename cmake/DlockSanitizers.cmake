@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # DLOCK_SANITIZE="address;undefined" or "thread": applied to the whole build (library, tests,
 # examples) because a sanitizer runtime must see every object. TSan cannot share a build with ASan.
 set(DLOCK_SANITIZE "" CACHE STRING "Sanitizers for the whole build: address;undefined, or thread")

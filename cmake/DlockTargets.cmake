@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # dlock_add_library(<target> <layer> SOURCES...): one layer, as an OBJECT library. Its objects go
 # into the one library users link, dlock (dlock_add_dlock_library below); inside the build the
 # layer keeps its own include directories, warnings and dependencies, so it compiles against only

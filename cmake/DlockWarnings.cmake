@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # dlock_set_warnings(<target>): the project's warning set, PRIVATE only, so users' builds never
 # inherit our flags. DLOCK_WARNINGS_AS_ERRORS turns them into errors (ON in CI).
 function(dlock_set_warnings target)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Provides hiredis::hiredis for every hiredis we meet: >= 1.0 exports the target itself;
 # Debian's 0.14.1 HiredisConfig.cmake only sets variables, so fall back to find_path/find_library.
 if(TARGET hiredis::hiredis)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OrderService.h — the dependency-injection story: a service that must not sell the last unit
 // of an item twice when many instances run at once. It depends only on dlock::ILock; production
 // wires a Redis backend, tests wire the memory one (tests/unit/OrderServiceTest.cpp).

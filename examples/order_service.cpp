@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // order_service — eight service instances (threads) sell 100 units of one item through
 // OrderService; no unit is sold twice. Uses the in-memory backend, so it runs anywhere.
 #include <atomic>

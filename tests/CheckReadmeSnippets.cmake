@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 cmake_minimum_required(VERSION 3.21)
 # cmake -DREADME=... -DMIRROR=... -P CheckReadmeSnippets.cmake
 # Fails when a ```cpp block of the README does not appear verbatim in the compiled mirror.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DistributedLock.h — the ILock over any IOperator, made by LockBuilder. Thread holds live in
 // RequestIdHolder; the algorithm lives in LockCore, shared with the Lease handles.
 // Owner: shared. Thread safety: thread-safe.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LeaseState.h — one acquisition as the lock, the watchdog and a Lease handle share it: fixed
 // facts (key, token, fencing token, ttl), the local deadline, and one phase.
 //

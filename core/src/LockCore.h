@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LockCore.h — the acquire/release algorithm shared by thread holds (DistributedLock) and Lease
 // handles. Kept alive by the lock and by every Lease it handed out, so a Lease may outlive its
 // lock; the last of them may be dropped by a lost handler, on the watchdog's thread (see

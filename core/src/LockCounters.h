@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LockCounters.h — the live counters behind ILock::stats(). Thread safety: atomics.
 #pragma once
 

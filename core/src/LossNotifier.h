@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LossNotifier.h — runs the lock-lost handler on a thread of its own, so a slow handler never
 // delays the renewal of other leases (the watchdog only queues the notice).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OutageRetry.h — how a wait rides out a backend it cannot reach (a failover, a restart): after a
 // ConnectionError the attempt is repeated after a capped, jittered exponential back-off (10 ms
 // doubling to 500 ms), as long as the retry still fits the budget: the wait's own deadline, or

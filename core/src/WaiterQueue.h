@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WaiterQueue.h — the threads of one lock waiting for the same key, in arrival order.
 //
 // Only the thread at the head of a key's queue polls the backend and listens for its release;

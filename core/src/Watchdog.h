@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Watchdog.h — the lease keeper of one lock: one thread, however many leases.
 //
 // Every third of the watchdog lease it extends every registered lease in one extendAll() call

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cache_refresh — N requests find the same cache entry expired at once (a thundering herd).
 // Exactly one rebuilds it, under the lock rebuild:cache:<name> taken without waiting; the others
 // serve the stale value at once rather than all rebuilding it or queueing behind the rebuild.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AppRedis.h — the examples' own client for application data (funds, inventories, cache entries,
 // accounts): plain hiredis, every command an argv so data never passes through a format string.
 // Locks never go through here; they go through dlock. Also the little command-line parsing the

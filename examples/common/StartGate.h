@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StartGate.h — releases a group of threads at the same moment, once all have arrived, so the
 // examples' concurrent requests really overlap. Single use. Thread safety: thread-safe.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // market — the market of "Redis in Action", chapter 6: users' funds in hashes (users:<id>, fields
 // name and funds), inventories in sets (inventory:<id>), listed items in a sorted set (market:,
 // member "<item>.<seller>", score = price). Buyer processes race for the same listed items in one

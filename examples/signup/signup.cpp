@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // signup — registration by user name. Several sign-ups of the same name arrive at once (two
 // browser tabs, a resubmitted form, a script). The one that takes the lock signup:<name> goes on;
 // the others are told at once to try again later; afterwards exactly one account has the name.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dlock.h — all of dlock in one include: the lock and its builder, dlock::connect(uri), every
 // backend's operator and options, the macros, the errors, leases, mutex handles and wait
 // strategies. The headers below may also be included one by one.

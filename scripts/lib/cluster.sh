@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # scripts/lib/cluster.sh — a private Redis Cluster on loopback for scripts and benchmarks:
 # nodes on free ports below the ephemeral range (each with its cluster bus port, port + 10000,

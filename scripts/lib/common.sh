@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scripts/lib/common.sh — shared by the project's scripts: package set-up and the build.
 # Source it; it defines functions only.
 

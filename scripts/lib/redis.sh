@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scripts/lib/redis.sh — private redis-servers (and sentinels) for scripts: a free loopback port,
 # a config in the given directory (no persistence), started in the background and stopped by
 # pid. The other topology libraries (sentinel.sh, cluster.sh, redlock.sh) build on these.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scripts/lib/redlock.sh — a Redlock set for scripts: independent redis-servers on loopback, each
 # on a free port with no persistence, in DIR/node1 .. DIR/nodeN, started and stopped by pid.
 # Source it after lib/redis.sh; it defines functions only.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # scripts/lib/sentinel.sh — a Redis Sentinel topology on loopback for scripts and demos:
 # one master, two replicas and three sentinels (quorum 2), on free ports, without persistence,

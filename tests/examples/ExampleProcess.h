@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ExampleProcess.h — runs an example program for the example tests: a ChildProcess with stdout
 // and stderr together in a temporary file. wait() reaps it; one that outlives its time limit is
 // killed and reported. The destructor kills and reaps a child still running, so a failing test

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: arbitrary bytes from a "server" are parsed by hiredis's reader and handed to
 // every reply reader of the lock protocol. Each must return a result or throw a LockError —
 // never crash — and a reply read as "acquired" must really be the array {1, "n"}, n the token's

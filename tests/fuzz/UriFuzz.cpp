@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the URI parser, two properties:
 // 1. Any byte string given to parseUri() is either parsed or refused with ConfigError; never a
 //    crash, never another exception.

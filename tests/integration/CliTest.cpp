@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `dlock` command against a real redis-server: mutual exclusion between commands, conflicts,
 // signals, exit statuses, `status`, a lease lost under a running command, usage errors, and
 // passwords kept out of every output.

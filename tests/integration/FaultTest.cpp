@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Faults on a real server: connections killed mid-operation, a paused or sleeping server, error
 // replies (OOM, LOADING, NOPERM). Each gives a typed error, nothing hangs past its timeout, no
 // lock key is left without a TTL, and the client recovers when the fault ends.

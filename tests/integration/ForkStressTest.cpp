@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A child may be forked at any instant: while the parent's threads log, renew, acquire and wait.
 // Each child uses the inherited lock at once and must never block on a lock a parent thread held
 // at the fork (dlock's own, or the logger's registry and sinks).

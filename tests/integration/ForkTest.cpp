@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A lock and its backend inherited across fork() (a pre-fork server, a daemon forking workers):
 // in the child they work as if new, and the parent's holds stay the parent's.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LinkProxy in front of a real server: each mode and action as a client sees it, on raw sockets
 // (bytes, resets and timing below any Redis client).
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lock's promises against a real redis-server: mutual exclusion across processes, leases of
 // dead and frozen holders, outages, the watchdog at scale, and handles.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Releases whose outcome was in doubt (a connection that died under them, a reply that was lost)
 // are decided by what the server holds, never by the lease's local validity: a release that ran
 // reports released, a key that was lost and taken by another reports LockLostError.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Secrets and hostile input: passwords never reach logs, messages or describe(); keys from users
 // are data, never commands or Lua.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The release subscriber on a real server: its keep-alive, and what its waiters hear around a
 // lost connection.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dlock_test_worker — the other processes of multi-process tests (fork/exec, not threads).
 //
 //   increment URI KEY COUNTER N OUT [HOST:PORT]

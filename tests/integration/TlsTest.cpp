@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TLS (rediss://) and Unix-socket (unix://) connections to real servers: mutual exclusion across
 // processes, each connect failure named within the connect timeout, mutual TLS, fork().
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BrokenOperator.h — deliberately broken locks for `dlock_nemesis_client --broken <variant>`, so
 // that every check is seen failing (scripts/nemesis --broken). Test code only: the library stays
 // as it is, and each variant wraps the IOperator the client builds its lock on, or the clock.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dlock_nemesis_check — checks a finished run by hand: reads every *.history in a directory,
 // snapshots the fenced store, scans the lock servers for dlock keys without a TTL, runs the
 // checker, prints the summary and the markdown row, and writes report.json and timeline.svg.

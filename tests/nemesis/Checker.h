@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checker.h — turns a fault-testing run into a Report: its histories, the fenced store's final
 // state, the lock servers' keys without a TTL (sampled during and after the run) and each client's
 // exit. The nine checks:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Each check of the Checker fails on a hand-built history for exactly its reason, and a clean
 // history passes them all; each rule has a history that must fail and one that must pass. Times
 // are in milliseconds from 0; the recovery bound is 100 ms, the notice slack 5 ms.

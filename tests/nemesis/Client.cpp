@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dlock_nemesis_client — one workload process of a fault-testing run. Until --run-ms has passed
 // (or SIGTERM), it picks a key, acquires it, does an unfenced read-modify-write of the key's
 // counter in the store, a fenced write of its token, and releases; every step is an invoke

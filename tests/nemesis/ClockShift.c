@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ClockShift.c — an LD_PRELOAD library that moves a process's wall clock (CLOCK_REALTIME,
  * gettimeofday, time) by the number of seconds in the file $DLOCK_CLOCK_SHIFT_FILE, re-read at
  * most every 50 ms, so that a fault test can jump a redis-server's clock while it runs. Monotonic

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ClusterDeployment.h — a Redis Cluster of 3 masters with a replica each, every link through a
 // LinkProxy: node i announces its client proxy P_i and its cluster-bus proxy B_i
 // (cluster-announce-port/-bus-port), so clients, MOVED/ASK redirections, replication and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deployment.h — the Redis servers of one fault-test run, each behind a LinkProxy so that a
 // nemesis reaches every link without root, plus the fault-free store the clients write to.
 //

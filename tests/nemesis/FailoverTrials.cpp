@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dlock_failover_trials — how often a Sentinel failover loses a lock that the master acknowledged,
 // without and with wait_replicas=1. Each trial, on a SentinelDeployment reused across trials:
 // the replication links are delayed (a seeded draw), a client acquires a fresh key through the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FaultHits.h — whether each fault of a run did what it was for: it found a client inside its
 // critical section (the target the nemesis recorded), the hold outlived the fault when the
 // scenario needs its release to cross the recovery, and the key was, or was not, taken by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FencedStore.h — the storage a lock protects, on its own fault-free redis-server: a fenced
 // register (Kleppmann's "How to do distributed locking": a write carries the writer's fencing
 // token and is refused when a higher one was accepted) and an unfenced counter per key.

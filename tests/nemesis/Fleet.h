@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fleet.h — the workload's client processes (dlock_nemesis_client), each with its own history
 // file. The nemesis pauses (SIGSTOP/SIGCONT) and kills (SIGKILL) them; a killed client is
 // replaced by a new one with a new id, so the workload keeps its size. stop() ends the live ones

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // History.h — the operation records of a fault-testing run: Op (one record), HistoryWriter
 // (appends a process's records to its file) and readHistory/readHistories (load them back).
 //

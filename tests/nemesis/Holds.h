@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Holds.h — a history's successful acquisitions, each with how it ended: the unit that the
 // checker's fencing and lost-lease checks and the timeline's bars are made of.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KeyScan.h — the keys of one lock server that have no TTL, for the checker's TTL check.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dlock_nemesis — runs fault-test scenarios: for each, deploys its topology with a LinkProxy on
 // every link and a fault-free store, starts the workload (dlock_nemesis_client processes), lets
 // the nemesis inject its faults on a schedule drawn from the seed (each aimed at a client it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenario.h — one fault-test scenario: a topology, and a nemesis that injects faults into it on
 // a schedule drawn from the run's seed. Scenarios are listed by scenarios(); the runner deploys the
 // topology, starts the workload, runs the nemesis, heals, lets the workload recover, and checks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scenarios of every topology. Each nemesis draws its choices (which client, which nodes,
 // how long within bounds) from the run's seed, so `scripts/nemesis --seed S --scenario X`
 // replays the same schedule.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SentinelDeployment.h — a master, two replicas and three sentinels (quorum 2), every link through
 // a LinkProxy: data node i announces its proxy D_i (replicas replicate through D_master, sentinels
 // and clients reach it through D_i), sentinel j announces its proxy S_j. The proxies are shared by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ServerObserver.h — the server's own record of the lock keys, for the checker to set beside the
 // clients' histories: a fault-free link straight to each lock server (not through a proxy) runs
 // MONITOR, and every command on a lock key of the workload, the ones dlock's scripts run included

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Timeline.h — a run drawn as an SVG (no dependencies): one lane per key, each hold a bar
 // coloured by client from its acquire to its release's invoke (or to the client's last record,
 // dashed, when it died) and a thin tail for the release's round trip; lost notices and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Installs the build in BUILD_DIR into PREFIX (emptied first, with the consumer build trees named
 # in CLEAN), then checks what was installed: the package files are all there, the library is one
 # file (libdlock.a; or, when SHARED, libdlock.so.VERSION and its links .so.SOVERSION and .so), and no installed text

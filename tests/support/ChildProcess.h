@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ChildProcess.h — another process for multi-process tests (fork/exec, not threads), with its
 // stdin and stdout as line-oriented pipes (or its output in a file), extra environment, and a
 // bounded wait. Killed (SIGKILL) and reaped on destruction if still

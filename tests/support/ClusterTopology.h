@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ClusterTopology.h — a private Redis Cluster for one test: the shape scripts/cluster-start makes
 // (by default 3 masters with one replica each, `redis-cli --cluster create … --cluster-replicas 1
 // --cluster-yes`), every node a RedisProcess on a free loopback port with its cluster bus on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FakeRedis.h — an in-process stand-in for one Redis node, for unit tests of what the client does
 // with the server's answers: it listens on a loopback port the kernel picks, reads RESP commands
 // and answers each with what the test's handler returns, recording every command it got.

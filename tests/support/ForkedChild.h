@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ForkedChild.h — a fork() without exec: the child runs a function on its copy of this process
 // (objects of the test included) and _exits with what it returned, running no destructor and no
 // atexit handler of the parent's. For tests of what objects inherited across fork() do.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ForkedIncrements.h — the fork() scenario every backend's suite runs: a lock used in this process
 // (so its connections, subscriber and threads exist), then children forked with it that each do
 // locked non-atomic increments through the inherited lock and then drop it and its backend.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LinkProxy.h — a fault-injecting TCP proxy for one network link on loopback: every connection
 // accepted on port() is forwarded to the target, both ways, byte for byte, and the link can be
 // told at any time to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LogCapture.h — records what the `dlock` logger prints while in scope, for tests that check
 // warnings (and that no password is ever logged).
 #pragma once

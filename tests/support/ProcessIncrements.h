@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProcessIncrements.h — mutual exclusion across processes through any URI: dlock_test_worker
 // processes each do locked read-modify-write increments of a counter kept on a plain server apart
 // from the lock's (so that any backend and transport can be checked the same way).

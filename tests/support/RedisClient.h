@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedisClient.h — a plain hiredis client for tests: checks what dlock stored, reads
 // INFO commandstats, injects faults (CLIENT KILL, SCRIPT FLUSH, DEBUG SLEEP). Independent of
 // dlock's own connection code on purpose. Not thread-safe.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedisProcess.h — a private redis-server for one test: a free loopback port, a config in a
 // temporary directory (no persistence), started, waited for (PING), and killed by pid and
 // cleaned up on destruction. hiredis's test.sh, in C++.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SentinelTopology.h — a Redis Sentinel set owned by one test: one master and two replicas
 // (redis-server) and three sentinels (redis-sentinel, quorum 2), all on free 127.0.0.1 ports,
 // without persistence, each a RedisProcess. The same set scripts/sentinel-start makes, with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TestHelpers.h — small checks and tools the server suites share.
 //
 //   checkEveryLockKeyHasTtl(client)   CHECKs that every dlock key (locks, fencing counters,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TlsCertificates.h — the certificates of one test's TLS servers and clients, made at test time
 // with the `openssl` command in a temporary directory removed on destruction:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ClusterOperator against real Redis Clusters (tests/support/ClusterTopology): routing over all
 // masters, odd keys, batch renewal, a live slot migration under contention from four processes,
 // a master killed and failed over, dead seeds.

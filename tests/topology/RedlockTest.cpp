@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Redlock over five independent redis-servers that the tests start, kill, restart and pause.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sentinel, Cluster and Redlock over TLS: the sentinels and the nodes they name, the cluster's
 // nodes as CLUSTER SLOTS names them (tls-cluster yes), and redlock members of any scheme, each
 // checked by locked increments from several processes.

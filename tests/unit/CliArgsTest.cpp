@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `dlock` command line (tools/dlock/CliArgs): options, modes, durations, usage errors, and
 // the passwords found in its arguments and masked in its messages (the URIs it prints go through
 // dlock::redactUri: tests/unit/UriTest.cpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fixtures.h — building blocks of the unit suite: a lock over a MemoryOperator on a clock the
 // test controls, an operator to bend, and an event to force an interleaving of threads.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dependency-injection story: OrderService takes a std::shared_ptr<dlock::ILock>; the test
 // wires the in-memory backend and the service code does not change.
 #include <doctest/doctest.h>

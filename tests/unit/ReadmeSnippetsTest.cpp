@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The README's C++ snippets, verbatim (tests/CheckReadmeSnippets.cmake fails when they drift),
 // so every snippet a reader copies compiles; the ones that need no server also run.
 // clang-format off

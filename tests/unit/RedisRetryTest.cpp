@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the Redis operators retry, through their public classes, against fake nodes (FakeRedis):
 // no redis-server. Each fake answers the lock scripts by command name (EVALSHA, EVAL) with what the
 // test queued, so a test decides every reply and counts every command that reached a node.

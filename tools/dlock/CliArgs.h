@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CliArgs.h — the command line of the `dlock` command, parsed into plain values.
 //
 //   CliOptions     what one invocation asks for: run a command under a lock, show a key's status,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Supervisor.h — runs COMMAND as dlock's child and watches it: passes SIGINT, SIGTERM and SIGHUP
 // on to it, stops it when the lease is lost, and reports how it ended.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dlock — runs a command while holding a distributed lock: flock(1) across hosts.
 //
 //   dlock [OPTIONS] KEY -- COMMAND [ARGS...]     see `dlock --help`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Clock.h — the monotonic time source for lease bookkeeping and the watchdog.
 //
 // Clock is injectable so tests can run leases on a virtual clock (dlock::VirtualClock in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IFenceRaiser.h — a backend whose fencing counters can be raised: what Redlock requires of each
 // of its members, to carry the highest token of a quorum forward.
 // Thread safety: implementations are thread-safe.

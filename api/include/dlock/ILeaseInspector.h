@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ILeaseInspector.h — diagnostics: what a backend knows about a key (`dlock status KEY`), kept
 // out of the lock's seam. Every backend of this library offers it.
 // Thread safety: implementations are thread-safe.

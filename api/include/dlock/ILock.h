@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ILock.h — ILock: a JDK-Lock-like lock on named keys, shared by every process on the same backend.
 //
 //                        lock(k)          tryLock(k[, t])         unlock(k)

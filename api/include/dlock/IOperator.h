@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IOperator.h — the backend surface: what a lock needs from a store of leases (AcquireResult,
 // ReleaseResult, ExtendResult, LeaseRef, IReleaseWatch, IOperator). Keys and tokens reaching an
 // operator are validated already; ttl is positive and at most kMaxLeaseTime. Every call answers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IWait.h — what a waiter does between two failed acquire attempts.
 //
 // Strategies (in <dlock/core/WaitStrategies.h>): FixedIntervalWait (10 ms polling),

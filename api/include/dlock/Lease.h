@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lease.h — Lease: one acquisition held as an object rather than by the calling thread.
 //
 // ILock::acquire() returns a Lease that carries its own token and fencing token. It is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LockError.h — every exception dlock throws. One root, LockError, on std::runtime_error:
 // `catch (const dlock::LockError&)` catches all of dlock. None derives from a second standard
 // exception, which would make std::exception an ambiguous base and slip past catch clauses.

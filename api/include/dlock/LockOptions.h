@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LockOptions.h — the settings of a lock (LockOptions, fixed at build time) and of one
 // acquisition (AcquireOptions). Plain values.
 #pragma once

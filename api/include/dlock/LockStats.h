@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LockStats.h — counters of one lock since it was built. A plain snapshot from ILock::stats().
 #pragma once
 

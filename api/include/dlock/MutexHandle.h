@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MutexHandle.h — MutexHandle: one key of an ILock as a standard mutex.
 //
 // ILock::mutex(key) returns a MutexHandle that meets Cpp17Lockable and Cpp17TimedLockable, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validation.h — the input rules every entry point applies before anything reaches a backend:
 // keys are non-empty byte strings of at most kMaxKeyBytes (any bytes: '\0', "\r\n", '{', '%'),
 // and lease times are positive and at most kMaxLeaseTime. Also quoteKey(), which renders a key

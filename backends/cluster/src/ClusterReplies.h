@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ClusterReplies.h — readers of what a cluster node says about where slots live.
 //
 //   NodeAddress         host and port of a node

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ClusterTopology.h — a Redis Cluster as RedisOperator's topology: each slot on its master, from
 // the slot map (CLUSTER SLOTS, asked of the seeds first and of any known node later).
 //

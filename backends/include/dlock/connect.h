@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // connect.h — dlock::connect(uri): an IOperator from a URI, the one place that knows every backend.
 //
 //   memory://                                   in-process (tests)

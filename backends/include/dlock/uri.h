@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // uri.h — parsing of backend URIs (see <dlock/connect.h> for the forms). Plain values.
 //
 //   Endpoint            a host and port of the URI (<dlock/common/Endpoint.h>)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Connection.h — one connection to one Redis server: connect timeout, command timeout, TCP
 // keep-alive, TLS, AUTH (password or ACL user + password), SELECT db.
 //

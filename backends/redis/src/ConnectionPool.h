@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ConnectionPool.h — a small pool of connections to one server.
 //
 // Connections open on demand up to PoolOptions::size. borrow() waits at most waitTimeout for a

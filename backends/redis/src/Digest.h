@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Digest.h — SHA-1 as hex (OpenSSL's EVP), for the EVALSHA digests of our scripts (computed
 // locally, so the first call needs no SCRIPT LOAD round trip) and derived hash tags. Not used for
 // anything security-related.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Errors.h — socket, TLS and hiredis failures mapped to dlock's errors, in one place
 // (redis-plus-plus's errors.cpp).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FixedTopology.h — one Redis server: every key on its one node. A pooled connection found dead
 // is replaced once (RedisOperator does that for every topology); nothing else is retried, as there
 // is nowhere else to go.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ForkSockets.h — the sockets of this process's Redis connections, closed in a forked child.
 //
 // A child inherits a copy of every socket of its parent. It never uses the parent's connections

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KeyNames.h — the Redis names of one lock, the same for every topology: `<prefix>{<key>}` holds
 // the owner token, `<prefix>{<key>}:fence` the fencing counter, `<prefix>{<key>}:released` is
 // the release channel, and `<prefix>{<key>}:released:<token>` the short-lived record that the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PlainTransport.h — bytes as they are, over TCP or a Unix socket.
 // Owner: one Connection. Thread safety: not thread-safe.
 #pragma once

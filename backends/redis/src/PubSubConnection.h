@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PubSubConnection.h — one pub/sub connection to one server and the table of its channels: the
 // I/O of every subscription dlock keeps, written once.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedisNode.h — one Redis endpoint as the lock uses it: a connection pool, and the one pub/sub
 // connection of its release waiters, opened on first use.
 // Owner: a Topology. Thread safety: thread-safe.

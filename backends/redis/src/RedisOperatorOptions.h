@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedisOperatorOptions.h — what RedisOperator needs beyond its topology. Plain values.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replies.h — strict readers of our scripts' replies. Whatever the server sends, a reply that is
 // not exactly the expected shape is an error (BackendError), never a wrong "acquired"; error
 // replies are mapped by throwReplyError.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reply.h — ownership of hiredis replies: ReplyPtr frees with freeReplyObject.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scripts.h — the Lua scripts of the lock protocol and how they are called.
 //
 //   acquire  KEYS: lock, fence   ARGV: token, ttl-ms, fence-ttl-ms

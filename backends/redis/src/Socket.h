@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Socket.h — a connected stream socket to one Redis server, opened by dlock itself: TCP (each
 // address of the host in turn) or a Unix socket; close-on-exec from creation (no fork+exec
 // window), non-blocking, connected within a deadline, TCP_NODELAY and keep-alive on TCP. A forked

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Subscriber.h — one pub/sub connection per server, shared by every waiter of an operator.
 //
 // watch(channel) subscribes (once per channel, however many waiters) and returns only when the

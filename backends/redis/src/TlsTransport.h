@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TlsTransport.h — TLS 1.2+ over a connected Socket (OpenSSL 3), for rediss:// servers.
 //
 // connect() builds the client context from TlsOptions (the CA files or the system trust store, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Topology.h — where a call of the lock protocol goes, and what a failure there means: the part
 // that differs between one server, a Sentinel-watched master and a Cluster. RedisOperator asks it
 // for a node before each try and, after a try that failed, whether to try again.

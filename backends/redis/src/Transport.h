@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transport.h — the byte stream under a Connection: TCP or a Unix socket (PlainTransport), or TLS
 // over either (TlsTransport). Non-blocking: a call that cannot progress says which readiness of
 // fd() to wait for, so one poll() loop serves every transport (and an event loop could later).

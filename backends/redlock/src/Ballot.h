@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ballot.h — the nodes' answers to one request that RedlockOperator fanned out.
 //
 // The caller creates a Ballot, marks the nodes it asks, and posts one task per node; each task

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NodeWorkers.h — the fixed worker threads through which RedlockOperator talks to its nodes.
 //
 // Each node has its own threads (`lanesPerNode` of them), each with its own queue, so a slow or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedlockMemory.h — what a Redlock operator remembers between calls, per (key, token):
 //
 //   suspects           nodes that may still hold the token from an attempt that was undone (its

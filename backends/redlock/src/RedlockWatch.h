@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedlockWatch.h — one release watch over the watches of several nodes.
 //
 // A release of a Redlock key deletes it on every node that held it, and each of those nodes

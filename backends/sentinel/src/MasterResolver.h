@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MasterResolver.h — finds the master of a Sentinel-monitored set, as the Sentinel client
 // guidelines describe: ask each sentinel in turn `SENTINEL get-master-addr-by-name <name>` (a
 // fresh connection each, within the sentinel timeouts), then confirm the answer with ROLE on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SentinelEvents.h — what the sentinels say about failovers, as it happens.
 //
 // One PubSubConnection per sentinel, listening on the channels below: a failover's progress is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SentinelTopology.h — a Sentinel-watched master as RedisOperator's topology: every key on the
 // master the sentinels name, confirmed with ROLE; found again after a connection failure or a
 // "not now" reply (READONLY, MASTERDOWN, LOADING...), and followed through failovers announced on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // redis+cluster://[user:pass@]h1:p1,h2:p2[?opts] — seed nodes of a Redis Cluster; rediss+cluster:// the
 // same over TLS (a cluster with tls-cluster yes announces its TLS ports in CLUSTER SLOTS).
 #include "dlock/cluster/ClusterOperator.h"

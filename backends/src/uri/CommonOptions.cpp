@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The options of every scheme that reaches Redis servers, and what they set.
 #include "uri/Probe.h"
 #include "uri/UriScheme.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // memory:// — the in-process operator; takes no options.
 #include "dlock/memory/MemoryOperator.h"
 #include "uri/UriScheme.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // redis://[user:pass@]host:port[/db][?opts] — one server; rediss:// the same over TLS (default port 6379,
 // as managed services name theirs in the URI).
 #include "dlock/single/SingleOperator.h"

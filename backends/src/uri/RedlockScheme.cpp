@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // redlock://[user:pass@]h1:p1,h2:p2,...[?opts]: one redis:// node per host, node_timeout for all.
 // redlock://<uri>;<uri>;...: one node per member URI; node_timeout in a member's query is that
 // node's (a redis:// member's default timeouts too), and the redlock waits for the slowest one's.

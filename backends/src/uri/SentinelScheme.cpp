@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // redis+sentinel://[user:pass@]h1:p1,h2:p2/master[/db][?opts] — a master the sentinels name;
 // rediss+sentinel:// the same over TLS, to the sentinels and to the data nodes they name alike.
 #include "dlock/sentinel/SentinelOperator.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The options of every TLS scheme (rediss://, rediss+sentinel://, rediss+cluster://), and what they set.
 #include "dlock/LockError.h"
 #include "uri/UriParser.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // unix://[[user]:password@]/path/to/redis.sock[?db=N&opts] — one server on a Unix socket. The
 // userinfo goes before the path's leading '/' (unix://:secret@/run/redis.sock); the database is an
 // option, as the path is the socket's.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UriParser.h — the generic URI syntax: scheme, userinfo, hosts, path, query, redlock member lists.
 // What each scheme takes comes from its UriScheme; a scheme's path reader fails through this.
 // Owner: one parseUri() call. Thread safety: not thread-safe.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UriRedaction.h — where a URI may hold a password, for redactUri() and for the parser's messages.
 #pragma once
 

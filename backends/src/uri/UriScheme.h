@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UriScheme.h — what a URI scheme declares: its options, its shape, and how it becomes an operator.
 // Each scheme is one <Name>Scheme.cpp; the parser (UriParser.cpp) and the redaction
 // (UriRedaction.cpp) know schemes only through this, and Connect.cpp lists them.

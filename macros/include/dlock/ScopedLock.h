@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ScopedLock.h — ScopedLock: holds one key of an ILock for a scope, like std::lock_guard.
 //
 // The blocking constructor waits until the key is held; the timed one waits at most `timeout`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // macros.h — declarative locking for a scope.
 //
 //   DISTRIBUTED_LOCK(key);                      blocks until `key` of the default lock is held;

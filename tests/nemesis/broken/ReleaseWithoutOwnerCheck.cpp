@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A deliberately BROKEN release, linked instead of backends/redis/src/ReleaseSource.cpp only by
 // the fault-testing harness's build (CMake option DLOCK_BREAK_RELEASE_CHECK): it deletes the key
 // whoever owns it, so a holder whose lease ran out releases its successor's hold. The harness's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds against dlock's source tree as a subproject: the header-only API and its errors.
 #include <dlock/LockError.h>
 #include <dlock/Validation.h>

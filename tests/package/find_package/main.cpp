@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Locks and unlocks a key on the in-memory backend through the installed dlock.
 #include <dlock/dlock.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The main of every suite whose tests talk to real servers they start themselves (integration,
 // topology, examples).
 // DLOCK_SKIP_INTEGRATION=1 is the only way to skip them; it says so and exits 77, which ctest

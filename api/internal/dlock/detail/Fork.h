@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fork.h — how dlock objects inherited across fork() become the child's own.
 //
 //   forkGeneration()       the number of fork()s that led to this process from the first one

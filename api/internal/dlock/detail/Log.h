@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Log.h — the `dlock` spdlog logger, shared by core and the backends, and safe across fork().
 // Build-only: installed headers never include spdlog.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DefaultLock.h — the process-wide lock the DISTRIBUTED_LOCK macros use.
 // Set once at start-up with setDefaultLock(); a macro used before that throws ConfigError.
 // Thread safety: thread-safe.

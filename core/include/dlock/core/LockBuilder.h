@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LockBuilder.h — assembles an ILock from a backend (IOperator), a wait strategy and options.
 //
 //   auto lock = dlock::LockBuilder()

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RequestIdHolder.h — the thread-local record of which keys this thread holds, per lock.
 //
 // Each (lock, key) the calling thread holds maps to its lease (owner token, fencing token) and a

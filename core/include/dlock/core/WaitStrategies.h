@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WaitStrategies.h — the IWait implementations.
 //
 //   FixedIntervalWait        sleeps a fixed interval (10 ms) between attempts

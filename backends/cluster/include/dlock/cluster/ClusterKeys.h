@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ClusterKeys.h — where a lock lives in a Redis Cluster: the CRC16 of the specification, a Redis
 // key's hash slot, and a lock's names and slot. The names are those of every topology,
 // `<prefix>{<key>}` and its `:fence` and `:released` companions, except for a key starting with

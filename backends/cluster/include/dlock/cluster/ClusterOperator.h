@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ClusterOperator.h — the IOperator for a Redis Cluster: RedisOperator over the slot map, each
 // key on its slot's master, release messages through sharded pub/sub. Redirections, "not now"
 // replies and failovers are followed within the retry budget (backends/cluster/README.md).

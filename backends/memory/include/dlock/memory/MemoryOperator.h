@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MemoryOperator.h — an IOperator in process memory, for unit tests and for users' tests.
 //
 // It behaves as the Redis backends do: leases expire at their TTL on the injected clock, unlock

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // VirtualClock.h — a Clock that only moves when a test advances it.
 //
 //   auto clock = std::make_shared<dlock::VirtualClock>();

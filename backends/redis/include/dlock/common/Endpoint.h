@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Endpoint.h — dlock::Endpoint: one server's host and port, as a URI names it. Plain value.
 #pragma once
 

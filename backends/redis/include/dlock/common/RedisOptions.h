@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedisOptions.h — how dlock reaches a Redis server: the options shared by every Redis backend.
 //
 //   TlsOptions         TLS to the server: trust, client certificate, the name verified

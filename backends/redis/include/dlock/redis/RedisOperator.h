@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedisOperator.h — the IOperator of every Redis topology, written once: SingleOperator,
 // SentinelOperator and ClusterOperator are this class over one server, a Sentinel-watched master
 // and a Cluster. Made through those classes or dlock::connect(uri).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RedlockOperator.h — the Redlock algorithm over N independent backends (N = 5 recommended):
 // every call goes to all of them in parallel on the operator's own worker threads, and counts when
 // a quorum (N/2 + 1) agrees within the node timeout and the validity (ttl - elapsed - drift) is

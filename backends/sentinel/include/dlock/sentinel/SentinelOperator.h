@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SentinelOperator.h — the IOperator for a Redis master watched by Redis Sentinel: RedisOperator
 // over the master the sentinels name, following failovers as they announce them; optionally an
 // acquire counts only once replicas acknowledged it (waitReplicas). How failovers are followed and

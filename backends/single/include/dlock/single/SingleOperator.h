@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SingleOperator.h — the IOperator for one Redis server (RedisOperator over one node). Redis
 // keys: `<prefix>{<key>}` holds the token, `<prefix>{<key>}:fence` the fencing counter,
 // `<prefix>{<key>}:released` is the release channel.
