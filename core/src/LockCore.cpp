@@ -190,14 +190,14 @@ void LockCore::release(LeaseState& lease) {
   try {
     result = backend_->unlock(lease.key, lease.token);
   } catch (const ConnectionError&) {
+    if (!valid) throwLost(lease, true, "had ended, and its release could not reach the server");
     // The release may have run before the connection failed: the next try asks the server.
     lease.transition(LeasePhase::Releasing, LeasePhase::InDoubt);
-    if (!valid) throwLost(lease, true, "had ended, and its release could not reach the server");
     throw;
   } catch (...) {
+    if (!valid) throwLost(lease, true, "had ended");
     // Refused (an error reply): nothing ran. An earlier cut-off try still may have.
     lease.transition(LeasePhase::Releasing, from);
-    if (!valid) throwLost(lease, true, "had ended");
     throw;
   }
   const bool clean = result.releasedEarlier || (result.released && valid);

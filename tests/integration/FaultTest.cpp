@@ -236,13 +236,12 @@ TEST_SUITE("Faults") {
     RedisProcess::Options config;
     config.config = {"requirepass try-pw"};
     RedisProcess server(config);
-    LinkProxy proxy(server.host(), server.port());
-    proxy.refuse();
+    server.kill();  // nothing listens on its port: the first connect fails
     // No password in the URI: the server, once reachable, refuses every command (NOAUTH).
-    auto backend = dlock::connect(proxy.uri() + "?lazy_connect=true&connect_timeout=500ms");
+    auto backend = dlock::connect(server.uri() + "?lazy_connect=true&connect_timeout=500ms");
     dlock::test::LogCapture log;
     CHECK_THROWS_AS((void)backend->lock("k", "t", 5000ms), dlock::ConnectionError);
-    proxy.pass();
+    server.restart();
     const auto deadline = std::chrono::steady_clock::now() + dlock::test::kEventBudget;
     bool refused = false;
     while (!refused && std::chrono::steady_clock::now() < deadline) {

@@ -18,7 +18,7 @@ ConnectionPool::~ConnectionPool() = default;
 std::unique_ptr<Connection> ConnectionPool::open() {
   try {
     auto connection = std::make_unique<Connection>(connection_);
-    if (reconnecting()) confirmServes(*connection);
+    if (connectFailed()) confirmServes(*connection);
     std::lock_guard<std::mutex> guard(mutex_);
     if (failedSince_) {
       reconnects_.fetch_add(1, std::memory_order_relaxed);
@@ -37,14 +37,15 @@ std::unique_ptr<Connection> ConnectionPool::open() {
   }
 }
 
-bool ConnectionPool::reconnecting() {
+bool ConnectionPool::connectFailed() {
   std::lock_guard<std::mutex> guard(mutex_);
-  return failedSince_;
+  return failures_ > 0;
 }
 
-// After a failure (a connect that failed, or a connection that broke in use), a reconnect is
-// reported once the server answers, not when a socket opens: a server that came back refusing us
-// (NOAUTH, LOADING) must not log "reconnected" just before the error saying so.
+// After failed connects, a reconnect is reported once the server answers, not when a socket opens:
+// a server that came back refusing us (NOAUTH, LOADING) must not log "reconnected" just before the
+// error saying so. (After a connection that broke in use, the next command tells soon enough, and
+// a PING there would cost every reconnect a round trip.)
 void ConnectionPool::confirmServes(Connection& connection) {
   const ReplyPtr reply = connection.command({"PING"});
   if (reply->type == REDIS_REPLY_ERROR) throwReplyError(*reply, "PING on " + address_);

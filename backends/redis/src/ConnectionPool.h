@@ -91,7 +91,7 @@ class ConnectionPool {
  private:
   void giveBack(std::unique_ptr<Connection> connection);
   std::unique_ptr<Connection> open();
-  bool reconnecting();                         // a failure since the last connection opened
+  bool connectFailed();                        // the last connect attempt failed
   void confirmServes(Connection& connection);  // PING; throws the error reply's error
 
   const ConnectionOptions connection_;
