@@ -17,7 +17,7 @@
 
 namespace dlock {
 namespace detail {
-struct LeaseState;
+class LeaseState;
 }
 
 class RequestIdHolder {
