@@ -53,6 +53,26 @@ std::string written(std::string_view password, unsigned escaping) {
   return out;
 }
 
+// `text` with each valid %XX decoded, the rest as it is.
+std::string leniently(std::string_view text) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 // {P}: the password as written; {N}: the other input bytes. Every scheme, every place a password
 // goes, and the other bytes before, inside and after the URI (a bad host, port, path or option).
 constexpr std::string_view kTemplates[] = {
@@ -141,8 +161,9 @@ void passwordNeverShown(const std::uint8_t* data, std::size_t size) {
   // The marker somewhere in the password (where, the input says).
   const std::size_t at = bytes.empty() ? 0 : static_cast<unsigned char>(bytes.front()) % (bytes.size() + 1);
   const std::string password = std::string(bytes.substr(0, at)) + std::string(kMarker) + std::string(bytes.substr(at));
-  const auto decodedOther = dlock::percentDecode(other);  // the parser's own decoder; nullopt: it refuses `other`
-  if (contains(other, kMarker) || (decodedOther && contains(*decodedOther, kMarker))) return;  // not the password's
+  // Not the password's: `other` spelling the marker, raw or %-escaped (decoded where it can be, since
+  // the parser decodes a part of `other` that is valid even when the whole is not).
+  if (contains(other, kMarker) || contains(leniently(other), kMarker)) return;
   std::string asWritten = written(password, escaping);
   // In the password-only spelling ("redis://secret@h") a raw ':' is the user/password separator
   // (RFC 3986): what comes before it is a user name, shown by design. A password holding ':'

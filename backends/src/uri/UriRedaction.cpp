@@ -109,16 +109,11 @@ std::vector<Span> candidateSpans(std::string_view text) {
     }
     std::vector<Span> query;
     querySpans(text, userStart, end, query);
-    // The userinfo runs to the last '@': a password may hold '@', '/', '?', ':' and the rest. Not
-    // to one inside a secret option's value, masked anyway (unless the value starts there).
-    const auto insideSecret = [&](std::size_t pos) {
-      return std::any_of(query.begin(), query.end(),
-                         [&](const Span& span) { return span.password && span.begin < pos && pos < span.end; });
-    };
-    auto at = text.substr(0, end).rfind('@');
-    while (at != std::string_view::npos && at >= userStart && insideSecret(at)) {
-      at = at == 0 ? std::string_view::npos : text.substr(0, at).rfind('@');
-    }
+    // The userinfo runs to the last '@': a password may hold '@', '/', '?', ':' and the rest. Even
+    // to one inside a secret option's value: a raw '?' in a password makes what follows it look
+    // like a query ("redis://:a/b?sentinel_password=c@h" may be the password "a/b?sentinel_password=c").
+    // The parser refuses any raw '@' in a query, so this only ever masks more of an error message.
+    const auto at = text.substr(0, end).rfind('@');
     if (at != std::string_view::npos && at >= userStart) {
       // The user is shown, unless it holds an '@': then "secret@host:port@..." may be a password
       // alone followed by more '@'s, and the user the password.
