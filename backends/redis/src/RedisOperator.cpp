@@ -214,13 +214,13 @@ class FollowingWatch final : public IReleaseWatch {
 
 // The release script's call for `token` (see ReleaseSource.cpp): its keys and arguments.
 struct ReleaseCall {
-  ReleaseCall(const KeyNames& names, std::string_view token, const RedisOperatorOptions& options)
+  ReleaseCall(const KeyNames& names, std::string_view token, const RedisOperatorOptions& options, bool cancel = false)
       : channel(names.channel()),
         record(names.releaseRecord(token)),
         // The release's record outlives every retry of its call, and a caller's retry soon after.
         recordFloor(std::to_string((options.commandTimeout + options.retryBudget).count())),
         keys{names.lock()},
-        args{token, channel, record, recordFloor} {}
+        args{token, channel, record, recordFloor, cancel ? "1" : "0"} {}
   ReleaseCall(const ReleaseCall&) = delete;
   ReleaseCall& operator=(const ReleaseCall&) = delete;
 
@@ -304,11 +304,12 @@ AcquireResult RedisOperator::lock(std::string_view key, std::string_view token, 
   const std::string fence = names.fence();
   const std::string ttlText = std::to_string(ttl.count());
   const std::string fenceTtl = std::to_string(options.fenceTtl.count());
+  const std::string record = names.releaseRecord(token);
   Call call("lock", key, options.retryBudget);
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {
-        return runOn(connection, route, acquireScript(), {names.lock(), fence}, {token, ttlText, fenceTtl});
+        return runOn(connection, route, acquireScript(), {names.lock(), fence}, {token, ttlText, fenceTtl, record});
       },
       [&](Connection& connection, const redisReply& reply, const Route& route) {
         const ReplySource where("lock", key, route.node->label());
@@ -320,14 +321,18 @@ AcquireResult RedisOperator::lock(std::string_view key, std::string_view token, 
       });
 }
 
-ReleaseResult RedisOperator::unlock(std::string_view key, std::string_view token) {
+ReleaseResult RedisOperator::unlock(std::string_view key, std::string_view token) { return release(key, token, false); }
+
+ReleaseResult RedisOperator::cancel(std::string_view key, std::string_view token) { return release(key, token, true); }
+
+ReleaseResult RedisOperator::release(std::string_view key, std::string_view token, bool cancel) {
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = state_->options;
   const KeyNames names(options.keyPrefix, key, topology.sharded());
-  const ReleaseCall release(names, token, options);
+  const ReleaseCall release(names, token, options, cancel);
   const std::string& channel = release.channel;
   const Script& script = topology.sharded() ? shardedReleaseScript() : releaseScript();
-  Call call("unlock", key, options.retryBudget);
+  Call call(cancel ? "cancel" : "unlock", key, options.retryBudget);
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {

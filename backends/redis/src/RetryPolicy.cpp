@@ -21,7 +21,14 @@ RetryPolicy::RetryPolicy(milliseconds budget)
     : budget_(budget), deadline_(Steady::now() + budget), backoff_(kFirstPause, kMaxPause) {}
 
 RetryPolicy::Step RetryPolicy::withinBudget(Step step) {
-  if (Steady::now() < deadline_) return step;
+  const auto now = Steady::now();
+  if (step == Step::AfterPause) {
+    // A retry must start within the budget: not after a pause that ends past it.
+    pause_ = backoff_.next();
+    if (now + pause_ < deadline_) return step;
+  } else if (now < deadline_) {
+    return step;
+  }
   reason_ = " (retried for " + std::to_string(budget_.count()) + " ms)";
   return Step::GiveUp;
 }
@@ -64,11 +71,6 @@ RetryPolicy::Step RetryPolicy::afterFailure(Failure failure, Next next) {
 RetryPolicy::Step RetryPolicy::whenNowhere() {
   reason_.clear();
   return withinBudget(Step::AfterPause);
-}
-
-milliseconds RetryPolicy::pause() {
-  const auto left = std::chrono::duration_cast<milliseconds>(deadline_ - Steady::now());
-  return std::clamp(backoff_.next(), milliseconds(0), std::max(left, milliseconds(0)));
 }
 
 }  // namespace dlock::detail

@@ -57,8 +57,8 @@ class RetryPolicy {
   // When the topology knows no node to send the call to.
   Step whenNowhere();
 
-  // The pause before an AfterPause retry: the next back-off step, never past the deadline.
-  [[nodiscard]] std::chrono::milliseconds pause();
+  // The pause before an AfterPause retry: the next back-off step, ending before the deadline.
+  [[nodiscard]] std::chrono::milliseconds pause() const noexcept { return pause_; }
 
   // Why the last GiveUp gave up, for the call's error ("" when the reply or failure says it all).
   [[nodiscard]] const std::string& reason() const noexcept { return reason_; }
@@ -71,6 +71,7 @@ class RetryPolicy {
   const std::chrono::milliseconds budget_;
   const std::chrono::steady_clock::time_point deadline_;
   Backoff backoff_;
+  std::chrono::milliseconds pause_{0};
   unsigned redirects_ = 0;
   bool staleReplaced_ = false;
   bool subscribing_ = false;

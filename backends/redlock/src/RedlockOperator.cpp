@@ -191,15 +191,20 @@ AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token
   return result;
 }
 
-ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view token) {
+ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view token) { return release(key, token, false); }
+
+// Every member cancels: an acquire of the token still on its way to any of them is refused there.
+ReleaseResult RedlockOperator::cancel(std::string_view key, std::string_view token) { return release(key, token, true); }
+
+ReleaseResult RedlockOperator::release(std::string_view key, std::string_view token, bool cancel) {
   detail::RedlockNodes& nodes = impl_->nodes;
   const milliseconds waited = nodes.options().nodeTimeout;
   std::vector<bool> released = impl_->partialReleases->of(key, token);
   // Releases are never dropped unsent: a late one still frees the node for others.
   const auto ballot = nodes.send<ReleaseResult>(nodes.all(), nodes.shardOf(key), std::nullopt,
-                                            [k = std::string(key), t = std::string(token)](IOperator& member) {
-                                              return member.unlock(k, t);
-                                            });
+                                                [k = std::string(key), t = std::string(token), cancel](IOperator& member) {
+                                                  return cancel ? member.cancel(k, t) : member.unlock(k, t);
+                                                });
   (void)ballot->waitForAll(Steady::now() + waited);
   const auto votes = ballot->snapshot();
   std::size_t failed = 0;
@@ -227,7 +232,7 @@ ReleaseResult RedlockOperator::unlock(std::string_view key, std::string_view tok
     return result;
   }
   impl_->partialReleases->remember(key, token, releasedCount > 0 ? released : std::vector<bool>());
-  nodes.throwUndecided("unlock", key,
+  nodes.throwUndecided(cancel ? "cancel" : "unlock", key,
                    "released on " + std::to_string(releasedCount) + " nodes; too few answered to tell whether a "
                    "quorum still held the lease (a retry counts the nodes already released)",
                    nodes.failuresOf(votes, waited));
