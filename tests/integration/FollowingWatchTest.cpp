@@ -10,12 +10,15 @@
 #include <memory>
 #include <string>
 
+#include "LinkProxy.h"
 #include "RedisOperatorOptions.h"
 #include "RedisProcess.h"
+#include "Subscriber.h"
 #include "Topology.h"
 #include "dlock/redis/RedisOperator.h"
 
 using namespace std::chrono_literals;
+using dlock::test::LinkProxy;
 using dlock::test::RedisProcess;
 
 namespace {
@@ -100,5 +103,33 @@ TEST_SUITE("FollowingWatch") {
     // And it hears A's releases.
     REQUIRE(op.unlock("k", "holder").released);
     CHECK(watch->waitForRelease(30s));
+  }
+
+  TEST_CASE("retiring a node's subscriber does not wait for its reconnect in progress (topologies retire under their locks)") {
+    RedisProcess::Options serverOptions;
+    serverOptions.config = {"requirepass secret"};
+    RedisProcess server(serverOptions);
+    LinkProxy proxy(server.host(), server.port());
+    dlock::ConnectionOptions options;
+    options.host = "127.0.0.1";
+    options.port = proxy.port();
+    options.password = "secret";
+    options.connectTimeout = 30s;
+    options.commandTimeout = 30s;  // an AUTH held by the proxy blocks the thread this long
+    dlock::detail::RedisNode node(options, dlock::PoolOptions{}, false);
+    const auto watch = node.subscriber()->watch("dlock:{k}:released");
+
+    // The subscriber loses its connection and reconnects into a proxy that holds its AUTH.
+    proxy.holdNewConnections();
+    proxy.resetAll();
+    REQUIRE(proxy.waitForHeld("AUTH", 10s));
+
+    const auto start = std::chrono::steady_clock::now();
+    node.retireSubscriber();
+    // Returned without joining a thread stuck for 30 s; its waiters woke.
+    CHECK(std::chrono::steady_clock::now() - start < 10s);
+    CHECK(node.subscriberIfAny().get() == nullptr);
+    CHECK(watch->waitForRelease(10s));
+    proxy.release();  // the thread gives up and ends; the node joins it on destruction
   }
 }

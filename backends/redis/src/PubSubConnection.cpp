@@ -81,6 +81,15 @@ void PubSubConnection::stop() {
   if (thread.joinable()) thread.join();
 }
 
+void PubSubConnection::requestStop() {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stopping_ = true;
+  }
+  wake();
+  changed_.notify_all();
+}
+
 void PubSubConnection::wake() const {
   const std::uint64_t one = 1;
   (void)!::write(wakeFd_, &one, sizeof one);

@@ -85,6 +85,9 @@ class PubSubConnection : public std::enable_shared_from_this<PubSubConnection> {
   // Stops and joins the thread; watchers wake, handlers are not called any more. Later calls,
   // and later clients, do nothing.
   void stop();
+  // stop() without the join: the thread ends on its own (after a connect in progress gives up);
+  // waiters wake at once. A later stop() or the destructor joins it.
+  void requestStop();
 
   // Connections re-opened after a failure.
   [[nodiscard]] std::uint64_t reconnects() const noexcept { return reconnects_.load(std::memory_order_relaxed); }

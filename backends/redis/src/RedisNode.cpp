@@ -27,14 +27,15 @@ std::shared_ptr<Subscriber> RedisNode::subscriberIfAny() const {
   return subscriber_;
 }
 
+// Called by a topology with its own locks held: the subscriber is told to stop, not waited for
+// (its thread may be in a connect to the node being left, up to its timeout); the threads are
+// joined when the node goes.
 void RedisNode::retireSubscriber() {
-  std::shared_ptr<Subscriber> retired;  // stopped outside the lock: it joins its thread
-  {
-    std::lock_guard<std::mutex> guard(mutex_);
-    if (!subscriber_) return;
-    retiredReconnects_ += subscriber_->reconnects();
-    retired = std::move(subscriber_);
-  }
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (!subscriber_) return;
+  retiredReconnects_ += subscriber_->reconnects();
+  subscriber_->retire();
+  retired_.push_back(std::move(subscriber_));
 }
 
 std::uint64_t RedisNode::reconnects() const {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "ConnectionPool.h"
 #include "Subscriber.h"
@@ -46,6 +47,7 @@ class RedisNode {
   const bool sharded_;
   mutable std::mutex mutex_;
   std::shared_ptr<Subscriber> subscriber_;  // guarded by mutex_
+  std::vector<std::shared_ptr<Subscriber>> retired_;  // guarded by mutex_; stopping, joined on destruction
   std::uint64_t retiredReconnects_ = 0;     // guarded by mutex_
 };
 

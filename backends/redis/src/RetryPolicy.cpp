@@ -23,9 +23,11 @@ RetryPolicy::RetryPolicy(milliseconds budget)
 RetryPolicy::Step RetryPolicy::withinBudget(Step step) {
   const auto now = Steady::now();
   if (step == Step::AfterPause) {
-    // A retry must start within the budget: not after a pause that ends past it.
-    pause_ = backoff_.next();
-    if (now + pause_ < deadline_) return step;
+    // The pause ends by the deadline, where the last retry goes; none is shorter than 1 ms (a
+    // remainder below that would be a retry without a pause).
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline_ - now);
+    pause_ = std::min(backoff_.next(), left);
+    if (pause_ >= milliseconds(1)) return step;
   } else if (now < deadline_) {
     return step;
   }

@@ -57,7 +57,7 @@ class RetryPolicy {
   // When the topology knows no node to send the call to.
   Step whenNowhere();
 
-  // The pause before an AfterPause retry: the next back-off step, ending before the deadline.
+  // The pause before an AfterPause retry: the next back-off step, cut to end at the deadline.
   [[nodiscard]] std::chrono::milliseconds pause() const noexcept { return pause_; }
 
   // Why the last GiveUp gave up, for the call's error ("" when the reply or failure says it all).

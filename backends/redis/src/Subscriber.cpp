@@ -32,6 +32,8 @@ bool Subscriber::subscribed(const std::string& channel) const { return connectio
 
 void Subscriber::reconnect() { connection_->reconnect(); }
 
+void Subscriber::retire() { connection_->requestStop(); }
+
 std::uint64_t Subscriber::reconnects() const noexcept { return connection_->reconnects(); }
 
 }  // namespace dlock::detail

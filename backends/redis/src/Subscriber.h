@@ -59,6 +59,9 @@ class Subscriber {
 
   // Drops the connection; the thread reconnects to target() (e.g. after a failover).
   void reconnect();
+  // Stops without waiting for the thread (a connect in progress may take its whole timeout to
+  // give up): waiters wake at once; the destructor joins.
+  void retire();
 
   // Connections re-opened after a failure.
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
