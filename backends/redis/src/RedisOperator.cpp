@@ -219,14 +219,16 @@ struct ReleaseCall {
         record(names.releaseRecord(token)),
         // The release's record outlives every retry of its call, and a caller's retry soon after.
         recordFloor(std::to_string((options.commandTimeout + options.retryBudget).count())),
+        owner(names.owner()),
         keys{names.lock()},
-        args{token, channel, record, recordFloor, cancel ? "1" : "0"} {}
+        args{token, channel, record, recordFloor, cancel ? "1" : "0", owner} {}  // the owner record last (Scripts.h)
   ReleaseCall(const ReleaseCall&) = delete;
   ReleaseCall& operator=(const ReleaseCall&) = delete;
 
   const std::string channel;
   const std::string record;
   const std::string recordFloor;
+  const std::string owner;
   const Argv keys;
   const Argv args;
 };
@@ -298,6 +300,17 @@ std::uint64_t RedisOperator::reconnects() const noexcept {
 }
 
 AcquireResult RedisOperator::lock(std::string_view key, std::string_view token, milliseconds ttl) {
+  return acquire(key, token, ttl, nullptr);
+}
+
+AcquireResult RedisOperator::lockRecordingOwner(std::string_view key, std::string_view token, milliseconds ttl,
+                                                std::string_view label) {
+  checkOwnerLabel(label, "lock");
+  return acquire(key, token, ttl, &label);
+}
+
+AcquireResult RedisOperator::acquire(std::string_view key, std::string_view token, milliseconds ttl,
+                                     const std::string_view* label) {
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = state_->options;
   const KeyNames names(options.keyPrefix, key, topology.sharded());
@@ -309,7 +322,11 @@ AcquireResult RedisOperator::lock(std::string_view key, std::string_view token, 
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {
-        return runOn(connection, route, acquireScript(), {names.lock(), fence}, {token, ttlText, fenceTtl, record});
+        if (label == nullptr) {
+          return runOn(connection, route, acquireScript(), {names.lock(), fence}, {token, ttlText, fenceTtl, record});
+        }
+        return runOn(connection, route, acquireRecordingOwnerScript(), {names.lock(), fence, names.owner()},
+                     {token, ttlText, fenceTtl, record, *label});
       },
       [&](Connection& connection, const redisReply& reply, const Route& route) {
         const ReplySource where("lock", key, route.node->label());
@@ -354,11 +371,12 @@ bool RedisOperator::extend(std::string_view key, std::string_view token, millise
   const RedisOperatorOptions& options = state_->options;
   const KeyNames names(options.keyPrefix, key, topology.sharded());
   const std::string ttlText = std::to_string(ttl.count());
+  const std::string owner = names.owner();
   Call call("extend", key, options.retryBudget);
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {
-        return runOn(connection, route, extendScript(), {names.lock()}, {token, ttlText});
+        return runOn(connection, route, extendScript(), {names.lock()}, {token, ttlText, owner});
       },
       [&](Connection&, const redisReply& reply, const Route& route) {
         return readFlagReply(reply, ReplySource("extend", key, route.node->label()));
@@ -378,12 +396,15 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
   const bool sharded = topology.sharded();
   const std::string ttlText = std::to_string(ttl.count());
   std::vector<std::string> lockKeys;
+  std::vector<std::string> ownerKeys;
   std::vector<std::uint16_t> slots;
   lockKeys.reserve(leases.size());
+  ownerKeys.reserve(leases.size());
   slots.reserve(leases.size());
   for (const auto& lease : leases) {
     const KeyNames names(options.keyPrefix, lease.key, sharded);
     lockKeys.push_back(names.lock());
+    ownerKeys.push_back(names.owner());
     slots.push_back(sharded ? names.slot() : 0);
   }
   const std::vector<RedisNode*> owners = topology.owners(slots);
@@ -411,6 +432,7 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
           args.push_back(leases[indexes[j]].token);
           chunk.push_back(indexes[j]);
         }
+        for (std::size_t j = start; j < end; ++j) args.emplace_back(ownerKeys[indexes[j]]);
         calls.emplace_back(std::move(keys), std::move(args));
         members.push_back(std::move(chunk));
       }
@@ -499,11 +521,12 @@ LeaseInfo RedisOperator::inspect(std::string_view key) {
   const RedisOperatorOptions& options = state_->options;
   const KeyNames names(options.keyPrefix, key, topology.sharded());
   const std::string fence = names.fence();
+  const std::string owner = names.owner();
   Call call("inspect", key, options.retryBudget);
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {
-        return runOn(connection, route, inspectScript(), {names.lock(), fence}, {});
+        return runOn(connection, route, inspectScript(), {names.lock(), fence}, {owner});
       },
       [&](Connection&, const redisReply& reply, const Route& route) {
         return readInspectReply(reply, ReplySource("inspect", key, route.node->label()));
