@@ -19,6 +19,7 @@
 #include "ChildProcess.h"
 #include "ClusterTopology.h"
 #include "ForkedIncrements.h"
+#include "KeysLeftBehind.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
@@ -331,6 +332,15 @@ TEST_SUITE("ClusterOperator") {
       CHECK(stats.lostLeases == 0);
       for (const auto& key : keys) lock->unlock(key);
     }
+  }
+
+  TEST_CASE("10,000 distinct keys locked and released leave no key without a TTL on any master, and owner labels show") {
+    ClusterTopology cluster;
+    std::vector<RedisClient> servers;
+    for (const std::size_t master : cluster.masters()) servers.push_back(cluster.client(master));
+    REQUIRE(servers.size() == 3);
+    dlock::test::checkNoKeyLeftWithoutTtl(dlock::connect(cluster.uri()), servers);
+    for (auto& server : servers) CHECK(server.ok({"DBSIZE"}).integer > 0);  // the keys spread over every master
   }
 
   TEST_CASE("user keys with braces and other odd bytes keep the lock and its fence in one slot") {

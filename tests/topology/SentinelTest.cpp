@@ -20,6 +20,7 @@
 
 #include "ChildProcess.h"
 #include "ForkedIncrements.h"
+#include "KeysLeftBehind.h"
 #include "RedisClient.h"
 #include "SentinelTopology.h"
 #include "TestHelpers.h"
@@ -309,6 +310,13 @@ TEST_SUITE("SentinelOperator") {
     CHECK(master.ok({"EXISTS", "dlock:{k}"}).integer == 0);
     CHECK(backend->lock("k", "token-3", 5000ms).fencingToken > taken.fencingToken + 10);
     CHECK(backend->masterSwitches() == 0);
+  }
+
+  TEST_CASE("10,000 distinct keys locked and released leave no key without a TTL on the master, and owner labels show") {
+    SentinelTopology set;
+    std::vector<dlock::test::RedisClient> servers;
+    servers.push_back(set.dataClient(0));
+    dlock::test::checkNoKeyLeftWithoutTtl(sentinelOperator(set.uri()), servers);
   }
 
   TEST_CASE("the master killed with SIGKILL under contention: clients move to the promoted replica") {
