@@ -100,7 +100,7 @@ auto run(Topology& topology, Call& call, std::uint16_t slot, Send&& send, Finish
           }
           if (verdict.next == Next::Redirected) {
             throw ConnectionError("dlock: " + std::string(call.operation) + " " + quoteKey(call.key) + " on " +
-                                  route.node->label() + call.policy.reason() + ", the last: " +
+                                  route.node->displayAddress() + call.policy.reason() + ", the last: " +
                                   std::string(replyText(*reply)));
           }
           try {
@@ -147,7 +147,7 @@ Subscription subscribe(Topology& topology, milliseconds budget, std::uint16_t sl
       Verdict verdict = topology.afterReply(route, error.reply());
       step = call.policy.afterReply(verdict.next, verdict.via && verdict.via->asking);
       if (step == RetryPolicy::Step::GiveUp && !call.policy.reason().empty()) {
-        throw ConnectionError("dlock: watch " + quoteKey(channel) + " on " + route.node->label() +
+        throw ConnectionError("dlock: watch " + quoteKey(channel) + " on " + route.node->displayAddress() +
                               call.policy.reason() + ": " + error.reply());
       }
       if (step == RetryPolicy::Step::GiveUp) throw;
@@ -329,7 +329,7 @@ AcquireResult RedisOperator::acquire(std::string_view key, std::string_view toke
                      {token, ttlText, fenceTtl, record, *label});
       },
       [&](Connection& connection, const redisReply& reply, const Route& route) {
-        const ReplySource where("lock", key, route.node->label());
+        const ReplySource where("lock", key, route.node->displayAddress());
         const AcquireResult result = readAcquireReply(reply, where);
         if (result.acquired && options.waitReplicas > 0) {
           awaitReplicas(options, topology.sharded(), connection, names, token, where);
@@ -358,7 +358,7 @@ ReleaseResult RedisOperator::release(std::string_view key, std::string_view toke
       [&](Connection&, const redisReply& reply, const Route& route) {
         // An error reply (READONLY, NOPERM...) means the script did not delete the key. A try
         // that was cut off and retried is decided by the script's record of it, never here.
-        ReleaseResult result = readReleaseReply(reply, ReplySource("unlock", key, route.node->label()));
+        ReleaseResult result = readReleaseReply(reply, ReplySource("unlock", key, route.node->displayAddress()));
         // Our own subscriber is not a waiter of another process.
         const auto own = route.node->subscriberIfAny();
         if (result.notified > 0 && own != nullptr && own->subscribed(channel)) --result.notified;
@@ -379,7 +379,7 @@ bool RedisOperator::extend(std::string_view key, std::string_view token, millise
         return runOn(connection, route, extendScript(), {names.lock()}, {token, ttlText, owner});
       },
       [&](Connection&, const redisReply& reply, const Route& route) {
-        return readFlagReply(reply, ReplySource("extend", key, route.node->label()));
+        return readFlagReply(reply, ReplySource("extend", key, route.node->displayAddress()));
       });
 }
 
@@ -450,7 +450,7 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
       continue;
     }
     const std::string what = "(" + std::to_string(leases.size()) + " leases)";
-    const ReplySource where("extend", what, node->label());
+    const ReplySource where("extend", what, node->displayAddress());
     for (std::size_t c = 0; c < replies.size(); ++c) {
       const redisReply& reply = *replies[c];
       if (reply.type == REDIS_REPLY_ERROR && topology.retryable(replyText(reply))) {
@@ -462,7 +462,8 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
         for (std::size_t j = 0; j < flags.size(); ++j) extended[members[c][j]].extended = flags[j];
       } catch (const LockError& error) {
         // A reply the batch cannot read says nothing of these leases, and nothing of the others.
-        logger()->warn("dlock: renewing {} lease(s) on {}: {}", members[c].size(), node->label(), error.what());
+        logger()->warn("dlock: renewing {} lease(s) on {}: {}", members[c].size(), node->displayAddress(),
+                       error.what());
         for (const std::size_t i : members[c]) extended[i].unknown = true;
       }
     }
@@ -502,7 +503,7 @@ std::uint64_t RedisOperator::raiseFence(std::string_view key, std::uint64_t atLe
         return runOn(connection, route, raiseFenceScript(), {fence}, {wanted, fenceTtl});
       },
       [&](Connection&, const redisReply& reply, const Route& route) {
-        return readFenceReply(reply, ReplySource("raiseFence", key, route.node->label()));
+        return readFenceReply(reply, ReplySource("raiseFence", key, route.node->displayAddress()));
       });
 }
 
@@ -529,7 +530,7 @@ LeaseInfo RedisOperator::inspect(std::string_view key) {
         return runOn(connection, route, inspectScript(), {names.lock(), fence}, {owner});
       },
       [&](Connection&, const redisReply& reply, const Route& route) {
-        return readInspectReply(reply, ReplySource("inspect", key, route.node->label()));
+        return readInspectReply(reply, ReplySource("inspect", key, route.node->displayAddress()));
       });
 }
 
