@@ -24,6 +24,12 @@ Argv scriptArgv(std::string_view command, std::string_view body, const std::stri
   return argv;
 }
 
+// Runs before the release (ReleaseSource.cpp), apart from it: when the token holds the key, drops
+// the owner record named by the release's last argument. Named in ARGV and dropped with pcall, as
+// the release record is (see there): a slot migration must not stop the release.
+constexpr const char* kDropOwnerRecord = R"lua(
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.pcall('DEL', ARGV[#ARGV]) end)lua";
+
 // The acquire, running `onTaken` right after it sets the key (the owner label's SET, or nothing).
 std::string acquireSource(const char* onTaken) {
   // The fencing token is the last one plus one, and never below the server's clock in
@@ -78,12 +84,6 @@ const Script& acquireRecordingOwnerScript() {
 )lua"));
   return script;
 }
-
-// Runs before the release (ReleaseSource.cpp), apart from it: when the token holds the key, drops
-// the owner record named by the release's last argument. Named in ARGV and dropped with pcall, as
-// the release record is (see there): a slot migration must not stop the release.
-const char* const kDropOwnerRecord = R"lua(
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.pcall('DEL', ARGV[#ARGV]) end)lua";
 
 const Script& releaseScript() {
   static const Script script = makeScript("release", kDropOwnerRecord + releaseSource("PUBLISH"));
