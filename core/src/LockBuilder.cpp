@@ -5,6 +5,7 @@
 
 #include "DistributedLock.h"
 #include "LockCore.h"
+#include "dlock/IOwnerRecorder.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/core/WaitStrategies.h"
@@ -41,6 +42,11 @@ LockBuilder& LockBuilder::defaultKey(std::string key) {
   return *this;
 }
 
+LockBuilder& LockBuilder::ownerLabel(std::string text) {
+  options_.ownerLabel = std::move(text);
+  return *this;
+}
+
 LockBuilder& LockBuilder::clock(std::shared_ptr<Clock> clock) {
   clock_ = std::move(clock);
   return *this;
@@ -58,6 +64,15 @@ std::shared_ptr<ILock> LockBuilder::build() const {
   }
   if (options_.watchdogLease < std::chrono::milliseconds(3)) {
     throw ConfigError("dlock: LockBuilder: watchdogLease must be at least 3 ms");
+  }
+  if (options_.ownerLabel) {
+    if (options_.ownerLabel->size() > kMaxOwnerTextBytes) {
+      throw ConfigError("dlock: LockBuilder: the ownerLabel text has " + std::to_string(options_.ownerLabel->size()) +
+                        " bytes, more than the limit of " + std::to_string(kMaxOwnerTextBytes));
+    }
+    if (dynamic_cast<IOwnerRecorder*>(backend_.get()) == nullptr) {
+      throw ConfigError("dlock: LockBuilder: " + backend_->describe() + " cannot record an owner label");
+    }
   }
   // The rules every entry point applies, reported as a bad option.
   try {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "OutageRetry.h"
+#include "OwnerLabel.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/core/Token.h"
@@ -35,6 +36,7 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wa
                    LockOptions options)
     : id_(nextLockId()),
       backend_(std::move(backend)),
+      recorder_(options.ownerLabel ? dynamic_cast<IOwnerRecorder*>(backend_.get()) : nullptr),
       wait_(std::move(wait)),
       clock_(std::move(clock)),
       options_(std::move(options)),
@@ -50,7 +52,9 @@ AcquireResult LockCore::attempt(std::string_view key, const std::string& token, 
   counters_->attempts.fetch_add(1, std::memory_order_relaxed);
   try {
     const SteadyTime start = std::chrono::steady_clock::now();
-    AcquireResult result = backend_->lock(key, token, ttl);
+    AcquireResult result = recorder_ != nullptr
+                               ? recorder_->lockRecordingOwner(key, token, ttl, ownerLabel(*options_.ownerLabel))
+                               : backend_->lock(key, token, ttl);
     const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
     const std::int64_t previous = roundTripNanos_.load(std::memory_order_relaxed);
     roundTripNanos_.store(previous == 0 ? took.count() : (previous * 7 + took.count()) / 8, std::memory_order_relaxed);

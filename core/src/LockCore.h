@@ -20,6 +20,7 @@
 #include "dlock/Clock.h"
 #include "dlock/ILock.h"
 #include "dlock/IOperator.h"
+#include "dlock/IOwnerRecorder.h"
 #include "dlock/IWait.h"
 #include "dlock/LockOptions.h"
 #include "dlock/detail/Fork.h"
@@ -77,6 +78,7 @@ class LockCore {
 
   const std::uint64_t id_;
   const std::shared_ptr<IOperator> backend_;
+  IOwnerRecorder* const recorder_;  // the backend's, when an owner label is asked for; else null
   const std::shared_ptr<IWait> wait_;
   const std::shared_ptr<Clock> clock_;
   const LockOptions options_;

@@ -10,6 +10,7 @@
 #include "dlock/ILeaseInspector.h"
 #include "dlock/ILock.h"
 #include "dlock/IOperator.h"
+#include "dlock/IOwnerRecorder.h"
 #include "dlock/IWait.h"
 #include "dlock/Lease.h"
 #include "dlock/LockError.h"

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -535,6 +536,54 @@ TEST_SUITE("Cli") {
     CHECK(afterRelease.wait() == 1);
     CHECK(afterRelease.out().find("held:          no\nremaining:     -\nfencing token: " + std::to_string(token) +
                                   "\n") != std::string::npos);
+  }
+
+  TEST_CASE("dlock status shows the owner label a running dlock recorded: host, pid, since, and none with --no-owner-label") {
+    RedisProcess server;
+    dlock::test::RedisClient client(server.host(), server.port());
+    const std::string key = testKey("owner");
+    const std::string done = tempFile("owner-done");
+    char host[256] = {};
+    REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+    const auto before = std::chrono::system_clock::now();
+    {
+      Cli run(concat({"--uri", server.uri(), "--owner-label", "job\n1", key, "--"}, untilExists(done, "exit 0")));
+      REQUIRE(run.readLine() == "ready");
+      Cli status({"--uri", server.uri(), "status", key});
+      CHECK(status.wait() == 0);
+      const std::string& out = status.out();
+      CAPTURE(out);
+      // Printed safely: the newline of the text as \x0a, inside quotes.
+      CHECK(out.find("owner:         'host=" + std::string(host) + " pid=" + std::to_string(run.pid()) +
+                     " job\\x0a1'\n") != std::string::npos);
+      const auto sinceAt = out.find("since:         ");
+      REQUIRE(sinceAt != std::string::npos);
+      const std::string since = out.substr(sinceAt + 15, 24);  // 2026-11-25T04:53:49.123Z
+      CHECK(since.size() == 24);
+      CHECK(since[10] == 'T');
+      CHECK(since.back() == 'Z');
+      const std::time_t beforeSeconds = std::chrono::system_clock::to_time_t(before);
+      std::tm utc{};
+      REQUIRE(::gmtime_r(&beforeSeconds, &utc) != nullptr);
+      char earliest[32];
+      REQUIRE(std::strftime(earliest, sizeof earliest, "%Y-%m-%dT%H:%M:%S", &utc) > 0);
+      CHECK(since.substr(0, 19) >= std::string(earliest));  // ISO text orders as time does
+      CHECK(client.ok({"PTTL", redisKey(key) + ":owner"}).integer > 0);
+      std::ofstream(done).put('\n');
+      CHECK(run.wait() == 0);
+    }
+    CHECK(client.ok({"EXISTS", redisKey(key) + ":owner"}).integer == 0);  // released with the lease
+    std::remove(done.c_str());
+
+    Cli unlabelled(concat({"--uri", server.uri(), "--no-owner-label", key, "--"}, untilExists(done, "exit 0")));
+    REQUIRE(unlabelled.readLine() == "ready");
+    Cli status({"--uri", server.uri(), "status", key});
+    CHECK(status.wait() == 0);
+    CHECK(status.out().find("owner:         -\nsince:         -\n") != std::string::npos);
+    CHECK(client.ok({"EXISTS", redisKey(key) + ":owner"}).integer == 0);
+    std::ofstream(done).put('\n');
+    CHECK(unlabelled.wait() == 0);
+    std::remove(done.c_str());
   }
 
   TEST_CASE("a lease lost while the command runs: message, command terminated, the lost exit code") {

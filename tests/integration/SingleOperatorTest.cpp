@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <string>
 
+#include "KeysLeftBehind.h"
 #include "LogCapture.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
+#include "dlock/IOwnerRecorder.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
@@ -138,17 +142,79 @@ TEST_SUITE("SingleOperator") {
     dlock::test::checkEveryLockKeyHasTtl(client);
   }
 
-  TEST_CASE("10,000 distinct keys locked and released leave no key without a TTL") {
+  TEST_CASE("an owner label lives beside its lease: written, renewed and removed with it, and a default lock writes none") {
     RedisProcess server;
     RedisClient client(server.host(), server.port());
-    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
-    for (int i = 0; i < 10000; ++i) {
-      const std::string key = "order:" + std::to_string(i);
-      REQUIRE(lock->tryLock(key));
-      lock->unlock(key);
-    }
-    CHECK(client.ok({"DBSIZE"}).integer >= 10000);  // the fence counters, and release records
+    auto backend = dlock::connect(server.uri());
+    auto* recorder = dynamic_cast<dlock::IOwnerRecorder*>(backend.get());
+    REQUIRE(recorder != nullptr);
+
+    REQUIRE(backend->lock("plain", "token-0", 5000ms).acquired);
+    CHECK(client.ok({"EXISTS", "dlock:{plain}:owner"}).integer == 0);
+    CHECK(backend->inspect("plain").owner.empty());
+    REQUIRE(backend->unlock("plain", "token-0").released);
+
+    const std::string label("host=a pid=1 nul\0crlf\r\n%s{}", 27);
+    const auto before = std::chrono::system_clock::now();
+    const auto taken = recorder->lockRecordingOwner("k", "token-1", 5000ms, label);
+    REQUIRE(taken.acquired);
+    const long long pttl = client.ok({"PTTL", "dlock:{k}:owner"}).integer;
+    CHECK(pttl > 0);
+    CHECK(pttl <= 5000);
+    dlock::LeaseInfo info = backend->inspect("k");
+    CHECK(info.held);
+    CHECK(info.owner == label);  // binary-safe both ways
+    CHECK(info.ownerSince >= std::chrono::time_point_cast<std::chrono::seconds>(before) - 1s);
+    CHECK(info.ownerSince <= std::chrono::system_clock::now() + 1s);  // the same machine's clock
+
+    // A retried acquire keeps the first record; renewals carry it with the lease.
+    CHECK(recorder->lockRecordingOwner("k", "token-1", 5000ms, "other").fencingToken == taken.fencingToken);
+    CHECK(backend->inspect("k").owner == label);
+    REQUIRE(backend->extend("k", "token-1", 60000ms));
+    CHECK(client.ok({"PTTL", "dlock:{k}:owner"}).integer > 5000);
+    REQUIRE(extendedFlags(backend->extendAll({{"k", "token-1"}}, 120000ms)) == std::vector<bool>{true});
+    CHECK(client.ok({"PTTL", "dlock:{k}:owner"}).integer > 60000);
+    CHECK(backend->inspect("k").ownerSince == info.ownerSince);
+
+    // Someone else's release changes nothing; ours removes the record with the key.
+    CHECK_FALSE(backend->extend("k", "token-2", 1000ms));
+    CHECK_FALSE(backend->unlock("k", "token-2").released);
+    CHECK(client.ok({"EXISTS", "dlock:{k}:owner"}).integer == 1);
+    REQUIRE(backend->unlock("k", "token-1").released);
+    CHECK(client.ok({"EXISTS", "dlock:{k}:owner"}).integer == 0);
+
+    // A record that is not the holder's is never shown as its owner.
+    client.ok({"SET", "dlock:{k}:owner", "token-9\n1\nstale", "PX", "60000"});
+    REQUIRE(backend->lock("k", "token-3", 5000ms).acquired);
+    CHECK(backend->inspect("k").owner.empty());
+    REQUIRE(backend->unlock("k", "token-3").released);
+    client.ok({"DEL", "dlock:{k}:owner"});
+
+    // An expiring lease takes its record with it, at the same moment.
+    REQUIRE(recorder->lockRecordingOwner("e", "token-e", 200ms, "short").acquired);
+    CHECK(client.ok({"PTTL", "dlock:{e}:owner"}).integer > 0);
+    REQUIRE(dlock::test::eventually([&] { return client.ok({"EXISTS", "dlock:{e}"}).integer == 0; }));
+    CHECK(client.ok({"EXISTS", "dlock:{e}:owner"}).integer == 0);
+
+    // Through the lock: a reentrant hold keeps the one record; the last unlock removes it.
+    auto lock = dlock::LockBuilder().backend(backend).ownerLabel("svc").build();
+    REQUIRE(lock->tryLock("r"));
+    const std::string recorded = backend->inspect("r").owner;
+    CHECK(recorded.rfind("host=", 0) == 0);
+    CHECK(recorded.find(" pid=" + std::to_string(::getpid()) + " svc") != std::string::npos);
+    REQUIRE(lock->tryLock("r"));
+    lock->unlock("r");
+    CHECK(backend->inspect("r").owner == recorded);
+    lock->unlock("r");
+    CHECK(client.ok({"EXISTS", "dlock:{r}:owner"}).integer == 0);
     dlock::test::checkEveryLockKeyHasTtl(client);
+  }
+
+  TEST_CASE("10,000 distinct keys locked and released leave no key without a TTL") {
+    RedisProcess server;
+    std::vector<RedisClient> servers;
+    servers.emplace_back(server.host(), server.port());
+    dlock::test::checkNoKeyLeftWithoutTtl(dlock::connect(server.uri()), servers);
   }
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // ClusterSlots.h — what one cluster node says about the slots (CLUSTER SLOTS), for the helpers
-// that wait for a cluster to form or fail over: tests/support/ClusterTopology and the fault
+// that wait for a cluster to form or fail over: tests/support/ClusterServers and the fault
 // tests' ClusterDeployment.
 #pragma once
 

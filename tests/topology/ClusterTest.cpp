@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ClusterOperator against real Redis Clusters (tests/support/ClusterTopology): routing over all
+// ClusterOperator against real Redis Clusters (tests/support/ClusterServers): routing over all
 // masters, odd keys, batch renewal, a live slot migration under contention from four processes,
 // a master killed and failed over, dead seeds.
 #include <doctest/doctest.h>
@@ -17,8 +17,9 @@
 #include <vector>
 
 #include "ChildProcess.h"
-#include "ClusterTopology.h"
+#include "ClusterServers.h"
 #include "ForkedIncrements.h"
+#include "KeysLeftBehind.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
@@ -32,7 +33,7 @@
 using namespace std::chrono_literals;
 using namespace std::string_literals;
 using dlock::test::ChildProcess;
-using dlock::test::ClusterTopology;
+using dlock::test::ClusterServers;
 using dlock::test::RedisClient;
 using dlock::test::extendedFlags;
 using Steady = std::chrono::steady_clock;
@@ -53,13 +54,13 @@ std::vector<std::string> keysOn(const std::vector<std::size_t>& owners, std::siz
   return keys;
 }
 
-dlock::ClusterOptions optionsFor(const ClusterTopology& cluster, const std::vector<std::size_t>& seeds) {
+dlock::ClusterOptions optionsFor(const ClusterServers& cluster, const std::vector<std::size_t>& seeds) {
   dlock::ClusterOptions options;
   for (const std::size_t seed : seeds) options.seeds.push_back(dlock::ClusterSeed{"127.0.0.1", cluster.port(seed)});
   return options;
 }
 
-std::shared_ptr<dlock::ClusterOperator> operatorFor(const ClusterTopology& cluster,
+std::shared_ptr<dlock::ClusterOperator> operatorFor(const ClusterServers& cluster,
                                                     const std::vector<std::size_t>& seeds = {0}) {
   return std::make_shared<dlock::ClusterOperator>(optionsFor(cluster, seeds));
 }
@@ -72,7 +73,7 @@ std::string readFile(const std::string& path) {
 }
 
 // Subscribers (SSUBSCRIBE) of the release channel of `key` on `node`: a waiter asleep on it is one.
-long long shardSubscribers(const ClusterTopology& cluster, std::size_t node, const std::string& key) {
+long long shardSubscribers(const ClusterServers& cluster, std::size_t node, const std::string& key) {
   const auto reply = cluster.client(node).ok({"PUBSUB", "SHARDNUMSUB", std::string(kPrefix) + "{" + key + "}:released"});
   return reply.elements.size() == 2 ? reply.elements[1].integer : 0;
 }
@@ -101,7 +102,7 @@ TEST_SUITE("ClusterOperator") {
 
 #if DLOCK_TEST_FORK_WITH_THREADS  // see tests/CMakeLists.txt
   TEST_CASE("a cluster lock inherited across fork(): 4 children x 100 locked increments through it end exact") {
-    ClusterTopology cluster;
+    ClusterServers cluster;
     dlock::test::RedisProcess counter;
     std::shared_ptr<dlock::IOperator> backend = operatorFor(cluster);
     auto lock = dlock::LockBuilder().backend(backend).build();
@@ -235,7 +236,7 @@ TEST_SUITE("ClusterOperator") {
   }
 
   TEST_CASE("keys on all three masters lock, unlock, wake waiters and renew") {
-    ClusterTopology cluster;
+    ClusterServers cluster;
     const auto owners = cluster.slotOwners();
     const auto masters = cluster.masters();
     REQUIRE(masters.size() == 3);
@@ -333,8 +334,17 @@ TEST_SUITE("ClusterOperator") {
     }
   }
 
+  TEST_CASE("10,000 distinct keys locked and released leave no key without a TTL on any master, and owner labels show") {
+    ClusterServers cluster;
+    std::vector<RedisClient> servers;
+    for (const std::size_t master : cluster.masters()) servers.push_back(cluster.client(master));
+    REQUIRE(servers.size() == 3);
+    dlock::test::checkNoKeyLeftWithoutTtl(dlock::connect(cluster.uri()), servers);
+    for (auto& server : servers) CHECK(server.ok({"DBSIZE"}).integer > 0);  // the keys spread over every master
+  }
+
   TEST_CASE("user keys with braces and other odd bytes keep the lock and its fence in one slot") {
-    ClusterTopology cluster;
+    ClusterServers cluster;
     auto backend = operatorFor(cluster);
     const std::vector<std::string> keys = {"}x",   "{",    "}",         "{}",     "a{b}c",
                                            "x}{y", "{{}}", "\0{\r\n}"s, "%s{%n}", "{user1000}.following"};
@@ -366,7 +376,7 @@ TEST_SUITE("ClusterOperator") {
   }
 
   TEST_CASE("extendAll renews leases spread over the masters in one call, answers in order") {
-    ClusterTopology cluster;
+    ClusterServers cluster;
     const auto owners = cluster.slotOwners();
     const auto masters = cluster.masters();
     auto backend = operatorFor(cluster);
@@ -406,7 +416,7 @@ TEST_SUITE("ClusterOperator") {
   }
 
   TEST_CASE("a half-migrated slot: ASK to the target, TRYAGAIN up to the budget, MOVED once it is handed over") {
-    ClusterTopology cluster;
+    ClusterServers cluster;
     const auto owners = cluster.slotOwners();
     const auto masters = cluster.masters();
     const std::size_t source = masters[0];
@@ -474,7 +484,7 @@ TEST_SUITE("ClusterOperator") {
   }
 
   TEST_CASE("a watch whose node hands its slot over subscribes again on the new owner, its map stale till then") {
-    ClusterTopology cluster;
+    ClusterServers cluster;
     const auto owners = cluster.slotOwners();
     const auto masters = cluster.masters();
     const std::size_t source = masters[0];
@@ -511,7 +521,7 @@ TEST_SUITE("ClusterOperator") {
   }
 
   TEST_CASE("a slot migrated live while four processes contend for its key: no errors, exact count") {
-    ClusterTopology cluster;
+    ClusterServers cluster;
     const auto owners = cluster.slotOwners();
     const auto masters = cluster.masters();
     const std::size_t source = masters[0];
@@ -601,7 +611,7 @@ TEST_SUITE("ClusterOperator") {
   TEST_CASE(
       "a master killed with SIGKILL: its replica takes over and clients continue, with only ConnectionError "
       "meanwhile") {
-    ClusterTopology cluster;
+    ClusterServers cluster;
     const auto owners = cluster.slotOwners();
     const auto masters = cluster.masters();
     const std::size_t victim = masters[0];
@@ -751,7 +761,7 @@ TEST_SUITE("ClusterOperator") {
   }
 
   TEST_CASE("reconnects() never goes down, also when a master with a reconnected subscriber steps down") {
-    ClusterTopology cluster;
+    ClusterServers cluster;
     const auto owners = cluster.slotOwners();
     const auto masters = cluster.masters();
     const std::size_t master = masters[0];
@@ -785,7 +795,7 @@ TEST_SUITE("ClusterOperator") {
   }
 
   TEST_CASE("dead seeds at start: the operator learns the cluster from the next one") {
-    ClusterTopology cluster;
+    ClusterServers cluster;
     const auto owners = cluster.slotOwners();
     const auto masters = cluster.masters();
     const auto replicas = cluster.replicasOf(masters[0]);
@@ -832,7 +842,7 @@ TEST_SUITE("ClusterOperator") {
 
 TEST_SUITE("Cluster") {
   TEST_CASE("one dead master touches only its own leases: a lease on a healthy master stays held and renewed") {
-    ClusterTopology cluster;
+    ClusterServers cluster;
     const auto owners = cluster.slotOwners();
     const auto masters = cluster.masters();
     const std::string healthy = keysOn(owners, masters[0], "healthy-", 1).front();

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ForkedIncrements.h"
+#include "KeysLeftBehind.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "ChildProcess.h"
@@ -152,6 +153,13 @@ TEST_SUITE("Redlock") {
     RedisProcess counter;
     contend(set.uri(RedlockSet::kPatient), counter, 4, 25, [] {});
     CHECK(set.holding("contended") == 0);
+  }
+
+  TEST_CASE("10,000 distinct keys locked and released leave no key without a TTL on any node, and owner labels show") {
+    RedlockSet set;
+    std::vector<RedisClient> servers;
+    for (std::size_t i = 0; i < set.servers.size(); ++i) servers.push_back(set.client(i));
+    dlock::test::checkNoKeyLeftWithoutTtl(dlock::connect(set.uri(RedlockSet::kPatient)), servers);
   }
 
   TEST_CASE("two of five nodes killed: four processes still lock with an exact counter and growing tokens") {

@@ -20,8 +20,9 @@
 
 #include "ChildProcess.h"
 #include "ForkedIncrements.h"
+#include "KeysLeftBehind.h"
 #include "RedisClient.h"
-#include "SentinelTopology.h"
+#include "SentinelServers.h"
 #include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
@@ -30,7 +31,7 @@
 #include "dlock/sentinel/SentinelOperator.h"
 
 using namespace std::chrono_literals;
-using dlock::test::SentinelTopology;
+using dlock::test::SentinelServers;
 using Steady = std::chrono::steady_clock;
 
 namespace {
@@ -99,7 +100,7 @@ class Contention {
  public:
   static constexpr int kWorkers = 4;
 
-  Contention(SentinelTopology& set, std::chrono::milliseconds lease) : dir_(set.directory() + "/workers") {
+  Contention(SentinelServers& set, std::chrono::milliseconds lease) : dir_(set.directory() + "/workers") {
     std::filesystem::create_directories(dir_);
     for (int i = 0; i < kWorkers; ++i) {
       logs_.push_back(dir_ + "/worker-" + std::to_string(i) + ".log");
@@ -249,8 +250,8 @@ void checkFailoverRun(const std::vector<std::vector<Event>>& byWorker, long long
 
 // Four processes contend on a fresh set; `trigger` makes the master fail over; then every worker
 // must go on incrementing on the new master, and the run must pass checkFailoverRun.
-void failoverUnderContention(const std::function<void(SentinelTopology&)>& trigger) {
-  SentinelTopology set;
+void failoverUnderContention(const std::function<void(SentinelServers&)>& trigger) {
+  SentinelServers set;
   const int oldMaster = set.dataPort(0);
   Contention contention(set, 2000ms);
   REQUIRE(eventually([&] { return contention.everyWorkerIncremented(10); }, 20s));
@@ -273,7 +274,7 @@ TEST_SUITE("SentinelOperator") {
 
 #if DLOCK_TEST_FORK_WITH_THREADS  // see tests/CMakeLists.txt
   TEST_CASE("a sentinel lock inherited across fork(): 4 children x 100 locked increments through it end exact") {
-    SentinelTopology set;
+    SentinelServers set;
     dlock::test::RedisProcess counter;
     std::shared_ptr<dlock::IOperator> backend = dlock::connect(set.uri());
     auto lock = dlock::LockBuilder().backend(backend).build();
@@ -284,7 +285,7 @@ TEST_SUITE("SentinelOperator") {
   }
 #endif
   TEST_CASE("finds the master through the sentinels: lock, extend, inspect and unlock go there") {
-    SentinelTopology set;
+    SentinelServers set;
     auto backend = sentinelOperator(set.uri());
     CHECK(backend->masterAddress().empty());  // nothing contacted before the first call
 
@@ -311,16 +312,23 @@ TEST_SUITE("SentinelOperator") {
     CHECK(backend->masterSwitches() == 0);
   }
 
+  TEST_CASE("10,000 distinct keys locked and released leave no key without a TTL on the master, and owner labels show") {
+    SentinelServers set;
+    std::vector<dlock::test::RedisClient> servers;
+    servers.push_back(set.dataClient(0));
+    dlock::test::checkNoKeyLeftWithoutTtl(sentinelOperator(set.uri()), servers);
+  }
+
   TEST_CASE("the master killed with SIGKILL under contention: clients move to the promoted replica") {
-    failoverUnderContention([](SentinelTopology& set) { set.killData(0); });
+    failoverUnderContention([](SentinelServers& set) { set.killData(0); });
   }
 
   TEST_CASE("SENTINEL FAILOVER under contention: clients follow the promotion") {
-    failoverUnderContention([](SentinelTopology& set) { set.failover(1); });
+    failoverUnderContention([](SentinelServers& set) { set.failover(1); });
   }
 
   TEST_CASE("a waiter is woken by the release message, before and after a failover") {
-    SentinelTopology set;
+    SentinelServers set;
     // The lease and the waiter's recheck last a minute: only the release message wakes it sooner.
     auto holder = dlock::LockBuilder().backend(dlock::connect(set.uri())).leaseTime(60s).build();
     auto waiter = dlock::LockBuilder()
@@ -363,7 +371,7 @@ TEST_SUITE("SentinelOperator") {
   }
 
   TEST_CASE("the watchdog keeps a lease alive, and renews it on the new master after a failover") {
-    SentinelTopology set;
+    SentinelServers set;
     auto backend = sentinelOperator(set.uri());
     auto lock = dlock::LockBuilder().backend(backend).watchdogLease(900ms).build();
     lock->lock("w");
@@ -390,7 +398,7 @@ TEST_SUITE("SentinelOperator") {
   }
 
   TEST_CASE("replication-acked acquire: a lock on every replica survives the master's death") {
-    SentinelTopology set;
+    SentinelServers set;
     auto acked = sentinelOperator(set.uri("wait_replicas=2&wait_timeout=300ms"));
     auto plain = sentinelOperator(set.uri());
     const auto before = acked->lock("acked", "token-acked", 60000ms);  // both replicas acknowledged it
@@ -426,7 +434,7 @@ TEST_SUITE("SentinelOperator") {
   }
 
   TEST_CASE("replication-acked acquire with WAIT refused by the ACL: BackendError, and the key is released") {
-    SentinelTopology set;
+    SentinelServers set;
     set.dataClient(0).ok({"ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait"});
     const std::string scheme = "redis+sentinel://";
     const std::string uri = scheme + "nowait:pw@" + set.uri("wait_replicas=1").substr(scheme.size());
@@ -442,7 +450,7 @@ TEST_SUITE("SentinelOperator") {
   }
 
   TEST_CASE("one sentinel of three dead: discovery and failover still work") {
-    SentinelTopology set;
+    SentinelServers set;
     set.killSentinel(0);  // the first one every client asks
     auto backend = sentinelOperator(set.uri());
     REQUIRE(backend->lock("k", "token-1", 10000ms).acquired);
@@ -457,13 +465,13 @@ TEST_SUITE("SentinelOperator") {
   }
 
   TEST_CASE("every sentinel unreachable: ConnectionError within the sentinel timeouts") {
-    SentinelTopology set;
+    SentinelServers set;
     const std::string timeouts = "connect_timeout=300ms&command_timeout=300ms";
     auto known = sentinelOperator(set.uri(timeouts));
     REQUIRE(known->lock("k", "token-1", 10000ms).acquired);
 
     // Paused sentinels accept connections but never answer: each costs its command timeout.
-    for (std::size_t s = 0; s < SentinelTopology::kSentinels; ++s) set.pauseSentinel(s);
+    for (std::size_t s = 0; s < SentinelServers::kSentinels; ++s) set.pauseSentinel(s);
     auto fresh = sentinelOperator(set.uri(timeouts));
     auto start = Steady::now();
     CHECK_THROWS_WITH_AS(fresh->lock("k", "token-2", 10000ms), doctest::Contains("no master 'mymaster' confirmed"),
@@ -472,7 +480,7 @@ TEST_SUITE("SentinelOperator") {
     // An operator that knows a working master does not need the sentinels.
     CHECK(known->extend("k", "token-1", 10000ms));
 
-    for (std::size_t s = 0; s < SentinelTopology::kSentinels; ++s) set.killSentinel(s);
+    for (std::size_t s = 0; s < SentinelServers::kSentinels; ++s) set.killSentinel(s);
     auto another = sentinelOperator(set.uri(timeouts));
     start = Steady::now();
     try {
@@ -480,7 +488,7 @@ TEST_SUITE("SentinelOperator") {
       FAIL("acquired without any sentinel");
     } catch (const dlock::ConnectionError& error) {
       const std::string message = error.what();
-      for (std::size_t s = 0; s < SentinelTopology::kSentinels; ++s) {
+      for (std::size_t s = 0; s < SentinelServers::kSentinels; ++s) {
         CHECK(message.find(portText(set.sentinelPort(s))) != std::string::npos);  // each one's answer is named
       }
     }
@@ -493,10 +501,10 @@ TEST_SUITE("SentinelOperator") {
   }
 
   TEST_CASE("sentinels and data nodes with different passwords, none of which appears in messages") {
-    SentinelTopology::Options options;
+    SentinelServers::Options options;
     options.dataPassword = "data-secret";
     options.sentinelPassword = "sentinel-secret";
-    SentinelTopology set(options);
+    SentinelServers set(options);
     const std::string base = set.uri();
     const std::string withCredentials =
         "redis+sentinel://:data-secret@" + base.substr(std::string("redis+sentinel://").size());
@@ -549,11 +557,11 @@ TEST_SUITE("SentinelOperator") {
   }
 
   TEST_CASE("a master demoted behind the sentinels' back answers READONLY: ConnectionError, never acquired") {
-    SentinelTopology set;
+    SentinelServers set;
     auto backend = sentinelOperator(set.uri("connect_timeout=200ms&command_timeout=200ms"));
     REQUIRE(backend->lock("k", "token-1", 10000ms).acquired);
     // Sentinels frozen, the roles swapped by hand: the operator's master is now a replica.
-    for (std::size_t s = 0; s < SentinelTopology::kSentinels; ++s) set.pauseSentinel(s);
+    for (std::size_t s = 0; s < SentinelServers::kSentinels; ++s) set.pauseSentinel(s);
     (void)set.dataClient(1).ok({"REPLICAOF", "NO", "ONE"});
     (void)set.dataClient(0).ok({"REPLICAOF", "127.0.0.1", std::to_string(set.dataPort(1))});
     REQUIRE(eventually([&] { return set.role(0) == "slave"; }, dlock::test::kEventBudget));

@@ -7,19 +7,19 @@
 #include <chrono>
 #include <string>
 
-#include "ClusterTopology.h"
+#include "ClusterServers.h"
 #include "ProcessIncrements.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
-#include "SentinelTopology.h"
+#include "SentinelServers.h"
 #include "TlsCertificates.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 
 using namespace std::chrono_literals;
-using dlock::test::ClusterTopology;
+using dlock::test::ClusterServers;
 using dlock::test::RedisProcess;
-using dlock::test::SentinelTopology;
+using dlock::test::SentinelServers;
 using dlock::test::TlsCertificates;
 
 namespace {
@@ -33,9 +33,9 @@ RedisProcess::Tls serverTls(const TlsCertificates& certificates) {
 TEST_SUITE("TlsTopology") {
   TEST_CASE("rediss+sentinel://: 3 processes x 200 locked increments end exact, through the master the sentinels name") {
     TlsCertificates certificates;
-    SentinelTopology::Options options;
+    SentinelServers::Options options;
     options.tls = serverTls(certificates);
-    SentinelTopology set(options);
+    SentinelServers set(options);
     // The sentinels name the master's TLS port: a plain connection there would fail.
     CHECK(set.masterPort() == set.linkPort(0));
     RedisProcess counter;
@@ -49,9 +49,9 @@ TEST_SUITE("TlsTopology") {
 
   TEST_CASE("rediss+cluster:// with tls-cluster yes: 3 processes x 200 locked increments end exact") {
     TlsCertificates certificates;
-    ClusterTopology::Options options;
+    ClusterServers::Options options;
     options.tls = serverTls(certificates);
-    ClusterTopology cluster(options);
+    ClusterServers cluster(options);
     // Redis answers CLUSTER SLOTS with the ports of the asking connection's kind: dlock, asking
     // over TLS, gets the TLS ports (a plain port would not complete its handshake).
     RedisProcess counter;

@@ -55,6 +55,18 @@ TEST_SUITE("CliArgs") {
     CHECK(options.onLost == OnLost::Terminate);
     CHECK(options.grace == 5s);
     CHECK_FALSE(options.verbose);
+    CHECK(options.ownerLabel == std::optional<std::string>(""));  // host and pid, no text of its own
+  }
+
+  TEST_CASE("--owner-label adds text to the owner label, --no-owner-label records none") {
+    CHECK(parse({"--owner-label", "job=7 \r\n", "k", "--", "true"}).ownerLabel == std::optional<std::string>("job=7 \r\n"));
+    CHECK(parse({"--owner-label=", "k", "--", "true"}).ownerLabel == std::optional<std::string>(""));
+    CHECK_FALSE(parse({"--no-owner-label", "k", "--", "true"}).ownerLabel.has_value());
+    CHECK(usageErrorOf({"--owner-label", "a", "--no-owner-label", "k", "--", "true"}) ==
+          "--owner-label and --no-owner-label exclude each other");
+    CHECK(usageErrorOf({"--owner-label", std::string(257, 'x'), "k", "--", "true"}) ==
+          "--owner-label has 257 bytes, more than the limit of 256");
+    CHECK(usageErrorOf({"--no-owner-label", "status", "k"}) == "--no-owner-label does not apply to status");
   }
 
   TEST_CASE("every option, in both --name value and --name=value forms, before and after KEY") {

@@ -43,6 +43,8 @@ const std::map<std::string, OptionSpec>& optionSpecs() {
       {"--lost-exit-code", {"--lost-exit-code", true, false}},
       {"--on-lost", {"--on-lost", true, false}},
       {"--grace", {"--grace", true, false}},
+      {"--owner-label", {"--owner-label", true, false}},
+      {"--no-owner-label", {"--no-owner-label", false, false}},
       {"--verbose", {"--verbose", false, true}},
       {"-v", {"--verbose", false, true}},
       {"--help", {"--help", false, true}},
@@ -93,6 +95,8 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
   bool separator = false;
   bool waitGiven = false;
   bool noWaitGiven = false;
+  bool ownerLabelGiven = false;
+  bool noOwnerLabelGiven = false;
 
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -161,11 +165,24 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
       }
     } else if (canonical == "--grace") {
       options.grace = durationArgument(canonical, *value);
+    } else if (canonical == "--owner-label") {
+      if (value->size() > kMaxOwnerTextBytes) {
+        throw UsageError("--owner-label has " + std::to_string(value->size()) + " bytes, more than the limit of " +
+                         std::to_string(kMaxOwnerTextBytes));
+      }
+      options.ownerLabel = *value;
+      ownerLabelGiven = true;
+    } else if (canonical == "--no-owner-label") {
+      options.ownerLabel.reset();
+      noOwnerLabelGiven = true;
     } else if (canonical == "--verbose") {
       options.verbose = true;
     }
   }
   if (waitGiven && noWaitGiven) throw UsageError("--wait and --no-wait exclude each other");
+  if (ownerLabelGiven && noOwnerLabelGiven) {
+    throw UsageError("--owner-label and --no-owner-label exclude each other");
+  }
 
   // `dlock status KEY` has no "--"; `dlock status -- CMD` locks the key "status".
   if (!separator && !positionals.empty() && positionals.front() == "status") {
@@ -229,18 +246,24 @@ Options:
                            renewals keep failing, COMMAND gets SIGTERM that long (at most a third
                            of --ttl) before the lease ends and SIGKILL when it ends: it never runs
                            past the lease
+      --owner-label TEXT record TEXT in the owner label, after this host's name and dlock's
+                           pid (dlock status shows them, with since when)
+      --no-owner-label   record no owner label
   -v, --verbose          log acquisition, renewals and release on stderr
   -h, --help             show this help and exit
       --version          show the version and exit
 
 Durations: 250us, 500ms, 30s, 2m, 1h, 1.5s; a bare number is seconds, as flock(1) takes it.
 
-dlock status KEY prints five lines, "name: value":
+dlock status KEY prints seven lines, "name: value":
   key            KEY, quoted
   backend        the URI, its passwords masked
   held           yes or no
   remaining      the holder's lease left (e.g. 29571ms), or - when free
   fencing token  the last token handed out for KEY: the holder's while held (0: never locked)
+  owner          the holder's owner label, quoted (host=NAME pid=N [TEXT]), or - when free or
+                 when the holder recorded none (a library lock records one only when asked)
+  since          when the holder took the lease, by the backend's clock (UTC), or -
 and exits 0 when KEY is held, 1 when it is free, so a script can test it:
   if dlock status nightly-report >/dev/null; then echo "running elsewhere"; fi
 

@@ -60,6 +60,9 @@ struct CliOptions {
   // After SIGTERM on a lost lease, how long the command has before SIGKILL.
   std::chrono::milliseconds grace{std::chrono::seconds(5)};
   bool verbose = false;
+  // The owner label recorded with the lease (host, pid, and this text when not empty); unset:
+  // none (--no-owner-label).
+  std::optional<std::string> ownerLabel = std::string();
 };
 
 inline constexpr std::chrono::milliseconds kMinTtl{10};

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -119,6 +120,17 @@ dlock::Lease acquireInterruptibly(dlock::ILock& lock, const CliOptions& options,
   }
 }
 
+// "2026-11-25T04:53:49.123Z".
+std::string utcText(std::chrono::system_clock::time_point when) {
+  const auto millis = std::chrono::duration_cast<milliseconds>(when.time_since_epoch()).count();
+  const std::time_t seconds = static_cast<std::time_t>(millis / 1000);
+  std::tm utc{};
+  if (::gmtime_r(&seconds, &utc) == nullptr) return "?";
+  char text[40];
+  const std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  return std::string(text, length) + "." + std::to_string(1000 + millis % 1000).substr(1) + "Z";
+}
+
 int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<std::string>& secrets) {
   const dlock::LeaseInfo info = dlock::connect(options.uri)->inspect(options.key);
   std::string text;
@@ -127,6 +139,9 @@ int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<
   text += std::string("held:          ") + (info.held ? "yes" : "no") + "\n";
   text += "remaining:     " + (info.held ? formatDuration(info.remaining) : std::string("-")) + "\n";
   text += "fencing token: " + std::to_string(info.fencingToken) + "\n";
+  const bool owned = info.held && !info.owner.empty();
+  text += "owner:         " + (owned ? dlock::detail::quoteText(info.owner, dlock::kMaxOwnerLabelBytes) : "-") + "\n";
+  text += "since:         " + (owned ? utcText(info.ownerSince) : "-") + "\n";
   text = scrubSecrets(std::move(text), secrets);
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
     log.error("dlock: writing the status failed: {}", std::strerror(errno));
@@ -141,7 +156,10 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
 
   const std::string key = dlock::detail::quoteKey(options.key);
   const std::string uri = dlock::redactUri(options.uri);
-  auto lock = dlock::LockBuilder().backend(dlock::connect(options.uri)).watchdogLease(options.ttl).build();
+  dlock::LockBuilder builder;
+  builder.backend(dlock::connect(options.uri)).watchdogLease(options.ttl);
+  if (options.ownerLabel) builder.ownerLabel(*options.ownerLabel);
+  auto lock = builder.build();
   lock->onLockLost([&supervisor](std::string_view, std::uint64_t fencingToken) { supervisor.notifyLost(fencingToken); });
 
   std::optional<int> interrupt;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace dlock {
@@ -14,6 +15,11 @@ struct LeaseInfo {
   bool held = false;
   std::chrono::milliseconds remaining{0};  // when held
   std::uint64_t fencingToken = 0;          // the last token handed out for the key; 0 if never locked
+  // When held and the holder recorded one (LockBuilder::ownerLabel, IOwnerRecorder): its owner
+  // label, any bytes (escape them before printing), and when the backend granted that lease by its
+  // own clock (a Redis server's TIME). Empty and the epoch otherwise.
+  std::string owner;
+  std::chrono::system_clock::time_point ownerSince{};
 };
 
 class ILeaseInspector {

@@ -23,6 +23,10 @@ struct LockOptions {
   // for ever. Waits with a timeout (tryLock(key, t), acquire with a wait) retry within their own
   // timeout instead; tryLock(key) tries once. Zero: lock(key) throws at the first failure.
   std::chrono::milliseconds outageTolerance{std::chrono::seconds(30)};
+  // Set: each acquisition also records an owner label for inspect() and `dlock status`: this
+  // host's name, the acquiring process's id and this text (at most kMaxOwnerTextBytes; may be
+  // empty). Unset (the default): nothing more is written.
+  std::optional<std::string> ownerLabel;
 };
 
 struct AcquireOptions {

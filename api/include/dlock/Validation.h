@@ -2,7 +2,7 @@
 // Validation.h — the input rules every entry point applies before anything reaches a backend:
 // keys are non-empty byte strings of at most kMaxKeyBytes (any bytes: '\0', "\r\n", '{', '%'),
 // and lease times are positive and at most kMaxLeaseTime. Also quoteKey(), which renders a key
-// for messages.
+// for messages, and quoteText(), which renders any user text.
 #pragma once
 
 #include <chrono>
@@ -29,15 +29,21 @@ inline constexpr std::chrono::milliseconds kMaxLeaseTime = std::chrono::hours(24
 // repeats or goes back, so none is issued above this.
 inline constexpr std::uint64_t kMaxFencingToken = 9223372036854775807ULL;
 
+// Longest owner label a backend records (IOwnerRecorder): text for people reading `dlock status`,
+// not a payload. LockBuilder::ownerLabel's own text may have kMaxOwnerTextBytes of it; the host
+// name and process id it adds fit in the rest.
+inline constexpr std::size_t kMaxOwnerLabelBytes = 512;
+inline constexpr std::size_t kMaxOwnerTextBytes = 256;
+
 namespace detail {
 
-// A key as it appears in messages: quoted, non-printable bytes as \xNN, long keys shortened.
-inline std::string quoteKey(std::string_view key) {
-  constexpr std::size_t kShown = 80;
+// Text as it appears in messages: quoted, non-printable bytes as \xNN, shortened after `shown`
+// bytes.
+inline std::string quoteText(std::string_view text, std::size_t shown) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "'";
-  for (std::size_t i = 0; i < key.size() && i < kShown; ++i) {
-    const auto c = static_cast<unsigned char>(key[i]);
+  for (std::size_t i = 0; i < text.size() && i < shown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
     if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
       out += static_cast<char>(c);
     } else {
@@ -46,10 +52,13 @@ inline std::string quoteKey(std::string_view key) {
       out += kHex[c & 0xf];
     }
   }
-  if (key.size() > kShown) out += "...";
+  if (text.size() > shown) out += "...";
   out += "'";
   return out;
 }
+
+// A key as it appears in messages: quoteText, long keys shortened.
+inline std::string quoteKey(std::string_view key) { return quoteText(key, 80); }
 
 inline void checkKey(std::string_view key, const char* operation) {
   if (key.empty()) {
@@ -59,6 +68,14 @@ inline void checkKey(std::string_view key, const char* operation) {
     throw InvalidArgumentError(std::string("dlock: ") + operation + " " + quoteKey(key) + ": the key has " +
                                std::to_string(key.size()) + " bytes, more than the limit of " +
                                std::to_string(kMaxKeyBytes));
+  }
+}
+
+inline void checkOwnerLabel(std::string_view label, const char* operation) {
+  if (label.size() > kMaxOwnerLabelBytes) {
+    throw InvalidArgumentError(std::string("dlock: ") + operation + ": the owner label has " +
+                               std::to_string(label.size()) + " bytes, more than the limit of " +
+                               std::to_string(kMaxOwnerLabelBytes));
   }
 }
 

@@ -35,7 +35,7 @@ std::string ClusterOperator::nodeFor(std::string_view key) {
   const std::uint16_t slot = detail::KeyNames(prefix_, key, true).slot();
   const detail::RedisNode* node = cluster(topology()).ownerOf(slot);
   if (node == nullptr) throw ConnectionError("dlock: no node of " + describe() + " serves slot " + std::to_string(slot));
-  return node->name();
+  return node->address();
 }
 
 std::uint64_t ClusterOperator::slotRefreshes() const noexcept {

@@ -25,7 +25,7 @@ struct NodeAddress {
   std::string host;
   int port = 0;
 
-  [[nodiscard]] std::string text() const { return host + ":" + std::to_string(port); }
+  [[nodiscard]] std::string address() const { return host + ":" + std::to_string(port); }
   bool operator==(const NodeAddress& other) const { return host == other.host && port == other.port; }
 };
 

@@ -50,14 +50,14 @@ ClusterTopology::ClusterTopology(const ClusterOptions& options)
     RedisNode* node = nodeAtLocked(NodeAddress{seed.host, seed.port});
     if (std::find(seeds_.begin(), seeds_.end(), node) == seeds_.end()) {
       if (!seeds_.empty()) describe_ += ",";
-      describe_ += node->name();
+      describe_ += node->address();
       seeds_.push_back(node);
     }
   }
 }
 
 RedisNode* ClusterTopology::nodeAtLocked(const NodeAddress& address) {
-  auto& node = nodes_[address.text()];
+  auto& node = nodes_[address.address()];
   if (!node) {
     ConnectionOptions options = connection_;
     options.host = address.host;
@@ -177,7 +177,7 @@ void ClusterTopology::refresh(std::uint64_t seen) {
   bool unreachable = false;
   RedisNode* servesNothing = nullptr;  // a node that answered with no slots at all
   for (RedisNode* node : candidates) {
-    const std::string where = "CLUSTER SLOTS on " + node->name();
+    const std::string where = "CLUSTER SLOTS on " + node->address();
     try {
       auto ranges = node->pool().run([&](Connection& connection) {
         const ReplyPtr reply = connection.command({"CLUSTER", "SLOTS"});
@@ -186,7 +186,7 @@ void ClusterTopology::refresh(std::uint64_t seen) {
       });
       if (ranges.empty()) {
         // A node that was reset or has not joined yet; another may know better.
-        failures += "; " + node->name() + ": serves no slots";
+        failures += "; " + node->address() + ": serves no slots";
         servesNothing = node;
         continue;
       }
@@ -246,7 +246,7 @@ void ClusterTopology::apply(const std::vector<SlotRange>& ranges, const RedisNod
   refreshes_.fetch_add(1, std::memory_order_relaxed);
   if (moved > 0 && refreshes_.load(std::memory_order_relaxed) > 1) {
     logger()->info("dlock: the slot map of {} changed ({} slots moved; map from {})", describe_, moved,
-                   source.name());
+                   source.address());
   }
 }
 

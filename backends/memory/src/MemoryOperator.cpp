@@ -18,6 +18,8 @@ struct MemoryOperator::State {
   struct Entry {
     std::string token;
     Clock::time_point expiresAt;
+    std::string owner;  // the owner label, when the holder recorded one
+    std::chrono::system_clock::time_point ownerSince{};
   };
   struct KeyState {
     std::optional<Entry> lease;
@@ -126,6 +128,17 @@ void MemoryOperator::beforeCall() {
 }
 
 AcquireResult MemoryOperator::lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
+  return acquire(key, token, ttl, nullptr);
+}
+
+AcquireResult MemoryOperator::lockRecordingOwner(std::string_view key, std::string_view token,
+                                                 std::chrono::milliseconds ttl, std::string_view label) {
+  detail::checkOwnerLabel(label, "lock");
+  return acquire(key, token, ttl, &label);
+}
+
+AcquireResult MemoryOperator::acquire(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                                      const std::string_view* label) {
   beforeCall();
   std::lock_guard<std::mutex> guard(state().mutex);
   const Clock::time_point now = state().clock->now();
@@ -148,7 +161,11 @@ AcquireResult MemoryOperator::lock(std::string_view key, std::string_view token,
   if (entry.fence >= kMaxFencingToken) {
     throw BackendError("dlock: lock " + detail::quoteKey(key) + " on memory://: the fencing counter is at its limit");
   }
-  entry.lease = State::Entry{std::string(token), now + ttl};
+  entry.lease = State::Entry{std::string(token), now + ttl, {}, {}};
+  if (label != nullptr) {
+    entry.lease->owner = std::string(*label);
+    entry.lease->ownerSince = std::chrono::system_clock::now();
+  }
   result.acquired = true;
   result.fencingToken = ++entry.fence;
   return result;
@@ -228,6 +245,8 @@ LeaseInfo MemoryOperator::inspect(std::string_view key) {
   if (const State::Entry* holder = state().liveLease(*entry, now)) {
     info.held = true;
     info.remaining = std::chrono::ceil<std::chrono::milliseconds>(holder->expiresAt - now);
+    info.owner = holder->owner;
+    info.ownerSince = holder->ownerSince;
   }
   return info;
 }

@@ -24,7 +24,7 @@ class FixedTopology final : public Topology {
   [[nodiscard]] std::string describe() const override {
     const ConnectionOptions& options = node_.connectionOptions();
     if (!options.unixSocket.empty()) return "unix://" + options.unixSocket;
-    return (options.tls.enabled ? "rediss://" : "redis://") + node_.name();
+    return (options.tls.enabled ? "rediss://" : "redis://") + node_.address();
   }
   [[nodiscard]] std::uint64_t reconnects() const override { return node_.reconnects(); }
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // KeyNames.h — the Redis names of one lock, the same for every topology: `<prefix>{<key>}` holds
-// the owner token, `<prefix>{<key>}:fence` the fencing counter, `<prefix>{<key>}:released` is
-// the release channel, and `<prefix>{<key>}:released:<token>` the short-lived record that the
+// the owner token, `<prefix>{<key>}:fence` the fencing counter, `<prefix>{<key>}:owner` the owner
+// record (only when the holder records one), `<prefix>{<key>}:released` is the release channel, and `<prefix>{<key>}:released:<token>` the short-lived record that the
 // release of `<token>` ran (see Scripts.h). They share the `{<key>}` hash tag, so one script
 // touches one cluster slot.
 //
 // One exception, on a cluster only: a key starting with '}' would give the empty tag `{}`, for
 // which Redis hashes each whole name and the three would land in different slots. Such a key is
-// named `<prefix>#{<h>}:lock:<key>` (`:fence:`, `:released:`), <h> being 16 hex digits of the
+// named `<prefix>#{<h>}:lock:<key>` (`:fence:`, `:owner:`, `:released:`), <h> being 16 hex digits of the
 // SHA-1 of the key. No plain name can take that form (a plain one has '{' right after the prefix),
 // and every name holds the whole key, so two keys never share a name. On one server the plain
 // names stay, whatever the key: names on one server never change between releases.
@@ -33,6 +33,7 @@ class KeyNames {
   [[nodiscard]] const std::string& lock() const noexcept { return lock_; }
   [[nodiscard]] std::string fence() const { return companion("fence"); }
   [[nodiscard]] std::string channel() const { return companion("released"); }
+  [[nodiscard]] std::string owner() const { return companion("owner"); }
   // Tokens are fixed-length hex, so the token ends the name unambiguously.
   [[nodiscard]] std::string releaseRecord(std::string_view token) const {
     return companion(std::string("released:").append(token));

@@ -3,9 +3,10 @@
 
 namespace dlock::detail {
 
-RedisNode::RedisNode(const ConnectionOptions& connection, const PoolOptions& pool, bool sharded, std::string label)
+RedisNode::RedisNode(const ConnectionOptions& connection, const PoolOptions& pool, bool sharded,
+                     std::string displayAddress)
     : pool_(connection, pool),
-      label_(label.empty() ? pool_.address() : std::move(label)),
+      displayAddress_(displayAddress.empty() ? pool_.address() : std::move(displayAddress)),
       backoff_(pool),
       sharded_(sharded) {}
 

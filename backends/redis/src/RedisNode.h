@@ -17,18 +17,19 @@ namespace dlock::detail {
 
 class RedisNode {
  public:
-  // `sharded`: release waiters use SSUBSCRIBE (a cluster's sharded pub/sub). `label` names the
-  // node in messages; its address when empty.
-  RedisNode(const ConnectionOptions& connection, const PoolOptions& pool, bool sharded, std::string label = {});
+  // `sharded`: release waiters use SSUBSCRIBE (a cluster's sharded pub/sub). `displayAddress`
+  // names the node in messages ("host:port (master 'name')"); its address when empty.
+  RedisNode(const ConnectionOptions& connection, const PoolOptions& pool, bool sharded,
+            std::string displayAddress = {});
   RedisNode(const RedisNode&) = delete;
   RedisNode& operator=(const RedisNode&) = delete;
   ~RedisNode();
 
   [[nodiscard]] ConnectionPool& pool() noexcept { return pool_; }
-  [[nodiscard]] const std::string& name() const noexcept { return pool_.address(); }  // "host:port"
+  [[nodiscard]] const std::string& address() const noexcept { return pool_.address(); }  // "host:port"
   [[nodiscard]] const std::string& host() const noexcept { return pool_.connectionOptions().host; }
   [[nodiscard]] const ConnectionOptions& connectionOptions() const noexcept { return pool_.connectionOptions(); }
-  [[nodiscard]] const std::string& label() const noexcept { return label_; }
+  [[nodiscard]] const std::string& displayAddress() const noexcept { return displayAddress_; }
 
   // The release subscriber, made on first use.
   [[nodiscard]] std::shared_ptr<Subscriber> subscriber();
@@ -42,7 +43,7 @@ class RedisNode {
 
  private:
   ConnectionPool pool_;
-  const std::string label_;
+  const std::string displayAddress_;
   const PoolOptions backoff_;
   const bool sharded_;
   mutable std::mutex mutex_;

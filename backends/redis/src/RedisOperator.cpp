@@ -100,7 +100,7 @@ auto run(Topology& topology, Call& call, std::uint16_t slot, Send&& send, Finish
           }
           if (verdict.next == Next::Redirected) {
             throw ConnectionError("dlock: " + std::string(call.operation) + " " + quoteKey(call.key) + " on " +
-                                  route.node->label() + call.policy.reason() + ", the last: " +
+                                  route.node->displayAddress() + call.policy.reason() + ", the last: " +
                                   std::string(replyText(*reply)));
           }
           try {
@@ -147,7 +147,7 @@ Subscription subscribe(Topology& topology, milliseconds budget, std::uint16_t sl
       Verdict verdict = topology.afterReply(route, error.reply());
       step = call.policy.afterReply(verdict.next, verdict.via && verdict.via->asking);
       if (step == RetryPolicy::Step::GiveUp && !call.policy.reason().empty()) {
-        throw ConnectionError("dlock: watch " + quoteKey(channel) + " on " + route.node->label() +
+        throw ConnectionError("dlock: watch " + quoteKey(channel) + " on " + route.node->displayAddress() +
                               call.policy.reason() + ": " + error.reply());
       }
       if (step == RetryPolicy::Step::GiveUp) throw;
@@ -219,14 +219,16 @@ struct ReleaseCall {
         record(names.releaseRecord(token)),
         // The release's record outlives every retry of its call, and a caller's retry soon after.
         recordFloor(std::to_string((options.commandTimeout + options.retryBudget).count())),
+        owner(names.owner()),
         keys{names.lock()},
-        args{token, channel, record, recordFloor, cancel ? "1" : "0"} {}
+        args{token, channel, record, recordFloor, cancel ? "1" : "0", owner} {}  // the owner record last (Scripts.h)
   ReleaseCall(const ReleaseCall&) = delete;
   ReleaseCall& operator=(const ReleaseCall&) = delete;
 
   const std::string channel;
   const std::string record;
   const std::string recordFloor;
+  const std::string owner;
   const Argv keys;
   const Argv args;
 };
@@ -298,6 +300,17 @@ std::uint64_t RedisOperator::reconnects() const noexcept {
 }
 
 AcquireResult RedisOperator::lock(std::string_view key, std::string_view token, milliseconds ttl) {
+  return acquire(key, token, ttl, nullptr);
+}
+
+AcquireResult RedisOperator::lockRecordingOwner(std::string_view key, std::string_view token, milliseconds ttl,
+                                                std::string_view label) {
+  checkOwnerLabel(label, "lock");
+  return acquire(key, token, ttl, &label);
+}
+
+AcquireResult RedisOperator::acquire(std::string_view key, std::string_view token, milliseconds ttl,
+                                     const std::string_view* label) {
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = state_->options;
   const KeyNames names(options.keyPrefix, key, topology.sharded());
@@ -309,10 +322,14 @@ AcquireResult RedisOperator::lock(std::string_view key, std::string_view token, 
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {
-        return runOn(connection, route, acquireScript(), {names.lock(), fence}, {token, ttlText, fenceTtl, record});
+        if (label == nullptr) {
+          return runOn(connection, route, acquireScript(), {names.lock(), fence}, {token, ttlText, fenceTtl, record});
+        }
+        return runOn(connection, route, acquireRecordingOwnerScript(), {names.lock(), fence, names.owner()},
+                     {token, ttlText, fenceTtl, record, *label});
       },
       [&](Connection& connection, const redisReply& reply, const Route& route) {
-        const ReplySource where("lock", key, route.node->label());
+        const ReplySource where("lock", key, route.node->displayAddress());
         const AcquireResult result = readAcquireReply(reply, where);
         if (result.acquired && options.waitReplicas > 0) {
           awaitReplicas(options, topology.sharded(), connection, names, token, where);
@@ -341,7 +358,7 @@ ReleaseResult RedisOperator::release(std::string_view key, std::string_view toke
       [&](Connection&, const redisReply& reply, const Route& route) {
         // An error reply (READONLY, NOPERM...) means the script did not delete the key. A try
         // that was cut off and retried is decided by the script's record of it, never here.
-        ReleaseResult result = readReleaseReply(reply, ReplySource("unlock", key, route.node->label()));
+        ReleaseResult result = readReleaseReply(reply, ReplySource("unlock", key, route.node->displayAddress()));
         // Our own subscriber is not a waiter of another process.
         const auto own = route.node->subscriberIfAny();
         if (result.notified > 0 && own != nullptr && own->subscribed(channel)) --result.notified;
@@ -354,14 +371,15 @@ bool RedisOperator::extend(std::string_view key, std::string_view token, millise
   const RedisOperatorOptions& options = state_->options;
   const KeyNames names(options.keyPrefix, key, topology.sharded());
   const std::string ttlText = std::to_string(ttl.count());
+  const std::string owner = names.owner();
   Call call("extend", key, options.retryBudget);
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {
-        return runOn(connection, route, extendScript(), {names.lock()}, {token, ttlText});
+        return runOn(connection, route, extendScript(), {names.lock()}, {token, ttlText, owner});
       },
       [&](Connection&, const redisReply& reply, const Route& route) {
-        return readFlagReply(reply, ReplySource("extend", key, route.node->label()));
+        return readFlagReply(reply, ReplySource("extend", key, route.node->displayAddress()));
       });
 }
 
@@ -378,12 +396,15 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
   const bool sharded = topology.sharded();
   const std::string ttlText = std::to_string(ttl.count());
   std::vector<std::string> lockKeys;
+  std::vector<std::string> ownerKeys;
   std::vector<std::uint16_t> slots;
   lockKeys.reserve(leases.size());
+  ownerKeys.reserve(leases.size());
   slots.reserve(leases.size());
   for (const auto& lease : leases) {
     const KeyNames names(options.keyPrefix, lease.key, sharded);
     lockKeys.push_back(names.lock());
+    ownerKeys.push_back(names.owner());
     slots.push_back(sharded ? names.slot() : 0);
   }
   const std::vector<RedisNode*> owners = topology.owners(slots);
@@ -411,6 +432,7 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
           args.push_back(leases[indexes[j]].token);
           chunk.push_back(indexes[j]);
         }
+        for (std::size_t j = start; j < end; ++j) args.emplace_back(ownerKeys[indexes[j]]);
         calls.emplace_back(std::move(keys), std::move(args));
         members.push_back(std::move(chunk));
       }
@@ -428,7 +450,7 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
       continue;
     }
     const std::string what = "(" + std::to_string(leases.size()) + " leases)";
-    const ReplySource where("extend", what, node->label());
+    const ReplySource where("extend", what, node->displayAddress());
     for (std::size_t c = 0; c < replies.size(); ++c) {
       const redisReply& reply = *replies[c];
       if (reply.type == REDIS_REPLY_ERROR && topology.retryable(replyText(reply))) {
@@ -440,7 +462,8 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
         for (std::size_t j = 0; j < flags.size(); ++j) extended[members[c][j]].extended = flags[j];
       } catch (const LockError& error) {
         // A reply the batch cannot read says nothing of these leases, and nothing of the others.
-        logger()->warn("dlock: renewing {} lease(s) on {}: {}", members[c].size(), node->label(), error.what());
+        logger()->warn("dlock: renewing {} lease(s) on {}: {}", members[c].size(), node->displayAddress(),
+                       error.what());
         for (const std::size_t i : members[c]) extended[i].unknown = true;
       }
     }
@@ -480,7 +503,7 @@ std::uint64_t RedisOperator::raiseFence(std::string_view key, std::uint64_t atLe
         return runOn(connection, route, raiseFenceScript(), {fence}, {wanted, fenceTtl});
       },
       [&](Connection&, const redisReply& reply, const Route& route) {
-        return readFenceReply(reply, ReplySource("raiseFence", key, route.node->label()));
+        return readFenceReply(reply, ReplySource("raiseFence", key, route.node->displayAddress()));
       });
 }
 
@@ -499,14 +522,15 @@ LeaseInfo RedisOperator::inspect(std::string_view key) {
   const RedisOperatorOptions& options = state_->options;
   const KeyNames names(options.keyPrefix, key, topology.sharded());
   const std::string fence = names.fence();
+  const std::string owner = names.owner();
   Call call("inspect", key, options.retryBudget);
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {
-        return runOn(connection, route, inspectScript(), {names.lock(), fence}, {});
+        return runOn(connection, route, inspectScript(), {names.lock(), fence}, {owner});
       },
       [&](Connection&, const redisReply& reply, const Route& route) {
-        return readInspectReply(reply, ReplySource("inspect", key, route.node->label()));
+        return readInspectReply(reply, ReplySource("inspect", key, route.node->displayAddress()));
       });
 }
 

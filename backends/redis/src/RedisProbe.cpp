@@ -64,7 +64,7 @@ void RedisOperator::probe() {
     const Route route = topology.route(0);
     if (route.node == nullptr) throw ConnectionError("dlock: " + route.missing);
     const ReplyPtr reply = route.node->pool().run([](Connection& connection) { return connection.command({"PING"}); });
-    if (reply->type == REDIS_REPLY_ERROR) throwReplyError(*reply, "PING on " + route.node->name());
+    if (reply->type == REDIS_REPLY_ERROR) throwReplyError(*reply, "PING on " + route.node->address());
   } catch (const ServerUnavailableError&) {
     // LOADING, MASTERDOWN, ...: reachable and authenticated, only not serving yet. Calls wait for it.
     return;

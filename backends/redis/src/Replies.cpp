@@ -52,6 +52,24 @@ const redisReply& pairOf(const redisReply& reply, const ReplySource& where) {
   return reply;
 }
 
+// "since-µs\nlabel", the tail of an owner record (Scripts.h): the label is any bytes.
+void readOwnerRecord(const redisReply* element, const ReplySource& where, LeaseInfo& info) {
+  if (element == nullptr || element->type != REDIS_REPLY_STRING) unexpected(where, "the owner record is not text");
+  const std::string_view text(element->str, element->len);
+  const auto end = text.find('\n');
+  const std::string_view since = text.substr(0, end);
+  constexpr std::size_t kMaxDigits = 18;  // µs since 1970, far past this century
+  if (end == std::string_view::npos || since.empty() || since.size() > kMaxDigits ||
+      !std::all_of(since.begin(), since.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    unexpected(where, "the owner record has no time");
+  }
+  long long micros = 0;
+  for (const char c : since) micros = micros * 10 + (c - '0');
+  info.ownerSince = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::microseconds(micros)));
+  info.owner = std::string(text.substr(end + 1));
+}
+
 }  // namespace
 
 std::string ReplySource::text() const {
@@ -120,7 +138,10 @@ std::uint64_t readCountReply(const redisReply& reply, const ReplySource& where) 
 }
 
 LeaseInfo readInspectReply(const redisReply& raw, const ReplySource& where) {
-  const redisReply& reply = pairOf(raw, where);
+  checkNotError(raw, where);
+  const bool recorded = raw.type == REDIS_REPLY_ARRAY && raw.elements == 3 && raw.element != nullptr;
+  if (!recorded) (void)pairOf(raw, where);
+  const redisReply& reply = raw;
   const long long pttl = integerAt(reply, 0, where);
   const redisReply* fence = reply.element[1];
   LeaseInfo info;
@@ -128,6 +149,7 @@ LeaseInfo readInspectReply(const redisReply& raw, const ReplySource& where) {
   info.remaining = std::chrono::milliseconds(pttl > 0 ? pttl : 0);
   const bool none = fence != nullptr && fence->type == REDIS_REPLY_STRING && std::string_view(fence->str, fence->len) == "0";
   info.fencingToken = none ? 0 : fenceFrom(fence, where, "the fencing counter");
+  if (recorded && info.held) readOwnerRecord(reply.element[2], where, info);
   return info;
 }
 

@@ -43,7 +43,7 @@ bool readFlagReply(const redisReply& reply, const ReplySource& where);
 std::vector<bool> readFlagsReply(const redisReply& reply, std::size_t count, const ReplySource& where);
 // A non-negative integer.
 std::uint64_t readCountReply(const redisReply& reply, const ReplySource& where);
-// {pttl, "fence"}.
+// {pttl, "fence"[, "since-µs\nlabel"]}.
 LeaseInfo readInspectReply(const redisReply& reply, const ReplySource& where);
 // "fence": a fencing counter as text, 1 to 2^63 - 1.
 std::uint64_t readFenceReply(const redisReply& reply, const ReplySource& where);

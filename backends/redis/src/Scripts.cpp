@@ -24,9 +24,14 @@ Argv scriptArgv(std::string_view command, std::string_view body, const std::stri
   return argv;
 }
 
-}  // namespace
+// Runs before the release (ReleaseSource.cpp), apart from it: when the token holds the key, drops
+// the owner record named by the release's last argument. Named in ARGV and dropped with pcall, as
+// the release record is (see there): a slot migration must not stop the release.
+constexpr const char* kDropOwnerRecord = R"lua(
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.pcall('DEL', ARGV[#ARGV]) end)lua";
 
-const Script& acquireScript() {
+// The acquire, running `onTaken` right after it sets the key (the owner label's SET, or nothing).
+std::string acquireSource(const char* onTaken) {
   // The fencing token is the last one plus one, and never below the server's clock in
   // microseconds: a server that lost the counter (restarted without persistence, a replica
   // promoted before the last writes reached it, or the counter's own TTL ran out) would otherwise
@@ -44,7 +49,7 @@ const Script& acquireScript() {
   // own token and succeeds again, so a retry after a lost reply is safe.
   // A token with a tombstone (ARGV[4], the token's release record, '0': see ReleaseSource.cpp) was
   // cancelled by its client: refused, whatever the key's state.
-  static const Script script = makeScript("acquire", R"lua(
+  return std::string(R"lua(
 if redis.pcall('GET', ARGV[4]) == '0' then return {0, 0} end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('INCR', KEYS[2])
@@ -54,31 +59,50 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   if #clock > #fence or (#clock == #fence and clock > fence) then fence = clock end
   redis.call('SET', KEYS[2], fence, 'PX', ARGV[3])
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return {1, fence}
+)lua") + onTaken + R"lua(  return {1, fence}
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return {1, redis.call('GET', KEYS[2]) or '0'}
 end
 return {0, redis.call('PTTL', KEYS[1])}
-)lua");
+)lua";
+}
+
+}  // namespace
+
+const Script& acquireScript() {
+  static const Script script = makeScript("acquire", acquireSource(""));
+  return script;
+}
+
+const Script& acquireRecordingOwnerScript() {
+  // The owner record is one string with its TTL set in the same SET, so no failure between two
+  // commands can leave it without one; `clock` is the acquire's server time in µs. pcall: the
+  // record is for diagnostics, and the lease is taken already (a script is not rolled back).
+  static const Script script = makeScript("acquireRecordingOwner", acquireSource(R"lua(
+  redis.pcall('SET', KEYS[3], ARGV[1] .. '\n' .. clock .. '\n' .. ARGV[5], 'PX', ARGV[2])
+)lua"));
   return script;
 }
 
 const Script& releaseScript() {
-  static const Script script = makeScript("release", releaseSource("PUBLISH"));
+  static const Script script = makeScript("release", kDropOwnerRecord + releaseSource("PUBLISH"));
   return script;
 }
 
 const Script& shardedReleaseScript() {
   // The channel goes as ARGV, not KEYS: Redis 7.0 counts a declared channel as a missing key and
   // answers TRYAGAIN during a migration; it shares the lock's slot, which is what SPUBLISH needs.
-  static const Script script = makeScript("shardedRelease", releaseSource("SPUBLISH"));
+  static const Script script = makeScript("shardedRelease", kDropOwnerRecord + releaseSource("SPUBLISH"));
   return script;
 }
 
+// The extends renew the owner record with the lease (named in ARGV, renewed with pcall: as the
+// release drops it); a lease without one pays a lookup of a missing key.
 const Script& extendScript() {
   static const Script script = makeScript("extend", R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.pcall('PEXPIRE', ARGV[3], ARGV[2])
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
@@ -91,6 +115,7 @@ const Script& extendManyScript() {
 local extended = {}
 for i, key in ipairs(KEYS) do
   if redis.call('GET', key) == ARGV[i + 1] then
+    redis.pcall('PEXPIRE', ARGV[#KEYS + i + 1], ARGV[1])
     extended[i] = redis.call('PEXPIRE', key, ARGV[1])
   else
     extended[i] = 0
@@ -102,9 +127,17 @@ return extended
 }
 
 const Script& inspectScript() {
-  // The counter as text: exact whatever its size.
+  // The counter as text: exact whatever its size. The owner record only when it is the holder's
+  // ("token\nsince\nlabel"); pcall, as the holder may be a key of another type.
   static const Script script = makeScript("inspect", R"lua(
-return {redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '0'}
+local pttl = redis.call('PTTL', KEYS[1])
+local fence = redis.call('GET', KEYS[2]) or '0'
+local holder = redis.pcall('GET', KEYS[1])
+local owner = redis.pcall('GET', ARGV[1])
+if type(holder) == 'string' and type(owner) == 'string' and owner:sub(1, #holder + 1) == holder .. '\n' then
+  return {pttl, fence, owner:sub(#holder + 2)}
+end
+return {pttl, fence}
 )lua");
   return script;
 }

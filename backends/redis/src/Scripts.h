@@ -1,17 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 // Scripts.h — the Lua scripts of the lock protocol and how they are called.
 //
-//   acquire  KEYS: lock, fence   ARGV: token, ttl-ms, fence-ttl-ms
+//   acquire  KEYS: lock, fence   ARGV: token, ttl-ms, fence-ttl-ms, release record
 //            → {1, "fencing token"} taken (or already ours: a retried acquire is idempotent)
-//            → {0, holder's PTTL} busy
-//   release  KEYS: lock          ARGV: token, channel, release record, record-floor-ms
+//            → {0, holder's PTTL} busy (or {0, 0}: the token was cancelled, its record a tombstone)
+//   acquireRecordingOwner  KEYS: lock, fence, owner   ARGV: as acquire's, then label
+//            → as acquire; when it takes the key, also SETs owner to "token\nsince-µs\nlabel"
+//            with the lease's TTL (the owner record, KeyNames::owner)
+//   release  KEYS: lock          ARGV: token, channel, release record, record-floor-ms, '1' for a
+//            cancel, owner
 //            → {1, subscribers reached} deleted, PUBLISHed on the channel, recorded
 //            → {2, 0} released earlier by this token (the record of a try whose reply was lost)
-//            → {0, 0} not ours, and no record that it was
-//   extend   KEYS: lock          ARGV: token, ttl-ms   → 1 extended, 0 not ours
-//   extendMany KEYS: locks...    ARGV: ttl-ms, tokens... → {1|0 per key}: the watchdog's batch in
-//            one command (on a cluster, the keys of one slot)
-//   inspect  KEYS: lock, fence   → {PTTL, "last fencing token"}
+//            → {0, 0} not ours, and no record that it was (a cancel leaves a tombstone record)
+//            The owner record, always the last ARGV, is dropped with the key (kDropOwnerRecord).
+//   extend   KEYS: lock          ARGV: token, ttl-ms, owner   → 1 extended, 0 not ours
+//   extendMany KEYS: locks...    ARGV: ttl-ms, tokens..., owners... → {1|0 per key}: the
+//            watchdog's batch in one command (on a cluster, the keys of one slot)
+//            Both extends renew the owner records with their leases.
+//   inspect  KEYS: lock, fence   ARGV: owner
+//            → {PTTL, "last fencing token"[, "since-µs\nlabel" when the holder recorded one]}
 //   raiseFence KEYS: fence       ARGV: at-least, fence-ttl-ms → "the counter", raised to at least ARGV[1]
 //
 // Fencing tokens travel as text: exact in 64 bits, where Lua's numbers are doubles.
@@ -35,6 +42,7 @@ struct Script {
 };
 
 const Script& acquireScript();
+const Script& acquireRecordingOwnerScript();
 const Script& releaseScript();
 const Script& shardedReleaseScript();  // the release with SPUBLISH (Redis Cluster)
 const Script& extendScript();

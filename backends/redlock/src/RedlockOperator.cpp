@@ -105,6 +105,17 @@ RedlockOperator::~RedlockOperator() = default;
 // chance (the stragglers' time), so the key and the fencing token end up on as many nodes as
 // possible. Fencing: see Fencing.h; undoing a partial hold: Rollback.h.
 AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token, milliseconds ttl) {
+  return acquire(key, token, ttl, nullptr);
+}
+
+AcquireResult RedlockOperator::lockRecordingOwner(std::string_view key, std::string_view token, milliseconds ttl,
+                                                  std::string_view label) {
+  detail::checkOwnerLabel(label, "lock");
+  return acquire(key, token, ttl, &label);
+}
+
+AcquireResult RedlockOperator::acquire(std::string_view key, std::string_view token, milliseconds ttl,
+                                       const std::string_view* label) {
   detail::RedlockNodes& nodes = impl_->nodes;
   const std::size_t quorum = nodes.quorum();
   const milliseconds validFor = nodes.validityOf(ttl, "lock", key);
@@ -119,10 +130,13 @@ AcquireResult RedlockOperator::lock(std::string_view key, std::string_view token
   const auto counts = [&](const Vote<AcquireResult>& vote, std::size_t i) {
     return vote.state == VoteState::Answered && vote.value.acquired && !suspect[i];
   };
-  const auto acquires = nodes.send<AcquireResult>(nodes.all(), shard, start + waited,
-                                                  [k = ownedKey, t = std::string(token), ttl](IOperator& member) {
-                                                    return member.lock(k, t, ttl);
-                                                  });
+  const std::optional<std::string> ownedLabel = label != nullptr ? std::optional<std::string>(*label) : std::nullopt;
+  const auto acquires = nodes.send<AcquireResult>(
+      nodes.all(), shard, start + waited,
+      [k = ownedKey, t = std::string(token), ttl, l = ownedLabel](IOperator& member) {
+        auto* recorder = l ? dynamic_cast<IOwnerRecorder*>(&member) : nullptr;
+        return recorder != nullptr ? recorder->lockRecordingOwner(k, t, ttl, *l) : member.lock(k, t, ttl);
+      });
   const bool timedOut =
       nodes.waitDecided(*acquires, start, validFor, start + waited, [&](const std::vector<Vote<AcquireResult>>& votes) {
         std::size_t yes = 0;
@@ -314,7 +328,12 @@ LeaseInfo RedlockOperator::inspect(std::string_view key) {
     if (vote.state != VoteState::Answered) continue;
     ++answered;
     info.fencingToken = std::max(info.fencingToken, vote.value.fencingToken);
-    if (vote.value.held) remaining.push_back(vote.value.remaining);
+    if (!vote.value.held) continue;
+    remaining.push_back(vote.value.remaining);
+    if (info.owner.empty()) {
+      info.owner = vote.value.owner;
+      info.ownerSince = vote.value.ownerSince;
+    }
   }
   const std::size_t unanswered = nodes.size() - answered;
   if (answered >= nodes.quorum() && remaining.size() >= nodes.quorum()) {
@@ -324,7 +343,11 @@ LeaseInfo RedlockOperator::inspect(std::string_view key) {
     info.remaining = remaining[nodes.quorum() - 1];
     return info;
   }
-  if (answered >= nodes.quorum() && remaining.size() + unanswered < nodes.quorum()) return info;
+  if (answered >= nodes.quorum() && remaining.size() + unanswered < nodes.quorum()) {
+    info.owner.clear();  // not held: no owner
+    info.ownerSince = {};
+    return info;
+  }
   nodes.throwUndecided("inspect", key,
                    std::to_string(answered) + " nodes answered, " + std::to_string(remaining.size()) +
                        " hold the key: not enough to tell whether a quorum holds it",

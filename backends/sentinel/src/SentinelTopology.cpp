@@ -179,8 +179,8 @@ RedisNode* SentinelTopology::resolve(Reason reason, const RedisNode* failed) {
 RedisNode* SentinelTopology::nodeAtLocked(const MasterAddress& address) {
   auto& node = nodes_[address.address()];
   if (!node) {
-    const std::string label = address.address() + " (master '" + options_.masterName + "')";
-    node = std::make_unique<RedisNode>(resolver_.dataOptions(address), options_.pool, false, label);
+    const std::string displayAddress = address.address() + " (master '" + options_.masterName + "')";
+    node = std::make_unique<RedisNode>(resolver_.dataOptions(address), options_.pool, false, displayAddress);
   }
   return node.get();
 }
@@ -217,8 +217,8 @@ RedisNode* SentinelTopology::install(const MasterAddress& to, const std::optiona
   }
   changed_.notify_all();
   if (previous != nullptr) {
-    logger()->warn("dlock: master '{}' moved from {} to {} ({})", options_.masterName, previous->name(), now->name(),
-                   why);
+    logger()->warn("dlock: master '{}' moved from {} to {} ({})", options_.masterName, previous->address(),
+                   now->address(), why);
     previous->retireSubscriber();  // its waiters wake and try again on the new master
   }
   return now;

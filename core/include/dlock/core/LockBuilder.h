@@ -35,12 +35,17 @@ class LockBuilder {
   // How long lock(key) without a timeout rides out an unreachable backend (LockOptions).
   LockBuilder& outageTolerance(std::chrono::milliseconds tolerance);
   LockBuilder& defaultKey(std::string key);
+  // Records who holds each lease, shown by inspect() and `dlock status`: "host=<name> pid=<id>",
+  // then `text` when given (LockOptions::ownerLabel). The backend adds when it granted the lease.
+  // Off by default: a lock without it writes nothing more than the lease.
+  LockBuilder& ownerLabel(std::string text = {});
   // The clock of lease deadlines and the watchdog; a VirtualClock in tests.
   LockBuilder& clock(std::shared_ptr<Clock> clock);
   LockBuilder& options(LockOptions options);
 
   // ConfigError when no backend was given or an option is out of range (a lease time not
-  // positive or above kMaxLeaseTime, a watchdog lease under 3 ms, a bad default key).
+  // positive or above kMaxLeaseTime, a watchdog lease under 3 ms, a bad default key, an owner
+  // label's text above kMaxOwnerTextBytes or a backend that cannot record one).
   [[nodiscard]] std::shared_ptr<ILock> build() const;
 
  private:

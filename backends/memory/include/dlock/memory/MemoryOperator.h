@@ -8,7 +8,8 @@
 // a record until its lease would have ended, so that a retried release whose first try ran is
 // told so (ReleaseResult::releasedEarlier). On a VirtualClock, lease expiry is tested in
 // microseconds. Faults can be injected: failNextCalls(n) makes the next n calls throw
-// ConnectionError; setLatency(d) delays every call by d of real time. Used in a child after
+// ConnectionError; setLatency(d) delays every call by d of real time. An owner label
+// (IOwnerRecorder) lives in the lease, with the system clock's time of the acquisition. Used in a child after
 // fork(), it is a new, empty one there.
 // Owner: shared. Thread safety: thread-safe.
 #pragma once
@@ -23,15 +24,18 @@
 
 #include "dlock/Clock.h"
 #include "dlock/IOperator.h"
+#include "dlock/IOwnerRecorder.h"
 
 namespace dlock {
 
-class MemoryOperator final : public IOperator, public IFenceRaiser, public ILeaseInspector {
+class MemoryOperator final : public IOperator, public IFenceRaiser, public ILeaseInspector, public IOwnerRecorder {
  public:
   explicit MemoryOperator(std::shared_ptr<Clock> clock = SteadyClock::instance());
   ~MemoryOperator() override;
 
   AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
+  AcquireResult lockRecordingOwner(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                                   std::string_view label) override;
   ReleaseResult unlock(std::string_view key, std::string_view token) override;
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   // One call for the whole batch, as a Redis pipeline is one round trip.
@@ -62,6 +66,9 @@ class MemoryOperator final : public IOperator, public IFenceRaiser, public ILeas
 
  private:
   struct Holder;
+  // lock(), recording `label` when given.
+  AcquireResult acquire(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                        const std::string_view* label);
   void beforeCall();
   [[nodiscard]] State& state() const;  // this process's (see Holder)
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dlock/IOperator.h"
+#include "dlock/IOwnerRecorder.h"
 
 namespace dlock {
 namespace detail {
@@ -20,11 +21,13 @@ class Topology;
 struct RedisOperatorOptions;
 }  // namespace detail
 
-class RedisOperator : public IOperator, public IFenceRaiser, public ILeaseInspector {
+class RedisOperator : public IOperator, public IFenceRaiser, public ILeaseInspector, public IOwnerRecorder {
  public:
   ~RedisOperator() override;
 
   AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
+  AcquireResult lockRecordingOwner(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                                   std::string_view label) override;
   ReleaseResult unlock(std::string_view key, std::string_view token) override;
   // Leaves a tombstone when the key is not ours: the token's acquire, if still on its way, is refused.
   ReleaseResult cancel(std::string_view key, std::string_view token) override;
@@ -54,6 +57,9 @@ class RedisOperator : public IOperator, public IFenceRaiser, public ILeaseInspec
 
  private:
   ReleaseResult release(std::string_view key, std::string_view token, bool cancel);
+  // lock(), recording `label` when given.
+  AcquireResult acquire(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                        const std::string_view* label);
 
   struct State;
   std::unique_ptr<State> state_;

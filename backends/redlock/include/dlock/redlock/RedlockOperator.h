@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dlock/IOperator.h"
+#include "dlock/IOwnerRecorder.h"
 
 namespace dlock {
 
@@ -35,7 +36,7 @@ struct RedlockOptions {
   std::size_t threadsPerNode = 2;
 };
 
-class RedlockOperator final : public IOperator, public IFenceRaiser, public ILeaseInspector {
+class RedlockOperator final : public IOperator, public IFenceRaiser, public ILeaseInspector, public IOwnerRecorder {
  public:
   // At least 3 members, none null, no operator twice (an odd count is the sensible choice: an
   // even one tolerates no more failures than the odd count below it). ConfigError otherwise, or
@@ -50,6 +51,9 @@ class RedlockOperator final : public IOperator, public IFenceRaiser, public ILea
   // ConnectionError when fewer than a quorum of nodes answered; nothing of ours stays on the
   // nodes that did answer.
   AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
+  // lock() that records `label` on every member that can record one (IOwnerRecorder).
+  AcquireResult lockRecordingOwner(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                                   std::string_view label) override;
   // Released when a quorum released the key; not released when fewer than a quorum still held it
   // for this token. ConnectionError when the unanswered nodes could tip it either way (a retry
   // then finds the reachable nodes already released and reports not released).
@@ -64,7 +68,8 @@ class RedlockOperator final : public IOperator, public IFenceRaiser, public ILea
   // with what it has; nullptr when no node could subscribe.
   std::unique_ptr<IReleaseWatch> watch(std::string_view key) override;
   // held: a quorum holds the key; remaining: until fewer than a quorum hold it; fencingToken:
-  // the highest counter among the nodes that answered. ConnectionError when fewer than a quorum
+  // the highest counter among the nodes that answered; owner: the label recorded on one of the
+  // nodes that hold the key, when one has it. ConnectionError when fewer than a quorum
   // answered or the unanswered nodes could change `held`.
   LeaseInfo inspect(std::string_view key) override;
   // "redlock://" followed by the members' descriptions, separated by ';'.
@@ -78,6 +83,9 @@ class RedlockOperator final : public IOperator, public IFenceRaiser, public ILea
 
  private:
   ReleaseResult release(std::string_view key, std::string_view token, bool cancel);
+  // lock(), recording `label` when given.
+  AcquireResult acquire(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                        const std::string_view* label);
 
   std::unique_ptr<Impl> impl_;
 };

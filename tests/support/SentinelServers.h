@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// SentinelTopology.h — a Redis Sentinel set owned by one test: one master and two replicas
+// SentinelServers.h — a Redis Sentinel set owned by one test: one master and two replicas
 // (redis-server) and three sentinels (redis-sentinel, quorum 2), all on free 127.0.0.1 ports,
 // without persistence, each a RedisProcess. The same set scripts/sentinel-start makes, with the
 // same settings, started here as children of the test process so that each server is killed and
@@ -29,7 +29,7 @@
 
 namespace dlock::test {
 
-class SentinelTopology {
+class SentinelServers {
  public:
   struct Options {
     std::string masterName = "mymaster";
@@ -48,11 +48,11 @@ class SentinelTopology {
   static constexpr std::size_t kDataNodes = 3;
   static constexpr std::size_t kSentinels = 3;
 
-  SentinelTopology() : SentinelTopology(Options{}) {}
-  explicit SentinelTopology(Options options);
-  SentinelTopology(const SentinelTopology&) = delete;
-  SentinelTopology& operator=(const SentinelTopology&) = delete;
-  ~SentinelTopology();  // SIGKILL and reap every server, remove the directory
+  SentinelServers() : SentinelServers(Options{}) {}
+  explicit SentinelServers(Options options);
+  SentinelServers(const SentinelServers&) = delete;
+  SentinelServers& operator=(const SentinelServers&) = delete;
+  ~SentinelServers();  // SIGKILL and reap every server, remove the directory
 
   // redis+sentinel://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/<name>[?query], without credentials
   // (rediss+sentinel:// over the TLS ports with Options::tls).

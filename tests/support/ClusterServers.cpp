@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "ClusterTopology.h"
+#include "ClusterServers.h"
 
 #include "ClusterSlots.h"
 
@@ -23,7 +23,7 @@ constexpr int kSlots = 16384;
 
 
 // What the first running node says about the slots.
-SlotView firstRunningView(const ClusterTopology& cluster) {
+SlotView firstRunningView(const ClusterServers& cluster) {
   for (std::size_t i = 0; i < cluster.size(); ++i) {
     if (!cluster.running(i)) continue;
     RedisClient node = cluster.client(i);
@@ -40,8 +40,8 @@ std::string tail(const std::string& path) {
 
 }  // namespace
 
-ClusterTopology::ClusterTopology(Options options) : options_(std::move(options)) {
-  if (options_.masters < 3) throw std::invalid_argument("ClusterTopology: redis-cli --cluster create needs 3 masters");
+ClusterServers::ClusterServers(Options options) : options_(std::move(options)) {
+  if (options_.masters < 3) throw std::invalid_argument("ClusterServers: redis-cli --cluster create needs 3 masters");
   // If this throws, the members stop the nodes started so far and remove the directory.
   const int total = options_.masters * (1 + options_.replicasPerMaster);
   std::set<int> taken;  // client and bus ports of the nodes started so far
@@ -80,24 +80,24 @@ ClusterTopology::ClusterTopology(Options options) : options_(std::move(options))
 }
 
 // nodes_ goes first (each RedisProcess kills its pid and removes its directory), then dir_.
-ClusterTopology::~ClusterTopology() = default;
+ClusterServers::~ClusterServers() = default;
 
-std::string ClusterTopology::address(std::size_t index) const { return "127.0.0.1:" + std::to_string(port(index)); }
+std::string ClusterServers::address(std::size_t index) const { return "127.0.0.1:" + std::to_string(port(index)); }
 
-std::size_t ClusterTopology::indexOfPort(int port) const {
+std::size_t ClusterServers::indexOfPort(int port) const {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i]->port() == port || nodes_[i]->tlsPort() == port) return i;
   }
   throw std::runtime_error("cluster: no node on port " + std::to_string(port));
 }
 
-std::string ClusterTopology::uri() const {
+std::string ClusterServers::uri() const {
   std::vector<std::size_t> all(nodes_.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
   return uri(all);
 }
 
-std::string ClusterTopology::uri(const std::vector<std::size_t>& seeds) const {
+std::string ClusterServers::uri(const std::vector<std::size_t>& seeds) const {
   std::string text = options_.tls ? "rediss+cluster://" : "redis+cluster://";
   for (std::size_t i = 0; i < seeds.size(); ++i) {
     text += (i == 0 ? "" : ",") +
@@ -107,9 +107,9 @@ std::string ClusterTopology::uri(const std::vector<std::size_t>& seeds) const {
   return text;
 }
 
-RedisClient ClusterTopology::client(std::size_t index) const { return RedisClient("127.0.0.1", port(index), 5s); }
+RedisClient ClusterServers::client(std::size_t index) const { return RedisClient("127.0.0.1", port(index), 5s); }
 
-void ClusterTopology::create() {
+void ClusterServers::create() {
   std::vector<std::string> args = {"redis-cli", "--cluster", "create"};
   for (std::size_t i = 0; i < nodes_.size(); ++i) args.push_back(address(i));
   args.insert(args.end(), {"--cluster-replicas", std::to_string(options_.replicasPerMaster), "--cluster-yes"});
@@ -121,7 +121,7 @@ void ClusterTopology::create() {
   if (*status != 0) throw std::runtime_error("cluster: redis-cli --cluster create failed: " + tail(log));
 }
 
-void ClusterTopology::waitUntilStable(std::chrono::milliseconds budget) {
+void ClusterServers::waitUntilStable(std::chrono::milliseconds budget) {
   const auto deadline = Steady::now() + budget;
   std::string problem = "not checked";
   while (Steady::now() < deadline) {
@@ -156,7 +156,7 @@ void ClusterTopology::waitUntilStable(std::chrono::milliseconds budget) {
   throw std::runtime_error("cluster: not stable within " + std::to_string(budget.count()) + " ms: " + problem);
 }
 
-void ClusterTopology::waitForReplicas(std::chrono::milliseconds budget) {
+void ClusterServers::waitForReplicas(std::chrono::milliseconds budget) {
   const auto deadline = Steady::now() + budget;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (!running(i)) continue;
@@ -173,20 +173,20 @@ void ClusterTopology::waitForReplicas(std::chrono::milliseconds budget) {
   }
 }
 
-std::vector<std::size_t> ClusterTopology::masters() {
+std::vector<std::size_t> ClusterServers::masters() {
   std::set<std::size_t> found;
   for (const auto& [first, last, port] : firstRunningView(*this)) found.insert(indexOfPort(static_cast<int>(port)));
   return {found.begin(), found.end()};
 }
 
-std::size_t ClusterTopology::ownerOf(std::uint16_t slot) {
+std::size_t ClusterServers::ownerOf(std::uint16_t slot) {
   for (const auto& [first, last, port] : firstRunningView(*this)) {
     if (first <= slot && slot <= last) return indexOfPort(static_cast<int>(port));
   }
   throw std::runtime_error("cluster: nobody serves slot " + std::to_string(slot));
 }
 
-std::vector<std::size_t> ClusterTopology::slotOwners() {
+std::vector<std::size_t> ClusterServers::slotOwners() {
   std::vector<std::size_t> owners(kSlots, nodes_.size());
   for (const auto& [first, last, port] : firstRunningView(*this)) {
     const std::size_t owner = indexOfPort(static_cast<int>(port));
@@ -195,7 +195,7 @@ std::vector<std::size_t> ClusterTopology::slotOwners() {
   return owners;
 }
 
-std::vector<std::size_t> ClusterTopology::replicasOf(std::size_t master) {
+std::vector<std::size_t> ClusterServers::replicasOf(std::size_t master) {
   std::vector<std::size_t> replicas;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (!running(i) || i == master) continue;
@@ -207,11 +207,11 @@ std::vector<std::size_t> ClusterTopology::replicasOf(std::size_t master) {
   return replicas;
 }
 
-void ClusterTopology::kill(std::size_t index) { nodes_.at(index)->kill(); }
+void ClusterServers::kill(std::size_t index) { nodes_.at(index)->kill(); }
 
-void ClusterTopology::restart(std::size_t index) { nodes_.at(index)->restart(); }
+void ClusterServers::restart(std::size_t index) { nodes_.at(index)->restart(); }
 
-std::size_t ClusterTopology::waitForFailover(std::size_t deadMaster, std::chrono::milliseconds budget) {
+std::size_t ClusterServers::waitForFailover(std::size_t deadMaster, std::chrono::milliseconds budget) {
   const auto deadline = Steady::now() + budget;
   // A slot the dead master served, as the survivors remember it.
   std::optional<long long> slot;
@@ -244,14 +244,14 @@ std::size_t ClusterTopology::waitForFailover(std::size_t deadMaster, std::chrono
   throw std::runtime_error("cluster: no failover within " + std::to_string(budget.count()) + " ms: " + problem);
 }
 
-void ClusterTopology::migrateSlot(std::uint16_t slot, std::size_t target, std::chrono::milliseconds pause) {
+void ClusterServers::migrateSlot(std::uint16_t slot, std::size_t target, std::chrono::milliseconds pause) {
   const std::size_t source = openMigration(slot, target);
   std::this_thread::sleep_for(pause);
   moveKeys(slot, source, target, pause);
   finishMigration(slot, source, target);
 }
 
-std::size_t ClusterTopology::openMigration(std::uint16_t slot, std::size_t target) {
+std::size_t ClusterServers::openMigration(std::uint16_t slot, std::size_t target) {
   const std::size_t source = ownerOf(slot);
   if (source == target) throw std::invalid_argument("cluster: slot " + std::to_string(slot) + " is there already");
   const std::string slotText = std::to_string(slot);
@@ -260,7 +260,7 @@ std::size_t ClusterTopology::openMigration(std::uint16_t slot, std::size_t targe
   return source;
 }
 
-void ClusterTopology::moveKeys(std::uint16_t slot, std::size_t source, std::size_t target,
+void ClusterServers::moveKeys(std::uint16_t slot, std::size_t source, std::size_t target,
                                std::chrono::milliseconds pause) {
   const std::string slotText = std::to_string(slot);
   RedisClient from = client(source);
@@ -278,7 +278,7 @@ void ClusterTopology::moveKeys(std::uint16_t slot, std::size_t source, std::size
   }
 }
 
-void ClusterTopology::finishMigration(std::uint16_t slot, std::size_t source, std::size_t target) {
+void ClusterServers::finishMigration(std::uint16_t slot, std::size_t source, std::size_t target) {
   // Hand the slot over: the target first, then the source, then every other master.
   const std::string slotText = std::to_string(slot);
   const std::vector<std::size_t> others = masters();
@@ -289,7 +289,7 @@ void ClusterTopology::finishMigration(std::uint16_t slot, std::size_t source, st
   }
 }
 
-long long ClusterTopology::errorCount(std::size_t index, const std::string& name) const {
+long long ClusterServers::errorCount(std::size_t index, const std::string& name) const {
   const std::string info = client(index).ok({"INFO", "errorstats"}).str;
   const std::string field = "errorstat_" + name + ":count=";
   const auto at = info.find(field);

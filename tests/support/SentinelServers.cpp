@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "SentinelTopology.h"
+#include "SentinelServers.h"
 
 #include <unistd.h>
 
@@ -48,7 +48,7 @@ std::map<std::string, std::string> fields(const Reply& reply) {
 
 }  // namespace
 
-SentinelTopology::SentinelTopology(Options options) : options_(std::move(options)) {
+SentinelServers::SentinelServers(Options options) : options_(std::move(options)) {
   char pattern[] = "/tmp/dlock-sentinel-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
   dir_ = pattern;
@@ -63,7 +63,7 @@ SentinelTopology::SentinelTopology(Options options) : options_(std::move(options
   }
 }
 
-SentinelTopology::~SentinelTopology() {
+SentinelServers::~SentinelServers() {
   for (auto& node : sentinels_) stop(node);
   for (auto& node : data_) stop(node);
   const char* keep = std::getenv("DLOCK_TEST_KEEP_DIRS");
@@ -73,7 +73,7 @@ SentinelTopology::~SentinelTopology() {
   }
 }
 
-std::string SentinelTopology::uri(const std::string& query) const {
+std::string SentinelServers::uri(const std::string& query) const {
   std::string text = options_.tls ? "rediss+sentinel://" : "redis+sentinel://";
   for (std::size_t i = 0; i < kSentinels; ++i) {
     if (i > 0) text += ",";
@@ -86,7 +86,7 @@ std::string SentinelTopology::uri(const std::string& query) const {
   return text;
 }
 
-void SentinelTopology::startData() {
+void SentinelServers::startData() {
   for (std::size_t i = 0; i < kDataNodes; ++i) {
     RedisProcess::Options node;
     node.config = {"repl-diskless-sync yes", "repl-diskless-sync-delay 0", "replica-announce-ip 127.0.0.1"};
@@ -104,7 +104,7 @@ void SentinelTopology::startData() {
   }
 }
 
-void SentinelTopology::startSentinels() {
+void SentinelServers::startSentinels() {
   const std::string& name = options_.masterName;
   // Each sentinel's config names the others' ports and ids: a port taken before its sentinel
   // could bind it means starting all three again on new ports.
@@ -161,7 +161,7 @@ void SentinelTopology::startSentinels() {
   }
 }
 
-bool SentinelTopology::ready(std::string& why) {
+bool SentinelServers::ready(std::string& why) {
   try {
     // Both replicas online as the master sees them (WAIT counts only those), and in sync.
     const std::string replication = dataClient(0, 500ms).ok({"INFO", "replication"}).str;
@@ -219,7 +219,7 @@ bool SentinelTopology::ready(std::string& why) {
   return true;
 }
 
-void SentinelTopology::waitUntilReady(std::chrono::milliseconds budget) {
+void SentinelServers::waitUntilReady(std::chrono::milliseconds budget) {
   const auto deadline = Steady::now() + budget;
   std::string why;
   while (!ready(why)) {
@@ -230,12 +230,12 @@ void SentinelTopology::waitUntilReady(std::chrono::milliseconds budget) {
   }
 }
 
-void SentinelTopology::stop(Node& node) {
+void SentinelServers::stop(Node& node) {
   if (node.process) node.process->kill();
   node.paused = false;
 }
 
-void SentinelTopology::signal(Node& node, bool pause) {
+void SentinelServers::signal(Node& node, bool pause) {
   if (!node.process || !node.process->running()) throw std::runtime_error(node.name + " is not running");
   if (pause) {
     node.process->pause();
@@ -245,7 +245,7 @@ void SentinelTopology::signal(Node& node, bool pause) {
   node.paused = pause;
 }
 
-int SentinelTopology::askMaster(std::size_t sentinel) {
+int SentinelServers::askMaster(std::size_t sentinel) {
   if (!live(sentinels_[sentinel])) return 0;
   try {
     const Reply reply =
@@ -256,21 +256,21 @@ int SentinelTopology::askMaster(std::size_t sentinel) {
   return 0;
 }
 
-int SentinelTopology::masterPort() {
+int SentinelServers::masterPort() {
   for (std::size_t s = 0; s < kSentinels; ++s) {
     if (const int port = askMaster(s); port != 0) return port;
   }
   throw std::runtime_error("no live sentinel names a master");
 }
 
-std::size_t SentinelTopology::nodeOfPort(int port) const {
+std::size_t SentinelServers::nodeOfPort(int port) const {
   for (std::size_t i = 0; i < kDataNodes; ++i) {
     if (dataPort(i) == port || data_.at(i).process->tlsPort() == port) return i;
   }
   throw std::runtime_error("no data node has port " + std::to_string(port));
 }
 
-std::string SentinelTopology::role(std::size_t node) {
+std::string SentinelServers::role(std::size_t node) {
   if (!live(data_.at(node))) return "";
   try {
     const Reply reply = dataClient(node, 500ms).command({"ROLE"});
@@ -280,7 +280,7 @@ std::string SentinelTopology::role(std::size_t node) {
   }
 }
 
-int SentinelTopology::waitForMasterOtherThan(int oldPort, std::chrono::milliseconds budget) {
+int SentinelServers::waitForMasterOtherThan(int oldPort, std::chrono::milliseconds budget) {
   const auto deadline = Steady::now() + budget;
   while (Steady::now() < deadline) {
     for (std::size_t s = 0; s < kSentinels; ++s) {
@@ -293,7 +293,7 @@ int SentinelTopology::waitForMasterOtherThan(int oldPort, std::chrono::milliseco
                            logTails());
 }
 
-void SentinelTopology::waitForAllSentinelsToName(int port, std::chrono::milliseconds budget) {
+void SentinelServers::waitForAllSentinelsToName(int port, std::chrono::milliseconds budget) {
   const auto deadline = Steady::now() + budget;
   while (Steady::now() < deadline) {
     bool all = true;
@@ -307,23 +307,23 @@ void SentinelTopology::waitForAllSentinelsToName(int port, std::chrono::millisec
                            std::to_string(budget.count()) + " ms\n" + logTails());
 }
 
-void SentinelTopology::failover(std::size_t sentinel) {
+void SentinelServers::failover(std::size_t sentinel) {
   (void)sentinelClient(sentinel).ok({"SENTINEL", "FAILOVER", options_.masterName});
 }
 
-RedisClient SentinelTopology::dataClient(std::size_t node, std::chrono::milliseconds timeout) {
+RedisClient SentinelServers::dataClient(std::size_t node, std::chrono::milliseconds timeout) {
   RedisClient client("127.0.0.1", dataPort(node), timeout);
   if (!options_.dataPassword.empty()) (void)client.ok({"AUTH", options_.dataPassword});
   return client;
 }
 
-RedisClient SentinelTopology::sentinelClient(std::size_t sentinel, std::chrono::milliseconds timeout) {
+RedisClient SentinelServers::sentinelClient(std::size_t sentinel, std::chrono::milliseconds timeout) {
   RedisClient client("127.0.0.1", sentinelPort(sentinel), timeout);
   if (!options_.sentinelPassword.empty()) (void)client.ok({"AUTH", options_.sentinelPassword});
   return client;
 }
 
-std::string SentinelTopology::logTails() const {
+std::string SentinelServers::logTails() const {
   std::ostringstream out;
   for (const auto& node : data_) {
     if (node.process) out << "--- " << node.name << "\n" << tail(node.process->directory() + "/redis.log", 8);

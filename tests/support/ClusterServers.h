@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ClusterTopology.h — a private Redis Cluster for one test: the shape scripts/cluster-start makes
+// ClusterServers.h — a private Redis Cluster for one test: the shape scripts/cluster-start makes
 // (by default 3 masters with one replica each, `redis-cli --cluster create … --cluster-replicas 1
 // --cluster-yes`), every node a RedisProcess on a free loopback port with its cluster bus on
 // another free port (`cluster-port`), announcing 127.0.0.1, keeping nothing on disk but
@@ -25,7 +25,7 @@
 
 namespace dlock::test {
 
-class ClusterTopology {
+class ClusterServers {
  public:
   struct Options {
     int masters = 3;  // at least 3 (what redis-cli --cluster create accepts)
@@ -37,11 +37,11 @@ class ClusterTopology {
     std::optional<RedisProcess::Tls> tls;
   };
 
-  ClusterTopology() : ClusterTopology(Options{}) {}
-  explicit ClusterTopology(Options options);
-  ClusterTopology(const ClusterTopology&) = delete;
-  ClusterTopology& operator=(const ClusterTopology&) = delete;
-  ~ClusterTopology();
+  ClusterServers() : ClusterServers(Options{}) {}
+  explicit ClusterServers(Options options);
+  ClusterServers(const ClusterServers&) = delete;
+  ClusterServers& operator=(const ClusterServers&) = delete;
+  ~ClusterServers();
 
   [[nodiscard]] std::size_t size() const { return nodes_.size(); }
   [[nodiscard]] RedisProcess& node(std::size_t index) { return *nodes_.at(index); }
