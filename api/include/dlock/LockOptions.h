@@ -23,6 +23,14 @@ struct LockOptions {
   // for ever. Waits with a timeout (tryLock(key, t), acquire with a wait) retry within their own
   // timeout instead; tryLock(key) tries once. Zero: lock(key) throws at the first failure.
   std::chrono::milliseconds outageTolerance{std::chrono::seconds(30)};
+  // Strict FIFO across processes and hosts, as java.util.concurrent.locks.ReentrantLock(true):
+  // a release hands the key to the longest waiter. Needs a backend with one queue per key
+  // (IFairOperator: single, Sentinel, Cluster, memory; not Redlock).
+  bool fair = false;
+  // A fair waiter's place lasts this long unless renewed; the waiting thread renews it every third
+  // of it, so a waiter that died (or a host that vanished) is skipped within this bound. From
+  // 3 ms to kMaxLeaseTime.
+  std::chrono::milliseconds waiterLease{std::chrono::seconds(5)};
 };
 
 struct AcquireOptions {

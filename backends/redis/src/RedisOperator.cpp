@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "Errors.h"
+#include "ScriptCall.h"
 #include "RedisOperatorOptions.h"
 #include "Topology.h"
 #include "dlock/detail/Fork.h"
@@ -216,6 +217,15 @@ void awaitReplicas(const RedisOperatorOptions& options, bool sharded, Connection
 }
 
 }  // namespace
+
+void runScriptCall(Topology& topology, Call& call, std::uint16_t slot, const Script& script, const Argv& keys,
+                   const Argv& args, const ScriptReader& read) {
+  run(
+      topology, call, slot,
+      [&](Connection& connection, const Route& route) { return runOn(connection, route, script, keys, args); },
+      [&](Connection&, const redisReply& reply, const Route& route) { read(reply, route.node->label()); });
+}
+
 }  // namespace detail
 
 using namespace detail;
@@ -233,6 +243,10 @@ RedisOperator::RedisOperator(const RedisOperatorOptions& options, MakeTopology m
 RedisOperator::~RedisOperator() = default;
 
 Topology& RedisOperator::topology() const { return *state_->topology; }
+
+const std::shared_ptr<Topology>& RedisOperator::sharedTopology() const { return state_->topology.shared(); }
+
+const RedisOperatorOptions& RedisOperator::operatorOptions() const { return state_->options; }
 
 std::uint64_t RedisOperator::reconnects() const noexcept {
   try {

@@ -35,12 +35,17 @@ class LockBuilder {
   // How long lock(key) without a timeout rides out an unreachable backend (LockOptions).
   LockBuilder& outageTolerance(std::chrono::milliseconds tolerance);
   LockBuilder& defaultKey(std::string key);
+  // Strict FIFO hand-off (LockOptions::fair), as java.util.concurrent.locks.ReentrantLock(true).
+  LockBuilder& fair(bool fair = true);
+  // How long a fair waiter's place lasts unrenewed (LockOptions::waiterLease, default 5 s).
+  LockBuilder& waiterLease(std::chrono::milliseconds lease);
   // The clock of lease deadlines and the watchdog; a VirtualClock in tests.
   LockBuilder& clock(std::shared_ptr<Clock> clock);
   LockBuilder& options(LockOptions options);
 
   // ConfigError when no backend was given or an option is out of range (a lease time not
-  // positive or above kMaxLeaseTime, a watchdog lease under 3 ms, a bad default key).
+  // positive or above kMaxLeaseTime, a watchdog or waiter lease under 3 ms, a bad default key),
+  // or fair(true) on a backend without one queue per key (Redlock).
   [[nodiscard]] std::shared_ptr<ILock> build() const;
 
  private:
