@@ -3,7 +3,9 @@
 // backend's queue (threads of one process queue there too, so the order is one across processes
 // and threads), listens for its own hand-off, and renews its place every third of the waiter
 // lease by asking again: the same idempotent attempt finds a hand-off whose message was lost, and
-// a waiter that died stops renewing and is skipped once its lease ends. A waiter that gives up
+// a waiter that died stops renewing and is skipped once its lease ends (handed the key just
+// before, it holds it for a claim lease no longer than its place had left; a live heir extends
+// the claim to its ttl at once). A waiter that gives up
 // (its timeout, an error) leaves the queue; a hand-off that raced it is passed on by that leave.
 #include <algorithm>
 #include <optional>
@@ -49,7 +51,17 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
         std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - *waitingSince).count(),
         std::memory_order_relaxed);
   };
-  const auto granted = [&](std::uint64_t fence, Clock::time_point validUntil) {
+  // Ours, valid until `validUntil`; held for less than the ttl (a claim lease), extended first.
+  const auto granted = [&](std::uint64_t fence, Clock::time_point validUntil, milliseconds validFor) {
+    if (validFor < ttl) {
+      const Clock::time_point extendSent = clock_->now();
+      try {
+        if (backend_->extend(key, token, ttl)) validUntil = extendSent + ttl;
+      } catch (const std::exception& error) {
+        // The claim lease holds meanwhile; the watchdog or the holder's unlock meets the trouble.
+        log_->debug("dlock: extending the claim on {} failed: {}", quoteKey(key), error.what());
+      }
+    }
     stopWaiting();
     counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
     auto lease = std::make_shared<LeaseState>(std::string(key), token, fence, ttl, renewed, validUntil);
@@ -110,7 +122,10 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
       throw;
     }
     outage.reset();
-    if (result.acquired) return granted(result.fencingToken, sentAt + knownValidity(result.validity, ttl));
+    if (result.acquired) {
+      const milliseconds validFor = knownValidity(result.validity, ttl);
+      return granted(result.fencingToken, sentAt + validFor, validFor);
+    }
     queued = !once;
     anchorLocal = sentAt;
     anchorBackend = result.backendMillis;
@@ -141,7 +156,7 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
     const Grant grant = grants->waitForGrant(std::max(wait, milliseconds(1)));
     if (grant.kind == Grant::Kind::Granted) {
       const milliseconds since(std::max<std::int64_t>(0, grant.backendMillis - anchorBackend));
-      return granted(grant.fencingToken, anchorLocal + since + ttl);
+      return granted(grant.fencingToken, anchorLocal + since + grant.lease, grant.lease);
     }
   }
 }

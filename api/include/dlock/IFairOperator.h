@@ -7,7 +7,7 @@
 //   fairLock    free and nobody queued ahead (or we head the queue) → taken; ours already → taken
 //               again (idempotent); otherwise, with a waiter lease, joined or kept in the queue
 //   fairUnlock  ours → handed to the first waiter whose waiter lease has not run out (it becomes
-//               the owner, with its own ttl and a new fencing token, and is told so), else deleted
+//               the owner for a claim lease, a new fencing token, and is told so), else deleted
 //   leaveQueue  out of the queue; a hand-off that reached us meanwhile is released (handed on)
 //
 // Waiters whose waiter lease ran out (they died, or stopped renewing it) are skipped. Tokens and
@@ -27,7 +27,8 @@ namespace dlock {
 struct FairAcquireResult {
   bool acquired = false;
   std::uint64_t fencingToken = 0;          // when acquired
-  std::chrono::milliseconds validity{0};   // when acquired: as AcquireResult::validity
+  // When acquired: as AcquireResult::validity; when ours already (a hand-off), what is left of it.
+  std::chrono::milliseconds validity{0};
   std::chrono::milliseconds holderTtl{0};  // when not: the holder's remaining lease, zero if unknown
   std::uint32_t position = 0;              // when queued: 1 is next
   // The backend's clock (ms) when the attempt ran: with a Grant's time, it places the hand-off on
@@ -45,6 +46,10 @@ struct Grant {
   Kind kind = Kind::None;
   std::uint64_t fencingToken = 0;  // when granted
   std::int64_t backendMillis = 0;  // when granted: the backend's clock at the hand-off
+  // When granted: the claim lease the key was handed over with, from backendMillis: the waiter's
+  // ttl, or what was left of its waiter lease if less (so a waiter that died just before its turn
+  // blocks the key no longer than its place would have lasted); the waiter then extends it.
+  std::chrono::milliseconds lease{0};
 };
 
 // Hand-off messages for one waiter (one token), taken before the attempt it follows so that a

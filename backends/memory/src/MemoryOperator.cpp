@@ -286,8 +286,11 @@ bool handOff(MemoryOperator::State::KeyState& entry, Clock::time_point now, std:
   if (entry.fence >= kMaxFencingToken) {
     throw BackendError("dlock: unlock " + detail::quoteKey(key) + " on memory://: the fencing counter is at its limit");
   }
-  entry.lease = MemoryOperator::State::Entry{heir->token, now + heir->ttl};
-  entry.fair.tell(heir->token, Grant{Grant::Kind::Granted, ++entry.fence, clockMillis(now)});
+  // The claim lease, as the script's: the heir's ttl, or the rest of its waiter lease if less.
+  const auto claim = std::min(
+      heir->ttl, std::max(std::chrono::milliseconds(1), std::chrono::floor<std::chrono::milliseconds>(heir->leaseEnds - now)));
+  entry.lease = MemoryOperator::State::Entry{heir->token, now + claim};
+  entry.fair.tell(heir->token, Grant{Grant::Kind::Granted, ++entry.fence, clockMillis(now), claim});
   return true;
 }
 

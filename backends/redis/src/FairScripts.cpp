@@ -70,7 +70,9 @@ std::string fairQueuePrelude(const char* publish) {
   // The fence is raised exactly as the default acquire raises it: INCR, then the clock floor
   // compared as text of digits, exact in 64 bits; fence before any write that hands the key over,
   // so a refusal (overflow, ACL) leaves the queue and the lock as they were.
-  // handOff: PUBLISH first, for the same reason (a refused publish changes nothing); subscribers
+  // handOff: the heir owns the key for a claim lease, its ttl or what is left of its waiter lease
+  // if less (a waiter that died just before its turn then holds the key no longer than its place
+  // would have lasted); a live heir extends it to its ttl at once. PUBLISH first, for the same reason (a refused publish changes nothing); subscribers
   // get the message only after the whole script has run, when the waiter owns the key.
   return std::string(R"lua(
 local function serverNow()
@@ -101,11 +103,12 @@ local function handOff(lock, queue, leases, fenceKey, nowMs, micros, fenceTtl, c
     local bar = string.find(head, '|', 1, true)
     if expiry and bar and tonumber(expiry) > nowMs then
       local token = string.sub(head, 1, bar - 1)
+      local claim = stamp(math.min(tonumber(string.sub(head, bar + 1)), tonumber(expiry) - nowMs))
       local fence = nextFence(fenceKey, micros, fenceTtl)
-      redis.call(')lua") + publish + R"lua(', channel, token .. '|' .. fence .. '|' .. stamp(nowMs))
+      redis.call(')lua") + publish + R"lua(', channel, token .. '|' .. fence .. '|' .. stamp(nowMs) .. '|' .. claim)
       redis.call('LPOP', queue)
       redis.call('ZREM', leases, head)
-      redis.call('SET', lock, token, 'PX', string.sub(head, bar + 1))
+      redis.call('SET', lock, token, 'PX', claim)
       return token
     end
     redis.call('LPOP', queue)

@@ -16,7 +16,8 @@
 //   fairLeave    KEYS: lock, queue, leases, fence   ARGV: token, ttl-ms, fence-ttl-ms, channel
 //                → 1 the key had been handed to us and was passed on; 0 otherwise
 //
-// A hand-off publishes `token|fence|now-ms` on the key's channel; each waiter listens for its
+// A hand-off publishes `token|fence|now-ms|claim-ms` on the key's channel (the claim lease: the
+// heir's ttl, or the rest of its waiter lease if less); each waiter listens for its
 // own token. The queue keys live as long as the longest waiter lease in them and vanish with
 // their last entry; the lock has its ttl, the counter its fence ttl: no key without a TTL.
 // The queue helpers (prune, handOff) are one prelude so later queue-based locks (read-write,

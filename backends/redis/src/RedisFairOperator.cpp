@@ -116,23 +116,30 @@ ReleaseResult readFairReleaseReply(const redisReply& raw, const std::string& whe
   return result;
 }
 
-// `token|fence|now-ms`, the token already matched by the subscription.
+// `token|fence|now-ms|claim-ms`, the token already matched by the subscription.
 Grant readGrant(std::string_view payload) {
-  Grant grant;
-  const std::size_t first = payload.find('|');
-  const std::size_t second = first == std::string_view::npos ? first : payload.find('|', first + 1);
+  std::string_view fields[4];
+  std::size_t count = 0;
+  for (std::size_t start = 0; count < 4;) {
+    const std::size_t bar = payload.find('|', start);
+    fields[count++] = payload.substr(start, bar == std::string_view::npos ? std::string_view::npos : bar - start);
+    if (bar == std::string_view::npos) break;
+    start = bar + 1;
+  }
   std::uint64_t fence = 0;
   std::uint64_t at = 0;
-  if (second == std::string_view::npos ||
-      !parseDecimal(payload.substr(first + 1, second - first - 1), kMaxFencingToken, fence) || fence == 0 ||
-      !parseDecimal(payload.substr(second + 1), kMaxFencingToken, at)) {
-    // Not ours to trust: ask the server.
-    grant.kind = Grant::Kind::Recheck;
+  std::uint64_t claim = 0;
+  Grant grant;
+  if (count != 4 || !parseDecimal(fields[1], kMaxFencingToken, fence) || fence == 0 ||
+      !parseDecimal(fields[2], kMaxFencingToken, at) ||
+      !parseDecimal(fields[3], static_cast<std::uint64_t>(kMaxLeaseTime.count()), claim)) {
+    grant.kind = Grant::Kind::Recheck;  // not a hand-off we can read: ask the server
     return grant;
   }
   grant.kind = Grant::Kind::Granted;
   grant.fencingToken = fence;
   grant.backendMillis = static_cast<std::int64_t>(at);
+  grant.lease = milliseconds(claim);
   return grant;
 }
 
