@@ -184,7 +184,7 @@ TEST_SUITE("FairLockOnRedis") {
     CHECK(retried.releasedEarlier);
   }
 
-  TEST_CASE("the hand-off message carries the fencing token; the waiter owns the key when it arrives") {
+  TEST_CASE("the hand-off message carries the fencing token, and the waiter owns the key when it arrives") {
     RedisProcess server;
     auto backend = dlock::connect(server.uri());
     auto& fair = fairOf(backend);

@@ -165,7 +165,7 @@ TEST_SUITE("FairLock") {
     CHECK_THROWS_AS(lock->unlock("k"), dlock::NotOwnerError);
   }
 
-  TEST_CASE("tryLock once on a held key fails without queueing; a timed-out wait leaves the queue") {
+  TEST_CASE("tryLock once on a held key fails without queueing, and a timed-out wait leaves the queue") {
     FairFixture f;
     auto holder = f.fair();
     auto other = f.fair();
