@@ -97,6 +97,15 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
     counters_->outageRetries.fetch_add(1, std::memory_order_relaxed);
   };
 
+  // A key waited for lately: listen before the first attempt, so a queued attempt needs no second.
+  if (!once && fair_->contended().lately(key)) {
+    try {
+      grants = queue.watchGrants(key, token);
+    } catch (const LockError& error) {
+      logFailedAttempt(key, error);  // the wait below subscribes again, or meets the trouble
+    }
+  }
+
   while (true) {
     const Clock::time_point sentAt = clock_->now();
     FairAcquireResult result;
@@ -127,6 +136,7 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
       return granted(result.fencingToken, sentAt + validFor, validFor);
     }
     queued = !once;
+    if (queued) fair_->contended().note(key);
     anchorLocal = sentAt;
     anchorBackend = result.backendMillis;
     const SteadyTime now = std::chrono::steady_clock::now();

@@ -13,11 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "RecentContention.h"
 #include "dlock/IFairOperator.h"
 #include "dlock/IOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/LockOptions.h"
 #include "dlock/Validation.h"
+#include "dlock/detail/Fork.h"
 
 namespace dlock::detail {
 
@@ -43,9 +45,12 @@ class FairBackend final : public IOperator {
     return std::make_shared<FairBackend>(backend, *queue);
   }
 
-  FairBackend(std::shared_ptr<IOperator> backend, IFairOperator& queue) : backend_(std::move(backend)), queue_(queue) {}
+  FairBackend(std::shared_ptr<IOperator> backend, IFairOperator& queue)
+      : backend_(std::move(backend)), queue_(queue), contended_([] { return std::make_shared<RecentContention>(); }) {}
 
   [[nodiscard]] IFairOperator& queue() const noexcept { return queue_; }
+  // The keys this process waited for lately (RecentContention.h).
+  [[nodiscard]] RecentContention& contended() const { return *contended_; }
 
   AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
     const FairAcquireResult fair = queue_.fairLock(key, token, ttl, std::chrono::milliseconds(0));
@@ -77,6 +82,7 @@ class FairBackend final : public IOperator {
  private:
   const std::shared_ptr<IOperator> backend_;
   IFairOperator& queue_;  // backend_'s
+  ForkLocal<RecentContention> contended_;
 };
 
 }  // namespace dlock::detail
