@@ -34,6 +34,8 @@ class FairBackend final : public IOperator {
                         " has no single queue (Redlock spreads a key over independent servers, whose queues "
                         "would disagree on the order); use a single, Sentinel or Cluster backend");
     }
+    const std::string unsupported = queue->fairUnsupported();
+    if (!unsupported.empty()) throw ConfigError("dlock: LockBuilder: fair(true) on " + backend->describe() + ": " + unsupported);
     try {
       checkLeaseTime(options.waiterLease, "waiterLease", "LockBuilder");
     } catch (const InvalidArgumentError& error) {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "ForkedIncrements.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
@@ -247,4 +248,16 @@ TEST_SUITE("FairLockOnRedis") {
     dlock::test::checkEveryLockKeyHasTtl(client);
     CHECK(client.ok({"DBSIZE"}).integer > 1000);
   }
+
+#if DLOCK_TEST_FORK_WITH_THREADS  // see tests/CMakeLists.txt
+  TEST_CASE("a fair lock inherited across fork(): 4 children x 200 locked increments through it end exact, 3 rounds") {
+    RedisProcess server;
+    std::shared_ptr<dlock::IOperator> backend = dlock::connect(server.uri());
+    auto lock = dlock::LockBuilder().backend(backend).fair().build();
+    dlock::test::exerciseBeforeFork(*lock, "fair-fork");
+    dlock::test::checkForkedIncrements(lock, backend, "fair-fork", server, 3, 4, 200, 60s);
+    REQUIRE(lock->tryLock("fair-fork", 5s));  // the parent is unaffected
+    lock->unlock("fair-fork");
+  }
+#endif
 }

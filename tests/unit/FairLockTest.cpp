@@ -9,9 +9,13 @@
 #include <vector>
 
 #include "Fixtures.h"
+#include "TestHelpers.h"
+#include "dlock/MutexHandle.h"
+#include "dlock/macros.h"
 #include "dlock/LockError.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/redlock/RedlockOperator.h"
+#include "dlock/sentinel/SentinelOperator.h"
 
 using namespace std::chrono_literals;
 using dlock::test::VirtualFixture;
@@ -201,5 +205,62 @@ TEST_SUITE("FairLock") {
                          doctest::Contains("no single queue"), dlock::ConfigError);
     CHECK_THROWS_AS(dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).fair().waiterLease(1ms).build(),
                     dlock::ConfigError);
+  }
+
+  TEST_CASE("the std adapters and the macros work on a fair lock") {
+    FairFixture f;
+    auto lock = f.fair();
+    {
+      auto handle = lock->mutex("k");
+      std::unique_lock<dlock::MutexHandle> guard(handle, std::chrono::seconds(1));
+      REQUIRE(guard);
+      CHECK(f.backend->holderOf("k").size() > 0);
+    }
+    CHECK(f.backend->holderOf("k").empty());
+    {
+      DISTRIBUTED_LOCK_WITH(lock, "m");
+      CHECK(lock->isHeld("m"));
+    }
+    CHECK_FALSE(lock->isHeld("m"));
+  }
+
+  TEST_CASE("a fair lease taken behind the holder's back is reported lost, and unlock says so") {
+    FairFixture f;
+    auto lock = dlock::LockBuilder().backend(f.backend).clock(f.clock).watchdogLease(30s).fair().build();
+    std::atomic<int> lost{0};
+    lock->onLockLost([&](std::string_view, std::uint64_t) { ++lost; });
+    REQUIRE(lock->tryLock("k", 0ms));
+    f.backend->forgetLeases();  // the server restarted empty
+    f.clock->advance(10s);      // one renewal: the lease is gone
+    CHECK_FALSE(lock->isHeld("k"));
+    CHECK(dlock::test::eventually([&] { return lost.load() == 1; }));
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+  }
+
+  TEST_CASE("a waiter handed the key while its waiter lease runs low holds it for the rest only, then extends") {
+    FairFixture f;
+    auto& op = *f.backend;
+    REQUIRE(op.fairLock("k", kA, 10s, 5s).acquired);
+    REQUIRE_FALSE(op.fairLock("k", kB, 10s, 3s).acquired);
+    auto watch = op.watchGrants("k", kB);
+    f.clock->advance(2s);
+    (void)op.fairUnlock("k", kA);
+    const dlock::Grant grant = watch->waitForGrant(0ms);
+    REQUIRE(grant.kind == dlock::Grant::Kind::Granted);
+    CHECK(grant.lease == 1s);  // what was left of B's 3 s place, not its 10 s ttl
+    f.clock->advance(1500ms);
+    CHECK(op.holderOf("k").empty());  // B died: the key is free after the claim, not after 10 s
+  }
+
+  TEST_CASE("fair(true) with wait_replicas is a ConfigError: a hand-off is not acknowledged by replicas") {
+    dlock::SentinelOptions options;
+    options.sentinels.push_back({"127.0.0.1", 1});
+    options.masterName = "mymaster";
+    options.waitReplicas = 1;
+    auto sentinel = std::make_shared<dlock::SentinelOperator>(options);  // contacts nothing yet
+    CHECK_THROWS_WITH_AS(dlock::LockBuilder().backend(sentinel).fair().build(), doctest::Contains("wait_replicas"),
+                         dlock::ConfigError);
+    options.waitReplicas = 0;
+    CHECK_NOTHROW((void)dlock::LockBuilder().backend(std::make_shared<dlock::SentinelOperator>(options)).fair().build());
   }
 }

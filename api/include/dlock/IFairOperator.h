@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "dlock/IOperator.h"
@@ -87,6 +88,10 @@ class IFairOperator {
 
   // Hand-off messages for `token` on `key`.
   virtual std::unique_ptr<IGrantWatch> watchGrants(std::string_view key, std::string_view token) = 0;
+
+  // Why this backend's configuration cannot serve a fair lock (LockBuilder::build throws it as a
+  // ConfigError); empty when it can.
+  [[nodiscard]] virtual std::string fairUnsupported() const { return {}; }
 };
 
 }  // namespace dlock

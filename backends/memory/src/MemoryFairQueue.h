@@ -34,6 +34,9 @@ class MemoryFairQueue {
                    waiters_.end());
   }
 
+  // Forgets every waiter (a server restarted empty); grant watches stay.
+  void clearWaiters() { waiters_.clear(); }
+
   [[nodiscard]] bool empty() const { return waiters_.empty(); }
   [[nodiscard]] std::size_t size() const { return waiters_.size(); }
   [[nodiscard]] bool heads(std::string_view token) const { return !waiters_.empty() && waiters_.front().token == token; }

@@ -245,6 +245,7 @@ void MemoryOperator::forgetLeases() {
   for (auto& [key, entry] : state().keys) {
     entry.lease.reset();
     entry.releasedBy.clear();
+    entry.fair.clearWaiters();
   }
 }
 

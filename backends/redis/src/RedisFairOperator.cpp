@@ -275,6 +275,15 @@ bool RedisOperator::leaveQueue(std::string_view key, std::string_view token, mil
   return released;
 }
 
+std::string RedisOperator::fairUnsupported() const {
+  // A hand-off is written by the releaser's script: a WAIT on the waiter's connection would not
+  // cover it, and the releaser does not wait for replicas. Refused rather than silently weaker.
+  if (operatorOptions().waitReplicas > 0) {
+    return "wait_replicas is not supported by the fair lock (a hand-off is not acknowledged by replicas)";
+  }
+  return {};
+}
+
 std::unique_ptr<IGrantWatch> RedisOperator::watchGrants(std::string_view key, std::string_view token) {
   const std::shared_ptr<Topology>& topology = sharedTopology();
   const RedisOperatorOptions& options = operatorOptions();

@@ -57,8 +57,8 @@ class MemoryOperator final : public IOperator, public IFenceRaiser, public ILeas
   void failNextCalls(unsigned count);
   // Fault injection: every call first sleeps `latency` (real time). Zero turns it off.
   void setLatency(std::chrono::milliseconds latency);
-  // Fault injection: forgets every lease and every release record, as a Redis server restarted
-  // without persistence does. Fencing counters are kept: the Redis counter's clock floor keeps
+  // Fault injection: forgets every lease, every release record and every fair queue, as a Redis
+  // server restarted without persistence does. Fencing counters are kept: the Redis counter's clock floor keeps
   // tokens rising after such a restart, and this one keeps them rising too.
   void forgetLeases();
 

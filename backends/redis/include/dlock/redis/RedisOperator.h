@@ -40,6 +40,7 @@ class RedisOperator : public IOperator, public IFenceRaiser, public ILeaseInspec
   ReleaseResult fairUnlock(std::string_view key, std::string_view token) override;
   bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   std::unique_ptr<IGrantWatch> watchGrants(std::string_view key, std::string_view token) override;
+  [[nodiscard]] std::string fairUnsupported() const override;
 
   // Checks the backend now (RedisProbe.cpp): its discovery, a connection, AUTH, SELECT and a PING.
   // dlock::connect() calls it unless told to connect lazily. BackendError when the server refuses
