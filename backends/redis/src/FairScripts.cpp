@@ -21,7 +21,7 @@ local token = ARGV[1]
 local entry = token .. '|' .. ARGV[2]
 local owner = redis.call('GET', KEYS[1])
 if owner == token then
-  return {1, redis.call('GET', KEYS[4]) or '0', stamp(nowMs), redis.call('PTTL', KEYS[1])}
+  return {1, redis.call('GET', KEYS[4]) or '0', stamp(nowMs), math.max(1, redis.call('PTTL', KEYS[1]))}
 end
 prune(KEYS[2], KEYS[3], nowMs, entry)
 if not owner then
