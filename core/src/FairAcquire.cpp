@@ -71,9 +71,9 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
     }
     return lease;
   };
-  // Out of the queue, best effort: a place we cannot remove ends with its waiter lease.
+  // Out of the queue for good, best effort: a place we cannot remove ends with its waiter lease.
   const auto leave = [&]() noexcept {
-    if (!queued) return;
+    if (!queued) return;  // never queued, and no attempt left in doubt
     try {
       if (queue.leaveQueue(key, token, ttl)) {
         log_->debug("dlock: {} was handed over as the wait for it ended; passed on", quoteKey(key));
@@ -114,19 +114,16 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
       result = queue.fairLock(key, token, ttl, waiterLease);
     } catch (const ConnectionError& error) {
       logFailedAttempt(key, error);
+      queued = true;  // it may have landed (or may land yet): queued us, or taken the key
       if (once) {
-        // It may have landed and taken the key: release it, so a throwing tryLock holds nothing.
-        try {
-          (void)backend_->unlock(key, token);
-        } catch (...) {
-        }
+        leave();  // so a throwing tryLock holds nothing, and the attempt cannot land later
         throw;
       }
-      queued = true;  // it may have landed and queued us
       rideOut(error);
       continue;
     } catch (const std::exception& error) {
       logFailedAttempt(key, error);
+      queued = true;  // an error reply ran nothing, but an earlier try may have landed
       leave();
       throw;
     }

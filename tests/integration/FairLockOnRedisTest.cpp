@@ -164,6 +164,20 @@ TEST_SUITE("FairLockOnRedis") {
     CHECK(client.ok({"EXISTS", "dlock:{race}"}).integer == 0);
   }
 
+  TEST_CASE("an attempt that arrives after its waiter left for good is refused: no place, no key") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    auto& fair = fairOf(backend);
+    const std::string gone(32, 'g');
+    CHECK_FALSE(fair.leaveQueue("late", gone, 10s));  // gave up (its attempt's reply was lost)
+    const auto late = fair.fairLock("late", gone, 10s, 5s);  // that attempt reaches the server now
+    CHECK_FALSE(late.acquired);
+    CHECK(client.ok({"EXISTS", "dlock:{late}"}).integer == 0);
+    CHECK(queueLength(client, "late") == 0);
+    dlock::test::checkEveryLockKeyHasTtl(client);
+  }
+
   TEST_CASE("a waiter whose hand-off message was lost finds itself owner at its recheck") {
     RedisProcess server;
     auto backend = dlock::connect(server.uri());

@@ -82,8 +82,9 @@ class IFairOperator {
   // try whose reply was lost (the backend's record); `notified` is 1 when handed to a waiter.
   virtual ReleaseResult fairUnlock(std::string_view key, std::string_view token) = 0;
 
-  // Leaves the queue of `key` (`ttl` as given to fairLock). True when the key had been handed to
-  // `token` meanwhile and was released now.
+  // Leaves the queue of `key` for good (`ttl` as given to fairLock): `token` is not used again,
+  // and an attempt with it still on its way is refused. True when the key had been handed to
+  // `token` meanwhile (or taken by an attempt whose reply was lost) and was released now.
   virtual bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) = 0;
 
   // Hand-off messages for `token` on `key`.

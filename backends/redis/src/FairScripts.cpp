@@ -17,6 +17,7 @@ const char* publishOf(bool sharded) { return sharded ? "SPUBLISH" : "PUBLISH"; }
 // (its holder's lease ran out unreleased) → handed to that waiter now, and the caller queues.
 constexpr const char* kAcquireBody = R"lua(
 local nowMs, micros = serverNow()
+if redis.pcall('GET', ARGV[6]) == '0' then return {0, 0, stamp(nowMs), 0} end
 local token = ARGV[1]
 local entry = token .. '|' .. ARGV[2]
 local owner = redis.call('GET', KEYS[1])
@@ -48,8 +49,12 @@ return {0, redis.call('PTTL', KEYS[1]), stamp(nowMs), redis.call('LPOS', KEYS[2]
 )lua";
 
 // A waiter that gives up: out of the queue. If the key is ours (a hand-off raced the timeout),
-// or free with waiters (its holder's lease ran out), it goes to the next waiter now.
+// or free with waiters (its holder's lease ran out), it goes to the next waiter now. It leaves a
+// tombstone for the token (its release record set to '0', unless a release wrote one), which the
+// acquire refuses: an attempt of this token still on its way to a busy server, arriving after the
+// leave, can neither queue it again nor take the key for a waiter that is gone.
 constexpr const char* kLeaveBody = R"lua(
+redis.pcall('SET', ARGV[5], '0', 'PX', ARGV[6], 'NX')
 local entry = ARGV[1] .. '|' .. ARGV[2]
 redis.call('LREM', KEYS[2], 1, entry)
 redis.call('ZREM', KEYS[3], entry)

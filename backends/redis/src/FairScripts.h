@@ -5,7 +5,8 @@
 // (a sorted set of the same entries by expiry, server ms) and the fencing counter.
 //
 //   fairAcquire  KEYS: lock, queue, leases, fence   ARGV: token, ttl-ms, fence-ttl-ms,
-//                waiter-lease-ms (0: never queued), channel
+//                waiter-lease-ms (0: never queued), channel, release record (a '0' there: the
+//                token left for good, refused)
 //                → {1, "fence", "now-ms", validity-ms} taken (0: the whole ttl), or ours already
 //                  (a retried acquire, a hand-off whose message is on its way: what is left)
 //                → {0, holder's PTTL, "now-ms", position} queued (position 0 when not queued)
@@ -13,7 +14,8 @@
 //                record-floor-ms, fence-ttl-ms
 //                → {1, 1} handed to the head waiter; {1, 0} deleted (nobody waits)
 //                → {2, 0} released earlier by this token (its record); {0, 0} not ours
-//   fairLeave    KEYS: lock, queue, leases, fence   ARGV: token, ttl-ms, fence-ttl-ms, channel
+//   fairLeave    KEYS: lock, queue, leases, fence   ARGV: token, ttl-ms, fence-ttl-ms, channel,
+//                release record, record-floor-ms (the tombstone's life)
 //                → 1 the key had been handed to us and was passed on; 0 otherwise
 //
 // A hand-off publishes `token|fence|now-ms|claim-ms` on the key's channel (the claim lease: the

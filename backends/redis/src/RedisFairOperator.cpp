@@ -221,10 +221,11 @@ FairAcquireResult RedisOperator::fairLock(std::string_view key, std::string_view
   const std::string ttlText = std::to_string(ttl.count());
   const std::string fenceTtl = std::to_string(options.fenceTtl.count());
   const std::string leaseText = std::to_string(waiterLease.count());
+  const std::string record = names.releaseRecord(token);
   Call call("lock", key, options.retryBudget);
   FairAcquireResult result;
   runScriptCall(topology, call, names.slot(), fairAcquireScript(topology.sharded()), {names.lock(), queue, leases, fence},
-                {token, ttlText, fenceTtl, leaseText, channel}, [&](const redisReply& reply, const std::string& node) {
+                {token, ttlText, fenceTtl, leaseText, channel, record}, [&](const redisReply& reply, const std::string& node) {
                   result = readFairAcquireReply(reply, describeCall("lock", key, node));
                 });
   return result;
@@ -261,10 +262,13 @@ bool RedisOperator::leaveQueue(std::string_view key, std::string_view token, mil
   const std::string channel = names.grantChannel();
   const std::string ttlText = std::to_string(ttl.count());
   const std::string fenceTtl = std::to_string(options.fenceTtl.count());
+  const std::string record = names.releaseRecord(token);
+  // The tombstone outlives every try of an attempt still on its way (as the release record).
+  const std::string recordFloor = std::to_string((options.commandTimeout + options.retryBudget).count());
   Call call("leaveQueue", key, options.retryBudget);
   bool released = false;
   runScriptCall(topology, call, names.slot(), fairLeaveScript(topology.sharded()), {names.lock(), queue, leases, fence},
-                {token, ttlText, fenceTtl, channel}, [&](const redisReply& reply, const std::string& node) {
+                {token, ttlText, fenceTtl, channel, record, recordFloor}, [&](const redisReply& reply, const std::string& node) {
                   const std::string where = describeCall("leaveQueue", key, node);
                   if (reply.type == REDIS_REPLY_ERROR) throwReplyError(reply, where);
                   if (reply.type != REDIS_REPLY_INTEGER || (reply.integer != 0 && reply.integer != 1)) {
