@@ -165,8 +165,9 @@ GrantSubscription subscribeGrants(Topology& topology, milliseconds budget, std::
 }
 
 // One waiter's hand-off messages, following its key as the release watch does (a failover, a
-// slot moved): when the node it listens on no longer serves the key, it subscribes where the key
-// lives now and answers Recheck, as a hand-off may have gone there unheard.
+// slot moved): when the node it listens on no longer serves the key, or the subscription may have
+// missed a message, it subscribes again where the key lives now and answers Recheck, as a
+// hand-off may have gone unheard.
 class FollowingGrantWatch final : public IGrantWatch {
  public:
   FollowingGrantWatch(std::shared_ptr<Topology> topology, milliseconds budget, std::uint16_t slot, std::string channel,
@@ -183,7 +184,8 @@ class FollowingGrantWatch final : public IGrantWatch {
       MessageWait heard = current_.watch->waitForMessage(timeout);
       if (heard.outcome == MessageWait::Outcome::Message) return readGrant(heard.payload);
       if (heard.outcome == MessageWait::Outcome::TimedOut) return Grant{};
-      if (topology_->serves(current_.node, slot_) && !topology_->sharded()) return Grant{Grant::Kind::Recheck, 0, 0};
+      // A possible miss: subscribe again (at once when the channel is still confirmed), as the
+      // subscription may be gone for good (a dropped subscriber, a channel the node let go).
     }
     current_.watch.reset();
     try {
