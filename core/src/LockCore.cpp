@@ -63,11 +63,12 @@ AcquireResult LockCore::attempt(std::string_view key, const std::string& token, 
   } catch (const std::exception& error) {
     logFailedAttempt(key, error);
     // Any failure may come after the key was set: the command landed before its connection
-    // failed, or a later step of the acquire was refused (Sentinel's WAIT). Delete the key if it
-    // carries our token, so a throwing acquire leaves nothing held; if that fails too, the lease
-    // ends at its TTL.
+    // failed, or a later step of the acquire was refused (Sentinel's WAIT); or it may land later
+    // still, queued on a busy server behind this cancel. Cancel the token: the key is deleted if
+    // it carries it, and an acquire with it arriving later is refused; the caller's next attempt
+    // uses a new token. If the cancel fails too, the lease, if any, ends at its TTL.
     try {
-      (void)backend_->unlock(key, token);
+      (void)backend_->cancel(key, token);
     } catch (...) {
       log_->debug("dlock: could not clean up {} after a failed acquire; the lease, if any, ends in {} ms",
                   quoteKey(key), ttl.count());
@@ -87,7 +88,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
   if (!leaseTime) leaseTime = options_.leaseTime;
   const bool renewed = !leaseTime.has_value();
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
-  const std::string token = generateToken();
+  std::string token = generateToken();
   if (fair_ != nullptr) return acquireFair(key, token, ttl, renewed, deadline);
 
   if (deadline != kTryOnce) yieldAfterContendedRelease(key, deadline);
@@ -127,6 +128,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
       result = attempt(key, token, ttl);
     } catch (const ConnectionError& error) {
       rideOut(error);
+      token = generateToken();  // the failed attempt's token was cancelled
       continue;
     }
     outage.reset();  // answered: a later outage gets a budget of its own

@@ -8,13 +8,12 @@
 #pragma once
 
 #include <chrono>
-#include <algorithm>
-#include <random>
 #include <string>
 #include <thread>
 
 #include "dlock/ILock.h"
 #include "dlock/LockError.h"
+#include "dlock/detail/Backoff.h"
 
 namespace dlock::detail {
 
@@ -32,28 +31,22 @@ class OutageRetry {
   void pauseOrThrow(const ConnectionError& error, const std::string& what) {
     ++failures_;
     const auto now = std::chrono::steady_clock::now();
-    std::uniform_int_distribution<long long> jitter(backoff_.count() / 2, backoff_.count());
-    const std::chrono::milliseconds pause(jitter(random_));
+    const std::chrono::milliseconds pause = backoff_.next();
     if (now + pause >= deadline_) {
       throw ConnectionError(what + ": the backend stayed unreachable for " +
                             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - started_).count()) +
                             " ms over " + std::to_string(failures_) + " attempt(s); last: " + error.what());
     }
     std::this_thread::sleep_for(pause);
-    backoff_ = std::min(backoff_ * 2, kMaxBackoff);
   }
 
   [[nodiscard]] unsigned failures() const noexcept { return failures_; }
 
  private:
-  static constexpr std::chrono::milliseconds kFirstBackoff{10};
-  static constexpr std::chrono::milliseconds kMaxBackoff{500};
-
   const std::chrono::steady_clock::time_point started_;
   const Deadline deadline_;
-  std::chrono::milliseconds backoff_ = kFirstBackoff;
+  Backoff backoff_{std::chrono::milliseconds(10), std::chrono::milliseconds(500)};
   unsigned failures_ = 0;
-  std::minstd_rand random_{std::random_device{}()};
 };
 
 }  // namespace dlock::detail

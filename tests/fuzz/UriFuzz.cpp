@@ -173,6 +173,22 @@ void passwordNeverShown(const std::uint8_t* data, std::size_t size) {
       asWritten.replace(pos, 1, "%3A");
     }
   }
+  // In a query value a raw '&' followed by an option-shaped "name=" ends the value (RFC 3986: the
+  // README says to write it %26), so what follows is read as that option, shown by design.
+  if (pattern.find("={P}") != std::string_view::npos) {
+    const std::string after = asWritten + std::string(other);
+    std::string escaped;
+    for (std::size_t i = 0; i < asWritten.size(); ++i) {
+      std::size_t end = i + 1;
+      while (end < after.size() && ((after[end] >= 'a' && after[end] <= 'z') || (after[end] >= '0' && after[end] <= '9') ||
+                                    after[end] == '_')) {
+        ++end;
+      }
+      const bool optionShaped = asWritten[i] == '&' && end > i + 1 && end < after.size() && after[end] == '=';
+      escaped += optionShaped ? std::string("%26") : std::string(1, asWritten[i]);
+    }
+    asWritten = escaped;
+  }
   const std::string uri = fill(pattern, asWritten, other);
 
   try {

@@ -3,6 +3,13 @@
 // are data, never commands or Lua.
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -17,7 +24,41 @@ using namespace std::chrono_literals;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
 
+namespace {
+
+// The close-on-exec flag of every socket of this process connected to `port` on loopback.
+std::vector<bool> closeOnExecOfSocketsTo(int port) {
+  std::vector<bool> flags;
+  DIR* fds = ::opendir("/proc/self/fd");
+  REQUIRE(fds != nullptr);
+  while (const dirent* entry = ::readdir(fds)) {
+    const int fd = std::atoi(entry->d_name);
+    if (entry->d_name[0] == '.' || fd == ::dirfd(fds)) continue;
+    sockaddr_in peer{};
+    socklen_t length = sizeof(peer);
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0 || peer.sin_family != AF_INET) continue;
+    if (ntohs(peer.sin_port) != port) continue;
+    flags.push_back((::fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+  }
+  ::closedir(fds);
+  return flags;
+}
+
+}  // namespace
+
 TEST_SUITE("Security") {
+  TEST_CASE("every connection dlock opens is close-on-exec: a fork+exec never inherits one") {
+    RedisProcess server;
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    REQUIRE(lock->tryLock("k"));  // a pooled connection
+    auto waiter = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    CHECK_FALSE(waiter->tryLock("k", 50ms));  // a release subscription too
+    const std::vector<bool> flags = closeOnExecOfSocketsTo(server.port());
+    CHECK(flags.size() >= 2);
+    for (const bool closeOnExec : flags) CHECK(closeOnExec);
+    lock->unlock("k");
+  }
+
   TEST_CASE("no password appears in log output, exception messages or describe()") {
     const std::string secret = "Sup3r-Secret-Passw0rd";
     RedisProcess::Options options;

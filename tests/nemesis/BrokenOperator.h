@@ -39,6 +39,7 @@ class BrokenOperator final : public IOperator {
 
   AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   ReleaseResult unlock(std::string_view key, std::string_view token) override;
+  ReleaseResult cancel(std::string_view key, std::string_view token) override { return inner_->cancel(key, token); }
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
   std::unique_ptr<IReleaseWatch> watch(std::string_view key) override { return inner_->watch(key); }

@@ -97,6 +97,13 @@ class IOperator {
   // lasted, so a retry is decided by evidence, never by a guess.
   virtual ReleaseResult unlock(std::string_view key, std::string_view token) = 0;
 
+  // Undoes an acquire whose outcome is unknown (lock() threw: it may have run, or may still be on
+  // its way to a busy server): releases `key` if `token` holds it, and makes sure that an acquire
+  // with `token` arriving later is refused, so it cannot leave a hold nobody owns until its TTL.
+  // The caller never uses `token` again. By default unlock(), for a backend whose acquire cannot
+  // arrive late (it answers synchronously).
+  virtual ReleaseResult cancel(std::string_view key, std::string_view token) { return unlock(key, token); }
+
   // Compare-and-expire: true when `token` still holds `key`, whose lease now ends in `ttl`.
   virtual bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) = 0;
 

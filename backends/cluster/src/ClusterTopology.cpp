@@ -2,7 +2,6 @@
 #include "ClusterTopology.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "Errors.h"
 #include "Reply.h"
@@ -17,18 +16,6 @@ namespace {
 using Steady = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr unsigned kMaxRedirects = 16;
-constexpr milliseconds kMaxBackoff{100};
-
-// Sleeps out the call's next back-off step, never past its deadline; false when that has passed.
-bool backOff(Call& call) {
-  const auto now = Steady::now();
-  if (now >= call.deadline) return false;
-  std::this_thread::sleep_for(std::min<Steady::duration>(call.backoff, call.deadline - now));
-  call.backoff = std::min(call.backoff * 2, kMaxBackoff);
-  return true;
-}
-
 // Error replies after which the slot map is worth asking again: the node or the slot changed role.
 bool suggestsNewTopology(std::string_view error) {
   for (const std::string_view prefix : {"CLUSTERDOWN", "READONLY", "MASTERDOWN", "LOADING"}) {
@@ -42,7 +29,6 @@ bool suggestsNewTopology(std::string_view error) {
 ClusterTopology::ClusterTopology(const ClusterOptions& options)
     : connection_(options.connection),
       pool_(options.pool),
-      budget_(options.retryBudget.value_or(options.connection.commandTimeout)),
       slots_(kClusterSlots, nullptr) {
   if (options.keyPrefix.find_first_of("{}") != std::string::npos) {
     throw ConfigError("dlock: ClusterOptions::keyPrefix " + quoteKey(options.keyPrefix) +
@@ -54,7 +40,7 @@ ClusterTopology::ClusterTopology(const ClusterOptions& options)
                       "; a cluster has only database 0");
   }
   if (pool_.size == 0) throw ConfigError("dlock: ClusterOptions::pool.size must be at least 1");
-  if (budget_.count() <= 0) throw ConfigError("dlock: ClusterOptions::retryBudget must be positive");
+  if (options.retryBudget.value_or(connection_.commandTimeout).count() <= 0) throw ConfigError("dlock: ClusterOptions::retryBudget must be positive");
   describe_ = connection_.tls.enabled ? "rediss+cluster://" : "redis+cluster://";
   for (const auto& seed : options.seeds) {
     if (seed.host.empty() || seed.port <= 0 || seed.port > 65535) {
@@ -118,64 +104,43 @@ bool ClusterTopology::serves(const RedisNode* node, std::uint16_t slot) const {
   return slots_[slot] == node;
 }
 
-Route ClusterTopology::route(std::uint16_t slot, Call& call) {
-  if (call.redirected != nullptr) {
-    Route asked{call.redirected, slot, true, version()};
-    call.redirected = nullptr;
-    return asked;
-  }
-  while (true) {
-    RedisNode* node = nullptr;
-    std::uint64_t seen = 0;
-    {
-      std::unique_lock<std::mutex> guard(mutex_);  // one look at the map: the node and its version
-      if (version_ == 0) {
-        guard.unlock();
-        refresh(0);
-        guard.lock();
-      }
-      node = slots_[slot];
-      seen = version_;
+Route ClusterTopology::route(std::uint16_t slot) {
+  RedisNode* node = nullptr;
+  std::uint64_t seen = 0;
+  for (int look = 0; look < 2 && node == nullptr; ++look) {
+    if (look > 0) refreshQuietly(seen);  // no master serves the slot in our map: ask again once
+    std::unique_lock<std::mutex> guard(mutex_);  // one look at the map: the node and its version
+    if (version_ == 0) {
+      guard.unlock();
+      refresh(0);
+      guard.lock();
     }
-    if (node != nullptr) return Route{node, slot, false, seen};
-    // No master serves the slot in our map (being reassigned): wait for one within the budget.
-    if (!backOff(call)) {
-      throw ConnectionError("dlock: " + std::string(call.operation) + " " + quoteKey(call.key) + " on " + describe_ +
-                            ": no node serves slot " + std::to_string(slot) + " (retried for " +
-                            std::to_string(budget_.count()) + " ms)");
-    }
-    refreshQuietly(seen);
+    node = slots_[slot];
+    seen = version_;
   }
+  if (node != nullptr) return Route{node, slot, false, seen, {}};
+  return Route{nullptr, slot, false, seen, "no node serves slot " + std::to_string(slot)};  // being reassigned
 }
 
-bool ClusterTopology::retryAfterReply(const Route& route, std::string_view error, Call& call) {
+Verdict ClusterTopology::afterReply(const Route& route, std::string_view error) {
   if (const auto redirect = parseRedirect(error, route.node->host())) {
-    const std::string where = std::string(call.operation) + " " + quoteKey(call.key) + " on " + route.node->name();
-    if (++call.redirects > kMaxRedirects) {
-      throw ConnectionError("dlock: " + where + ": more than " + std::to_string(kMaxRedirects) +
-                            " redirections, the last: " + std::string(error));
-    }
-    if (redirect->ask) {
-      // A slot half-migrated: a subscription cannot follow ASK. Not now, as for commands.
-      if (call.subscribing) throw ConnectionError("dlock: " + where + ": the slot is moving: " + std::string(error));
-      call.redirected = nodeAt(redirect->target);
-    } else {
-      // The whole map is asked again (other slots have probably moved too), then the slot is
-      // given to the node named, which is newer than any node's view that has not caught up yet.
-      refreshQuietly(route.version);
-      std::lock_guard<std::mutex> guard(mutex_);
-      slots_[redirect->slot] = nodeAtLocked(redirect->target);
-    }
-    return true;
+    if (redirect->ask) return Verdict{Next::Redirected, Route{nodeAt(redirect->target), route.slot, true, version(), {}}, {}};
+    // The whole map is asked again (other slots have probably moved too), then the slot is
+    // given to the node named, which is newer than any node's view that has not caught up yet.
+    refreshQuietly(route.version);
+    std::lock_guard<std::mutex> guard(mutex_);
+    slots_[redirect->slot] = nodeAtLocked(redirect->target);
+    return Verdict{Next::Redirected, std::nullopt, {}};
   }
-  if (!isTransientErrorText(error)) return false;
+  if (!isTransientErrorText(error)) return {};
   if (suggestsNewTopology(error)) refreshQuietly(route.version);
-  return backOff(call);
+  return Verdict{Next::Unchanged, std::nullopt, {}};
 }
 
-bool ClusterTopology::retryAfterFailure(const Route& route, Failure /*failure*/, Call& call) {
+Verdict ClusterTopology::afterFailure(const Route& route, Failure /*failure*/) {
   // The master may be gone and its replica promoted: follow the slot if the map says so.
-  return !route.asking && Steady::now() < call.deadline && ownerChanged(route);
+  if (!route.asking && ownerChanged(route)) return Verdict{Next::Moved, std::nullopt, {}};
+  return {};
 }
 
 bool ClusterTopology::retryable(std::string_view error) const {

@@ -34,9 +34,9 @@ class ClusterTopology final : public Topology {
   // ConfigError naming the field when the options are not usable.
   explicit ClusterTopology(const ClusterOptions& options);
 
-  Route route(std::uint16_t slot, Call& call) override;
-  bool retryAfterReply(const Route& route, std::string_view error, Call& call) override;
-  bool retryAfterFailure(const Route& route, Failure failure, Call& call) override;
+  Route route(std::uint16_t slot) override;
+  Verdict afterReply(const Route& route, std::string_view error) override;
+  Verdict afterFailure(const Route& route, Failure failure) override;
   [[nodiscard]] bool retryable(std::string_view error) const override;
   std::vector<RedisNode*> owners(const std::vector<std::uint16_t>& slots) override;
   [[nodiscard]] bool serves(const RedisNode* node, std::uint16_t slot) const override;
@@ -62,7 +62,6 @@ class ClusterTopology final : public Topology {
 
   const ConnectionOptions connection_;
   const PoolOptions pool_;
-  const std::chrono::milliseconds budget_;
   std::string describe_;
   std::atomic<std::uint64_t> refreshes_{0};
 

@@ -5,8 +5,8 @@
 // free one. A connection that failed is discarded when returned; after a failed connect the
 // next attempt waits out a back-off (doubling up to maxReconnectBackoff), failing fast with
 // ConnectionError meanwhile, so callers do not pile up on a dead server.
-// run() retries an operation once on a fresh connection when a pooled one turns out dead (the
-// server restarted while it sat idle): the command never reached the new server.
+// run() tries an operation again on a fresh connection when a pooled one turns out dead (the
+// server restarted while it sat idle), as RetryPolicy decides.
 // Owner: one operator. Thread safety: thread-safe.
 #pragma once
 
@@ -21,17 +21,17 @@
 #include <vector>
 
 #include "Connection.h"
+#include "RetryPolicy.h"
 #include "dlock/LockError.h"
 #include "dlock/common/RedisOptions.h"
+#include "dlock/detail/Backoff.h"
 
 namespace dlock::detail {
 
 // How long to wait before connecting again after `failures` consecutive failures: the base
-// back-off doubled per failure, capped.
+// back-off doubled per failure, capped (the library's one schedule, see Backoff.h).
 [[nodiscard]] inline std::chrono::milliseconds reconnectDelay(const PoolOptions& options, unsigned failures) {
-  if (failures == 0) return std::chrono::milliseconds(0);
-  const std::chrono::milliseconds doubled(options.reconnectBackoff.count() << std::min(failures - 1, 16U));
-  return std::min(options.maxReconnectBackoff, doubled);
+  return Backoff::afterFailures(options.reconnectBackoff, options.maxReconnectBackoff, failures);
 }
 
 class ConnectionPool {
@@ -67,20 +67,20 @@ class ConnectionPool {
   // A connection; ConnectionError when the server cannot be reached or none frees up in time.
   Handle borrow();
 
-  // Calls `operation(Connection&)` on a borrowed connection; if a reused connection fails with
-  // an I/O error other than a timeout, retries once on a fresh one.
+  // Calls `operation(Connection&)` on a borrowed connection; a reused one found dead is replaced
+  // as RetryPolicy says (once: the command never reached the server).
   template <class Operation>
   auto run(Operation&& operation) -> decltype(operation(std::declval<Connection&>())) {
-    Handle handle = borrow();
-    if (!handle.reused()) return operation(*handle);
-    try {
-      return operation(*handle);
-    } catch (const ConnectionError&) {
-      if (!handle->broken() || handle->timedOut()) throw;
+    RetryPolicy policy(std::chrono::milliseconds(0));
+    while (true) {
+      Handle handle = borrow();
+      try {
+        return operation(*handle);
+      } catch (const ConnectionError&) {
+        const bool stale = handle.reused() && handle->broken() && !handle->timedOut();
+        if (policy.afterFailure(stale ? Failure::Stale : Failure::Io, Next::Final) == RetryPolicy::Step::GiveUp) throw;
+      }
     }
-    { Handle discard = std::move(handle); }
-    Handle fresh = borrow();
-    return operation(*fresh);
   }
 
   [[nodiscard]] const std::string& address() const noexcept { return address_; }

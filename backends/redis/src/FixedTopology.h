@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// FixedTopology.h — one Redis server: every key on its one node. A pooled connection found dead
-// is replaced once (RedisOperator does that for every topology); nothing else is retried, as there
-// is nowhere else to go.
+// FixedTopology.h — one Redis server: every key on its one node, which never moves. (A pooled
+// connection found dead is still replaced once: RetryPolicy does that for every topology.)
 // Owner: a RedisOperator. Thread safety: thread-safe.
 #pragma once
 
@@ -13,9 +12,9 @@ class FixedTopology final : public Topology {
  public:
   FixedTopology(const ConnectionOptions& connection, const PoolOptions& pool) : node_(connection, pool, false) {}
 
-  Route route(std::uint16_t slot, Call& /*call*/) override { return Route{&node_, slot, false, 0}; }
-  bool retryAfterReply(const Route&, std::string_view, Call&) override { return false; }
-  bool retryAfterFailure(const Route&, Failure, Call&) override { return false; }
+  Route route(std::uint16_t slot) override { return Route{&node_, slot, false, 0, {}}; }
+  Verdict afterReply(const Route&, std::string_view) override { return {}; }
+  Verdict afterFailure(const Route&, Failure) override { return {}; }
   [[nodiscard]] bool retryable(std::string_view /*error*/) const override { return false; }
   std::vector<RedisNode*> owners(const std::vector<std::uint16_t>& slots) override {
     return std::vector<RedisNode*>(slots.size(), &node_);

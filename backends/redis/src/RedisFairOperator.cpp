@@ -150,18 +150,11 @@ struct GrantSubscription {
 
 GrantSubscription subscribeGrants(Topology& topology, milliseconds budget, std::uint16_t slot,
                                   const std::string& channel, const std::string& token) {
-  Call call("watch", channel, budget);
-  call.subscribing = true;
-  while (true) {
-    const Route route = topology.route(slot, call);
-    try {
-      return GrantSubscription{route.node->subscriber()->watchFor(channel, token), route.node};
-    } catch (const ServerReplyError& error) {
-      if (!topology.retryAfterReply(route, error.reply(), call)) throw;
-    } catch (const ConnectionError&) {
-      if (!topology.retryAfterFailure(route, Failure::Io, call)) throw;
-    }
-  }
+  GrantSubscription subscription;
+  subscription.node = subscribeOn(topology, budget, slot, channel, [&](const std::shared_ptr<Subscriber>& subscriber) {
+    subscription.watch = subscriber->watchFor(channel, token);
+  });
+  return subscription;
 }
 
 // One waiter's hand-off messages, following its key as the release watch does (a failover, a

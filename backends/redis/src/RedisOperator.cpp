@@ -16,6 +16,7 @@
 #include "Replies.h"
 #include "Reply.h"
 #include "Scripts.h"
+#include "Subscriber.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/detail/Log.h"
@@ -26,8 +27,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// A watch that could not follow its key to another node sleeps this long before the waiter retries.
-constexpr milliseconds kRewatchPause{100};
 // Leases per extendMany command in a batch renewal.
 constexpr std::size_t kExtendChunk = 5000;
 
@@ -36,15 +35,42 @@ std::string withoutPrefix(const std::string& message) {
   return message.compare(0, kPrefix.size(), kPrefix) == 0 ? message.substr(kPrefix.size()) : message;
 }
 
+// The route of a call's next try: the ASK target of the last verdict, or where the topology says;
+// waits (as the policy says) while no node serves the slot.
+Route nextRoute(Topology& topology, Call& call, std::uint16_t slot, std::optional<Route>& via) {
+  if (via) {
+    Route asked = std::move(*via);
+    via.reset();
+    return asked;
+  }
+  while (true) {
+    Route route = topology.route(slot);
+    if (route.node != nullptr) return route;
+    if (call.policy.whenNowhere() == RetryPolicy::Step::GiveUp) {
+      throw ConnectionError("dlock: " + std::string(call.operation) + " " + quoteKey(call.key) + " on " +
+                            topology.describe() + ": " + route.missing + call.policy.reason());
+    }
+    topology.awaitChange(route.version, call.policy.pause());
+  }
+}
+
+// Carries out the policy's step after a failed try: false to give up.
+bool retry(Topology& topology, Call& call, const Route& route, RetryPolicy::Step step) {
+  if (step == RetryPolicy::Step::GiveUp) return false;
+  if (step == RetryPolicy::Step::AfterPause) topology.awaitChange(route.version, call.policy.pause());
+  return true;
+}
+
 // Sends `send(connection, route)` to the node the topology routes `slot` to, trying again where
-// and as long as it says; then returns `finish(connection, reply, route)`, run on the same
-// connection before it goes back. An error reply the topology does not retry reaches `finish`,
-// whose reader maps it; what `finish` throws is not retried.
+// it says and as the call's policy decides; then returns `finish(connection, reply, route)`, run
+// on the same connection before it goes back. An error reply not retried reaches `finish`, whose
+// reader maps it; what `finish` throws is not retried.
 template <class Send, class Finish>
 auto run(Topology& topology, Call& call, std::uint16_t slot, Send&& send, Finish&& finish)
     -> decltype(finish(std::declval<Connection&>(), std::declval<const redisReply&>(), std::declval<const Route&>())) {
+  std::optional<Route> via;
   while (true) {
-    const Route route = topology.route(slot, call);
+    const Route route = nextRoute(topology, call, slot, via);
     Failure failure = Failure::NoConnection;
     std::string why;
     {
@@ -64,21 +90,32 @@ auto run(Topology& topology, Call& call, std::uint16_t slot, Send&& send, Finish
         }
         if (reply) {
           if (reply->type != REDIS_REPLY_ERROR) return finish(**handle, *reply, route);
-          if (topology.retryAfterReply(route, replyText(*reply), call)) continue;
+          Verdict verdict = topology.afterReply(route, replyText(*reply));
+          const auto step = call.policy.afterReply(verdict.next, verdict.via && verdict.via->asking);
+          call.note += verdict.note;
+          if (step != RetryPolicy::Step::GiveUp) {
+            handle.reset();  // back before the pause
+            via = std::move(verdict.via);
+            retry(topology, call, route, step);
+            continue;
+          }
+          if (verdict.next == Next::Redirected) {
+            throw ConnectionError("dlock: " + std::string(call.operation) + " " + quoteKey(call.key) + " on " +
+                                  route.node->label() + call.policy.reason() + ", the last: " +
+                                  std::string(replyText(*reply)));
+          }
           try {
             return finish(**handle, *reply, route);
           } catch (const ServerUnavailableError& error) {
-            if (call.note.empty()) throw;
-            throw ConnectionError(error.what() + call.note);  // with why the topology could not recover
+            if (call.note.empty() && call.policy.reason().empty()) throw;
+            throw ConnectionError(error.what() + call.policy.reason() + call.note);
           }
         }
       }
     }  // the connection goes back (or, broken, away) before the topology looks again
-    if (failure == Failure::Stale && !call.staleRetried) {
-      call.staleRetried = true;  // the server restarted while the connection sat idle: nothing ran
-      continue;
-    }
-    if (topology.retryAfterFailure(route, failure, call)) continue;
+    const Verdict verdict = failure == Failure::Stale ? Verdict{} : topology.afterFailure(route, failure);
+    call.note += verdict.note;
+    if (retry(topology, call, route, call.policy.afterFailure(failure, verdict.next))) continue;
     throw ConnectionError(why + call.note);
   }
 }
@@ -88,26 +125,54 @@ ReplyPtr runOn(Connection& connection, const Route& route, const Script& script,
   return route.asking ? runScriptAsking(connection, script, keys, args) : runScript(connection, script, keys, args);
 }
 
-// A confirmed subscription to a release channel and the node it is on.
+}  // namespace
+
+RedisNode* subscribeOn(Topology& topology, milliseconds budget, std::uint16_t slot, const std::string& channel,
+                       const std::function<void(const std::shared_ptr<Subscriber>&)>& take) {
+  Call call("watch", channel, budget);
+  call.policy.setSubscribing();
+  std::optional<Route> via;
+  while (true) {
+    const Route route = nextRoute(topology, call, slot, via);
+    RetryPolicy::Step step = RetryPolicy::Step::GiveUp;
+    try {
+      take(route.node->subscriber());
+      return route.node;
+    } catch (const ServerReplyError& error) {
+      // Refused for this channel only; the subscriber asks again on the next watch().
+      Verdict verdict = topology.afterReply(route, error.reply());
+      step = call.policy.afterReply(verdict.next, verdict.via && verdict.via->asking);
+      if (step == RetryPolicy::Step::GiveUp && !call.policy.reason().empty()) {
+        throw ConnectionError("dlock: watch " + quoteKey(channel) + " on " + route.node->label() +
+                              call.policy.reason() + ": " + error.reply());
+      }
+      if (step == RetryPolicy::Step::GiveUp) throw;
+      via = std::move(verdict.via);
+    } catch (const ConnectionError&) {
+      step = call.policy.afterFailure(Failure::Io, topology.afterFailure(route, Failure::Io).next);
+      if (step == RetryPolicy::Step::GiveUp) throw;
+    }
+    retry(topology, call, route, step);
+  }
+}
+
+namespace {
+
+// A confirmed subscription to a release channel, the node it is on and the node's subscriber it
+// was made on (not kept alive: a retired subscriber stops, and wakes its watches).
 struct Subscription {
   std::unique_ptr<IReleaseWatch> watch;
   RedisNode* node = nullptr;
+  std::weak_ptr<Subscriber> subscriber;
 };
 
 Subscription subscribe(Topology& topology, milliseconds budget, std::uint16_t slot, const std::string& channel) {
-  Call call("watch", channel, budget);
-  call.subscribing = true;
-  while (true) {
-    const Route route = topology.route(slot, call);
-    try {
-      return Subscription{route.node->subscriber()->watch(channel), route.node};
-    } catch (const ServerReplyError& error) {
-      // Refused for this channel only; the subscriber asks again on the next watch().
-      if (!topology.retryAfterReply(route, error.reply(), call)) throw;
-    } catch (const ConnectionError&) {
-      if (!topology.retryAfterFailure(route, Failure::Io, call)) throw;
-    }
-  }
+  Subscription subscription;
+  subscription.node = subscribeOn(topology, budget, slot, channel, [&](const std::shared_ptr<Subscriber>& subscriber) {
+    subscription.watch = subscriber->watch(channel);
+    subscription.subscriber = subscriber;
+  });
+  return subscription;
 }
 
 // A release watch that follows its key: once the topology no longer routes the key's slot to the
@@ -135,10 +200,11 @@ class FollowingWatch final : public IReleaseWatch {
     current_.watch.reset();
     try {
       current_ = subscribe(*topology_, budget_, slot_, channel_);
+      rewatch_.reset();
     } catch (const LockError& error) {
       // The waiter's next attempt meets the same trouble and reports it; do not spin.
       logger()->debug("dlock: release watch on {} not moved yet: {}", topology_->describe(), error.what());
-      std::this_thread::sleep_for(std::min(timeout, kRewatchPause));
+      std::this_thread::sleep_for(std::min(timeout, rewatch_.next()));
     }
     return true;
   }
@@ -146,9 +212,11 @@ class FollowingWatch final : public IReleaseWatch {
  private:
   [[nodiscard]] bool listening() const {
     if (current_.watch == nullptr || !topology_->serves(current_.node, slot_)) return false;
-    if (!topology_->sharded()) return true;  // the subscriber's own reconnects keep it listening
-    const auto subscriber = current_.node->subscriberIfAny();
-    return subscriber != nullptr && subscriber->subscribed(channel_);
+    // The node may have been left and come back to (A, B, A): its subscriber then is a new one.
+    const auto subscriber = current_.subscriber.lock();
+    if (subscriber == nullptr || subscriber != current_.node->subscriberIfAny()) return false;
+    // Its own reconnects keep a subscriber listening; a cluster node drops a slot's channels.
+    return !topology_->sharded() || subscriber->subscribed(channel_);
   }
 
   const std::shared_ptr<Topology> topology_;
@@ -156,17 +224,18 @@ class FollowingWatch final : public IReleaseWatch {
   const std::uint16_t slot_;
   const std::string channel_;
   Subscription current_;
+  Backoff rewatch_{milliseconds(10), milliseconds(1000)};  // while the key's node cannot be subscribed to
 };
 
 // The release script's call for `token` (see ReleaseSource.cpp): its keys and arguments.
 struct ReleaseCall {
-  ReleaseCall(const KeyNames& names, std::string_view token, const RedisOperatorOptions& options)
+  ReleaseCall(const KeyNames& names, std::string_view token, const RedisOperatorOptions& options, bool cancel = false)
       : channel(names.channel()),
         record(names.releaseRecord(token)),
         // The release's record outlives every retry of its call, and a caller's retry soon after.
         recordFloor(std::to_string((options.commandTimeout + options.retryBudget).count())),
         keys{names.lock()},
-        args{token, channel, record, recordFloor} {}
+        args{token, channel, record, recordFloor, cancel ? "1" : "0"} {}
   ReleaseCall(const ReleaseCall&) = delete;
   ReleaseCall& operator=(const ReleaseCall&) = delete;
 
@@ -263,11 +332,12 @@ AcquireResult RedisOperator::lock(std::string_view key, std::string_view token, 
   const std::string fence = names.fence();
   const std::string ttlText = std::to_string(ttl.count());
   const std::string fenceTtl = std::to_string(options.fenceTtl.count());
+  const std::string record = names.releaseRecord(token);
   Call call("lock", key, options.retryBudget);
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {
-        return runOn(connection, route, acquireScript(), {names.lock(), fence}, {token, ttlText, fenceTtl});
+        return runOn(connection, route, acquireScript(), {names.lock(), fence}, {token, ttlText, fenceTtl, record});
       },
       [&](Connection& connection, const redisReply& reply, const Route& route) {
         const ReplySource where("lock", key, route.node->label());
@@ -279,14 +349,18 @@ AcquireResult RedisOperator::lock(std::string_view key, std::string_view token, 
       });
 }
 
-ReleaseResult RedisOperator::unlock(std::string_view key, std::string_view token) {
+ReleaseResult RedisOperator::unlock(std::string_view key, std::string_view token) { return release(key, token, false); }
+
+ReleaseResult RedisOperator::cancel(std::string_view key, std::string_view token) { return release(key, token, true); }
+
+ReleaseResult RedisOperator::release(std::string_view key, std::string_view token, bool cancel) {
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = state_->options;
   const KeyNames names(options.keyPrefix, key, topology.sharded());
-  const ReleaseCall release(names, token, options);
+  const ReleaseCall release(names, token, options, cancel);
   const std::string& channel = release.channel;
   const Script& script = topology.sharded() ? shardedReleaseScript() : releaseScript();
-  Call call("unlock", key, options.retryBudget);
+  Call call(cancel ? "cancel" : "unlock", key, options.retryBudget);
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {

@@ -61,9 +61,8 @@ void RedisOperator::probe() {
   try {
     // One try, no retries: route() does the topology's discovery (the sentinels' master, the
     // cluster's slot map), and a PING on the node it names checks the connection, AUTH and SELECT.
-    Call call("connect", "", std::chrono::milliseconds(0));
-    const Route route = topology.route(0, call);
-    if (route.node == nullptr) throw ConnectionError("dlock: no node of " + where + " is known");
+    const Route route = topology.route(0);
+    if (route.node == nullptr) throw ConnectionError("dlock: " + route.missing);
     const ReplyPtr reply = route.node->pool().run([](Connection& connection) { return connection.command({"PING"}); });
     if (reply->type == REDIS_REPLY_ERROR) throwReplyError(*reply, "PING on " + route.node->name());
   } catch (const ServerUnavailableError&) {

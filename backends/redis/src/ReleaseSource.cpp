@@ -17,6 +17,11 @@ namespace dlock::detail {
 // the node no longer has (ASK), and a full server refuses SET (OOM). The release itself must go
 // on in all three; only the record is missed, and a retry without one reports a loss, never a
 // success it cannot prove.
+// A cancel (ARGV[5] = '1': undoing an acquire whose outcome is unknown) that finds the key not
+// ours leaves the record as '0', a tombstone: the acquire script refuses a token that has one, so
+// an acquire still queued behind the cancel on a busy server (its connection timed out, the cancel
+// went on another) cannot take the key afterwards for a client that gave it up. Only a released
+// record ('1') is evidence of a release.
 std::string releaseSource(const char* publish) {
   return std::string(R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -26,7 +31,8 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   return {1, notified}
 end
-if redis.pcall('EXISTS', ARGV[3]) == 1 then return {2, 0} end
+if redis.pcall('GET', ARGV[3]) == '1' then return {2, 0} end
+if ARGV[5] == '1' then redis.pcall('SET', ARGV[3], '0', 'PX', ARGV[4]) end
 return {0, 0}
 )lua";
 }

@@ -9,8 +9,9 @@
 namespace dlock::detail {
 
 // The release script, publishing with `publish` (PUBLISH, or SPUBLISH on a cluster).
-// KEYS: lock   ARGV: token, channel, release record, record floor in ms
+// KEYS: lock   ARGV: token, channel, release record, record floor in ms, '1' for a cancel
 // → {1, subscribers reached} released now; {2, 0} released earlier by this token; {0, 0} not ours
+// (a cancel then leaves a tombstone record that makes the acquire script refuse the token)
 std::string releaseSource(const char* publish);
 
 }  // namespace dlock::detail

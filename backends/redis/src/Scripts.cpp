@@ -42,7 +42,10 @@ const Script& acquireScript() {
   // wrong type, an ACL, OOM, an overflow) must fail before the key is set, or the key would stay
   // held by an acquire that reported an error. A retried acquire whose first try landed finds its
   // own token and succeeds again, so a retry after a lost reply is safe.
+  // A token with a tombstone (ARGV[4], the token's release record, '0': see ReleaseSource.cpp) was
+  // cancelled by its client: refused, whatever the key's state.
   static const Script script = makeScript("acquire", R"lua(
+if redis.pcall('GET', ARGV[4]) == '0' then return {0, 0} end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('INCR', KEYS[2])
   local fence = redis.call('GET', KEYS[2])

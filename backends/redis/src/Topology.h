@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Topology.h — where a call of the lock protocol goes, and what a failure there means: the part
 // that differs between one server, a Sentinel-watched master and a Cluster. RedisOperator asks it
-// for a node before each try and, after a try that failed, whether to try again.
+// for a node before each try and, after a try that failed, what changed; whether to try again is
+// RetryPolicy's to decide.
 //
-//   FixedTopology      one server; a dead pooled connection is retried once, nothing else
+//   FixedTopology      one server: nothing ever moves
 //   SentinelTopology   the master the sentinels name; follows failovers
 //   ClusterTopology    the master of the key's slot; follows MOVED, ASK, TRYAGAIN, failovers
 //
@@ -12,44 +13,31 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "RedisNode.h"
+#include "RetryPolicy.h"
 
 namespace dlock::detail {
 
 // Where one try goes.
 struct Route {
-  RedisNode* node = nullptr;
+  RedisNode* node = nullptr;  // null: no node serves the key now (`missing` says why)
   std::uint16_t slot = 0;     // the key's (0 where slots do not matter)
   bool asking = false;        // an ASK redirection: ASKING first, on the same connection
   std::uint64_t version = 0;  // the topology's view it came from, to tell whether it changed since
+  std::string missing;
 };
 
-// How a try ended without a reply.
-enum class Failure {
-  NoConnection,  // no connection could be had: the command was not sent
-  Stale,         // a pooled connection had died while idle (not a timeout): not run on a live server
-  Io,            // the connection failed or timed out after the command may have been sent
-};
-
-// One call across its tries, as the topology needs to know it.
-struct Call {
-  Call(const char* what, std::string_view about, std::chrono::milliseconds budget)
-      : operation(what), key(about), deadline(std::chrono::steady_clock::now() + budget) {}
-
-  const char* operation;
-  std::string_view key;
-  std::chrono::steady_clock::time_point deadline;  // transient failures are retried until then
-  std::chrono::milliseconds backoff{5};
-  unsigned redirects = 0;
-  unsigned retries = 0;           // tries the topology granted after a failure
-  RedisNode* redirected = nullptr;  // an ASK target for the next try
-  bool subscribing = false;       // a subscription: it cannot follow ASK
-  bool staleRetried = false;      // a dead pooled connection was replaced once already
-  std::string note;               // appended to the final error, e.g. why the topology could not recover
+// What changed after a failed try, and where an ASK points (`via`, for the next try only).
+struct Verdict {
+  Next next = Next::Final;
+  std::optional<Route> via;
+  std::string note;  // why the topology could not recover, for the call's error
 };
 
 class Topology {
@@ -59,14 +47,19 @@ class Topology {
   Topology& operator=(const Topology&) = delete;
   virtual ~Topology() = default;
 
-  // The node for the next try of `call` on `slot`; ConnectionError when there is none.
-  virtual Route route(std::uint16_t slot, Call& call) = 0;
-  // After an error reply: true to try again, false to hand the reply to the caller.
-  virtual bool retryAfterReply(const Route& route, std::string_view error, Call& call) = 0;
-  // After a try without a reply: true to try again, false to give up (`call.note` may say why).
-  virtual bool retryAfterFailure(const Route& route, Failure failure, Call& call) = 0;
+  // The node for the next try on `slot` (node null when none is known now).
+  virtual Route route(std::uint16_t slot) = 0;
+  // After an error reply on `route`: what changed. Only RetryPolicy decides whether to try again.
+  virtual Verdict afterReply(const Route& route, std::string_view error) = 0;
+  // After a try on `route` without a reply: what changed.
+  virtual Verdict afterFailure(const Route& route, Failure failure) = 0;
+  // Waits out a retry's `pause`, returning early when the view moves past `version` (a topology
+  // that hears of failovers as they happen); RetryPolicy chose the pause.
+  virtual void awaitChange(std::uint64_t /*version*/, std::chrono::milliseconds pause) {
+    std::this_thread::sleep_for(pause);
+  }
 
-  // True for an error reply that retryAfterReply() could act on (a redirection, a "not now"): a
+  // True for an error reply that afterReply() could act on (a redirection, a "not now"): a
   // batch that meets one sends its calls again one by one.
   [[nodiscard]] virtual bool retryable(std::string_view error) const = 0;
 

@@ -90,57 +90,50 @@ RedisNode* SentinelTopology::current() {
   return resolve(Reason::Unknown, nullptr);
 }
 
-// The master a call may go to: the one now, unless the sentinels are promoting a replica in its
-// place; then waits (at most the command timeout) for the promotion to move us.
-RedisNode* SentinelTopology::usable(const char* operation, std::string_view key, std::uint64_t* version) {
-  std::unique_lock<std::mutex> guard(mutex_);
-  const auto found = [&] {
-    if (version != nullptr) *version = version_;
-    return master_;
-  };
-  if (master_ == nullptr) {
-    guard.unlock();
-    (void)current();
-    guard.lock();
+// Caller holds mutex_. True while the sentinels are promoting a replica in place of the master
+// we use: calls wait for the promotion to move us rather than go to a master being demoted.
+bool SentinelTopology::leavingLocked() const {
+  return !stopping_ && failover_ && !failover_->gaveUp && failover_->from == masterAddress_;
+}
+
+Route SentinelTopology::route(std::uint16_t slot) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (master_ != nullptr && !leavingLocked()) return Route{master_, slot, false, version_, {}};
   }
-  const auto leaving = [&] {
-    return !stopping_ && failover_ && !failover_->gaveUp && failover_->from == masterAddress_;
-  };
-  if (!leaving()) return found();
-  const milliseconds timeout = options_.connection.commandTimeout;
-  if (changed_.wait_for(guard, timeout, [&] { return !leaving(); })) return found();
-  throw ConnectionError("dlock: " + std::string(operation) + " " + quoteKey(key) + ": master '" +
-                        options_.masterName + "' at " + masterAddress_.address() + " is being failed over to " +
-                        failover_->to.address() + ", not promoted within " + std::to_string(timeout.count()) +
-                        " ms");
+  (void)current();
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (!leavingLocked()) return Route{master_, slot, false, version_, {}};
+  return Route{nullptr, slot, false, version_,
+               "master '" + options_.masterName + "' at " + masterAddress_.address() + " is being failed over to " +
+                   failover_->to.address() + ", not promoted yet"};
 }
 
-Route SentinelTopology::route(std::uint16_t slot, Call& call) {
-  std::uint64_t version = 0;
-  RedisNode* node = usable(call.operation, call.key, &version);
-  return Route{node, slot, false, version};
+void SentinelTopology::awaitChange(std::uint64_t version, milliseconds pause) {
+  std::unique_lock<std::mutex> guard(mutex_);
+  const bool leaving = leavingLocked();  // then the promotion's end, too, is what the call waits for
+  changed_.wait_for(guard, pause, [&] { return stopping_ || version_ != version || (leaving && !leavingLocked()); });
 }
 
-bool SentinelTopology::retryAfterReply(const Route& route, std::string_view error, Call& call) {
+Verdict SentinelTopology::afterReply(const Route& route, std::string_view error) {
   // READONLY, MASTERDOWN, LOADING...: the node is not a master that can serve now, and the
-  // command did not run.
-  return isTransientErrorText(error) && retryAfterFailure(route, Failure::NoConnection, call);
+  // command did not run. Elsewhere if the sentinels name another, else the same after a pause.
+  if (!isTransientErrorText(error)) return {};
+  Verdict verdict = afterFailure(route, Failure::NoConnection);
+  if (verdict.next == Next::Final && verdict.note.empty()) verdict.next = Next::Unchanged;
+  return verdict;
 }
 
-bool SentinelTopology::retryAfterFailure(const Route& route, Failure failure, Call& call) {
-  bool moved = false;
+Verdict SentinelTopology::afterFailure(const Route& route, Failure /*failure*/) {
   try {
     (void)resolve(Reason::Failure, route.node);
-    std::uint64_t version = 0;
-    (void)usable(call.operation, call.key, &version);
-    moved = version != route.version;
   } catch (const LockError& error) {
-    call.note = "; then " + withoutPrefix(error.what());
-    return false;
+    return Verdict{Next::Final, std::nullopt, "; then " + withoutPrefix(error.what())};
   }
-  if (call.retries > 0 || failure != Failure::NoConnection || !moved) return false;
-  ++call.retries;
-  return true;
+  std::lock_guard<std::mutex> guard(mutex_);
+  // Moved, or moving: a promotion announced from this master; the next route waits for it.
+  if (version_ != route.version || leavingLocked()) return Verdict{Next::Moved, std::nullopt, {}};
+  return {};
 }
 
 bool SentinelTopology::retryable(std::string_view error) const { return isTransientErrorText(error); }

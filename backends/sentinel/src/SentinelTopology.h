@@ -34,9 +34,10 @@ class SentinelTopology final : public Topology {
   explicit SentinelTopology(SentinelOptions options);
   ~SentinelTopology() override;
 
-  Route route(std::uint16_t slot, Call& call) override;
-  bool retryAfterReply(const Route& route, std::string_view error, Call& call) override;
-  bool retryAfterFailure(const Route& route, Failure failure, Call& call) override;
+  Route route(std::uint16_t slot) override;
+  Verdict afterReply(const Route& route, std::string_view error) override;
+  Verdict afterFailure(const Route& route, Failure failure) override;
+  void awaitChange(std::uint64_t version, std::chrono::milliseconds pause) override;
   [[nodiscard]] bool retryable(std::string_view error) const override;
   std::vector<RedisNode*> owners(const std::vector<std::uint16_t>& slots) override;
   [[nodiscard]] bool serves(const RedisNode* node, std::uint16_t slot) const override;
@@ -68,8 +69,7 @@ class SentinelTopology final : public Topology {
   };
 
   RedisNode* current();
-  // `version`, when given, gets the version of the master returned.
-  RedisNode* usable(const char* operation, std::string_view key, std::uint64_t* version = nullptr);
+  bool leavingLocked() const;
   RedisNode* resolve(Reason reason, const RedisNode* failed);
   RedisNode* install(const MasterAddress& to, const std::optional<MasterAddress>& from, const char* why);
   RedisNode* nodeAtLocked(const MasterAddress& address);

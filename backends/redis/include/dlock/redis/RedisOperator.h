@@ -27,6 +27,8 @@ class RedisOperator : public IOperator, public IFenceRaiser, public ILeaseInspec
 
   AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   ReleaseResult unlock(std::string_view key, std::string_view token) override;
+  // Leaves a tombstone when the key is not ours: the token's acquire, if still on its way, is refused.
+  ReleaseResult cancel(std::string_view key, std::string_view token) override;
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
   std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override;
@@ -62,6 +64,8 @@ class RedisOperator : public IOperator, public IFenceRaiser, public ILeaseInspec
   [[nodiscard]] const detail::RedisOperatorOptions& operatorOptions() const;
 
  private:
+  ReleaseResult release(std::string_view key, std::string_view token, bool cancel);
+
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -54,6 +54,7 @@ class RedlockOperator final : public IOperator, public IFenceRaiser, public ILea
   // for this token. ConnectionError when the unanswered nodes could tip it either way (a retry
   // then finds the reachable nodes already released and reports not released).
   ReleaseResult unlock(std::string_view key, std::string_view token) override;
+  ReleaseResult cancel(std::string_view key, std::string_view token) override;
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
   // Raises the counter on every node; returns the highest value once a quorum has it.
@@ -76,6 +77,8 @@ class RedlockOperator final : public IOperator, public IFenceRaiser, public ILea
   class Impl;
 
  private:
+  ReleaseResult release(std::string_view key, std::string_view token, bool cancel);
+
   std::unique_ptr<Impl> impl_;
 };
 
