@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Checker.h — turns a fault-testing run into a Report: its histories, the fenced store's final
 // state, the lock servers' keys without a TTL (sampled during and after the run) and each client's
-// exit. The nine checks:
+// exit. The ten checks:
 //
 //   1 fenced store     accepted tokens strictly increase per key; the count matches the list; every
 //                      write a client calls accepted is in the store's list

@@ -549,7 +549,7 @@ TEST_SUITE("FairOrder") {
     CHECK(result.first.find("a waiter that had left") != std::string::npos);
   }
 
-  TEST_CASE("a fair run without a server record is vacuous and fails; the default lock's passes") {
+  TEST_CASE("a fair run without a server record is vacuous and fails, and the default lock's passes") {
     dlock::nemesis::CheckerInput input;
     input.fair = true;
     CHECK_FALSE(dlock::nemesis::check(input).checks[9].passed);
