@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "DistributedLock.h"
+#include "FairBackend.h"
 #include "LockCore.h"
 #include "dlock/IOwnerRecorder.h"
 #include "dlock/LockError.h"
@@ -47,6 +48,16 @@ LockBuilder& LockBuilder::ownerLabel(std::string text) {
   return *this;
 }
 
+LockBuilder& LockBuilder::fair(bool fair) {
+  options_.fair = fair;
+  return *this;
+}
+
+LockBuilder& LockBuilder::waiterLease(std::chrono::milliseconds lease) {
+  options_.waiterLease = lease;
+  return *this;
+}
+
 LockBuilder& LockBuilder::clock(std::shared_ptr<Clock> clock) {
   clock_ = std::move(clock);
   return *this;
@@ -82,9 +93,11 @@ std::shared_ptr<ILock> LockBuilder::build() const {
   } catch (const InvalidArgumentError& error) {
     throw ConfigError(error.what());
   }
+  std::shared_ptr<IOperator> backend = backend_;
+  if (options_.fair) backend = detail::FairBackend::wrap(backend_, options_);
   auto wait = wait_ ? wait_ : std::make_shared<NotifyWait>();
   auto clock = clock_ ? clock_ : SteadyClock::instance();
-  auto core = std::make_shared<detail::LockCore>(backend_, std::move(wait), std::move(clock), options_);
+  auto core = std::make_shared<detail::LockCore>(std::move(backend), std::move(wait), std::move(clock), options_);
   return std::make_shared<detail::DistributedLock>(std::move(core));
 }
 

@@ -37,6 +37,7 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wa
     : id_(nextLockId()),
       backend_(std::move(backend)),
       recorder_(options.ownerLabel ? dynamic_cast<IOwnerRecorder*>(backend_.get()) : nullptr),
+      fair_(dynamic_cast<FairBackend*>(backend_.get())),
       wait_(std::move(wait)),
       clock_(std::move(clock)),
       options_(std::move(options)),
@@ -92,6 +93,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
   const bool renewed = !leaseTime.has_value();
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
   std::string token = generateToken();
+  if (fair_ != nullptr) return acquireFair(key, token, ttl, renewed, deadline);
 
   if (deadline != kTryOnce) yieldAfterContendedRelease(key, deadline);
 

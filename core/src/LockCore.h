@@ -13,6 +13,7 @@
 #include <optional>
 #include <string_view>
 
+#include "FairBackend.h"
 #include "LeaseState.h"
 #include "LockCounters.h"
 #include "WaiterQueue.h"
@@ -66,6 +67,9 @@ class LockCore {
 
  private:
   AcquireResult attempt(std::string_view key, const std::string& token, std::chrono::milliseconds ttl);
+  // acquire() of a fair lock (FairAcquire.cpp): every waiter joins the backend's queue.
+  std::shared_ptr<LeaseState> acquireFair(std::string_view key, const std::string& token, std::chrono::milliseconds ttl,
+                                          bool renewed, Deadline deadline);
   // LockLostError for `lease`, moving it from Releasing to Lost when `releasing` (and counting it).
   [[noreturn]] void throwLost(LeaseState& lease, bool releasing, const char* what);
   std::shared_ptr<Watchdog> makeWatchdog();
@@ -79,6 +83,7 @@ class LockCore {
   const std::uint64_t id_;
   const std::shared_ptr<IOperator> backend_;
   IOwnerRecorder* const recorder_;  // the backend's, when an owner label is asked for; else null
+  FairBackend* const fair_;  // backend_ when the lock is fair, else null
   const std::shared_ptr<IWait> wait_;
   const std::shared_ptr<Clock> clock_;
   const LockOptions options_;

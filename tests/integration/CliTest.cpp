@@ -372,6 +372,32 @@ TEST_SUITE("Cli") {
     std::remove(ran.c_str());
   }
 
+  TEST_CASE("--fair: waiting commands run in the order they asked for the key, and redlock refuses it") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    const std::string key = testKey("fair");
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).fair().build();
+    dlock::Lease held = lock->acquire(key);
+    REQUIRE(held);
+    const std::string out = tempFile("fair-order");
+    std::vector<std::unique_ptr<Cli>> waiters;
+    for (int i = 0; i < 3; ++i) {
+      waiters.push_back(std::make_unique<Cli>(std::vector<std::string>{
+          "--uri", server.uri(), "--fair", key, "--", "sh", "-c", "echo " + std::to_string(i) + " >> " + out}));
+      // Command i is in the server's queue before command i + 1 starts.
+      REQUIRE(dlock::test::eventually(
+          [&] { return client.ok({"LLEN", "dlock:{" + key + "}:fair:queue"}).integer == i + 1; }));
+    }
+    held.release();
+    for (auto& waiter : waiters) CHECK(waiter->wait() == 0);
+    CHECK(readFile(out) == "0\n1\n2\n");
+    std::remove(out.c_str());
+
+    Cli refused({"--uri", "redlock://memory://;memory://;memory://", "--fair", key, "--", "true"});
+    CHECK(refused.wait() == 2);
+    CHECK(refused.err().find("no single queue") != std::string::npos);
+  }
+
   TEST_CASE("a waiting dlock gets the key when its holder releases it") {
     RedisProcess server;
     const std::string key = testKey("handoff");

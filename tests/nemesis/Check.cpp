@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
     input.run.seed = args.count("--seed") ? std::stoull(args["--seed"]) : 0;
     if (args.count("--prefix")) input.keyPrefix = args["--prefix"];
     if (args.count("--cause")) input.overlapCause = args["--cause"];
+    input.fair = args.count("--fair") > 0 && args["--fair"] == "1";
     input.faults.holderHit = args.count("--holder-faults") > 0 && args["--holder-faults"] == "required";
     if (args.count("--recovery-ms")) input.recoveryBound = std::chrono::milliseconds(std::stoll(args["--recovery-ms"]));
     input.history = readHistories(args["--histories"]);

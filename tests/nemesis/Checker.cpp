@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "FairOrder.h"
 #include "Holds.h"
 #include "KeyNames.h"
 
@@ -415,6 +416,30 @@ void checkFaultsOnHolders(const CheckerInput& input, Report& report) {
   }
 }
 
+// Check 10.
+void checkFairness(const CheckerInput& input, Report& report) {
+  CheckResult& check = report.checks[9];
+  if (!input.fair) {
+    check.reason = "not a fair lock";
+    return;
+  }
+  if (!input.serverRecord) {
+    check.reason = "fair lock; its order is not checked on this topology (no server record: single server only)";
+    return;
+  }
+  const FairOrderResult fair = checkFairOrder(input.history);
+  report.fairGrants = fair.grants;
+  report.fairViolations = fair.violations;
+  const std::string counts = std::to_string(fair.grants) + " grants in the server's record";
+  if (fair.grants == 0) {
+    fail(check, "vacuous: no grant in the server's record (observer.history)");
+  } else if (fair.violations > 0) {
+    fail(check, std::to_string(fair.violations) + " violations in " + counts + "; first: " + fair.first);
+  } else {
+    check.reason = counts + ", all in queue order, none to a waiter that had left";
+  }
+}
+
 }  // namespace
 
 bool isFenceCounter(std::string_view redisKey, std::string_view prefix) {
@@ -445,8 +470,8 @@ bool isTypedError(std::string_view errorType) {
 Report check(const CheckerInput& input) {
   Report report;
   report.run = input.run;
-  const char* names[] = {"fenced store", "unfenced updates", "fencing tokens",  "recovery",        "typed errors, no crash or hang",
-                         "TTLs",         "lost leases told", "exclusion",       "faults on holders"};
+  const char* names[] = {"fenced store", "unfenced updates", "fencing tokens",    "recovery",  "typed errors, no crash or hang",
+                         "TTLs",         "lost leases told", "exclusion",         "faults on holders", "fair order"};
   for (std::size_t i = 0; i < report.checks.size(); ++i) report.checks[i].name = names[i];
 
   const auto processes = byProcess(input.history);
@@ -466,6 +491,7 @@ Report check(const CheckerInput& input) {
   checkTtls(input, report);
   checkLostLeases(input, holds, report);
   checkFaultsOnHolders(input, report);
+  checkFairness(input, report);
   return report;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Checker.h — turns a fault-testing run into a Report: its histories, the fenced store's final
 // state, the lock servers' keys without a TTL (sampled during and after the run) and each client's
-// exit. The nine checks:
+// exit. The ten checks:
 //
 //   1 fenced store     accepted tokens strictly increase per key; the count matches the list; every
 //                      write a client calls accepted is in the store's list
@@ -19,6 +19,8 @@
 //   8 exclusion        no such loss while the holder's own lease was still valid (not yet told,
 //                      within noticeSlack) unless the scenario names the cause that permits it
 //   9 faults on holders at least one fault hit a holder as the scenario means (FaultHits.h)
+//  10 fair order       a fair lock's grants in queue order, none to a waiter that left
+//                      (FairOrder.h); passes, saying so, for the default lock
 //
 // Evidence of a loss comes from outside the holder: the other process's acquisition, the
 // server's own record of the lock key set for another owner inside the section (process
@@ -77,6 +79,11 @@ struct CheckerInput {
   // process's acquisition: it checks isHeld() every few ms during a hold (Client.cpp), and the
   // record can wait for a CPU on a loaded machine.
   std::chrono::milliseconds noticeSlack{50};
+  // The clients ran a fair lock (LockBuilder::fair): check 10 replays its queue from the server's
+  // record, where there is one (`serverRecord`: one server, ServerObserver.h); elsewhere it says
+  // that the order went unchecked.
+  bool fair = false;
+  bool serverRecord = true;
 };
 
 struct CheckResult {
@@ -120,7 +127,10 @@ struct Report {
   long long hangs = 0;
   long long keysWithoutTtl = 0;  // not fence counters
 
-  std::array<CheckResult, 9> checks;
+  long long fairGrants = 0;           // grants replayed by check 10
+  long long fairViolations = 0;       // ... out of queue order, or to a waiter that left
+
+  std::array<CheckResult, 10> checks;
 
   // True when any check failed.
   [[nodiscard]] bool failed() const;

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "Checker.h"
+#include "FairOrder.h"
 #include "KeyNames.h"
 #include "ServerObserver.h"
 #include "Timeline.h"
@@ -475,5 +476,84 @@ TEST_SUITE("Checker") {
     CHECK(svg.find(">k</text>") != std::string::npos);
     CHECK(svg.find(">partition</text>") != std::string::npos);
     CHECK(svg.find("c2 token 6") != std::string::npos);
+  }
+}
+
+TEST_SUITE("FairOrder") {
+  // The server's record of one key's fair queue (ServerObserver.h), one command per ms.
+  struct QueueRecord {
+    dlock::nemesis::CheckerInput input;
+    std::int64_t ms = 0;
+    void add(const std::string& op, const std::string& token) {
+      record(input, "server", Kind::Info, op, "k", 0, ++ms, token);
+    }
+    // A release's hand-off to the head: taken off the queue, then the key set for it.
+    void handOff(const std::string& token) {
+      add("server-unqueue", token);
+      add("server-set", token);
+    }
+  };
+
+  TEST_CASE("grants in queue order, waiters that left skipped, pass") {
+    QueueRecord run;
+    run.add("server-set", "A");  // free, nobody queued
+    run.add("server-enqueue", "B");
+    run.add("server-enqueue", "C");
+    run.add("server-enqueue", "D");
+    run.add("server-leave", "C");  // timed out
+    run.handOff("B");
+    run.handOff("D");
+    run.add("server-enqueue", "C");  // a new place (its next acquisition's)
+    run.handOff("C");
+    run.add("server-set", "E");  // free again, nobody queued
+    const auto result = dlock::nemesis::checkFairOrder(run.input.history);
+    CHECK(result.grants == 5);
+    CHECK(result.violations == 0);
+    run.input.fair = true;
+    const auto report = dlock::nemesis::check(run.input);
+    CHECK(report.checks[9].passed);
+  }
+
+  TEST_CASE("a waiter served before the one ahead of it fails") {
+    QueueRecord run;
+    run.add("server-set", "A");
+    run.add("server-enqueue", "B");
+    run.add("server-enqueue", "C");
+    run.handOff("C");
+    const auto result = dlock::nemesis::checkFairOrder(run.input.history);
+    CHECK(result.violations >= 1);
+    CHECK(result.first.find("behind 1 waiter(s), the first B") != std::string::npos);
+    run.input.fair = true;
+    CHECK_FALSE(dlock::nemesis::check(run.input).checks[9].passed);
+  }
+
+  TEST_CASE("a newcomer that takes the key past the queue fails") {
+    QueueRecord run;
+    run.add("server-set", "A");
+    run.add("server-enqueue", "B");
+    run.add("server-del", "");
+    run.add("server-set", "X");
+    const auto result = dlock::nemesis::checkFairOrder(run.input.history);
+    CHECK(result.violations == 1);
+    CHECK(result.first.find("X took the key") != std::string::npos);
+  }
+
+  TEST_CASE("a grant to a waiter that left fails") {
+    QueueRecord run;
+    run.add("server-set", "A");
+    run.add("server-enqueue", "B");
+    run.add("server-leave", "B");
+    run.add("server-set", "B");
+    const auto result = dlock::nemesis::checkFairOrder(run.input.history);
+    CHECK(result.violations == 1);
+    CHECK(result.first.find("a waiter that had left") != std::string::npos);
+  }
+
+  TEST_CASE("a fair run without a server record is vacuous and fails, and the default lock's passes") {
+    dlock::nemesis::CheckerInput input;
+    input.fair = true;
+    CHECK_FALSE(dlock::nemesis::check(input).checks[9].passed);
+    input.fair = false;
+    CHECK(dlock::nemesis::check(input).checks[9].passed);
   }
 }

@@ -7,10 +7,11 @@
 //
 //   dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T
 //       --lease-ms L --acquire-timeout-ms A --history FILE
-//       [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--control FILE]
+//       [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] [--control FILE]
 //       [--broken VARIANT]
 //
 // The hold between the counter's GET and SET is H ms, or drawn from [H, M] with --hold-max-ms.
+// --fair 1 runs the fair lock (LockBuilder::fair) with a waiter lease of --lease-ms.
 // --lease-ms is the watchdog's lease; --fixed-lease-ms F acquires with a fixed lease of F instead
 // (no renewal), so holds longer than F outlive their lease inside the section. During a hold the
 // client checks isHeld() every few ms and records `invalid` once it is false: when its lease
@@ -63,6 +64,7 @@ struct Args {
   milliseconds holdMax{0};
   milliseconds hang{60'000};
   std::optional<milliseconds> fixedLease;
+  bool fair = false;
   std::string history;
   std::string control;
   std::string broken;
@@ -70,7 +72,7 @@ struct Args {
 
 constexpr const char* kUsage =
     "usage: dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T --lease-ms L "
-    "--acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] "
+    "--acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] "
     "[--control FILE] [--broken renewal|fence-repeat|in-doubt-released|no-deadline|no-notice]\n"
     "(see the top of tests/nemesis/Client.cpp)\n";
 
@@ -133,6 +135,7 @@ Args parseArgs(int argc, char** argv) {
   if (args.holdMax < args.hold) args.holdMax = args.hold;
   if (auto hang = take("--hang-ms", false)) args.hang = milliseconds(number("--hang-ms", *hang));
   if (auto fixed = take("--fixed-lease-ms", false)) args.fixedLease = milliseconds(number("--fixed-lease-ms", *fixed));
+  if (auto fair = take("--fair", false)) args.fair = number("--fair", *fair) != 0;
   if (auto control = take("--control", false)) args.control = *control;
   if (auto broken = take("--broken", false)) {
     args.broken = *broken;
@@ -262,6 +265,7 @@ std::shared_ptr<dlock::ILock> buildLock(const Args& args, Recorder& recorder) {
   }
   builder.backend(backend);
   if (args.broken == "no-deadline") builder.clock(std::make_shared<dlock::nemesis::SlowClock>(10));
+  if (args.fair) builder.fair().waiterLease(args.lease);
   if (args.fixedLease) {
     builder.leaseTime(*args.fixedLease);
   } else {

@@ -146,7 +146,7 @@ class TtlSampler {
 };
 
 ClientSettings settingsFor(const Arguments& args, const char* self, const Timing& timing, Deployment& deployment,
-                           const std::vector<std::string>& keys, const std::string& dir) {
+                           const std::vector<std::string>& keys, const std::string& dir, bool fair) {
   ClientSettings settings;
   settings.executable = clientExecutable(args, self);
   settings.lockUri = [&deployment](std::size_t slot) { return deployment.lockUri(slot); };
@@ -158,6 +158,7 @@ ClientSettings settingsFor(const Arguments& args, const char* self, const Timing
   settings.hold = timing.holdMin;
   settings.extraArguments = {"--hold-max-ms", std::to_string(timing.holdMax.count())};
   if (!args.broken.empty()) settings.extraArguments.insert(settings.extraArguments.end(), {"--broken", args.broken});
+  if (fair) settings.extraArguments.insert(settings.extraArguments.end(), {"--fair", "1"});
   settings.historyDirectory = dir;
   settings.seed = args.seed;
   return settings;
@@ -231,7 +232,7 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
   const auto deployment = scenario.deploy(args.clients);
   std::vector<std::string> keys;
   for (std::size_t i = 0; i < args.keys; ++i) keys.push_back("nemesis-" + std::to_string(i));
-  const ClientSettings settings = settingsFor(args, self, timing, *deployment, keys, dir);
+  const ClientSettings settings = settingsFor(args, self, timing, *deployment, keys, dir, scenario.fair);
 
   CheckerInput input;
   TtlSampler sampler(*deployment, input.keyPrefix + "*");
@@ -260,6 +261,8 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
   input.recoveryBound = timing.recoveryBound;
   input.overlapCause = scenario.overlapsExplained;
   input.faults = scenario.expect;
+  input.fair = scenario.fair;
+  input.serverRecord = scenario.topology == "single";
   const Report report = check(input);
   std::ofstream(dir + "/report.json") << report.json();
   writeTimeline(dir + "/timeline.svg", input.history);

@@ -93,6 +93,8 @@ struct Scenario {
   FaultExpectation expect;  // what each fault means to do to its holder (check 9)
   std::function<std::unique_ptr<Deployment>(std::size_t clients)> deploy;
   std::function<void(Run&)> nemesis;
+  // The clients run the fair lock; check 10 replays its queue (single server only: FairOrder.h).
+  bool fair = false;
 };
 
 [[nodiscard]] const std::vector<Scenario>& scenarios();

@@ -98,6 +98,11 @@ ServerObserver::ServerObserver(std::vector<std::string> addresses, const std::ve
   for (const auto& key : keys) {
     names_.emplace_back(detail::KeyNames(prefix, key, false).lock(), key);
     names_.emplace_back(detail::KeyNames(prefix, key, true).lock(), key);
+    for (const bool sharded : {false, true}) {
+      const detail::KeyNames names(prefix, key, sharded);
+      queues_.emplace_back(names.fairQueue(), key);
+      leases_.emplace_back(names.fairLeases(), key);
+    }
   }
   for (const auto& address : addresses) threads_.emplace_back([this, address] { watch(address); });
 }
@@ -135,6 +140,29 @@ void ServerObserver::watch(const std::string& address) {
   }
 }
 
+bool ServerObserver::recordQueue(const std::string& name, const std::vector<std::string>& command, std::int64_t at) {
+  // RPUSH queue entry, LREM queue 1 entry, ZREM leases entry; an entry is `token|ttl`.
+  const bool push = name == "RPUSH" && command.size() == 3;
+  const bool remove = name == "LREM" && command.size() == 4;
+  const bool unqueue = name == "ZREM" && command.size() == 3;
+  if (!push && !remove && !unqueue) return false;
+  const auto& names = unqueue ? leases_ : queues_;
+  for (const auto& [redisKey, key] : names) {
+    if (command[1] != redisKey) continue;
+    const std::string& entry = command.back();
+    Op record;
+    record.process = "server";
+    record.kind = Kind::Info;
+    record.op = push ? "server-enqueue" : remove ? "server-leave" : "server-unqueue";
+    record.key = key;
+    record.timeNs = at;
+    record.value = entry.substr(0, entry.find('|'));
+    writer_.append(std::move(record));
+    return true;
+  }
+  return false;
+}
+
 void ServerObserver::record(const MonitorLine& line) {
   const std::vector<std::string>& command = line.args;
   if (command.size() < 2) return;
@@ -143,6 +171,7 @@ void ServerObserver::record(const MonitorLine& line) {
   if (at > now + 1'000'000 || at < now - 10'000'000'000) return;  // the server's clock was moved
   std::string name = command[0];
   for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (recordQueue(name, command, at)) return;
   const char* op = name == "SET" && command.size() >= 3 ? "server-set" : name == "DEL" ? "server-del" : nullptr;
   if (op == nullptr) return;
   for (const auto& [redisKey, key] : names_) {

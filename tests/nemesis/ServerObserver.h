@@ -6,6 +6,8 @@
 //
 //   server-set   key = the user key, value = the owner token written (SET ... NX PX)
 //   server-del   key = the user key (the release's DEL)
+//   server-enqueue, server-leave, server-unqueue   the fair lock's queue (FairOrder.h): RPUSH and
+//                LREM of the queue, ZREM of the waiter leases; value = the waiter's token
 //
 // time_ns is the server's own timestamp of the command (MONITOR's microseconds of wall clock),
 // mapped to CLOCK_MONOTONIC on this host: the observer reads the stream tens of ms behind, so its
@@ -57,8 +59,13 @@ class ServerObserver {
  private:
   void watch(const std::string& address);
   void record(const MonitorLine& line);
+  // A fair-queue command on a workload key, recorded; false when it is none.
+  bool recordQueue(const std::string& name, const std::vector<std::string>& command, std::int64_t at);
 
   std::vector<std::pair<std::string, std::string>> names_;  // (redis lock key, user key)
+  // The fair lock's queue and waiter-lease keys: (redis key, user key).
+  std::vector<std::pair<std::string, std::string>> queues_;
+  std::vector<std::pair<std::string, std::string>> leases_;
   std::int64_t wallMinusMonotonicNs_ = 0;  // this host's, at construction
   HistoryWriter writer_;
   std::atomic<bool> stopping_{false};

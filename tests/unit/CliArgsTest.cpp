@@ -42,6 +42,13 @@ std::string usageErrorOf(const std::vector<std::string>& args) {
 }  // namespace
 
 TEST_SUITE("CliArgs") {
+  TEST_CASE("--fair asks for a fair lock, and does not apply to status") {
+    CHECK_FALSE(parse({"k", "--", "true"}).fair);
+    CHECK(parse({"--fair", "k", "--", "true"}).fair);
+    CHECK(usageErrorOf({"status", "k", "--fair"}) == "--fair does not apply to status");
+    CHECK(usageErrorOf({"--fair=1", "k", "--", "true"}) == "--fair takes no value");
+  }
+
   TEST_CASE("KEY -- COMMAND takes the defaults: wait as long as it takes, 30s lease, codes 1 and 3") {
     const CliOptions options = parse({"nightly", "--", "backup.sh", "--full"});
     CHECK(options.mode == Mode::Run);

@@ -72,6 +72,14 @@ bool refundByHand(dlock::ILock& lock, const std::string& orderId) {
   return true;
 }
 
+std::shared_ptr<dlock::ILock> fairLock(std::shared_ptr<dlock::IOperator> backend) {
+  return dlock::LockBuilder()
+      .backend(std::move(backend))
+      .fair(true)
+      .waiterLease(std::chrono::seconds(5))  // the default: a dead waiter is skipped within it
+      .build();
+}
+
 #include <dlock/macros.h>
 
 void startUp(std::shared_ptr<dlock::ILock> lock) {
@@ -174,6 +182,9 @@ TEST_SUITE("Readme") {
     refundsRunOnTheMemoryBackend();
     transfer(*lock);
     handOff(*lock);
+    auto fair = fairLock(std::make_shared<dlock::MemoryOperator>());
+    CHECK(fair->tryLock("queue:1", std::chrono::milliseconds(0)));
+    fair->unlock("queue:1");
     leaseExpiresOnTheVirtualClock();
     startUp(lock);
     shipOrder("42");

@@ -38,6 +38,7 @@ const std::map<std::string, OptionSpec>& optionSpecs() {
       {"-w", {"--wait", true, false}},
       {"--no-wait", {"--no-wait", false, false}},
       {"-n", {"--no-wait", false, false}},
+      {"--fair", {"--fair", false, false}},
       {"--conflict-exit-code", {"--conflict-exit-code", true, false}},
       {"-E", {"--conflict-exit-code", true, false}},
       {"--lost-exit-code", {"--lost-exit-code", true, false}},
@@ -151,6 +152,8 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
     } else if (canonical == "--no-wait") {
       options.wait = milliseconds(0);
       noWaitGiven = true;
+    } else if (canonical == "--fair") {
+      options.fair = true;
     } else if (canonical == "--conflict-exit-code") {
       options.conflictExitCode = exitCodeArgument(canonical, *value);
     } else if (canonical == "--lost-exit-code") {
@@ -236,6 +239,8 @@ Options:
       --ttl D            the lease, renewed every third of it while COMMAND runs (default 30s)
   -w, --wait D           give up when KEY is not had within D (default: wait as long as it takes)
   -n, --no-wait          give up at once when KEY is held
+      --fair             wait in line: KEY goes to the waiters in the order they asked (across
+                           hosts), handed over by each release; not on a redlock URI
   -E, --conflict-exit-code N
                          exit status when KEY was not had (default 1)
       --lost-exit-code N exit status when the lease was lost while COMMAND ran (default 3)

@@ -54,6 +54,8 @@ struct CliOptions {
   std::chrono::milliseconds ttl{std::chrono::seconds(30)};
   // How long to wait for the key. Unset: as long as it takes; zero: try once (--no-wait).
   std::optional<std::chrono::milliseconds> wait;
+  // --fair: a fair lock (LockBuilder::fair): waiters get KEY in the order they asked for it.
+  bool fair = false;
   int conflictExitCode = 1;
   int lostExitCode = 3;
   OnLost onLost = OnLost::Terminate;

@@ -27,6 +27,14 @@ struct LockOptions {
   // host's name, the acquiring process's id and this text (at most kMaxOwnerTextBytes; may be
   // empty). Unset (the default): nothing more is written.
   std::optional<std::string> ownerLabel;
+  // Strict FIFO across processes and hosts, as java.util.concurrent.locks.ReentrantLock(true):
+  // a release hands the key to the longest waiter. Needs a backend with one queue per key
+  // (IFairOperator: single, Sentinel, Cluster, memory; not Redlock).
+  bool fair = false;
+  // A fair waiter's place lasts this long unless renewed; the waiting thread renews it every third
+  // of it, so a waiter that died (or a host that vanished) is skipped within this bound. From
+  // 3 ms to kMaxLeaseTime.
+  std::chrono::milliseconds waiterLease{std::chrono::seconds(5)};
 };
 
 struct AcquireOptions {

@@ -11,6 +11,7 @@
 #include "dlock/LockError.h"
 #include "dlock/detail/Fork.h"
 #include "dlock/Validation.h"
+#include "MemoryFairQueue.h"
 
 namespace dlock {
 
@@ -29,6 +30,7 @@ struct MemoryOperator::State {
     // Tokens released lately, until their lease would have ended: a retried release whose first
     // try ran is answered from here, as the Redis release answers from its record.
     std::map<std::string, Clock::time_point, std::less<>> releasedBy;
+    detail::MemoryFairQueue fair;     // the fair lock's waiters (MemoryFairOperator.cpp)
   };
 
   explicit State(std::shared_ptr<Clock> c) : clock(std::move(c)) {}
@@ -262,6 +264,7 @@ void MemoryOperator::forgetLeases() {
   for (auto& [key, entry] : state().keys) {
     entry.lease.reset();
     entry.releasedBy.clear();
+    entry.fair.clearWaiters();
   }
 }
 
@@ -283,6 +286,166 @@ std::string MemoryOperator::holderOf(std::string_view key) const {
   if (entry == nullptr) return {};
   const State::Entry* holder = state().liveLease(*entry, state().clock->now());
   return holder == nullptr ? std::string() : holder->token;
+}
+
+}  // namespace dlock
+
+// The fair lock (IFairOperator): the same decisions as FairScripts.h, under the operator's mutex.
+namespace dlock {
+namespace {
+
+std::int64_t clockMillis(Clock::time_point now) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+}
+
+// Hands `entry`'s key to its first live waiter (owner with its own ttl, a new fencing token, its
+// grant watch told); false when nobody waits. The caller notifies `released`.
+bool handOff(MemoryOperator::State::KeyState& entry, Clock::time_point now, std::string_view key) {
+  std::optional<detail::MemoryFairQueue::Waiter> heir = entry.fair.takeLive(now);
+  if (!heir) return false;
+  if (entry.fence >= kMaxFencingToken) {
+    throw BackendError("dlock: unlock " + detail::quoteKey(key) + " on memory://: the fencing counter is at its limit");
+  }
+  // The claim lease, as the script's: the heir's ttl, or the rest of its waiter lease if less.
+  const auto claim = std::min(
+      heir->ttl, std::max(std::chrono::milliseconds(1), std::chrono::floor<std::chrono::milliseconds>(heir->leaseEnds - now)));
+  entry.lease = MemoryOperator::State::Entry{heir->token, now + claim};
+  entry.fair.tell(heir->token, Grant{Grant::Kind::Granted, ++entry.fence, clockMillis(now), claim});
+  return true;
+}
+
+class MemoryGrantWatch final : public IGrantWatch {
+ public:
+  MemoryGrantWatch(std::shared_ptr<MemoryOperator::State> state, std::string key, std::string token)
+      : state_(std::move(state)), key_(std::move(key)), token_(std::move(token)) {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    auto it = state_->keys.find(key_);
+    if (it == state_->keys.end()) it = state_->keys.emplace(key_, MemoryOperator::State::KeyState{}).first;
+    it->second.fair.watch(token_);
+  }
+  MemoryGrantWatch(const MemoryGrantWatch&) = delete;
+  MemoryGrantWatch& operator=(const MemoryGrantWatch&) = delete;
+  ~MemoryGrantWatch() override {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    if (auto* key = state_->find(key_)) key->fair.unwatch(token_);
+  }
+
+  Grant waitForGrant(std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::mutex> guard(state_->mutex);
+    std::optional<Grant> grant;
+    state_->released.wait_for(guard, timeout, [&] {
+      auto* key = state_->find(key_);
+      grant = key == nullptr ? std::nullopt : key->fair.takeGrant(token_);
+      return grant.has_value();
+    });
+    return grant.value_or(Grant{});
+  }
+
+ private:
+  const std::shared_ptr<MemoryOperator::State> state_;
+  const std::string key_;
+  const std::string token_;
+};
+
+}  // namespace
+
+FairAcquireResult MemoryOperator::fairLock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                                           std::chrono::milliseconds waiterLease) {
+  beforeCall();
+  FairAcquireResult result;
+  bool handed = false;
+  {
+    std::lock_guard<std::mutex> guard(state().mutex);
+    const Clock::time_point now = state().clock->now();
+    result.backendMillis = clockMillis(now);
+    auto it = state().keys.find(key);
+    if (it == state().keys.end()) it = state().keys.emplace(std::string(key), State::KeyState{}).first;
+    State::KeyState& entry = it->second;
+    const State::Entry* holder = state().liveLease(entry, now);
+    if (holder != nullptr && holder->token == token) {
+      result.acquired = true;
+      result.fencingToken = entry.fence;
+      result.validity = std::max(std::chrono::milliseconds(1),
+                                 std::chrono::floor<std::chrono::milliseconds>(holder->expiresAt - now));
+      return result;
+    }
+    entry.fair.prune(now, token);
+    if (holder == nullptr) {
+      if (entry.fair.empty() || entry.fair.heads(token)) {
+        if (entry.fence >= kMaxFencingToken) {
+          throw BackendError("dlock: lock " + detail::quoteKey(key) + " on memory://: the fencing counter is at its limit");
+        }
+        if (!entry.fair.empty()) entry.fair.popFront();
+        entry.lease = State::Entry{std::string(token), now + ttl};
+        result.acquired = true;
+        result.fencingToken = ++entry.fence;
+        return result;
+      }
+      // Free, with another waiter at the head: its holder's lease ran out unreleased.
+      handed = handOff(entry, now, key);
+      holder = state().liveLease(entry, now);
+    }
+    if (holder != nullptr) result.holderTtl = std::chrono::ceil<std::chrono::milliseconds>(holder->expiresAt - now);
+    if (waiterLease.count() > 0) result.position = entry.fair.join(token, ttl, now + waiterLease);
+  }
+  if (handed) state().released.notify_all();
+  return result;
+}
+
+ReleaseResult MemoryOperator::fairUnlock(std::string_view key, std::string_view token) {
+  beforeCall();
+  ReleaseResult result;
+  {
+    std::lock_guard<std::mutex> guard(state().mutex);
+    const Clock::time_point now = state().clock->now();
+    State::KeyState* entry = state().find(key);
+    if (entry == nullptr) return result;
+    for (auto it = entry->releasedBy.begin(); it != entry->releasedBy.end();) {
+      it = it->second <= now ? entry->releasedBy.erase(it) : std::next(it);
+    }
+    const State::Entry* holder = state().ownedLease(key, token, now);
+    if (holder == nullptr) {
+      result.released = result.releasedEarlier = entry->releasedBy.count(token) > 0;
+      return result;
+    }
+    entry->releasedBy.emplace(std::string(token), holder->expiresAt);
+    entry->lease.reset();
+    result.notified = handOff(*entry, now, key) ? 1 : 0;
+    ++entry->releases;
+    result.released = true;
+  }
+  state().released.notify_all();
+  return result;
+}
+
+bool MemoryOperator::leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds /*ttl*/) {
+  beforeCall();
+  bool ours = false;
+  {
+    std::lock_guard<std::mutex> guard(state().mutex);
+    const Clock::time_point now = state().clock->now();
+    State::KeyState* entry = state().find(key);
+    if (entry == nullptr) return false;
+    entry->fair.leave(token);
+    const State::Entry* holder = state().liveLease(*entry, now);
+    if (holder != nullptr && holder->token != token) return false;
+    ours = holder != nullptr;
+    entry->lease.reset();
+    (void)handOff(*entry, now, key);
+    ++entry->releases;
+  }
+  state().released.notify_all();
+  return ours;
+}
+
+std::unique_ptr<IGrantWatch> MemoryOperator::watchGrants(std::string_view key, std::string_view token) {
+  return std::make_unique<MemoryGrantWatch>(holder_->state.shared(), std::string(key), std::string(token));
+}
+
+std::size_t MemoryOperator::queued(std::string_view key) const {
+  std::lock_guard<std::mutex> guard(state().mutex);
+  const State::KeyState* entry = state().find(key);
+  return entry == nullptr ? 0 : entry->fair.size();
 }
 
 }  // namespace dlock

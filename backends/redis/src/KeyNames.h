@@ -38,6 +38,10 @@ class KeyNames {
   [[nodiscard]] std::string releaseRecord(std::string_view token) const {
     return companion(std::string("released:").append(token));
   }
+  // The fair lock's waiter queue, its waiter leases and its hand-off channel (FairScripts.h).
+  [[nodiscard]] std::string fairQueue() const { return companion("fair:queue"); }
+  [[nodiscard]] std::string fairLeases() const { return companion("fair:leases"); }
+  [[nodiscard]] std::string grantChannel() const { return companion("fair:granted"); }
   [[nodiscard]] std::uint16_t slot() const noexcept { return hashSlot(lock_); }
 
  private:

@@ -56,6 +56,59 @@ class PubSubConnection::Watch final : public IReleaseWatch {
   std::uint64_t generation_;
 };
 
+// A Watch that reports the messages for one prefix only, so a fair waiter is woken by its own
+// hand-off, not by every other waiter's. It keeps a Watch, which keeps the channel subscribed.
+class PubSubConnection::PrefixWatch final : public IMessageWatch {
+ public:
+  PrefixWatch(std::unique_ptr<IReleaseWatch> watch, std::shared_ptr<PubSubConnection> connection, std::string channel,
+              std::string prefix, std::uint64_t drops, std::uint64_t generation)
+      : watch_(std::move(watch)),
+        connection_(std::move(connection)),
+        channel_(std::move(channel)),
+        prefix_(std::move(prefix)),
+        drops_(drops),
+        generation_(generation) {}
+  PrefixWatch(const PrefixWatch&) = delete;
+  PrefixWatch& operator=(const PrefixWatch&) = delete;
+
+  ~PrefixWatch() override {
+    std::lock_guard<std::mutex> guard(connection_->mutex_);
+    connection_->channels_[channel_].wanted.erase(prefix_);
+  }
+
+  MessageWait waitForMessage(std::chrono::milliseconds timeout) override {
+    PubSubConnection& c = *connection_;
+    std::unique_lock<std::mutex> guard(c.mutex_);
+    Channel& channel = c.channels_[channel_];  // kept in the table while watched
+    std::string& message = channel.wanted[prefix_];
+    // As Watch::waitForRelease: a lost connection counts once the channel is confirmed again.
+    const std::uint64_t failuresBefore = c.connectFailures_;
+    const auto missed = [&] {
+      return channel.drops != drops_ || c.stopping_ ||
+             (c.generation_ != generation_ && (channel.confirmed || c.connectFailures_ != failuresBefore));
+    };
+    c.changed_.wait_for(guard, timeout, [&] { return !message.empty() || missed(); });
+    MessageWait result;
+    if (!message.empty()) {
+      result.outcome = MessageWait::Outcome::Message;
+      result.payload.swap(message);
+    } else if (missed()) {
+      result.outcome = MessageWait::Outcome::MaybeMissed;
+    }
+    drops_ = channel.drops;
+    if (channel.confirmed) generation_ = c.generation_;
+    return result;
+  }
+
+ private:
+  const std::unique_ptr<IReleaseWatch> watch_;
+  const std::shared_ptr<PubSubConnection> connection_;
+  const std::string channel_;
+  const std::string prefix_;
+  std::uint64_t drops_;
+  std::uint64_t generation_;
+};
+
 PubSubConnection::PubSubConnection(Target target, PoolOptions backoff, Options options)
     : target_(std::move(target)),
       backoff_(backoff),
@@ -126,6 +179,16 @@ std::unique_ptr<IReleaseWatch> PubSubConnection::watch(const std::string& name) 
                           (lastError_.empty() ? "no confirmation in time" : lastError_));
   }
   return std::make_unique<Watch>(shared_from_this(), name, channel.events, generation_);
+}
+
+std::unique_ptr<IMessageWatch> PubSubConnection::watchFor(const std::string& name, const std::string& prefix) {
+  std::unique_ptr<IReleaseWatch> watch = this->watch(name);
+  // Registered after the confirmation: a caller checks again after this returns, so a message
+  // before it is found by that check.
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto& channel = channels_[name];
+  channel.wanted[prefix].clear();
+  return std::make_unique<PrefixWatch>(std::move(watch), shared_from_this(), name, prefix, channel.drops, generation_);
 }
 
 void PubSubConnection::listen(Listener listener) {
@@ -361,6 +424,10 @@ bool PubSubConnection::handle(const redisReply& reply, Calls& calls) {
     calls.message = channel.listeners;
     calls.channel = name;
     calls.payload = replyText(*reply.element[reply.elements - 1]);
+    if (!channel.wanted.empty()) {
+      const auto wanted = channel.wanted.find(std::string(calls.payload.substr(0, calls.payload.find('|'))));
+      if (wanted != channel.wanted.end()) wanted->second.assign(calls.payload);
+    }
   } else if (kind == "subscribe" || kind == "ssubscribe") {
     const auto sent = std::find(unanswered_.begin(), unanswered_.end(), name);
     if (sent != unanswered_.end()) unanswered_.erase(sent);
@@ -381,6 +448,7 @@ bool PubSubConnection::handle(const redisReply& reply, Calls& calls) {
       channel.confirmed = false;
       channel.requested = false;
       ++channel.events;
+      ++channel.drops;
     }
   } else {
     return false;

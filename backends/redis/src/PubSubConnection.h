@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "MessageWatch.h"
 #include "Reply.h"
 #include "dlock/IOperator.h"
 #include "dlock/common/RedisOptions.h"
@@ -73,6 +74,10 @@ class PubSubConnection : public std::enable_shared_from_this<PubSubConnection> {
   // not confirmed within the connect + command timeouts; a refusal is thrown typed as its reply.
   std::unique_ptr<IReleaseWatch> watch(const std::string& channel);
 
+  // A watcher of `channel` that hears only messages whose payload starts with `prefix|` (a fair
+  // waiter's token), subscribed and confirmed as watch() is.
+  std::unique_ptr<IMessageWatch> watchFor(const std::string& channel, const std::string& prefix);
+
   // Adds a listener; returns at once (the confirmation is onSubscribed's).
   void listen(Listener listener);
 
@@ -95,6 +100,7 @@ class PubSubConnection : public std::enable_shared_from_this<PubSubConnection> {
  private:
   using Steady = std::chrono::steady_clock;
   class Watch;
+  class PrefixWatch;
   struct Channel {
     unsigned watchers = 0;                   // live watches
     std::vector<const Listener*> listeners;  // never unsubscribed while there are some
@@ -103,6 +109,8 @@ class PubSubConnection : public std::enable_shared_from_this<PubSubConnection> {
     bool unsubscribing = false;  // we sent UNSUBSCRIBE (linger ran out); its reply is ours
     std::string error;           // the server refused it (the reply's text)
     std::uint64_t events = 0;    // messages, and ends of the subscription its watchers must hear of
+    std::uint64_t drops = 0;     // ends of the subscription the server made
+    std::map<std::string, std::string> wanted;  // a PrefixWatch's prefix → its last message, or empty
     Steady::time_point idleSince;
   };
   // Handler calls found while the lock was held, made once it is released.

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "Errors.h"
+#include "ScriptCall.h"
 #include "RedisOperatorOptions.h"
 #include "Topology.h"
 #include "dlock/detail/Fork.h"
@@ -124,15 +125,10 @@ ReplyPtr runOn(Connection& connection, const Route& route, const Script& script,
   return route.asking ? runScriptAsking(connection, script, keys, args) : runScript(connection, script, keys, args);
 }
 
-// A confirmed subscription to a release channel, the node it is on and the node's subscriber it
-// was made on (not kept alive: a retired subscriber stops, and wakes its watches).
-struct Subscription {
-  std::unique_ptr<IReleaseWatch> watch;
-  RedisNode* node = nullptr;
-  std::weak_ptr<Subscriber> subscriber;
-};
+}  // namespace
 
-Subscription subscribe(Topology& topology, milliseconds budget, std::uint16_t slot, const std::string& channel) {
+RedisNode* subscribeOn(Topology& topology, milliseconds budget, std::uint16_t slot, const std::string& channel,
+                       const std::function<void(const std::shared_ptr<Subscriber>&)>& take) {
   Call call("watch", channel, budget);
   call.policy.setSubscribing();
   std::optional<Route> via;
@@ -140,8 +136,8 @@ Subscription subscribe(Topology& topology, milliseconds budget, std::uint16_t sl
     const Route route = nextRoute(topology, call, slot, via);
     RetryPolicy::Step step = RetryPolicy::Step::GiveUp;
     try {
-      const std::shared_ptr<Subscriber> subscriber = route.node->subscriber();
-      return Subscription{subscriber->watch(channel), route.node, subscriber};
+      take(route.node->subscriber());
+      return route.node;
     } catch (const ServerReplyError& error) {
       // Refused for this channel only; the subscriber asks again on the next watch().
       Verdict verdict = topology.afterReply(route, error.reply());
@@ -158,6 +154,25 @@ Subscription subscribe(Topology& topology, milliseconds budget, std::uint16_t sl
     }
     retry(topology, call, route, step);
   }
+}
+
+namespace {
+
+// A confirmed subscription to a release channel, the node it is on and the node's subscriber it
+// was made on (not kept alive: a retired subscriber stops, and wakes its watches).
+struct Subscription {
+  std::unique_ptr<IReleaseWatch> watch;
+  RedisNode* node = nullptr;
+  std::weak_ptr<Subscriber> subscriber;
+};
+
+Subscription subscribe(Topology& topology, milliseconds budget, std::uint16_t slot, const std::string& channel) {
+  Subscription subscription;
+  subscription.node = subscribeOn(topology, budget, slot, channel, [&](const std::shared_ptr<Subscriber>& subscriber) {
+    subscription.watch = subscriber->watch(channel);
+    subscription.subscriber = subscriber;
+  });
+  return subscription;
 }
 
 // A release watch that follows its key: once the topology no longer routes the key's slot to the
@@ -273,6 +288,15 @@ void awaitReplicas(const RedisOperatorOptions& options, bool sharded, Connection
 }
 
 }  // namespace
+
+void runScriptCall(Topology& topology, Call& call, std::uint16_t slot, const Script& script, const Argv& keys,
+                   const Argv& args, const ScriptReader& read) {
+  run(
+      topology, call, slot,
+      [&](Connection& connection, const Route& route) { return runOn(connection, route, script, keys, args); },
+      [&](Connection&, const redisReply& reply, const Route& route) { read(reply, route.node->label()); });
+}
+
 }  // namespace detail
 
 using namespace detail;
@@ -290,6 +314,10 @@ RedisOperator::RedisOperator(const RedisOperatorOptions& options, MakeTopology m
 RedisOperator::~RedisOperator() = default;
 
 Topology& RedisOperator::topology() const { return *state_->topology; }
+
+const std::shared_ptr<Topology>& RedisOperator::sharedTopology() const { return state_->topology.shared(); }
+
+const RedisOperatorOptions& RedisOperator::operatorOptions() const { return state_->options; }
 
 std::uint64_t RedisOperator::reconnects() const noexcept {
   try {

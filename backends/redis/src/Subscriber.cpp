@@ -28,6 +28,10 @@ Subscriber::~Subscriber() { connection_->stop(); }
 
 std::unique_ptr<IReleaseWatch> Subscriber::watch(const std::string& channel) { return connection_->watch(channel); }
 
+std::unique_ptr<IMessageWatch> Subscriber::watchFor(const std::string& channel, const std::string& prefix) {
+  return connection_->watchFor(channel, prefix);
+}
+
 bool Subscriber::subscribed(const std::string& channel) const { return connection_->subscribed(channel); }
 
 void Subscriber::reconnect() { connection_->reconnect(); }

@@ -26,6 +26,7 @@
 #include <memory>
 #include <string>
 
+#include "MessageWatch.h"
 #include "dlock/IOperator.h"
 #include "dlock/common/RedisOptions.h"
 
@@ -52,6 +53,9 @@ class Subscriber {
   // A watch on `channel`, subscribed and confirmed. ConnectionError when the subscription is
   // not confirmed within the connect + command timeouts; BackendError when the server refuses it.
   std::unique_ptr<IReleaseWatch> watch(const std::string& channel);
+
+  // A watch on `channel` for the messages whose payload starts with `prefix|` (PubSubConnection).
+  std::unique_ptr<IMessageWatch> watchFor(const std::string& channel, const std::string& prefix);
 
   // True when this subscriber holds a confirmed subscription to `channel` (its own
   // subscription then counts among a PUBLISH's receivers).

@@ -39,13 +39,18 @@ class LockBuilder {
   // then `text` when given (LockOptions::ownerLabel). The backend adds when it granted the lease.
   // Off by default: a lock without it writes nothing more than the lease.
   LockBuilder& ownerLabel(std::string text = {});
+  // Strict FIFO hand-off (LockOptions::fair), as java.util.concurrent.locks.ReentrantLock(true).
+  LockBuilder& fair(bool fair = true);
+  // How long a fair waiter's place lasts unrenewed (LockOptions::waiterLease, default 5 s).
+  LockBuilder& waiterLease(std::chrono::milliseconds lease);
   // The clock of lease deadlines and the watchdog; a VirtualClock in tests.
   LockBuilder& clock(std::shared_ptr<Clock> clock);
   LockBuilder& options(LockOptions options);
 
   // ConfigError when no backend was given or an option is out of range (a lease time not
-  // positive or above kMaxLeaseTime, a watchdog lease under 3 ms, a bad default key, an owner
-  // label's text above kMaxOwnerTextBytes or a backend that cannot record one).
+  // positive or above kMaxLeaseTime, a watchdog or waiter lease under 3 ms, a bad default key, an
+  // owner label's text above kMaxOwnerTextBytes or a backend that cannot record one), or
+  // fair(true) on a backend without one queue per key (Redlock).
   [[nodiscard]] std::shared_ptr<ILock> build() const;
 
  private:

@@ -23,12 +23,17 @@
 #include <vector>
 
 #include "dlock/Clock.h"
+#include "dlock/IFairOperator.h"
 #include "dlock/IOperator.h"
 #include "dlock/IOwnerRecorder.h"
 
 namespace dlock {
 
-class MemoryOperator final : public IOperator, public IFenceRaiser, public ILeaseInspector, public IOwnerRecorder {
+class MemoryOperator final : public IOperator,
+                             public IFenceRaiser,
+                             public ILeaseInspector,
+                             public IOwnerRecorder,
+                             public IFairOperator {
  public:
   explicit MemoryOperator(std::shared_ptr<Clock> clock = SteadyClock::instance());
   ~MemoryOperator() override;
@@ -45,13 +50,23 @@ class MemoryOperator final : public IOperator, public IFenceRaiser, public ILeas
   LeaseInfo inspect(std::string_view key) override;
   [[nodiscard]] std::string describe() const override { return "memory://"; }
 
+  // The fair lock's queue, with the Redis scripts' semantics (MemoryFairQueue.h): strict FIFO,
+  // hand-off inside the release, waiters skipped once their waiter lease ends on the clock.
+  FairAcquireResult fairLock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                             std::chrono::milliseconds waiterLease) override;
+  ReleaseResult fairUnlock(std::string_view key, std::string_view token) override;
+  bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
+  std::unique_ptr<IGrantWatch> watchGrants(std::string_view key, std::string_view token) override;
+  // Waiters queued for `key` now (live or not yet pruned), for tests.
+  [[nodiscard]] std::size_t queued(std::string_view key) const;
+
   // Fault injection: the next `count` calls (lock, unlock, extend, extendAll, inspect) throw
   // ConnectionError without touching any lease. raiseFence counts too.
   void failNextCalls(unsigned count);
   // Fault injection: every call first sleeps `latency` (real time). Zero turns it off.
   void setLatency(std::chrono::milliseconds latency);
-  // Fault injection: forgets every lease and every release record, as a Redis server restarted
-  // without persistence does. Fencing counters are kept: the Redis counter's clock floor keeps
+  // Fault injection: forgets every lease, every release record and every fair queue, as a Redis
+  // server restarted without persistence does. Fencing counters are kept: the Redis counter's clock floor keeps
   // tokens rising after such a restart, and this one keeps them rising too.
   void forgetLeases();
 

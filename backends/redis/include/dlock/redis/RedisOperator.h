@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dlock/IFairOperator.h"
 #include "dlock/IOperator.h"
 #include "dlock/IOwnerRecorder.h"
 
@@ -21,7 +22,11 @@ class Topology;
 struct RedisOperatorOptions;
 }  // namespace detail
 
-class RedisOperator : public IOperator, public IFenceRaiser, public ILeaseInspector, public IOwnerRecorder {
+class RedisOperator : public IOperator,
+                      public IFenceRaiser,
+                      public ILeaseInspector,
+                      public IOwnerRecorder,
+                      public IFairOperator {
  public:
   ~RedisOperator() override;
 
@@ -37,6 +42,14 @@ class RedisOperator : public IOperator, public IFenceRaiser, public ILeaseInspec
   std::unique_ptr<IReleaseWatch> watch(std::string_view key) override;
   LeaseInfo inspect(std::string_view key) override;
   [[nodiscard]] std::string describe() const override;
+
+  // The fair lock's queue (RedisFairOperator.cpp, FairScripts.h).
+  FairAcquireResult fairLock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                             std::chrono::milliseconds waiterLease) override;
+  ReleaseResult fairUnlock(std::string_view key, std::string_view token) override;
+  bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
+  std::unique_ptr<IGrantWatch> watchGrants(std::string_view key, std::string_view token) override;
+  [[nodiscard]] std::string fairUnsupported() const override;
 
   // Checks the backend now (RedisProbe.cpp): its discovery, a connection, AUTH, SELECT and a PING.
   // dlock::connect() calls it unless told to connect lazily. BackendError when the server refuses
@@ -54,6 +67,8 @@ class RedisOperator : public IOperator, public IFenceRaiser, public ILeaseInspec
   RedisOperator(const detail::RedisOperatorOptions& options, MakeTopology makeTopology);
   // This process's topology.
   [[nodiscard]] detail::Topology& topology() const;
+  [[nodiscard]] const std::shared_ptr<detail::Topology>& sharedTopology() const;
+  [[nodiscard]] const detail::RedisOperatorOptions& operatorOptions() const;
 
  private:
   ReleaseResult release(std::string_view key, std::string_view token, bool cancel);

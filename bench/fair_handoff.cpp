@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+// fair_handoff — the fair lock's rows: P processes on one key, each doing locked read-modify-write
+// increments (GET then SET) of a Redis counter through LockBuilder().fair(true). Measures in the
+// same run the machine's round trip (raw PINGs) and the bound for this workload: an acquisition
+// costs at least 3 RTT (GET, SET, and one RTT of hand-off), so 1 / (3 RTT) hand-offs/s. Reports
+// hand-offs/s against it, hand-off p50/p99 (the previous holder's unlock call to the next
+// holder's acquisition) in µs and in RTT, wait p50/p99/max beside the mean cycle, commands per
+// hand-off (INFO commandstats: what the lock's clients sent) and the counter check.
+// Usage: dlock_bench_fair_handoff redis://127.0.0.1:PORT PROCESSES SECONDS [LEASE_MS]
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "BenchReport.h"
+#include "RawRedis.h"
+#include "Workers.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC: comparable across processes
+
+struct Record {
+  long long requested;  // lock() called
+  long long acquired;   // lock() returned
+  long long releasing;  // unlock() called
+};
+
+long long nowNanos() { return Clock::now().time_since_epoch().count(); }
+
+int worker(const std::string& uri, long long leaseMs, long long start, long long end, const std::string& out) {
+  auto lock = dlock::LockBuilder()
+                  .backend(dlock::connect(uri))
+                  .leaseTime(std::chrono::milliseconds(leaseMs))
+                  .fair()
+                  .build();
+  dlock::bench::RawRedis data(uri);
+  std::vector<Record> records;
+  records.reserve(1 << 16);
+  std::this_thread::sleep_until(Clock::time_point(Clock::duration(start)));
+  while (nowNanos() < end) {
+    Record record{};
+    record.requested = nowNanos();
+    lock->lock("bench:fair");
+    record.acquired = nowNanos();
+    const std::string seen = data.text({"GET", "bench:fair-counter"});
+    const long long value = seen.empty() || seen == "0" ? 0 : std::atoll(seen.c_str());
+    data.command({"SET", "bench:fair-counter", std::to_string(value + 1)});
+    record.releasing = nowNanos();
+    lock->unlock("bench:fair");
+    records.push_back(record);
+  }
+  std::ofstream file(out, std::ios::binary);
+  file.write(reinterpret_cast<const char*>(records.data()),
+             static_cast<std::streamsize>(records.size() * sizeof(Record)));
+  return 0;
+}
+
+// The round trip of this machine to the server: the p50 of raw PINGs, in µs.
+double roundTripUs(const std::string& uri) {
+  dlock::bench::RawRedis raw(uri);
+  std::vector<double> samples;
+  for (int i = 0; i < 3000; ++i) {
+    const auto start = Clock::now();
+    raw.command({"PING"});
+    samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  return dlock::bench::percentile(samples, 50);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc == 7 && std::string(argv[1]) == "--worker") {
+      return worker(argv[2], std::atoll(argv[3]), std::atoll(argv[4]), std::atoll(argv[5]), argv[6]);
+    }
+    if (argc != 4 && argc != 5) {
+      std::fprintf(stderr, "usage: %s redis://host:port PROCESSES SECONDS [LEASE_MS]\n", argv[0]);
+      return 2;
+    }
+    const std::string uri = argv[1];
+    const int processes = std::atoi(argv[2]);
+    const double seconds = std::atof(argv[3]);
+    const long long leaseMs = argc == 5 ? std::atoll(argv[4]) : 2000;
+
+    dlock::bench::RawRedis admin(uri);
+    admin.command({"DEL", "bench:fair-counter"});
+    const double rttUs = roundTripUs(uri);
+    admin.command({"CONFIG", "RESETSTAT"});
+
+    const long long start = nowNanos() + 300'000'000;  // time for every worker to connect
+    const long long end = start + static_cast<long long>(seconds * 1e9);
+    char dirTemplate[] = "/tmp/dlock-bench-XXXXXX";
+    const std::string dir = ::mkdtemp(dirTemplate);
+    std::vector<pid_t> pids;
+    std::vector<std::string> files;
+    for (int p = 0; p < processes; ++p) {
+      files.push_back(dir + "/worker-" + std::to_string(p));
+      pids.push_back(dlock::bench::spawnWorker(
+          argv[0], {uri, std::to_string(leaseMs), std::to_string(start), std::to_string(end), files.back()}));
+    }
+    const bool workersOk = dlock::bench::waitForWorkers(pids);
+
+    struct Acquisition {
+      Record record;
+      int worker;
+    };
+    std::vector<Acquisition> all;
+    for (int p = 0; p < processes; ++p) {
+      std::ifstream in(files[static_cast<std::size_t>(p)], std::ios::binary);
+      Record record{};
+      while (in.read(reinterpret_cast<char*>(&record), sizeof record)) all.push_back({record, p});
+      std::remove(files[static_cast<std::size_t>(p)].c_str());
+    }
+    ::rmdir(dir.c_str());
+    std::sort(all.begin(), all.end(),
+              [](const Acquisition& a, const Acquisition& b) { return a.record.acquired < b.record.acquired; });
+
+    std::vector<double> waitsMs;
+    std::vector<double> handoffUs;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      waitsMs.push_back(static_cast<double>(all[i].record.acquired - all[i].record.requested) / 1e6);
+      if (i > 0 && all[i].worker != all[i - 1].worker) {
+        handoffUs.push_back(static_cast<double>(all[i].record.acquired - all[i - 1].record.releasing) / 1e3);
+      }
+    }
+    // Commands the lock's clients sent (not the calls scripts make inside EVALSHA, nor the
+    // workload's own GET/SET).
+    auto calls = admin.commandCalls();
+    long long lockCommands = 0;
+    for (const char* name : {"evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping",
+                             "auth", "select"}) {
+      lockCommands += calls[name];
+    }
+    const std::string counter = admin.text({"GET", "bench:fair-counter"});
+    const bool counterExact = std::atoll(counter.c_str()) == static_cast<long long>(all.size());
+    const double handoffsPerS = static_cast<double>(handoffUs.size()) / seconds;
+    const double boundPerS = 1e6 / (3 * rttUs);
+    const double meanCycleMs = all.empty() ? 0.0 : seconds * 1e3 / static_cast<double>(all.size());
+    const double handoffP50 = dlock::bench::percentile(handoffUs, 50);
+    dlock::bench::JsonLine("fair_handoff")
+        .field("processes", static_cast<double>(processes))
+        .field("lease_ms", static_cast<double>(leaseMs))
+        .field("rtt_us", rttUs)
+        .field("bound_per_s", boundPerS)
+        .field("acquisitions_per_s", static_cast<double>(all.size()) / seconds)
+        .field("handoffs_per_s", handoffsPerS)
+        .field("vs_bound", handoffsPerS / boundPerS)
+        .field("handoff_p50_us", handoffP50)
+        .field("handoff_p99_us", dlock::bench::percentile(handoffUs, 99))
+        .field("handoff_p50_rtt", handoffP50 / rttUs)
+        .field("mean_cycle_ms", meanCycleMs)
+        .field("wait_p50_ms", dlock::bench::percentile(waitsMs, 50))
+        .field("wait_p99_ms", dlock::bench::percentile(waitsMs, 99))
+        .field("wait_max_ms", dlock::bench::percentile(waitsMs, 100))
+        .field("commands_per_handoff",
+               handoffUs.empty() ? 0.0 : static_cast<double>(lockCommands) / static_cast<double>(handoffUs.size()))
+        .field("counter_exact", counterExact && workersOk)
+        .print();
+    return counterExact && workersOk ? 0 : 1;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "fair_handoff: %s\n", error.what());
+    return 1;
+  }
+}

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fair lock against a real redis-server: FIFO across threads with their own connections,
+// dead and timed-out waiters, a hand-off that raced a timeout, a lost message, fencing, TTLs.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ForkedIncrements.h"
+#include "RedisClient.h"
+#include "RedisProcess.h"
+#include "TestHelpers.h"
+#include "dlock/IFairOperator.h"
+#include "dlock/LockError.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+
+using namespace std::chrono_literals;
+using dlock::test::RedisClient;
+using dlock::test::RedisProcess;
+using dlock::test::eventually;
+
+namespace {
+
+const std::string kDead(32, 'd');
+
+std::shared_ptr<dlock::ILock> fairLock(const RedisProcess& server, std::chrono::milliseconds waiterLease = 5s) {
+  return dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(10s).fair().waiterLease(waiterLease).build();
+}
+
+dlock::IFairOperator& fairOf(const std::shared_ptr<dlock::IOperator>& backend) {
+  return dynamic_cast<dlock::IFairOperator&>(*backend);
+}
+
+long long queueLength(RedisClient& client, const std::string& key) {
+  return client.ok({"LLEN", "dlock:{" + key + "}:fair:queue"}).integer;
+}
+
+// The server's clock in ms.
+long long serverMillis(RedisClient& client) {
+  const auto time = client.ok({"TIME"});
+  return std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
+}
+
+}  // namespace
+
+TEST_SUITE("FairLockOnRedis") {
+  TEST_CASE("8 waiters, each with its own connection, get the key in the order they queued") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto holder = fairLock(server);
+    holder->lock("fifo");
+    constexpr int kWaiters = 8;
+    std::mutex mutex;
+    std::vector<int> order;
+    std::vector<std::uint64_t> fences{holder->fencingToken("fifo")};
+    std::vector<std::thread> waiters;
+    std::vector<std::shared_ptr<dlock::ILock>> locks;
+    for (int i = 0; i < kWaiters; ++i) locks.push_back(fairLock(server));
+    for (int i = 0; i < kWaiters; ++i) {
+      waiters.emplace_back([&, i] {
+        locks[static_cast<std::size_t>(i)]->lock("fifo");
+        {
+          std::lock_guard<std::mutex> guard(mutex);
+          order.push_back(i);
+          fences.push_back(locks[static_cast<std::size_t>(i)]->fencingToken("fifo"));
+        }
+        locks[static_cast<std::size_t>(i)]->unlock("fifo");
+      });
+      // Waiter i is in the server's queue before waiter i + 1 starts.
+      REQUIRE(eventually([&] { return queueLength(client, "fifo") == i + 1; }));
+    }
+    holder->unlock("fifo");
+    for (auto& waiter : waiters) waiter.join();
+    std::vector<int> expected;
+    for (int i = 0; i < kWaiters; ++i) expected.push_back(i);
+    CHECK(order == expected);
+    for (std::size_t i = 1; i < fences.size(); ++i) CHECK(fences[i] > fences[i - 1]);
+    // Nothing left but the fencing counter and the release records, which have their TTLs.
+    for (const auto& key : client.ok({"KEYS", "dlock:*"}).elements) {
+      const bool kept = key.str == "dlock:{fifo}:fence" || key.str.rfind("dlock:{fifo}:released:", 0) == 0;
+      CHECK_MESSAGE(kept, "left behind: " << key.str);
+    }
+    dlock::test::checkEveryLockKeyHasTtl(client);
+  }
+
+  TEST_CASE("a waiter that died is skipped once its waiter lease ends") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    auto holder = fairLock(server);
+    holder->lock("dead");
+    // A waiter that queued with a 300 ms waiter lease and died: it never renews.
+    const auto queued = fairOf(backend).fairLock("dead", kDead, 10s, 300ms);
+    REQUIRE_FALSE(queued.acquired);
+    std::atomic<bool> live{false};
+    auto other = fairLock(server);
+    std::thread waiter([&] {
+      other->lock("dead");
+      live = true;
+      other->unlock("dead");
+    });
+    REQUIRE(eventually([&] { return queueLength(client, "dead") == 2; }));
+    // The server's clock passes the dead waiter's lease (the event, not a sleep of our own).
+    REQUIRE(eventually([&] { return serverMillis(client) > queued.backendMillis + 300; }));
+    holder->unlock("dead");
+    waiter.join();
+    CHECK(live);
+    CHECK(queueLength(client, "dead") == 0);
+    CHECK(client.ok({"EXISTS", "dlock:{dead}"}).integer == 0);
+  }
+
+  TEST_CASE("a waiter handed the key just before it died holds it no longer than its place had left") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    auto holder = fairLock(server);
+    holder->lock("claim");
+    REQUIRE_FALSE(fairOf(backend).fairLock("claim", kDead, 10s, 500ms).acquired);
+    holder->unlock("claim");  // handed to the dead waiter: a claim lease of at most 500 ms, not 10 s
+    CHECK(client.ok({"GET", "dlock:{claim}"}).str == kDead);
+    const long long claim = client.ok({"PTTL", "dlock:{claim}"}).integer;
+    CHECK(claim > 0);
+    CHECK(claim <= 500);
+    CHECK(holder->tryLock("claim", 10s));  // once the claim ran out: the next attempt takes it
+    holder->unlock("claim");
+  }
+
+  TEST_CASE("a timed-out waiter leaves the queue") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto holder = fairLock(server);
+    auto other = fairLock(server);
+    holder->lock("timeout");
+    std::atomic<bool> got{true};
+    std::thread([&] { got = other->tryLock("timeout", 200ms); }).join();
+    CHECK_FALSE(got);
+    CHECK(queueLength(client, "timeout") == 0);
+    CHECK(client.ok({"EXISTS", "dlock:{timeout}:fair:leases"}).integer == 0);
+    holder->unlock("timeout");
+    CHECK(client.ok({"EXISTS", "dlock:{timeout}"}).integer == 0);
+  }
+
+  TEST_CASE("a hand-off that raced the waiter's timeout is passed on, not leaked") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    auto& fair = fairOf(backend);
+    const std::string holder(32, 'a');
+    const std::string late(32, 'b');
+    const std::string next(32, 'c');
+    REQUIRE(fair.fairLock("race", holder, 10s, 5s).acquired);
+    REQUIRE_FALSE(fair.fairLock("race", late, 10s, 5s).acquired);
+    REQUIRE_FALSE(fair.fairLock("race", next, 10s, 5s).acquired);
+    REQUIRE(fair.fairUnlock("race", holder).notified == 1);  // handed to `late` ...
+    CHECK(fair.leaveQueue("race", late, 10s));                // ... whose wait ended meanwhile
+    CHECK(client.ok({"GET", "dlock:{race}"}).str == next);
+    CHECK(fair.fairUnlock("race", next).released);
+    CHECK(client.ok({"EXISTS", "dlock:{race}"}).integer == 0);
+  }
+
+  TEST_CASE("an attempt that arrives after its waiter left for good is refused: no place, no key") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    auto& fair = fairOf(backend);
+    const std::string gone(32, 'g');
+    CHECK_FALSE(fair.leaveQueue("late", gone, 10s));  // gave up (its attempt's reply was lost)
+    const auto late = fair.fairLock("late", gone, 10s, 5s);  // that attempt reaches the server now
+    CHECK_FALSE(late.acquired);
+    CHECK(client.ok({"EXISTS", "dlock:{late}"}).integer == 0);
+    CHECK(queueLength(client, "late") == 0);
+    dlock::test::checkEveryLockKeyHasTtl(client);
+  }
+
+  TEST_CASE("a waiter whose hand-off message was lost finds itself owner at its recheck") {
+    RedisProcess server;
+    auto backend = dlock::connect(server.uri());
+    auto& fair = fairOf(backend);
+    const std::string holder(32, 'a');
+    const std::string waiter(32, 'b');
+    REQUIRE(fair.fairLock("lost", holder, 10s, 5s).acquired);
+    const auto queued = fair.fairLock("lost", waiter, 10s, 5s);
+    REQUIRE_FALSE(queued.acquired);
+    REQUIRE(fair.fairUnlock("lost", holder).notified == 1);  // nobody listened: the message is gone
+    const auto recheck = fair.fairLock("lost", waiter, 10s, 5s);
+    CHECK(recheck.acquired);
+    CHECK(recheck.fencingToken > 0);
+    CHECK(recheck.validity > 0ms);
+    CHECK(fair.fairUnlock("lost", waiter).released);
+    // The release is retried after a lost reply: decided by the server's record.
+    const auto retried = fair.fairUnlock("lost", waiter);
+    CHECK(retried.released);
+    CHECK(retried.releasedEarlier);
+  }
+
+  TEST_CASE("the hand-off message carries the fencing token, and the waiter owns the key when it arrives") {
+    RedisProcess server;
+    auto backend = dlock::connect(server.uri());
+    auto& fair = fairOf(backend);
+    const std::string holder(32, 'a');
+    const std::string waiter(32, 'b');
+    const auto first = fair.fairLock("msg", holder, 10s, 5s);
+    REQUIRE(first.acquired);
+    REQUIRE_FALSE(fair.fairLock("msg", waiter, 10s, 5s).acquired);
+    auto grants = fair.watchGrants("msg", waiter);
+    REQUIRE(fair.fairUnlock("msg", holder).notified == 1);
+    const dlock::Grant grant = grants->waitForGrant(30s);
+    REQUIRE(grant.kind == dlock::Grant::Kind::Granted);
+    CHECK(grant.fencingToken > first.fencingToken);
+    CHECK(grant.lease > 0ms);  // the rest of its 5 s waiter lease, under its 10 s ttl
+    CHECK(grant.lease <= 5s);
+    CHECK(backend->extend("msg", waiter, 10s));
+  }
+
+  TEST_CASE("reentrant on Redis, and the watchdog keeps a fair hold") {
+    RedisProcess server;
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).fair().watchdogLease(300ms).build();
+    lock->lock("re");
+    CHECK(lock->tryLock("re", 0ms));
+    const auto fence = lock->fencingToken("re");
+    RedisClient client(server.host(), server.port());
+    // Past two leases, still held: renewed (the event is the server's TTL rising again).
+    long long lastTtl = client.ok({"PTTL", "dlock:{re}"}).integer;
+    int rises = 0;
+    REQUIRE(eventually([&] {
+      const long long now = client.ok({"PTTL", "dlock:{re}"}).integer;
+      if (now > lastTtl) ++rises;
+      lastTtl = now;
+      return rises >= 2;
+    }));
+    CHECK(lock->isHeld("re"));
+    lock->unlock("re");
+    CHECK(lock->isHeld("re"));
+    CHECK(lock->fencingToken("re") == fence);
+    lock->unlock("re");
+    CHECK(client.ok({"EXISTS", "dlock:{re}"}).integer == 0);
+  }
+
+  TEST_CASE("after 1000 keys taken, waited for and released, no key is left without a TTL") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    auto& fair = fairOf(backend);
+    const std::string a(32, 'a');
+    const std::string b(32, 'b');
+    for (int i = 0; i < 1000; ++i) {
+      const std::string key = "many:" + std::to_string(i);
+      REQUIRE(fair.fairLock(key, a, 10s, 5s).acquired);
+      REQUIRE_FALSE(fair.fairLock(key, b, 10s, 5s).acquired);
+      if (i % 3 == 0) {
+        (void)fair.fairUnlock(key, a);  // handed to b, who keeps it
+      } else if (i % 3 == 1) {
+        (void)fair.leaveQueue(key, b, 10s);  // b gives up; a keeps it
+      }  // else both stay: a holds, b waits
+    }
+    dlock::test::checkEveryLockKeyHasTtl(client);
+    CHECK(client.ok({"DBSIZE"}).integer > 1000);
+  }
+
+#if DLOCK_TEST_FORK_WITH_THREADS  // see tests/CMakeLists.txt
+  TEST_CASE("a fair lock inherited across fork(): 4 children x 200 locked increments through it end exact, 3 rounds") {
+    RedisProcess server;
+    std::shared_ptr<dlock::IOperator> backend = dlock::connect(server.uri());
+    auto lock = dlock::LockBuilder().backend(backend).fair().build();
+    dlock::test::exerciseBeforeFork(*lock, "fair-fork");
+    dlock::test::checkForkedIncrements(lock, backend, "fair-fork", server, 3, 4, 200, 60s);
+    REQUIRE(lock->tryLock("fair-fork", 5s));  // the parent is unaffected
+    lock->unlock("fair-fork");
+  }
+#endif
+}

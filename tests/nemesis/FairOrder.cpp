@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "FairOrder.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <set>
+
+namespace dlock::nemesis {
+namespace {
+
+struct KeyQueue {
+  std::deque<std::string> waiters;
+  std::set<std::string> left;
+  std::string justUnqueued;  // taken off the head by the command before: the grant's heir
+};
+
+std::string at(const Op& op) { return " at " + std::to_string(op.timeNs / 1'000'000) + " ms"; }
+
+}  // namespace
+
+FairOrderResult checkFairOrder(const std::vector<Op>& history) {
+  std::vector<Op> record;
+  for (const Op& op : history) {
+    if (op.process == "server" && op.op.rfind("server-", 0) == 0) record.push_back(op);
+  }
+  // The observer writes in the server's order; equal stamps keep it (one script's commands).
+  std::stable_sort(record.begin(), record.end(), [](const Op& a, const Op& b) { return a.timeNs < b.timeNs; });
+
+  FairOrderResult result;
+  std::map<std::string, KeyQueue> keys;
+  const auto violation = [&](const std::string& what) {
+    if (result.violations++ == 0) result.first = what;
+  };
+  for (const Op& op : record) {
+    KeyQueue& queue = keys[op.key];
+    auto& waiters = queue.waiters;
+    const auto position = std::find(waiters.begin(), waiters.end(), op.value);
+    if (op.op == "server-enqueue") {
+      if (position == waiters.end()) waiters.push_back(op.value);
+      queue.left.erase(op.value);
+      queue.justUnqueued.clear();
+    } else if (op.op == "server-leave") {
+      if (position != waiters.end()) {
+        waiters.erase(position);
+        queue.left.insert(op.value);
+      }
+      queue.justUnqueued.clear();
+    } else if (op.op == "server-unqueue") {
+      queue.justUnqueued.clear();
+      if (position == waiters.end()) continue;  // left already (a leave removes both entries)
+      if (position != waiters.begin()) {
+        violation("key '" + op.key + "': waiter " + op.value + " taken off the queue" + at(op) + " behind " +
+                  std::to_string(position - waiters.begin()) + " waiter(s), the first " + waiters.front());
+      }
+      waiters.erase(position);
+      queue.justUnqueued = op.value;
+    } else if (op.op == "server-set") {
+      ++result.grants;
+      if (queue.left.count(op.value) > 0) {
+        violation("key '" + op.key + "': granted" + at(op) + " to " + op.value + ", a waiter that had left");
+      } else if (op.value != queue.justUnqueued && !waiters.empty()) {
+        violation("key '" + op.key + "': " + op.value + " took the key" + at(op) + " past " +
+                  std::to_string(waiters.size()) + " waiter(s), the first " + waiters.front());
+      }
+      queue.justUnqueued.clear();
+    }
+  }
+  return result;
+}
+
+}  // namespace dlock::nemesis

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fair lock on Sentinel and Cluster: FIFO hand-off with each waiter on its own connection,
+// through a failover (Sentinel) and on every master with sharded pub/sub (Cluster).
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ClusterTopology.h"
+#include "RedisClient.h"
+#include "SentinelTopology.h"
+#include "TestHelpers.h"
+#include "dlock/cluster/ClusterKeys.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+
+using namespace std::chrono_literals;
+using dlock::test::ClusterTopology;
+using dlock::test::RedisClient;
+using dlock::test::SentinelTopology;
+using dlock::test::eventually;
+
+namespace {
+
+std::shared_ptr<dlock::ILock> fairLockOn(const std::string& uri) {
+  return dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(30s).fair().build();
+}
+
+// `count` waiters, each with its own lock and connections, queue for `key` one after the other
+// (`queued()` tells how many the server has) while a holder has it; they must get it in that order.
+void checkFifo(const std::string& uri, const std::string& key, int count, const std::function<long long()>& queued) {
+  auto holder = fairLockOn(uri);
+  holder->lock(key);
+  std::vector<std::shared_ptr<dlock::ILock>> locks;
+  for (int i = 0; i < count; ++i) locks.push_back(fairLockOn(uri));
+  std::mutex mutex;
+  std::vector<int> order;
+  std::vector<std::uint64_t> fences{holder->fencingToken(key)};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < count; ++i) {
+    waiters.emplace_back([&, i] {
+      auto& lock = *locks[static_cast<std::size_t>(i)];
+      if (!lock.tryLock(key, 60s)) return;
+      {
+        std::lock_guard<std::mutex> guard(mutex);
+        order.push_back(i);
+        fences.push_back(lock.fencingToken(key));
+      }
+      lock.unlock(key);
+    });
+    REQUIRE(eventually([&] { return queued() == i + 1; }));
+  }
+  holder->unlock(key);
+  for (auto& waiter : waiters) waiter.join();
+  std::vector<int> expected;
+  for (int i = 0; i < count; ++i) expected.push_back(i);
+  CHECK(order == expected);
+  for (std::size_t i = 1; i < fences.size(); ++i) CHECK(fences[i] > fences[i - 1]);
+}
+
+}  // namespace
+
+TEST_SUITE("FairLockTopology") {
+  TEST_CASE("Sentinel: FIFO hand-off on the master, and again on the promoted replica after a failover") {
+    SentinelTopology set;
+    const auto queueOnMaster = [&](const std::string& key) {
+      return [&set, key] {
+        auto master = set.dataClient(set.nodeOfPort(set.masterPort()));
+        return master.ok({"LLEN", "dlock:{" + key + "}:fair:queue"}).integer;
+      };
+    };
+    checkFifo(set.uri(), "before", 4, queueOnMaster("before"));
+    const int oldMaster = set.masterPort();
+    set.failover();
+    const int newMaster = set.waitForMasterOtherThan(oldMaster, 30s);
+    set.waitForAllSentinelsToName(newMaster, 10s);
+    checkFifo(set.uri(), "after", 4, queueOnMaster("after"));
+    auto master = set.dataClient(set.nodeOfPort(newMaster));
+    CHECK(master.ok({"EXISTS", "dlock:{after}:fence"}).integer == 1);  // handed over there
+    dlock::test::checkEveryLockKeyHasTtl(master);
+  }
+
+  TEST_CASE("Cluster: FIFO hand-off on every master over sharded pub/sub, all keys in the lock's slot") {
+    ClusterTopology cluster;
+    const auto owners = cluster.slotOwners();
+    const auto masters = cluster.masters();
+    REQUIRE(masters.size() == 3);
+    for (const std::size_t master : masters) {
+      std::string key;
+      for (int i = 0; key.empty(); ++i) {
+        const std::string candidate = "fair-" + std::to_string(i);
+        if (owners[dlock::clusterKeyNames("dlock:", candidate).slot] == master) key = candidate;
+      }
+      CAPTURE(key);
+      RedisClient owner = cluster.client(master);
+      checkFifo(cluster.uri(), key, 3, [&] { return owner.ok({"LLEN", "dlock:{" + key + "}:fair:queue"}).integer; });
+      dlock::test::checkEveryLockKeyHasTtl(owner);
+    }
+    // A key starting with '}' gets the cluster's hashed names: the queue shares the lock's slot.
+    auto node = dlock::connect(cluster.uri());
+    auto lock = dlock::LockBuilder().backend(node).leaseTime(30s).fair().build();
+    auto other = dlock::LockBuilder().backend(dlock::connect(cluster.uri())).leaseTime(30s).fair().build();
+    lock->lock("}odd{");
+    CHECK_FALSE(other->tryLock("}odd{", 50ms));  // queued and left: every script ran in one slot
+    lock->unlock("}odd{");
+    CHECK(other->tryLock("}odd{", 0ms));
+    other->unlock("}odd{");
+  }
+}

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "Fixtures.h"
+#include "TestHelpers.h"
+#include "dlock/MutexHandle.h"
+#include "dlock/macros.h"
+#include "dlock/LockError.h"
+#include "dlock/core/LockBuilder.h"
+#include "dlock/redlock/RedlockOperator.h"
+#include "dlock/sentinel/SentinelOperator.h"
+
+using namespace std::chrono_literals;
+using dlock::test::VirtualFixture;
+
+namespace {
+
+const std::string kA(32, 'a');
+const std::string kB(32, 'b');
+const std::string kC(32, 'c');
+
+struct FairFixture : VirtualFixture {
+  std::shared_ptr<dlock::ILock> fair(std::chrono::milliseconds lease = 10s) const {
+    return dlock::LockBuilder().backend(backend).clock(clock).leaseTime(lease).fair().build();
+  }
+};
+
+// Blocks (real time, bounded) until `backend` has `count` waiters queued for `key`.
+bool waitForQueue(const dlock::MemoryOperator& backend, std::string_view key, std::size_t count) {
+  const auto give = std::chrono::steady_clock::now() + 10s;
+  while (backend.queued(key) != count) {
+    if (std::chrono::steady_clock::now() > give) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_SUITE("FairLock") {
+  TEST_CASE("the release hands the key to the head waiter, who owns it at once") {
+    FairFixture f;
+    auto& op = *f.backend;
+    REQUIRE(op.fairLock("k", kA, 10s, 5s).acquired);
+    const auto b = op.fairLock("k", kB, 10s, 5s);
+    const auto c = op.fairLock("k", kC, 10s, 5s);
+    CHECK_FALSE(b.acquired);
+    CHECK(b.position == 1);
+    CHECK(c.position == 2);
+    CHECK(b.holderTtl == 10s);
+    auto watchB = op.watchGrants("k", kB);
+    const dlock::ReleaseResult released = op.fairUnlock("k", kA);
+    CHECK(released.released);
+    CHECK(released.notified == 1);
+    CHECK(op.holderOf("k") == kB);
+    const dlock::Grant grant = watchB->waitForGrant(0ms);
+    REQUIRE(grant.kind == dlock::Grant::Kind::Granted);
+    // Idempotent for the owner: a recheck after a lost message finds the same grant.
+    const auto again = op.fairLock("k", kB, 10s, 5s);
+    CHECK(again.acquired);
+    CHECK(again.fencingToken == grant.fencingToken);
+    CHECK(op.fairUnlock("k", kB).notified == 1);
+    CHECK(op.holderOf("k") == kC);
+    CHECK(op.fairUnlock("k", kC).notified == 0);
+    CHECK(op.holderOf("k").empty());
+    CHECK(op.queued("k") == 0);
+  }
+
+  TEST_CASE("a newcomer does not barge past the queue while the key is handed over") {
+    FairFixture f;
+    auto& op = *f.backend;
+    REQUIRE(op.fairLock("k", kA, 10s, 5s).acquired);
+    REQUIRE_FALSE(op.fairLock("k", kB, 10s, 5s).acquired);
+    (void)op.fairUnlock("k", kA);
+    CHECK_FALSE(op.fairLock("k", kC, 10s, 0ms).acquired);  // tryLock once: B owns it now
+    CHECK(op.queued("k") == 0);                               // and C was never queued
+  }
+
+  TEST_CASE("a waiter whose waiter lease ran out is skipped") {
+    FairFixture f;
+    auto& op = *f.backend;
+    REQUIRE(op.fairLock("k", kA, 10s, 5s).acquired);
+    REQUIRE_FALSE(op.fairLock("k", kB, 10s, 1s).acquired);  // dies: never renews
+    REQUIRE_FALSE(op.fairLock("k", kC, 10s, 5s).acquired);
+    f.clock->advance(2s);
+    CHECK(op.fairUnlock("k", kA).notified == 1);
+    CHECK(op.holderOf("k") == kC);
+  }
+
+  TEST_CASE("a free key with a live head (its holder died) goes to the head on the next attempt") {
+    FairFixture f;
+    auto& op = *f.backend;
+    REQUIRE(op.fairLock("k", kA, 1s, 5s).acquired);
+    REQUIRE_FALSE(op.fairLock("k", kB, 10s, 60s).acquired);
+    f.clock->advance(2s);  // A's lease ends unreleased
+    CHECK_FALSE(op.fairLock("k", kC, 10s, 60s).acquired);
+    CHECK(op.holderOf("k") == kB);
+  }
+
+  TEST_CASE("leaving after a hand-off raced the timeout passes the key on") {
+    FairFixture f;
+    auto& op = *f.backend;
+    REQUIRE(op.fairLock("k", kA, 10s, 5s).acquired);
+    REQUIRE_FALSE(op.fairLock("k", kB, 10s, 5s).acquired);
+    REQUIRE_FALSE(op.fairLock("k", kC, 10s, 5s).acquired);
+    (void)op.fairUnlock("k", kA);
+    REQUIRE(op.holderOf("k") == kB);
+    CHECK(op.leaveQueue("k", kB, 10s));
+    CHECK(op.holderOf("k") == kC);
+    CHECK_FALSE(op.leaveQueue("k", kA, 10s));
+  }
+
+  TEST_CASE("a retried release is told it ran earlier") {
+    FairFixture f;
+    auto& op = *f.backend;
+    REQUIRE(op.fairLock("k", kA, 10s, 5s).acquired);
+    REQUIRE(op.fairUnlock("k", kA).released);
+    const dlock::ReleaseResult retried = op.fairUnlock("k", kA);
+    CHECK(retried.released);
+    CHECK(retried.releasedEarlier);
+    CHECK_FALSE(op.fairUnlock("k", kB).released);
+  }
+
+  TEST_CASE("threads get the key in the order they queued, with rising fencing tokens") {
+    FairFixture f;
+    auto lock = f.fair();
+    lock->lock("k");
+    std::mutex mutex;
+    std::vector<int> order;
+    std::vector<std::uint64_t> fences;
+    std::vector<std::thread> waiters;
+    for (int i = 0; i < 5; ++i) {
+      waiters.emplace_back([&, i] {
+        lock->lock("k");
+        {
+          std::lock_guard<std::mutex> guard(mutex);
+          order.push_back(i);
+          fences.push_back(lock->fencingToken("k"));
+        }
+        lock->unlock("k");
+      });
+      REQUIRE(waitForQueue(*f.backend, "k", static_cast<std::size_t>(i + 1)));  // i queued before i + 1 starts
+    }
+    lock->unlock("k");
+    for (auto& waiter : waiters) waiter.join();
+    CHECK(order == std::vector<int>{0, 1, 2, 3, 4});
+    for (std::size_t i = 1; i < fences.size(); ++i) CHECK(fences[i] > fences[i - 1]);
+    CHECK(f.backend->queued("k") == 0);
+    CHECK(f.backend->holderOf("k").empty());
+  }
+
+  TEST_CASE("reentrant: the same thread locks again and releases at count zero") {
+    FairFixture f;
+    auto lock = f.fair();
+    lock->lock("k");
+    CHECK(lock->tryLock("k", 0ms));
+    lock->unlock("k");
+    CHECK(lock->isHeld("k"));
+    lock->unlock("k");
+    CHECK_FALSE(lock->isHeld("k"));
+    CHECK(f.backend->holderOf("k").empty());
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::NotOwnerError);
+  }
+
+  TEST_CASE("tryLock once on a held key fails without queueing, and a timed-out wait leaves the queue") {
+    FairFixture f;
+    auto holder = f.fair();
+    auto other = f.fair();
+    holder->lock("k");
+    std::atomic<bool> once{true};
+    std::thread([&] { once = other->tryLock("k", 0ms); }).join();
+    CHECK_FALSE(once);
+    CHECK(f.backend->queued("k") == 0);
+    std::atomic<bool> waited{true};
+    std::thread([&] { waited = other->tryLock("k", 20ms); }).join();
+    CHECK_FALSE(waited);
+    CHECK(f.backend->queued("k") == 0);
+    holder->unlock("k");
+    CHECK(f.backend->holderOf("k").empty());
+  }
+
+  TEST_CASE("a lost hand-off message is recovered by the waiter's recheck") {
+    FairFixture f;
+    auto& op = *f.backend;
+    REQUIRE(op.fairLock("k", kA, 10s, 5s).acquired);
+    REQUIRE_FALSE(op.fairLock("k", kB, 10s, 5s).acquired);
+    (void)op.fairUnlock("k", kA);  // B had no watch yet: the message is lost
+    const auto recheck = op.fairLock("k", kB, 10s, 5s);
+    CHECK(recheck.acquired);
+    CHECK(recheck.validity > 0ms);
+  }
+
+  TEST_CASE("fair(true) on Redlock is a ConfigError that says why") {
+    std::vector<std::shared_ptr<dlock::IOperator>> members;
+    for (int i = 0; i < 3; ++i) members.push_back(std::make_shared<dlock::MemoryOperator>());
+    auto redlock = std::make_shared<dlock::RedlockOperator>(members);
+    CHECK_THROWS_WITH_AS(dlock::LockBuilder().backend(redlock).fair().build(),
+                         doctest::Contains("no single queue"), dlock::ConfigError);
+    CHECK_THROWS_AS(dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).fair().waiterLease(1ms).build(),
+                    dlock::ConfigError);
+  }
+
+  TEST_CASE("the std adapters and the macros work on a fair lock") {
+    FairFixture f;
+    auto lock = f.fair();
+    {
+      auto handle = lock->mutex("k");
+      std::unique_lock<dlock::MutexHandle> guard(handle, std::chrono::seconds(1));
+      REQUIRE(guard);
+      CHECK(f.backend->holderOf("k").size() > 0);
+    }
+    CHECK(f.backend->holderOf("k").empty());
+    {
+      DISTRIBUTED_LOCK_WITH(lock, "m");
+      CHECK(lock->isHeld("m"));
+    }
+    CHECK_FALSE(lock->isHeld("m"));
+  }
+
+  TEST_CASE("a fair lease taken behind the holder's back is reported lost, and unlock says so") {
+    FairFixture f;
+    auto lock = dlock::LockBuilder().backend(f.backend).clock(f.clock).watchdogLease(30s).fair().build();
+    std::atomic<int> lost{0};
+    lock->onLockLost([&](std::string_view, std::uint64_t) { ++lost; });
+    REQUIRE(lock->tryLock("k", 0ms));
+    f.backend->forgetLeases();  // the server restarted empty
+    f.clock->advance(10s);      // one renewal: the lease is gone
+    CHECK_FALSE(lock->isHeld("k"));
+    CHECK(dlock::test::eventually([&] { return lost.load() == 1; }));
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+  }
+
+  TEST_CASE("a waiter handed the key while its waiter lease runs low holds it for the rest only, then extends") {
+    FairFixture f;
+    auto& op = *f.backend;
+    REQUIRE(op.fairLock("k", kA, 10s, 5s).acquired);
+    REQUIRE_FALSE(op.fairLock("k", kB, 10s, 3s).acquired);
+    auto watch = op.watchGrants("k", kB);
+    f.clock->advance(2s);
+    (void)op.fairUnlock("k", kA);
+    const dlock::Grant grant = watch->waitForGrant(0ms);
+    REQUIRE(grant.kind == dlock::Grant::Kind::Granted);
+    CHECK(grant.lease == 1s);  // what was left of B's 3 s place, not its 10 s ttl
+    f.clock->advance(1500ms);
+    CHECK(op.holderOf("k").empty());  // B died: the key is free after the claim, not after 10 s
+  }
+
+  TEST_CASE("fair(true) with wait_replicas is a ConfigError: a hand-off is not acknowledged by replicas") {
+    dlock::SentinelOptions options;
+    options.sentinels.push_back({"127.0.0.1", 1});
+    options.masterName = "mymaster";
+    options.waitReplicas = 1;
+    auto sentinel = std::make_shared<dlock::SentinelOperator>(options);  // contacts nothing yet
+    CHECK_THROWS_WITH_AS(dlock::LockBuilder().backend(sentinel).fair().build(), doctest::Contains("wait_replicas"),
+                         dlock::ConfigError);
+    options.waitReplicas = 0;
+    CHECK_NOTHROW((void)dlock::LockBuilder().backend(std::make_shared<dlock::SentinelOperator>(options)).fair().build());
+  }
+}
