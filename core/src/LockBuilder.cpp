@@ -81,6 +81,9 @@ std::shared_ptr<ILock> LockBuilder::build() const {
       throw ConfigError("dlock: LockBuilder: the ownerLabel text has " + std::to_string(options_.ownerLabel->size()) +
                         " bytes, more than the limit of " + std::to_string(kMaxOwnerTextBytes));
     }
+    if (options_.fair) {
+      throw ConfigError("dlock: LockBuilder: a fair lock records no owner label yet; drop ownerLabel() or fair()");
+    }
     if (dynamic_cast<IOwnerRecorder*>(backend_.get()) == nullptr) {
       throw ConfigError("dlock: LockBuilder: " + backend_->describe() + " cannot record an owner label");
     }

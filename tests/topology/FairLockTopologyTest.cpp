@@ -11,18 +11,18 @@
 #include <thread>
 #include <vector>
 
-#include "ClusterTopology.h"
+#include "ClusterServers.h"
 #include "RedisClient.h"
-#include "SentinelTopology.h"
+#include "SentinelServers.h"
 #include "TestHelpers.h"
 #include "dlock/cluster/ClusterKeys.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 
 using namespace std::chrono_literals;
-using dlock::test::ClusterTopology;
+using dlock::test::ClusterServers;
 using dlock::test::RedisClient;
-using dlock::test::SentinelTopology;
+using dlock::test::SentinelServers;
 using dlock::test::eventually;
 
 namespace {
@@ -67,7 +67,7 @@ void checkFifo(const std::string& uri, const std::string& key, int count, const 
 
 TEST_SUITE("FairLockTopology") {
   TEST_CASE("Sentinel: FIFO hand-off on the master, and again on the promoted replica after a failover") {
-    SentinelTopology set;
+    SentinelServers set;
     const auto queueOnMaster = [&](const std::string& key) {
       return [&set, key] {
         auto master = set.dataClient(set.nodeOfPort(set.masterPort()));
@@ -86,7 +86,7 @@ TEST_SUITE("FairLockTopology") {
   }
 
   TEST_CASE("Cluster: FIFO hand-off on every master over sharded pub/sub, all keys in the lock's slot") {
-    ClusterTopology cluster;
+    ClusterServers cluster;
     const auto owners = cluster.slotOwners();
     const auto masters = cluster.masters();
     REQUIRE(masters.size() == 3);

@@ -97,4 +97,10 @@ TEST_SUITE("OwnerLabel") {
     CHECK_THROWS_AS((void)dlock::LockBuilder().backend(forwarding).ownerLabel("x").build(), dlock::ConfigError);
     CHECK_NOTHROW((void)dlock::LockBuilder().backend(forwarding).build());
   }
+
+  TEST_CASE("ownerLabel with fair is a ConfigError at build, not a label silently dropped") {
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    CHECK_THROWS_AS((void)dlock::LockBuilder().backend(backend).fair(true).ownerLabel("x").build(), dlock::ConfigError);
+    CHECK_NOTHROW((void)dlock::LockBuilder().backend(backend).fair(true).build());
+  }
 }

@@ -294,7 +294,7 @@ void runScriptCall(Topology& topology, Call& call, std::uint16_t slot, const Scr
   run(
       topology, call, slot,
       [&](Connection& connection, const Route& route) { return runOn(connection, route, script, keys, args); },
-      [&](Connection&, const redisReply& reply, const Route& route) { read(reply, route.node->label()); });
+      [&](Connection&, const redisReply& reply, const Route& route) { read(reply, route.node->displayAddress()); });
 }
 
 }  // namespace detail
