@@ -309,7 +309,7 @@ bool handOff(MemoryOperator::State::KeyState& entry, Clock::time_point now, std:
   // The claim lease, as the script's: the heir's ttl, or the rest of its waiter lease if less.
   const auto claim = std::min(
       heir->ttl, std::max(std::chrono::milliseconds(1), std::chrono::floor<std::chrono::milliseconds>(heir->leaseEnds - now)));
-  entry.lease = MemoryOperator::State::Entry{heir->token, now + claim};
+  entry.lease = MemoryOperator::State::Entry{heir->token, now + claim, {}, {}};
   entry.fair.tell(heir->token, Grant{Grant::Kind::Granted, ++entry.fence, clockMillis(now), claim});
   return true;
 }
@@ -376,7 +376,7 @@ FairAcquireResult MemoryOperator::fairLock(std::string_view key, std::string_vie
           throw BackendError("dlock: lock " + detail::quoteKey(key) + " on memory://: the fencing counter is at its limit");
         }
         if (!entry.fair.empty()) entry.fair.popFront();
-        entry.lease = State::Entry{std::string(token), now + ttl};
+        entry.lease = State::Entry{std::string(token), now + ttl, {}, {}};
         result.acquired = true;
         result.fencingToken = ++entry.fence;
         return result;
