@@ -146,6 +146,26 @@ TEST_SUITE("LinkProxy") {
     CHECK(proxy.acceptedConnections() == 1);
   }
 
+  TEST_CASE("rewritten replies carry the other number only where it stands whole, also split across reads") {
+    RedisProcess server;
+    LinkProxy proxy(server.host(), server.port());
+    proxy.rewriteReplies({{"41234", "50001"}});
+    Peer peer(proxy.port());
+    // Whole numbers are rewritten; one inside a longer number is not.
+    REQUIRE(peer.asks("SET a \"127.0.0.1:41234 x41234y 141234 412345\"\r\n", "+OK\r\n"));
+    REQUIRE(peer.send("GET a\r\n"));
+    CHECK(peer.readUntil("412345\r\n") == "$37\r\n127.0.0.1:50001 x50001y 141234 412345\r\n");
+    // A value of 600 KB comes in many reads: numbers cut by a read's end are rewritten too.
+    std::string value;
+    while (value.size() < 600000) value += " 41234";
+    REQUIRE(peer.asks("*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$" + std::to_string(value.size()) + "\r\n" + value + "\r\n",
+                      "+OK\r\n"));
+    REQUIRE(peer.send("GET b\r\n"));
+    const std::string got = peer.readUntil(" 50001\r\n", 20s);
+    CHECK(got.find("41234") == std::string::npos);
+    CHECK(got.size() == value.size() + std::to_string(value.size()).size() + 5);
+  }
+
   TEST_CASE("a delayed link makes a round trip last at least the latency each way") {
     RedisProcess server;
     LinkProxy proxy(server.host(), server.port());

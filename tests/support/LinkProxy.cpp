@@ -65,6 +65,30 @@ bool namesReplication(std::string sent) {
   return false;
 }
 
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Applies same-length rewrites of whole numbers to `bytes` in place, and returns how many bytes at
+// its end must wait for the next read: a tail that could still grow into a match (RESP ends every
+// message with CRLF, so a complete reply never waits).
+std::size_t rewriteNumbers(std::string& bytes, const std::vector<std::pair<std::string, std::string>>& rewrites) {
+  std::size_t held = 0;
+  for (const auto& [from, to] : rewrites) {
+    for (std::size_t at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at + 1)) {
+      const std::size_t end = at + from.size();
+      if (end == bytes.size()) break;  // the next byte decides: held below
+      if ((at > 0 && isDigit(bytes[at - 1])) || isDigit(bytes[end])) continue;
+      bytes.replace(at, from.size(), to);
+    }
+    for (std::size_t length = std::min(from.size(), bytes.size()); length > held; --length) {
+      if (bytes.compare(bytes.size() - length, length, from, 0, length) == 0) {
+        held = length;
+        break;
+      }
+    }
+  }
+  return held;
+}
+
 void noDelay(int fd) {
   const int on = 1;
   (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
@@ -132,6 +156,13 @@ class LinkProxy::Impl {
     return static_cast<std::size_t>(std::count_if(connections_.begin(), connections_.end(),
                                                   [](const auto& entry) { return entry.second.replication; }));
   }
+  void rewriteReplies(std::vector<std::pair<std::string, std::string>> rewrites) {
+    for (const auto& [from, to] : rewrites) {
+      if (from.size() != to.size() || from.empty()) throw std::invalid_argument("link proxy: a rewrite keeps the length");
+    }
+    std::lock_guard<std::mutex> guard(mutex_);
+    rewrites_ = std::move(rewrites);
+  }
   void resetAll() {
     std::unique_lock<std::mutex> guard(mutex_);
     resetOpen(guard);
@@ -167,6 +198,8 @@ class LinkProxy::Impl {
     bool held = false;       // holdNewConnections: client bytes wait for release()
     bool replication = false;  // its client sent REPLCONF, PSYNC or SYNC
     std::string sniffed;     // its client's first bytes, up to kSniffBytes
+    std::vector<std::pair<std::string, std::string>> rewrites;  // rewriteReplies, as at its accept
+    std::string downHeld;    // the end of a read from the target that may be part of a rewrite
     std::optional<Clock::time_point> losingUntil;  // its next reply is lost; given up after this
     Flow up;                 // client → target
     Flow down;               // target → client
@@ -205,6 +238,7 @@ class LinkProxy::Impl {
   std::string replicationMarker_;  // guarded by mutex_; delayReplicationOf, empty: every replica
   std::string cutMarker_;  // guarded by mutex_; blackholeClientsSending, empty when off
   std::optional<std::size_t> cutOffset_;  // guarded by mutex_
+  std::vector<std::pair<std::string, std::string>> rewrites_;  // guarded by mutex_
   bool holdNew_ = false;                            // guarded by mutex_
   bool loseArmed_ = false;                          // guarded by mutex_
   bool replyLost_ = false;                          // guarded by mutex_
@@ -392,6 +426,7 @@ void LinkProxy::Impl::accept() {
     connection.client = client;
     connection.server = server;
     connection.held = holdNew_;
+    connection.rewrites = rewrites_;
     connection.clientEvents = EPOLLIN;
     connection.serverEvents = EPOLLOUT;  // writable once connected
     epoll_event clientEvent{connection.clientEvents, {}};
@@ -417,6 +452,11 @@ void LinkProxy::Impl::readSide(Connection& connection, bool fromClient, Clock::t
   }
   if (got == 0) {
     flow.sourceEnded = true;  // closes the connection once what came before the FIN is through
+    if (!fromClient && !connection.downHeld.empty()) {
+      flow.queued += connection.downHeld.size();
+      flow.chunks.push_back(Chunk{std::move(connection.downHeld), now, false});
+      connection.downHeld.clear();
+    }
     return;
   }
   if (!fromClient && connection.losingUntil) {
@@ -428,6 +468,13 @@ void LinkProxy::Impl::readSide(Connection& connection, bool fromClient, Clock::t
     return;
   }
   Chunk chunk{std::string(readBuffer_.data(), static_cast<std::size_t>(got)), now, false};
+  if (!fromClient && !connection.rewrites.empty()) {
+    chunk.bytes.insert(0, connection.downHeld);
+    const std::size_t held = rewriteNumbers(chunk.bytes, connection.rewrites);
+    connection.downHeld = chunk.bytes.substr(chunk.bytes.size() - held);
+    chunk.bytes.resize(chunk.bytes.size() - held);
+    if (chunk.bytes.empty()) return;
+  }
   if (fromClient && connection.sniffed.size() < kSniffBytes) {
     connection.sniffed += chunk.bytes.substr(0, kSniffBytes - connection.sniffed.size());
     connection.replication = connection.replication || namesReplication(connection.sniffed);
@@ -624,6 +671,9 @@ void LinkProxy::blackholeClientsSending(std::string marker, std::optional<std::s
 }
 std::size_t LinkProxy::replicationConnections() const { return impl_->replicationConnections(); }
 
+void LinkProxy::rewriteReplies(std::vector<std::pair<std::string, std::string>> rewrites) {
+  impl_->rewriteReplies(std::move(rewrites));
+}
 void LinkProxy::resetAll() { impl_->resetAll(); }
 std::size_t LinkProxy::openConnections() const { return impl_->openConnections(); }
 std::uint64_t LinkProxy::acceptedConnections() const { return impl_->acceptedConnections(); }

@@ -26,6 +26,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace dlock::test {
 
@@ -67,6 +69,11 @@ class LinkProxy {
   // sends on a bus link, so one node's outgoing links can be cut at the others' bus proxies.
   // pass() clears it.
   void blackholeClientsSending(std::string marker, std::optional<std::size_t> offset = std::nullopt);
+  // Rewrites what targets send to clients: each `from` is replaced by its `to` of the same length
+  // where it stands as a whole number (no digit on either side), e.g. a server's proxy port by a
+  // client's own proxy port in the addresses Sentinel and Cluster hand out, so that each client
+  // can have links of its own. Applies to connections accepted from now on.
+  void rewriteReplies(std::vector<std::pair<std::string, std::string>> rewrites);
   // Open connections classified as replication links.
   [[nodiscard]] std::size_t replicationConnections() const;
 
