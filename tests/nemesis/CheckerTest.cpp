@@ -367,6 +367,20 @@ TEST_SUITE("Checker") {
     }
   }
 
+  TEST_CASE("a holder told only by its failing release overlapped, even when the release came within the slack") {
+    auto input = overlapRun("");
+    record(input, "c1", Kind::Invoke, "release", "k", 7, 513);  // its section ran past c2's acquire at 511
+    record(input, "c1", Kind::Fail, "release", "k", 7, 514, "", "LockLostError");
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "8");
+    CHECK(report.lostExpiredFirst == 0);
+    CHECK(report.exclusionViolations == 1);
+    input.overlapCause = "a failover without replica acknowledgement";
+    report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.lostTold == 1);  // told before its release returned: by the release itself
+  }
+
   TEST_CASE("a fenced write the store refused is a loss even when no other acquisition was recorded") {
     auto input = cleanRun();
     input.overlapCause = "a paused process";

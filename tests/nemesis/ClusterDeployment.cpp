@@ -62,6 +62,20 @@ ClusterDeployment::ClusterDeployment(std::size_t clients) : Deployment(clients) 
       }
     }
   }
+  // Each client's own links, rewriting the P_i the nodes name into its own.
+  ownProxies_.resize(clients);
+  for (auto& own : ownProxies_) {
+    std::vector<std::pair<std::string, std::string>> rewrites;
+    for (std::size_t i = 0; i < kNodes; ++i) {
+      own.push_back(std::make_unique<test::LinkProxy>("127.0.0.1", nodes_[i]->port()));
+      rewrites.emplace_back(std::to_string(clientProxies_[i]->port()), std::to_string(own[i]->port()));
+      if (rewrites.back().first.size() != rewrites.back().second.size()) {
+        throw std::runtime_error("cluster deployment: proxy ports " + rewrites.back().first + " and " +
+                                 rewrites.back().second + " differ in length; a reply cannot be rewritten in place");
+      }
+    }
+    for (auto& proxy : own) proxy->rewriteReplies(rewrites);
+  }
   std::vector<std::string> args = {"redis-cli", "--cluster", "create"};
   for (const auto& proxy : clientProxies_) args.push_back(proxy->address());
   args.insert(args.end(), {"--cluster-replicas", "1", "--cluster-yes"});
@@ -72,9 +86,9 @@ ClusterDeployment::ClusterDeployment(std::size_t clients) : Deployment(clients) 
   waitStable(kFormBudget);
 }
 
-std::string ClusterDeployment::lockUri(std::size_t) const {
+std::string ClusterDeployment::lockUri(std::size_t slot) const {
   std::string uri = "redis+cluster://";
-  for (std::size_t i = 0; i < kNodes; ++i) uri += (i == 0 ? "" : ",") + clientProxies_[i]->address();
+  for (std::size_t i = 0; i < kNodes; ++i) uri += (i == 0 ? "" : ",") + ownProxies_.at(slot)[i]->address();
   return uri + "?" + clientQuery();
 }
 
@@ -91,9 +105,9 @@ std::vector<std::string> ClusterDeployment::dataAddresses() const {
   return addresses;
 }
 
-std::vector<test::LinkProxy*> ClusterDeployment::clientLinks(std::size_t) {
+std::vector<test::LinkProxy*> ClusterDeployment::clientLinks(std::size_t slot) {
   std::vector<test::LinkProxy*> links;
-  for (auto& proxy : clientProxies_) links.push_back(proxy.get());
+  for (auto& proxy : ownProxies_.at(slot)) links.push_back(proxy.get());
   return links;
 }
 
@@ -216,6 +230,7 @@ void ClusterDeployment::migrateSlot(std::uint16_t slot, std::size_t target, std:
 void ClusterDeployment::isolate(std::size_t node) {
   const std::string id = nodeId(node);
   clientProxies_.at(node)->blackhole();
+  for (auto& own : ownProxies_) own.at(node)->blackhole();
   busProxies_.at(node)->blackhole();
   for (std::size_t other = 0; other < kNodes; ++other) {
     if (other != node) busProxies_[other]->blackholeClientsSending(id, kSenderOffset);
@@ -224,11 +239,13 @@ void ClusterDeployment::isolate(std::size_t node) {
 
 void ClusterDeployment::rejoin(std::size_t node) {
   clientProxies_.at(node)->pass();
+  for (auto& own : ownProxies_) own.at(node)->pass();
   for (auto& proxy : busProxies_) proxy->pass();
 }
 
 void ClusterDeployment::heal() {
   for (auto& proxy : clientProxies_) proxy->pass();
+  for (test::LinkProxy* proxy : allClientLinks()) proxy->pass();
   for (auto& proxy : busProxies_) proxy->pass();
   for (auto& node : nodes_) {
     if (!node->running()) node->restart();

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // ClusterDeployment.h — a Redis Cluster of 3 masters with a replica each, every link through a
 // LinkProxy: node i announces its client proxy P_i and its cluster-bus proxy B_i
-// (cluster-announce-port/-bus-port), so clients, MOVED/ASK redirections, replication and the
-// gossip of the bus all cross a proxy. The proxies are shared by every client. Created with
-// `redis-cli --cluster create` over the P_i (its MEETs carry the announced bus port).
+// (cluster-announce-port/-bus-port), so replication and the gossip of the bus cross a proxy.
+// Each client has a proxy of its own to each node, which rewrites the P_i in what the nodes answer
+// (CLUSTER SLOTS, MOVED, ASK) into that client's own proxies' ports: a partition can then leave
+// some clients with a master and others with the replica promoted in its place (split brain).
+// Created with `redis-cli --cluster create` over the P_i (its MEETs carry the announced bus port).
 // Owner: the runner. Not thread-safe.
 #pragma once
 
@@ -27,7 +29,7 @@ class ClusterDeployment : public Deployment {
   [[nodiscard]] std::string lockUri(std::size_t slot) const override;
   // The running masters' own addresses.
   [[nodiscard]] std::vector<std::string> dataAddresses() const override;
-  // Every client proxy: they are shared by all clients.
+  // The client's own proxies, one per node.
   [[nodiscard]] std::vector<test::LinkProxy*> clientLinks(std::size_t slot) override;
   // Every proxy passing, every node running, and the cluster stable (waitStable).
   void heal() override;
@@ -43,11 +45,13 @@ class ClusterDeployment : public Deployment {
 
   void kill(std::size_t node) { nodes_.at(node)->kill(); }
   void restart(std::size_t node) { nodes_.at(node)->restart(); }
+  // The link replicas and the cluster's tools use to reach `node`, and client `slot`'s own.
   [[nodiscard]] test::LinkProxy& clientLink(std::size_t node) { return *clientProxies_.at(node); }
+  [[nodiscard]] test::LinkProxy& ownLink(std::size_t slot, std::size_t node) { return *ownProxies_.at(slot).at(node); }
   [[nodiscard]] test::LinkProxy& busLink(std::size_t node) { return *busProxies_.at(node); }
 
-  // Cuts `node` off from clients and the bus: its own proxies blackholed, and at the others' bus
-  // proxies the links it opened (a node that still hears from a peer never marks it failing).
+  // Cuts `node` off from every client and the bus: its own proxies blackholed, and at the others'
+  // bus proxies the links it opened (a node that still hears from a peer never marks it failing).
   void isolate(std::size_t node);
   void rejoin(std::size_t node);
 
@@ -61,6 +65,7 @@ class ClusterDeployment : public Deployment {
 
   std::vector<std::unique_ptr<test::LinkProxy>> clientProxies_;  // P_i
   std::vector<std::unique_ptr<test::LinkProxy>> busProxies_;     // B_i
+  std::vector<std::vector<std::unique_ptr<test::LinkProxy>>> ownProxies_;  // [client slot][node]
   std::vector<std::unique_ptr<test::RedisProcess>> nodes_;
 };
 

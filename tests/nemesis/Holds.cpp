@@ -57,11 +57,12 @@ std::vector<Hold> extractHolds(const std::vector<Op>& history) {
       if (op.op != "lost" && op.op != "invalid") continue;
       for (std::size_t i = first; i < holds.size(); ++i) {
         Hold& hold = holds[i];
-        if (hold.key == op.key && hold.token == op.token && op.timeNs >= hold.acquireOkNs &&
-            (!hold.toldNs || op.timeNs < *hold.toldNs)) {
+        if (hold.key != op.key || hold.token != op.token || op.timeNs < hold.acquireOkNs) continue;
+        if (!hold.toldNs || op.timeNs < *hold.toldNs) {
           hold.told = true;
           hold.toldNs = op.timeNs;
         }
+        if (!hold.noticedNs || op.timeNs < *hold.noticedNs) hold.noticedNs = op.timeNs;
       }
     }
     for (std::size_t i = first; i < holds.size(); ++i) {

@@ -36,6 +36,9 @@ struct Hold {
   // release that failed with LockLostError. toldNs is the earliest of them.
   bool told = false;
   std::optional<std::int64_t> toldNs;
+  // The earliest notice inside the section (a lost notice or `invalid`), not the release: only
+  // these can show that the lease had ended for the holder before another client acquired.
+  std::optional<std::int64_t> noticedNs;
   // The fenced write of this hold, when it completed: when, and what the client says the store
   // answered (the checker trusts the store's own list of accepted tokens over it).
   std::optional<std::int64_t> fencedWriteEndNs;

@@ -66,6 +66,8 @@ class Run {
   // Ends the hold (the client releases) once another client took its key or `budget` passed:
   // a hold that outlives the recovery meets the next holder.
   void endHoldAfterTaken(const Target& target, std::chrono::milliseconds budget);
+  // Whether another client acquired the target's key after `sinceNs` (monotonic), waiting up to `budget`.
+  bool waitTaken(const Target& target, std::int64_t sinceNs, std::chrono::milliseconds budget);
   void sleep(std::chrono::milliseconds duration);
 
   // Records the fault's start (with its target), runs `inject`, waits `length`, samples, runs

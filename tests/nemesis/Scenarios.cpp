@@ -37,17 +37,22 @@ std::optional<Target> Run::holdLong(milliseconds lease, milliseconds max) {
   return std::nullopt;
 }
 
-void Run::endHoldAfterTaken(const Target& target, milliseconds budget) {
-  const std::int64_t since = monotonicNs();
+bool Run::waitTaken(const Target& target, std::int64_t sinceNs, milliseconds budget) {
   const auto deadline = std::chrono::steady_clock::now() + budget;
-  bool taken = false;
-  while (!taken && std::chrono::steady_clock::now() < deadline) {
+  while (true) {
     for (const Op& op : fleet_.history()) {
-      taken = taken || (op.op == "acquire" && op.kind == Kind::Ok && op.key == target.key &&
-                        op.process != target.process && op.timeNs > since);
+      if (op.op == "acquire" && op.kind == Kind::Ok && op.key == target.key && op.process != target.process &&
+          op.timeNs > sinceNs) {
+        return true;
+      }
     }
-    if (!taken) sleep(milliseconds(20));
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    sleep(milliseconds(20));
   }
+}
+
+void Run::endHoldAfterTaken(const Target& target, milliseconds budget) {
+  (void)waitTaken(target, monotonicNs(), budget);
   fleet_.endHold(target.slot);
 }
 
@@ -376,15 +381,48 @@ void sentinelPauseMaster(Run& run) {
 void sentinelPartitionMaster(Run& run) {
   auto& deployment = run.deployment<SentinelDeployment>();
   const std::size_t old = deployment.master();
-  test::LinkProxy& link = deployment.dataLink(old);
+  const auto links = deployment.linksTo(old);
   withOutlivingHolder(run, [&](const Target& target) {
     run.fault("master " + std::to_string(old) + " partitioned", run.timing().faultLength + milliseconds(1500),
-              [&] { link.blackhole(); },
+              [&] { each(links, [](auto& link) { link.blackhole(); }); },
               [&] {
                 (void)deployment.waitForNewMaster(old, kPromotionBudget);  // the partition did what it is for
-                link.pass();
+                each(links, [](auto& link) { link.pass(); });
               }, &target);
   });
+}
+
+// Split brain: under a watchdog-renewed hold, the holder and the master on one side, the sentinels,
+// the replicas and the other clients on the other. The sentinels promote a replica and the other
+// clients follow them there, while the holder, hearing nothing of it, renews on the old master. The fault waits for the
+// promotion and for another client to take the key on the new master (or says it did not come).
+// With wait_replicas no replica acknowledges the holder's renewals on the old master, so its lease
+// must end at its own deadline, before the promoted replica's copy of the key expires.
+void sentinelSplitBrain(Run& run) {
+  auto& deployment = run.deployment<SentinelDeployment>();
+  const std::size_t old = deployment.master();
+  const auto target = run.holdLong(milliseconds(0), kOutlivingHold);
+  if (!target) return;
+  // Two sides: the holder with the old master; the sentinels, the replicas and the other clients.
+  test::LinkProxy* kept = &deployment.clientDataLink(target->slot, old);
+  std::vector<test::LinkProxy*> cut;
+  for (test::LinkProxy* link : deployment.linksTo(old)) {
+    if (link != kept) cut.push_back(link);
+  }
+  for (test::LinkProxy* link : deployment.clientLinks(target->slot)) {
+    if (link != kept) cut.push_back(link);
+  }
+  const std::int64_t since = monotonicNs();
+  run.fault("split brain: master " + std::to_string(old) + " kept by " + target->process + " alone", milliseconds(0),
+            [&] { each(cut, [](auto& link) { link.blackhole(); }); },
+            [&] {
+              (void)deployment.waitForNewMaster(old, kPromotionBudget);
+              if (!run.waitTaken(*target, since, kPromotionBudget)) {
+                std::printf("[nemesis] split brain: no other client took the key on the new master\n");
+              }
+              each(cut, [](auto& link) { link.pass(); });
+            }, &*target);
+  run.fleet().endHold(target->slot);
 }
 
 std::unique_ptr<Deployment> cluster(std::size_t clients) { return std::make_unique<ClusterDeployment>(clients); }
@@ -439,6 +477,39 @@ void clusterPartitionMaster(Run& run) {
                 deployment.rejoin(old);
               }, &target);
   });
+}
+
+// Split brain: under a watchdog-renewed hold of the first key, the holder and that key's master on
+// one side, every other node and client on the other. The majority promotes the master's replica
+// and the other clients follow it, while the holder renews on the old master until it stops taking
+// writes (a master in a minority does after cluster-node-timeout). The fault waits for the
+// promotion and for another client to take the key there (or says it did not come).
+void clusterSplitBrain(Run& run) {
+  auto& deployment = run.deployment<ClusterDeployment>();
+  const std::uint16_t slot = deployment.slotOfLock(kFirstKey);
+  const std::size_t old = deployment.ownerOf(slot);
+  const auto target = run.holdLong(milliseconds(0), kOutlivingHold);
+  if (!target) return;
+  const auto holderLinks = deployment.clientLinks(target->slot);
+  test::LinkProxy& kept = deployment.ownLink(target->slot, old);
+  const std::int64_t since = monotonicNs();
+  run.fault("split brain: master " + std::to_string(old) + " kept by " + target->process + " alone", milliseconds(0),
+            [&] {
+              deployment.isolate(old);
+              for (test::LinkProxy* link : holderLinks) {
+                if (link != &kept) link->blackhole();
+              }
+              kept.pass();
+            },
+            [&] {
+              (void)deployment.waitForNewOwner(slot, old, kPromotionBudget);
+              if (!run.waitTaken(*target, since, kPromotionBudget)) {
+                std::printf("[nemesis] split brain: no other client took the key on the new master\n");
+              }
+              deployment.rejoin(old);
+              each(holderLinks, [](auto& link) { link.pass(); });
+            }, &*target);
+  run.fleet().endHold(target->slot);
 }
 
 // What each fault means to do to its holder (FaultHits.h).
@@ -498,6 +569,10 @@ const std::vector<Scenario>& scenarios() {
        "", kOutlivedKept, sentinel(1), sentinelFailoverDelayedReplication(milliseconds(40))},
       {"sentinel", "partition-master", "the master cut off from everyone for 4 s under a holder, then healed",
        kFailoverExplained, kOutlived, sentinel(), sentinelPartitionMaster},
+      {"sentinel", "split-brain-wait",
+       "clients with wait_replicas=1; split brain: a holder alone with the master, the others with the sentinels, "
+       "which promote a replica",
+       "", kHit, sentinel(1), sentinelSplitBrain},
       {"sentinel", "pause-master", "the master SIGSTOPped past down-after under a holder, a replica promoted, then resumed",
        kFailoverExplained, kOutlived, sentinel(), sentinelPauseMaster},
       {"sentinel", "fair-failover", "fair lock: the master SIGKILLed under a holder, a replica promoted, the old master back",
@@ -508,6 +583,8 @@ const std::vector<Scenario>& scenarios() {
        cluster, clusterMigrateSlot},
       {"cluster", "partition-master", "the first key's master cut off (clients and bus) for 4 s under a holder, then healed",
        kFailoverExplained, kOutlived, cluster, clusterPartitionMaster},
+      {"cluster", "split-brain", "split brain: a holder alone with the first key's master, the other clients with "
+       "the rest of the cluster, which promotes its replica", kFailoverExplained, kHit, cluster, clusterSplitBrain},
       {"cluster", "fair-partition-master", "fair lock: the first key's master cut off for 4 s under a holder, then healed",
        kFailoverExplained, kOutlived, cluster, clusterPartitionMaster, true},
   };

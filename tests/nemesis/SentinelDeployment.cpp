@@ -56,6 +56,28 @@ SentinelDeployment::SentinelDeployment(std::size_t clients, Options options)
   for (std::size_t j = 0; j < kSentinels; ++j) {
     sentinelProxies_.push_back(std::make_unique<test::LinkProxy>("127.0.0.1", 1));
   }
+  // Each client's own links, rewriting the shared ports the sentinels name into its own.
+  clientData_.resize(clients);
+  clientSentinels_.resize(clients);
+  for (std::size_t slot = 0; slot < clients; ++slot) {
+    std::vector<std::pair<std::string, std::string>> rewrites;
+    for (std::size_t i = 0; i < kDataNodes; ++i) {
+      clientData_[slot].push_back(std::make_unique<test::LinkProxy>("127.0.0.1", 1));
+      rewrites.emplace_back(std::to_string(dataProxies_[i]->port()), std::to_string(clientData_[slot][i]->port()));
+    }
+    for (std::size_t j = 0; j < kSentinels; ++j) {
+      clientSentinels_[slot].push_back(std::make_unique<test::LinkProxy>("127.0.0.1", 1));
+      rewrites.emplace_back(std::to_string(sentinelProxies_[j]->port()),
+                            std::to_string(clientSentinels_[slot][j]->port()));
+    }
+    for (const auto& [shared, own] : rewrites) {
+      if (shared.size() != own.size()) {
+        throw std::runtime_error("sentinel deployment: proxy ports " + shared + " and " + own +
+                                 " differ in length; a reply cannot be rewritten in place");
+      }
+    }
+    for (auto& proxy : clientSentinels_[slot]) proxy->rewriteReplies(rewrites);
+  }
   data_.resize(kDataNodes);
   for (std::size_t i = 0; i < kDataNodes; ++i) data_[i] = startData(i, i == 0 ? 0 : dataProxies_[0]->port());
 
@@ -82,6 +104,7 @@ SentinelDeployment::SentinelDeployment(std::size_t clients, Options options)
     }
     sentinels_.push_back(std::make_unique<test::RedisProcess>(sentinel));
     sentinelProxies_[j]->retarget(sentinels_[j]->port());
+    for (auto& own : clientSentinels_) own[j]->retarget(sentinels_[j]->port());
   }
   waitHealthy(kHealBudget);
 }
@@ -95,12 +118,13 @@ std::unique_ptr<test::RedisProcess> SentinelDeployment::startData(std::size_t no
   if (masterProxyPort != 0) server.config.push_back("replicaof 127.0.0.1 " + std::to_string(masterProxyPort));
   auto process = std::make_unique<test::RedisProcess>(server);
   dataProxies_[node]->retarget(process->port());
+  for (auto& own : clientData_) own[node]->retarget(process->port());
   return process;
 }
 
-std::string SentinelDeployment::lockUri(std::size_t) const {
+std::string SentinelDeployment::lockUri(std::size_t slot) const {
   std::string uri = "redis+sentinel://";
-  for (std::size_t j = 0; j < kSentinels; ++j) uri += (j == 0 ? "" : ",") + sentinelProxies_[j]->address();
+  for (std::size_t j = 0; j < kSentinels; ++j) uri += (j == 0 ? "" : ",") + clientSentinels_.at(slot)[j]->address();
   uri += std::string("/") + kMasterName + "?" + clientQuery();
   if (options_.waitReplicas > 0) {
     uri += "&wait_replicas=" + std::to_string(options_.waitReplicas) +
@@ -117,10 +141,16 @@ std::vector<std::string> SentinelDeployment::dataAddresses() const {
   return addresses;
 }
 
-std::vector<test::LinkProxy*> SentinelDeployment::clientLinks(std::size_t) {
+std::vector<test::LinkProxy*> SentinelDeployment::clientLinks(std::size_t slot) {
   std::vector<test::LinkProxy*> links;
-  for (auto& proxy : dataProxies_) links.push_back(proxy.get());
-  for (auto& proxy : sentinelProxies_) links.push_back(proxy.get());
+  for (auto& proxy : clientData_.at(slot)) links.push_back(proxy.get());
+  for (auto& proxy : clientSentinels_.at(slot)) links.push_back(proxy.get());
+  return links;
+}
+
+std::vector<test::LinkProxy*> SentinelDeployment::linksTo(std::size_t node) {
+  std::vector<test::LinkProxy*> links{dataProxies_.at(node).get()};
+  for (auto& own : clientData_) links.push_back(own.at(node).get());
   return links;
 }
 
@@ -291,6 +321,7 @@ void SentinelDeployment::passReplication() {
 void SentinelDeployment::heal() {
   for (auto& proxy : dataProxies_) proxy->pass();
   for (auto& proxy : sentinelProxies_) proxy->pass();
+  for (test::LinkProxy* proxy : allClientLinks()) proxy->pass();
   for (std::size_t i = 0; i < kDataNodes; ++i) {
     if (!running(i)) restartAsReplica(i);
   }

@@ -5,6 +5,10 @@
 // every client: the master the sentinels hand out is a D_i. The replication links inside the D_i
 // can be delayed or cut alone (LinkProxy::delayReplication), so a lock can be acknowledged by the
 // master and lost with it. Restarted nodes come back as replicas of the master the sentinels name.
+// Each client has links of its own: a proxy per data node and per sentinel, the latter rewriting
+// the D_i and S_j ports in what the sentinels answer into that client's own proxies' ports. A
+// partition can therefore leave some clients with the old master and others with the new one
+// (split brain), while the sentinels and replicas reach each other through D_i and S_j.
 // Owner: the runner, or dlock_failover_trials. Not thread-safe.
 #pragma once
 
@@ -35,7 +39,7 @@ class SentinelDeployment : public Deployment {
   [[nodiscard]] std::string topology() const override { return "sentinel"; }
   [[nodiscard]] std::string lockUri(std::size_t slot) const override;
   [[nodiscard]] std::vector<std::string> dataAddresses() const override;
-  // Every proxy: they are shared by all clients.
+  // The client's own proxies: one per data node, one per sentinel.
   [[nodiscard]] std::vector<test::LinkProxy*> clientLinks(std::size_t slot) override;
   // Every proxy passing, every node running (the dead ones as replicas of the named master, a
   // stray master demoted), and the set healthy (waitHealthy).
@@ -57,7 +61,14 @@ class SentinelDeployment : public Deployment {
   // A new server for a dead node, replicating the master the sentinels name (waited for).
   void restartAsReplica(std::size_t node);
 
+  // The link the sentinels and replicas use to reach `node`.
   [[nodiscard]] test::LinkProxy& dataLink(std::size_t node) { return *dataProxies_.at(node); }
+  // Client `slot`'s own link to `node`.
+  [[nodiscard]] test::LinkProxy& clientDataLink(std::size_t slot, std::size_t node) {
+    return *clientData_.at(slot).at(node);
+  }
+  // Every link to `node`: the sentinels' and replicas', and each client's.
+  [[nodiscard]] std::vector<test::LinkProxy*> linksTo(std::size_t node);
   // Delay or cut every replication link, or pass them again.
   void delayReplication(std::chrono::milliseconds latency);
   // Delays only the replication link of replica `node` (whichever master it follows).
@@ -77,6 +88,8 @@ class SentinelDeployment : public Deployment {
   Options options_;
   std::vector<std::unique_ptr<test::LinkProxy>> dataProxies_;      // D_i
   std::vector<std::unique_ptr<test::LinkProxy>> sentinelProxies_;  // S_j
+  std::vector<std::vector<std::unique_ptr<test::LinkProxy>>> clientData_;       // [slot][node]
+  std::vector<std::vector<std::unique_ptr<test::LinkProxy>>> clientSentinels_;  // [slot][sentinel]
   std::vector<std::unique_ptr<test::RedisProcess>> data_;          // null while dead
   std::vector<std::unique_ptr<test::RedisProcess>> sentinels_;
 };

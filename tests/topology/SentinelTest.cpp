@@ -433,6 +433,28 @@ TEST_SUITE("SentinelOperator") {
     CHECK_THROWS_AS(acked->lock("later", "token-later", 60000ms), dlock::ConnectionError);
   }
 
+  TEST_CASE("replication-acked renewals: renewals no replica acknowledges do not keep a lease, which ends at its deadline") {
+    // Split brain seen from the holder: its master still answers, its replicas are gone. The key
+    // stays renewed on that master, but a promoted replica would let it expire: the lease is lost.
+    SentinelServers set;
+    auto lock = dlock::LockBuilder()
+                    .backend(sentinelOperator(set.uri("wait_replicas=1&wait_timeout=100ms")))
+                    .watchdogLease(1500ms)
+                    .build();
+    std::atomic<int> lost{0};
+    lock->onLockLost([&](std::string_view, std::uint64_t) { ++lost; });
+    REQUIRE(lock->tryLock("split", 0ms));
+    set.pauseData(1);
+    set.pauseData(2);
+    CHECK(set.dataClient(0).ok({"CLIENT", "KILL", "TYPE", "replica"}).integer == 2);
+    REQUIRE(eventually([&] { return lost.load() == 1; }, dlock::test::kEventBudget));
+    CHECK_FALSE(lock->isHeld("split"));
+    CHECK(lock->stats().lostLeases == 1);
+    CHECK_THROWS_AS(lock->unlock("split"), dlock::LockLostError);
+    set.resumeData(1);
+    set.resumeData(2);
+  }
+
   TEST_CASE("replication-acked acquire with WAIT refused by the ACL: BackendError, and the key is released") {
     SentinelServers set;
     set.dataClient(0).ok({"ACL", "SETUSER", "nowait", "on", ">pw", "~*", "&*", "+@all", "-wait"});

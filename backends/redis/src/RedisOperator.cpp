@@ -266,13 +266,19 @@ std::string releaseAfterAcquire(Connection& connection, const KeyNames& names, b
 // throws ConnectionError; when WAIT is refused (an ACL without it), releases the key and throws
 // BackendError (ConnectionError for a "not now" reply). Either message says whether the release
 // worked.
+ReplyPtr waitForReplicas(const RedisOperatorOptions& options, Connection& connection) {
+  connection.setReadTimeout(options.waitTimeout + options.commandTimeout);
+  ReplyPtr reply = connection.command(
+      {"WAIT", std::to_string(options.waitReplicas), std::to_string(options.waitTimeout.count())});
+  connection.setReadTimeout(options.commandTimeout);
+  return reply;
+}
+
 void awaitReplicas(const RedisOperatorOptions& options, bool sharded, Connection& connection, const KeyNames& names,
                    std::string_view token, const ReplySource& where) {
   const std::string replicas = std::to_string(options.waitReplicas);
   const std::string timeout = std::to_string(options.waitTimeout.count());
-  connection.setReadTimeout(options.waitTimeout + options.commandTimeout);
-  const ReplyPtr reply = connection.command({"WAIT", replicas, timeout});
-  connection.setReadTimeout(options.commandTimeout);
+  const ReplyPtr reply = waitForReplicas(options, connection);
   if (reply->type == REDIS_REPLY_ERROR) {
     const std::string message = "dlock: " + where.text() + ": WAIT refused after the acquire: " +
                                 std::string(replyText(*reply)) + "; " +
@@ -285,6 +291,24 @@ void awaitReplicas(const RedisOperatorOptions& options, bool sharded, Connection
   throw ConnectionError("dlock: " + where.text() + ": only " + std::to_string(acknowledged) + " of " + replicas +
                         " replicas acknowledged the lock within " + timeout + " ms; " +
                         releaseAfterAcquire(connection, names, sharded, token, options, where));
+}
+
+// After renewals on `connection`, with wait_replicas: whether enough replicas have them. A renewal
+// only the master holds does not count: a master cut off from its replicas and sentinels (split
+// brain) would otherwise go on renewing a lease that the replica promoted in its place lets
+// expire, and the holder would never be told. Unconfirmed, the lease keeps its earlier deadline.
+bool renewalsReplicated(const RedisOperatorOptions& options, Connection& connection, const ReplySource& where) {
+  if (options.waitReplicas == 0) return true;
+  const ReplyPtr reply = waitForReplicas(options, connection);
+  if (reply->type == REDIS_REPLY_ERROR) {
+    logger()->warn("dlock: {}: WAIT refused after the renewal: {}; not counted", where.text(), replyText(*reply));
+    return false;
+  }
+  const std::uint64_t acknowledged = readCountReply(*reply, where);
+  if (acknowledged >= options.waitReplicas) return true;
+  logger()->warn("dlock: {}: only {} of {} replicas acknowledged the renewal within {} ms; not counted", where.text(),
+                 acknowledged, options.waitReplicas, options.waitTimeout.count());
+  return false;
 }
 
 }  // namespace
@@ -406,8 +430,13 @@ bool RedisOperator::extend(std::string_view key, std::string_view token, millise
       [&](Connection& connection, const Route& route) {
         return runOn(connection, route, extendScript(), {names.lock()}, {token, ttlText, owner});
       },
-      [&](Connection&, const redisReply& reply, const Route& route) {
-        return readFlagReply(reply, ReplySource("extend", key, route.node->displayAddress()));
+      [&](Connection& connection, const redisReply& reply, const Route& route) {
+        const ReplySource where("extend", key, route.node->displayAddress());
+        if (!readFlagReply(reply, where)) return false;
+        if (!renewalsReplicated(options, connection, where)) {
+          throw ConnectionError("dlock: " + where.text() + ": the renewal reached too few replicas");
+        }
+        return true;
       });
 }
 
@@ -466,9 +495,15 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
       }
     }
     std::vector<ReplyPtr> replies;
+    const std::string what = "(" + std::to_string(leases.size()) + " leases)";
+    const ReplySource where("extend", what, node->displayAddress());
+    bool replicated = true;
     try {
-      replies = node->pool().run(
-          [&](Connection& connection) { return runScriptPipelined(connection, extendManyScript(), calls); });
+      replies = node->pool().run([&](Connection& connection) {
+        std::vector<ReplyPtr> got = runScriptPipelined(connection, extendManyScript(), calls);
+        replicated = renewalsReplicated(options, connection, where);
+        return got;
+      });
     } catch (const ConnectionError&) {
       // The node may have failed over: extend() follows the topology; a group stops at its first
       // ConnectionError rather than paying each lease's retry budget.
@@ -477,8 +512,12 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
       oneByOne.push_back(std::move(group));
       continue;
     }
-    const std::string what = "(" + std::to_string(leases.size()) + " leases)";
-    const ReplySource where("extend", what, node->displayAddress());
+    if (!replicated) {  // a lease this node still holds is not renewed until its replicas have it
+      for (const auto& chunk : members) {
+        for (const std::size_t i : chunk) extended[i].unknown = true;
+      }
+      continue;
+    }
     for (std::size_t c = 0; c < replies.size(); ++c) {
       const redisReply& reply = *replies[c];
       if (reply.type == REDIS_REPLY_ERROR && topology.retryable(replyText(reply))) {
