@@ -7,6 +7,7 @@
 #include <optional>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "dlock/LockError.h"
 #include "dlock/detail/Fork.h"
@@ -16,6 +17,36 @@
 namespace dlock {
 
 struct MemoryOperator::State {
+  // Release records by token, each until its lease would have ended; the expired ones go in
+  // expiry order, so no release walks the records still alive.
+  class ReleaseRecords {
+   public:
+    void add(std::string token, Clock::time_point until, Clock::time_point now) {
+      purge(now);
+      // Leases of one length end in release order: the end is almost always the place.
+      if (byToken_.emplace(token, until).second) byExpiry_.emplace_hint(byExpiry_.end(), until, std::move(token));
+    }
+    [[nodiscard]] bool contains(std::string_view token, Clock::time_point now) {
+      purge(now);
+      return byToken_.count(std::string(token)) > 0;
+    }
+    void clear() {
+      byToken_.clear();
+      byExpiry_.clear();
+    }
+
+   private:
+    void purge(Clock::time_point now) {
+      while (!byExpiry_.empty() && byExpiry_.begin()->first <= now) {
+        byToken_.erase(byExpiry_.begin()->second);
+        byExpiry_.erase(byExpiry_.begin());
+      }
+    }
+
+    std::unordered_map<std::string, Clock::time_point> byToken_;
+    std::multimap<Clock::time_point, std::string> byExpiry_;
+  };
+
   struct Entry {
     std::string token;
     Clock::time_point expiresAt;
@@ -29,7 +60,7 @@ struct MemoryOperator::State {
     std::uint32_t watchers = 0;       // live IReleaseWatch objects on this key
     // Tokens released lately, until their lease would have ended: a retried release whose first
     // try ran is answered from here, as the Redis release answers from its record.
-    std::map<std::string, Clock::time_point, std::less<>> releasedBy;
+    ReleaseRecords releasedBy;
     detail::MemoryFairQueue fair;     // the fair lock's waiters (MemoryFairOperator.cpp)
   };
 
@@ -52,6 +83,23 @@ struct MemoryOperator::State {
   KeyState* find(std::string_view key) {
     const auto it = keys.find(key);
     return it == keys.end() ? nullptr : &it->second;
+  }
+
+  // The release both unlocks share: when `token` holds `key`, ends its lease, records the release
+  // and returns the key's state; else nullptr, with `result` saying whether it released it earlier.
+  KeyState* release(std::string_view key, std::string_view token, Clock::time_point now, ReleaseResult& result) {
+    KeyState* entry = find(key);
+    if (entry == nullptr) return nullptr;
+    const Entry* holder = ownedLease(key, token, now);
+    if (holder == nullptr) {
+      result.released = result.releasedEarlier = entry->releasedBy.contains(token, now);
+      return nullptr;
+    }
+    entry->releasedBy.add(std::string(token), holder->expiresAt, now);
+    entry->lease.reset();
+    ++entry->releases;
+    result.released = true;
+    return entry;
   }
 
   // The live lease of `key` if `token` holds it, else nullptr.
@@ -179,20 +227,8 @@ ReleaseResult MemoryOperator::unlock(std::string_view key, std::string_view toke
   {
     std::lock_guard<std::mutex> guard(state().mutex);
     const Clock::time_point now = state().clock->now();
-    State::KeyState* entry = state().find(key);
+    State::KeyState* entry = state().release(key, token, now, result);
     if (entry == nullptr) return result;
-    for (auto it = entry->releasedBy.begin(); it != entry->releasedBy.end();) {
-      it = it->second <= now ? entry->releasedBy.erase(it) : std::next(it);
-    }
-    const State::Entry* holder = state().ownedLease(key, token, now);
-    if (holder == nullptr) {
-      result.released = result.releasedEarlier = entry->releasedBy.count(token) > 0;
-      return result;
-    }
-    entry->releasedBy.emplace(std::string(token), holder->expiresAt);
-    entry->lease.reset();
-    ++entry->releases;
-    result.released = true;
     result.notified = entry->watchers;
   }
   state().released.notify_all();
@@ -398,21 +434,9 @@ ReleaseResult MemoryOperator::fairUnlock(std::string_view key, std::string_view 
   {
     std::lock_guard<std::mutex> guard(state().mutex);
     const Clock::time_point now = state().clock->now();
-    State::KeyState* entry = state().find(key);
+    State::KeyState* entry = state().release(key, token, now, result);
     if (entry == nullptr) return result;
-    for (auto it = entry->releasedBy.begin(); it != entry->releasedBy.end();) {
-      it = it->second <= now ? entry->releasedBy.erase(it) : std::next(it);
-    }
-    const State::Entry* holder = state().ownedLease(key, token, now);
-    if (holder == nullptr) {
-      result.released = result.releasedEarlier = entry->releasedBy.count(token) > 0;
-      return result;
-    }
-    entry->releasedBy.emplace(std::string(token), holder->expiresAt);
-    entry->lease.reset();
     result.notified = handOff(*entry, now, key) ? 1 : 0;
-    ++entry->releases;
-    result.released = true;
   }
   state().released.notify_all();
   return result;

@@ -22,13 +22,16 @@ namespace dlock::detail {
 // an acquire still queued behind the cancel on a busy server (its connection timed out, the cancel
 // went on another) cannot take the key afterwards for a client that gave it up. Only a released
 // record ('1') is evidence of a release.
+// The owner record (the last ARGV, KeyNames::owner) goes with the key in one DEL; named in ARGV,
+// it may be refused during a migration as the record may, and then the key goes alone.
 std::string releaseSource(const char* publish) {
   return std::string(R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   local left = redis.call('PTTL', KEYS[1])
   local notified = redis.call(')lua") + publish + R"lua(', ARGV[2], '1')
   redis.pcall('SET', ARGV[3], '1', 'PX', math.max(left, tonumber(ARGV[4])))
-  redis.call('DEL', KEYS[1])
+  local gone = redis.pcall('DEL', KEYS[1], ARGV[#ARGV])
+  if type(gone) == 'table' and gone.err then redis.call('DEL', KEYS[1]) end
   return {1, notified}
 end
 if redis.pcall('GET', ARGV[3]) == '1' then return {2, 0} end

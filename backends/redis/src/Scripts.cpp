@@ -24,12 +24,6 @@ Argv scriptArgv(std::string_view command, std::string_view body, const std::stri
   return argv;
 }
 
-// Runs before the release (ReleaseSource.cpp), apart from it: when the token holds the key, drops
-// the owner record named by the release's last argument. Named in ARGV and dropped with pcall, as
-// the release record is (see there): a slot migration must not stop the release.
-constexpr const char* kDropOwnerRecord = R"lua(
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.pcall('DEL', ARGV[#ARGV]) end)lua";
-
 // The acquire, running `onTaken` right after it sets the key (the owner label's SET, or nothing).
 std::string acquireSource(const char* onTaken) {
   // The fencing token is the last one plus one, and never below the server's clock in
@@ -38,9 +32,10 @@ std::string acquireSource(const char* onTaken) {
   // hand out 1, 2, 3 again, below tokens already accepted downstream. The clock only has to be
   // ahead of where it was when the lost tokens were issued; on a clock that went back the
   // counter still rises by one.
-  // Exact in 64 bits: Lua numbers are doubles (exact to 2^53), so the counter is raised by INCR
-  // (a Redis integer), read back as text and compared with the clock as text of digits. INCR
-  // refuses a counter at 2^63 - 1 before anything else is written.
+  // Exact in 64 bits: the counter is raised by INCR (a Redis integer). Lua numbers are doubles,
+  // exact to 2^53: below it the reply and the clock compare as numbers; above it the counter is
+  // read back as text (the clock in µs is far below it). INCR refuses a counter at 2^63 - 1
+  // before anything else is written.
   // The counter lives ARGV[3] ms after the last acquisition: the clock floor above makes an
   // expired counter safe unless the server's clock stepped back by more than that.
   // Fence before SET: a script is not rolled back, so the step that can fail (a fence key of the
@@ -49,14 +44,25 @@ std::string acquireSource(const char* onTaken) {
   // own token and succeeds again, so a retry after a lost reply is safe.
   // A token with a tombstone (ARGV[4], the token's release record, '0': see ReleaseSource.cpp) was
   // cancelled by its client: refused, whatever the key's state.
+  // Each redis.call costs the server microseconds, so the uncontended path makes few: one EXISTS
+  // asks for the key and the token's record at once (none: free, no tombstone; pcall, as the
+  // record may be refused during a migration, and then both are asked apart); INCR's reply is
+  // exact below 2^53 (Lua's doubles), and only a larger counter is read back as text.
   return std::string(R"lua(
-if redis.pcall('GET', ARGV[4]) == '0' then return {0, 0} end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('INCR', KEYS[2])
-  local fence = redis.call('GET', KEYS[2])
+local free = redis.pcall('EXISTS', KEYS[1], ARGV[4]) == 0
+if not free then
+  if redis.pcall('GET', ARGV[4]) == '0' then return {0, 0} end
+  free = redis.call('EXISTS', KEYS[1]) == 0
+end
+if free then
+  local counted = redis.call('INCR', KEYS[2])
   local now = redis.call('TIME')
-  local clock = now[1] .. string.format('%06d', tonumber(now[2]))
-  if #clock > #fence or (#clock == #fence and clock > fence) then fence = clock end
+  local fence
+  if counted < 9007199254740992 then
+    fence = string.format('%d', math.max(counted, tonumber(now[1]) * 1000000 + tonumber(now[2])))
+  else
+    fence = redis.call('GET', KEYS[2])  -- beyond 2^53: as text, far above the clock in µs
+  end
   redis.call('SET', KEYS[2], fence, 'PX', ARGV[3])
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 )lua") + onTaken + R"lua(  return {1, fence}
@@ -77,23 +83,24 @@ const Script& acquireScript() {
 
 const Script& acquireRecordingOwnerScript() {
   // The owner record is one string with its TTL set in the same SET, so no failure between two
-  // commands can leave it without one; `clock` is the acquire's server time in µs. pcall: the
+  // commands can leave it without one; `now` is the acquire's server TIME (seconds, µs). pcall: the
   // record is for diagnostics, and the lease is taken already (a script is not rolled back).
   static const Script script = makeScript("acquireRecordingOwner", acquireSource(R"lua(
-  redis.pcall('SET', KEYS[3], ARGV[1] .. '\n' .. clock .. '\n' .. ARGV[5], 'PX', ARGV[2])
+  redis.pcall('SET', KEYS[3], ARGV[1] .. '\n' .. now[1] .. string.format('%06d', tonumber(now[2])) .. '\n' .. ARGV[5],
+              'PX', ARGV[2])
 )lua"));
   return script;
 }
 
 const Script& releaseScript() {
-  static const Script script = makeScript("release", kDropOwnerRecord + releaseSource("PUBLISH"));
+  static const Script script = makeScript("release", releaseSource("PUBLISH"));
   return script;
 }
 
 const Script& shardedReleaseScript() {
   // The channel goes as ARGV, not KEYS: Redis 7.0 counts a declared channel as a missing key and
   // answers TRYAGAIN during a migration; it shares the lock's slot, which is what SPUBLISH needs.
-  static const Script script = makeScript("shardedRelease", kDropOwnerRecord + releaseSource("SPUBLISH"));
+  static const Script script = makeScript("shardedRelease", releaseSource("SPUBLISH"));
   return script;
 }
 
