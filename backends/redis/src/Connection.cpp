@@ -109,11 +109,17 @@ bool Connection::flushUntil(Deadline deadline) {
   return true;
 }
 
-bool Connection::readOnce(Deadline deadline, bool wait, bool pollFirst) {
+bool Connection::readOnce(Deadline deadline, bool wait, bool justAsked) {
   char buffer[16 * 1024];  // a whole TLS record
-  if (pollFirst && !transport_->buffered()) waitFor(POLLIN, deadline, "reading a reply from");
+  IoProgress step;
+  if (justAsked && !transport_->buffered()) {
+    // The reply cannot be there yet: wait for it in the read itself where the transport can.
+    step = transport_->readWithin(buffer, sizeof buffer,
+                                  std::chrono::ceil<std::chrono::milliseconds>(deadline - Steady::now()));
+    if (step.bytes == 0 && !step.closed) waitFor(POLLIN, deadline, "reading a reply from");
+  }
   while (true) {
-    const IoProgress step = transport_->read(buffer, sizeof buffer);
+    if (step.bytes == 0 && !step.closed) step = transport_->read(buffer, sizeof buffer);
     if (step.closed) throwClosedError("reading a reply from " + address_, firstByte_ < 0);
     if (step.bytes > 0) {
       if (firstByte_ < 0) firstByte_ = static_cast<unsigned char>(buffer[0]);
@@ -122,6 +128,7 @@ bool Connection::readOnce(Deadline deadline, bool wait, bool pollFirst) {
     }
     if (!wait) return false;
     waitFor(step.waitFor, deadline, "reading a reply from");
+    step = {};
   }
 }
 

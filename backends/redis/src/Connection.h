@@ -68,9 +68,9 @@ class Connection {
   // Writes what was appended; true when there was something to write.
   bool flushUntil(Deadline deadline);
   // Reads once into the reader, waiting for the socket until `deadline`; false when it would block.
-  // `pollFirst`: a request just went out, so its reply cannot be there yet: wait, then read (one
-  // system call fewer per round trip than reading to find nothing).
-  bool readOnce(Deadline deadline, bool wait, bool pollFirst = false);
+  // `justAsked`: a request just went out, so its reply cannot be there yet: wait in the read where
+  // the transport can (Transport::readWithin), else poll, then read — never read to find nothing.
+  bool readOnce(Deadline deadline, bool wait, bool justAsked = false);
   void waitFor(short events, Deadline deadline, const char* what);
 
   struct ReaderDeleter {

@@ -8,6 +8,7 @@
 
 #include <poll.h>
 
+#include <chrono>
 #include <cstddef>
 
 namespace dlock::detail {
@@ -31,6 +32,13 @@ class Transport {
   virtual IoProgress read(char* buffer, std::size_t size) = 0;
   // Writes up to `size` bytes of `data`.
   virtual IoProgress write(const char* data, std::size_t size) = 0;
+  // Waits up to `timeout` for bytes and reads them in one system call where the transport can (a
+  // receive bounded by SO_RCVTIMEO), where poll() then read() take two: a reply just asked for
+  // costs one call fewer. Nothing read ({0, POLLIN}): the time ran out, a signal came, or the
+  // transport cannot; the caller then polls up to its deadline.
+  virtual IoProgress readWithin(char* /*buffer*/, std::size_t /*size*/, std::chrono::milliseconds /*timeout*/) {
+    return {0, POLLIN, false};
+  }
   // Bytes read from the socket but not yet returned by read() (TLS decrypts whole records): poll()
   // on fd() does not see them.
   [[nodiscard]] virtual bool buffered() const noexcept = 0;
