@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "KeysLeftBehind.h"
 #include "LogCapture.h"
@@ -53,6 +55,31 @@ TEST_SUITE("SingleOperator") {
     CHECK(backend->unlock("k", "token-1").released);
     CHECK(client.ok({"EXISTS", "dlock:{k}"}).integer == 0);
     CHECK(backend->lock("k", "token-3", 5000ms).fencingToken > taken.fencingToken);
+  }
+
+  TEST_CASE("after a restart every pooled connection is dead, and the next call still runs at its first try") {
+    RedisProcess server;
+    auto backend = dlock::connect(server.uri() + "?pool_size=4");
+    {
+      // Four calls at once while the server sleeps: each opens a connection of its own.
+      RedisClient sleeper(server.host(), server.port());
+      std::thread sleep([&] { (void)sleeper.command({"DEBUG", "SLEEP", "1"}); });
+      REQUIRE(dlock::test::eventually([&] { return dlock::test::inNanosleep(server.pid()); }));
+      std::vector<std::thread> callers;
+      for (int i = 0; i < 4; ++i) {
+        callers.emplace_back([&backend, i] {
+          (void)backend->lock("k" + std::to_string(i), "token-" + std::to_string(i), 60000ms);
+        });
+      }
+      for (auto& caller : callers) caller.join();
+      sleep.join();
+    }
+    RedisClient client(server.host(), server.port());
+    REQUIRE(client.ok({"INFO", "clients"}).str.find("connected_clients:5") != std::string::npos);
+    server.kill();
+    server.restart();
+    // The first pooled connection turns out dead; the retry must not take another dead one.
+    CHECK(backend->lock("after", "token-after", 60000ms).acquired);
   }
 
   TEST_CASE("fencing tokens keep rising after the server lost its fence counter (a restart without persistence)") {

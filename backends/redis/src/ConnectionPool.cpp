@@ -88,12 +88,20 @@ ConnectionPool::Handle ConnectionPool::borrow() {
 }
 
 void ConnectionPool::giveBack(std::unique_ptr<Connection> connection) {
+  const bool timedOut = connection->timedOut();
   {
     std::lock_guard<std::mutex> guard(mutex_);
     if (connection->broken()) {
       --open_;
       failedSince_ = true;
       connection.reset();
+      // Closed or reset under us (not timed out): the server restarted, or a link to it broke, so
+      // the idle connections opened before went with it. Dropped now, the call's one retry opens
+      // a fresh connection instead of taking another dead one.
+      if (!timedOut) {
+        open_ -= idle_.size();
+        idle_.clear();
+      }
     } else {
       idle_.push_back(std::move(connection));
     }

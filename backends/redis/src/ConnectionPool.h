@@ -2,7 +2,8 @@
 // ConnectionPool.h — a small pool of connections to one server.
 //
 // Connections open on demand up to PoolOptions::size. borrow() waits at most waitTimeout for a
-// free one. A connection that failed is discarded when returned; after a failed connect the
+// free one. A connection that failed is discarded when returned, and with it the idle ones when
+// it was closed or reset rather than timed out (they shared its fate); after a failed connect the
 // next attempt waits out a back-off (doubling up to maxReconnectBackoff), failing fast with
 // ConnectionError meanwhile, so callers do not pile up on a dead server.
 // run() tries an operation again on a fresh connection when a pooled one turns out dead (the

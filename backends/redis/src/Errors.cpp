@@ -131,4 +131,9 @@ void throwReplyError(const redisReply& reply, const std::string& where) {
   throwErrorText(replyText(reply), where);
 }
 
+std::string withoutPrefix(const std::string& message) {
+  constexpr std::string_view kPrefix = "dlock: ";
+  return message.compare(0, kPrefix.size(), kPrefix) == 0 ? message.substr(kPrefix.size()) : message;
+}
+
 }  // namespace dlock::detail

@@ -72,6 +72,9 @@ struct TlsFailure {
 // The same for an error reply's text kept for later (a refused subscription).
 [[noreturn]] void throwErrorText(std::string_view text, const std::string& where);
 
+// An error's message without its leading "dlock: ", to quote it inside another message.
+[[nodiscard]] std::string withoutPrefix(const std::string& message);
+
 // True for error replies that mean "not now" rather than "never" (see above).
 [[nodiscard]] bool isTransientErrorReply(const redisReply& reply);
 [[nodiscard]] bool isTransientErrorText(std::string_view text);

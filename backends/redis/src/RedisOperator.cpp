@@ -30,11 +30,6 @@ using std::chrono::milliseconds;
 // Leases per extendMany command in a batch renewal.
 constexpr std::size_t kExtendChunk = 5000;
 
-std::string withoutPrefix(const std::string& message) {
-  constexpr std::string_view kPrefix = "dlock: ";
-  return message.compare(0, kPrefix.size(), kPrefix) == 0 ? message.substr(kPrefix.size()) : message;
-}
-
 // The route of a call's next try: the ASK target of the last verdict, or where the topology says;
 // waits (as the policy says) while no node serves the slot.
 Route nextRoute(Topology& topology, Call& call, std::uint16_t slot, std::optional<Route>& via) {

@@ -25,11 +25,6 @@ constexpr milliseconds kDemotedFor{30000};
 constexpr milliseconds kPromotionWait{5000};
 constexpr milliseconds kPromotionPoll{10};
 
-std::string withoutPrefix(const std::string& message) {
-  constexpr std::string_view kPrefix = "dlock: ";
-  return message.compare(0, kPrefix.size(), kPrefix) == 0 ? message.substr(kPrefix.size()) : message;
-}
-
 SentinelOptions validated(SentinelOptions options) {
   if (options.sentinels.empty()) throw ConfigError("dlock: sentinel: no sentinel address given");
   for (const auto& sentinel : options.sentinels) {
