@@ -41,6 +41,12 @@ configure_and_build() {
   # demo and the tests can share a build without rebuilding it from scratch.
   local extra=()
   [ -n "${CI:-}" ] && extra+=(-DDLOCK_WARNINGS_AS_ERRORS=ON)
+  # ccache where the machine has it: the normal, sanitizer and fuzz builds of a second run, or of
+  # another clone (paths are hashed relative to the tree), compile only what changed.
+  if command -v ccache >/dev/null && [ -z "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ]; then
+    export CCACHE_BASEDIR="$DLOCK_ROOT" CCACHE_NOHASHDIR=true
+    extra+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
   cmake -S "$DLOCK_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE="${DLOCK_BUILD_TYPE:-RelWithDebInfo}" \
         "${extra[@]}" "$@" >/dev/null
   if [ ${#targets[@]} -gt 0 ]; then
