@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// uncontended_cycle — lock+unlock cycles per second from one client, against the physical limit
-// measured in the same run on the same server over the same transport: a raw loop (RawRedis.h)
-// of the same two round trips (SET NX PX, then EVALSHA of a compare-and-delete script). Rounds
-// alternate raw and dlock so drift in the machine's load hits both alike; the median round of
+// uncontended_cycle — lock+unlock cycles per second from one client, against two raw loops
+// (RawRedis.h) measured in the same run on the same server over the same transport:
+//  - bare: the physical limit of a lock, SET NX PX then EVALSHA of a compare-and-delete script;
+//  - scripts: dlock's own acquire and release scripts with dlock's keys and arguments, sent by
+//    the raw client. dlock / scripts is the client's cost; scripts / bare is what the protocol's
+//    server work (fence, release record, publish) costs.
+// Rounds alternate the loops so drift in the machine's load hits all alike; the median round of
 // each is reported.
 // Usage: dlock_bench_uncontended_cycle URI [rounds] [seconds-per-round]
 //   URI: redis://127.0.0.1:PORT, rediss://127.0.0.1:PORT?tls_ca_file=CA, or unix:///path/redis.sock
@@ -13,8 +16,11 @@
 
 #include "BenchReport.h"
 #include "RawRedis.h"
+#include "KeyNames.h"  // backends/redis/src: the scripts' keys and sources, as RedisOperator sends them
+#include "Scripts.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
+#include "dlock/core/Token.h"
 
 namespace {
 
@@ -68,29 +74,51 @@ int main(int argc, char** argv) {
     raw.command({"SET", "bench:raw", token, "NX", "PX", "30000"});
     raw.command({"EVALSHA", releaseSha, "1", "bench:raw", token});
   };
+  // The arguments RedisOperator sends with the default options (RedisOperatorOptions.h).
+  const dlock::detail::KeyNames names("dlock:", "bench:scripts", false);
+  const std::string acquireSha = raw.text({"SCRIPT", "LOAD", dlock::detail::acquireScript().source});
+  const std::string releaseScriptSha = raw.text({"SCRIPT", "LOAD", dlock::detail::releaseScript().source});
+  const std::string fence = names.fence();
+  const std::string channel = names.channel();
+  const std::string owner = names.owner();
+  const auto scriptsCycle = [&](long long) {
+    const std::string token = dlock::generateToken();
+    const std::string record = names.releaseRecord(token);
+    raw.command({"EVALSHA", acquireSha, "2", names.lock(), fence, token, "30000", "86400000", record});
+    raw.command({"EVALSHA", releaseScriptSha, "1", names.lock(), token, channel, record, "2000", "0", owner});
+  };
   const auto dlockCycle = [&](long long) {
     lock->lock("bench:dlock");
     lock->unlock("bench:dlock");
   };
   runRound(0.3, rawCycle);  // warm-up: connections, scripts, caches
+  runRound(0.3, scriptsCycle);
   runRound(0.3, dlockCycle);
 
   std::vector<Round> rawRounds;
+  std::vector<Round> scriptsRounds;
   std::vector<Round> dlockRounds;
   for (int r = 0; r < rounds; ++r) {
     rawRounds.push_back(runRound(seconds, rawCycle));
+    scriptsRounds.push_back(runRound(seconds, scriptsCycle));
     dlockRounds.push_back(runRound(seconds, dlockCycle));
   }
   const Round rawMedian = median(rawRounds);
+  const Round scriptsMedian = median(scriptsRounds);
   const Round dlockMedian = median(dlockRounds);
   const std::string scheme = dlock::parseUri(uri).scheme;
   dlock::bench::JsonLine("uncontended_cycle")
       .field("transport", scheme == "rediss" ? std::string("tls") : scheme == "unix" ? std::string("unix") : std::string("tcp"))
       .field("raw_cycles_per_s", rawMedian.cyclesPerSecond)
       .field("dlock_cycles_per_s", dlockMedian.cyclesPerSecond)
+      .field("scripts_cycles_per_s", scriptsMedian.cyclesPerSecond)
       .field("ratio", dlockMedian.cyclesPerSecond / rawMedian.cyclesPerSecond)
+      .field("ratio_to_scripts", dlockMedian.cyclesPerSecond / scriptsMedian.cyclesPerSecond)
+      .field("scripts_ratio", scriptsMedian.cyclesPerSecond / rawMedian.cyclesPerSecond)
       .field("raw_p50_us", dlock::bench::percentile(rawMedian.latenciesUs, 50))
       .field("raw_p99_us", dlock::bench::percentile(rawMedian.latenciesUs, 99))
+      .field("scripts_p50_us", dlock::bench::percentile(scriptsMedian.latenciesUs, 50))
+      .field("scripts_p99_us", dlock::bench::percentile(scriptsMedian.latenciesUs, 99))
       .field("dlock_p50_us", dlock::bench::percentile(dlockMedian.latenciesUs, 50))
       .field("dlock_p99_us", dlock::bench::percentile(dlockMedian.latenciesUs, 99))
       .field("rounds", static_cast<double>(rounds))
