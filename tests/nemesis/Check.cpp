@@ -6,9 +6,11 @@
 //
 //   dlock_nemesis_check --histories DIR --store HOST:PORT --lock-servers H:P[,H:P...]
 //       --keys k1,k2 --exits c0=0,c1=sig9:nemesis,... [--recovery-ms R] [--prefix dlock:]
-//       [--out DIR] [--topology T] [--scenario S] [--seed N] [--cause TEXT] [--holder-faults required]
+//       [--out DIR] [--topology T] [--scenario S] [--seed N] [--cause TEXT] [--fence-cause TEXT]
+//       [--holder-faults required]
 //
 // --cause names why sections may overlap in the run (checks 2 and 8; none by default);
+// --fence-cause why fencing tokens go back in it (check 3, which then requires that they did);
 // --holder-faults required fails the run when no fault hit a holder (check 9; a run by hand has
 // no nemesis, so by default faults are only counted).
 //
@@ -86,6 +88,7 @@ int main(int argc, char** argv) {
     input.run.seed = args.count("--seed") ? std::stoull(args["--seed"]) : 0;
     if (args.count("--prefix")) input.keyPrefix = args["--prefix"];
     if (args.count("--cause")) input.overlapCause = args["--cause"];
+    if (args.count("--fence-cause")) input.fenceRegressionCause = args["--fence-cause"];
     input.fair = args.count("--fair") > 0 && args["--fair"] == "1";
     input.faults.holderHit = args.count("--holder-faults") > 0 && args["--holder-faults"] == "required";
     if (args.count("--recovery-ms")) input.recoveryBound = std::chrono::milliseconds(std::stoll(args["--recovery-ms"]));

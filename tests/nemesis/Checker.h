@@ -74,6 +74,10 @@ struct CheckerInput {
   // Why sections may overlap in this scenario (lost writes, a failover without acknowledgement,
   // a clock jump, a paused process); empty when the lock must keep them apart (checks 2 and 8).
   std::string overlapCause;
+  // Why fencing tokens go back here (data lost together with a clock stepped back: the one case
+  // README, "Fencing tokens", names); empty where they must keep rising (check 3). A scenario
+  // that names it means them to go back, and a run where none did shows nothing: check 3 fails.
+  std::string fenceRegressionCause;
   FaultExpectation faults;
   // How late a holder may record that its lease ended and still count as told before another
   // process's acquisition: it checks isHeld() every few ms during a hold (Client.cpp), and the

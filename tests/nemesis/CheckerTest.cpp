@@ -164,6 +164,57 @@ TEST_SUITE("Checker") {
     CHECK(report.fenceRegressions == 1);
   }
 
+  TEST_CASE("tokens that go back pass only where the scenario names the cause, and such a scenario fails without any") {
+    auto input = cleanRun();
+    input.overlapCause = "lost writes";
+    // After a restart with the clock back: c1 gets 2 after 6 completed; the store refuses its
+    // write: the higher token 6 came from a hold acquired earlier.
+    cycle(input, "c1", "k", 2, 330);
+    input.history[input.history.size() - 3].value = "rejected";
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.fenceRegressions == 1);
+    CHECK(report.failedChecks() == "3");
+    input.fenceRegressionCause = "the server restarted empty with its clock back";
+    report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.checks[2].reason.find("allowed here") != std::string::npos);
+    // Refusals by an earlier holder's higher token are no loss; nothing was lost or untold.
+    CHECK(report.storeRefusedHolds == 1);
+    CHECK(report.lostUntold == 0);
+    CHECK(report.overlapsWhileValid == 0);
+
+    // The same cause named on a run whose tokens kept rising: it shows nothing.
+    auto rising = cleanRun();
+    rising.fenceRegressionCause = input.fenceRegressionCause;
+    report = dlock::nemesis::check(rising);
+    CHECK(report.failedChecks() == "3");
+    CHECK(report.checks[2].reason.find("never did") != std::string::npos);
+  }
+
+  TEST_CASE("a refused write is still a loss when a later holder's higher token refused it, tokens gone back or not") {
+    auto input = cleanRun();
+    input.overlapCause = "lost writes";
+    input.fenceRegressionCause = "the server restarted empty with its clock back";
+    // c1 holds 2 (tokens went back below 6) from 330 to 336; c2 acquires 7 at 332 and writes
+    // first: c1's write at 333 is refused by a holder that came after it, and its release says ok.
+    record(input, "c1", Kind::Invoke, "acquire", "k", 0, 330);
+    record(input, "c1", Kind::Ok, "acquire", "k", 2, 331);
+    record(input, "c2", Kind::Invoke, "acquire", "k", 0, 331);
+    record(input, "c2", Kind::Ok, "acquire", "k", 7, 332);
+    record(input, "c2", Kind::Invoke, "fenced-write", "k", 7, 332);
+    record(input, "c2", Kind::Ok, "fenced-write", "k", 7, 332, "accepted");
+    accept(input, "k", 7);
+    record(input, "c1", Kind::Invoke, "fenced-write", "k", 2, 333);
+    record(input, "c1", Kind::Ok, "fenced-write", "k", 2, 333, "rejected");
+    record(input, "c1", Kind::Invoke, "release", "k", 2, 335);
+    record(input, "c1", Kind::Ok, "release", "k", 2, 336);
+    record(input, "c2", Kind::Invoke, "release", "k", 7, 340);
+    record(input, "c2", Kind::Ok, "release", "k", 7, 341);
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.lostUntold == 1);
+    CHECK(report.failedChecks() == "7");
+  }
+
   TEST_CASE("a client that acquires nothing within the bound after a fault ends fails the recovery check") {
     auto input = cleanRun();
     // c2 only times out from the fault's end until well past the bound.
