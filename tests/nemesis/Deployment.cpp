@@ -58,6 +58,10 @@ SingleDeployment::SingleDeployment(std::size_t clients, Options options) : Deplo
   }
 }
 
+SingleDeployment::~SingleDeployment() {
+  if (!clockFile_.empty()) std::filesystem::remove(clockFile_);
+}
+
 std::string SingleDeployment::lockUri(std::size_t slot) const {
   return "redis://" + proxied(*proxies_.at(slot)) + "?" + clientQuery();
 }
@@ -69,12 +73,12 @@ std::vector<std::string> SingleDeployment::dataAddresses() const {
 void SingleDeployment::heal() {
   if (!server_->running()) server_->restart();
   for (auto& proxy : proxies_) proxy->pass();
-  if (!clockFile_.empty()) std::ofstream(clockFile_) << "+0\n";
 }
 
 void SingleDeployment::jumpClock(std::chrono::seconds offset) {
   if (clockFile_.empty()) throw std::logic_error("jumpClock needs a deployment made with fakeClock");
-  std::ofstream(clockFile_) << "+" << offset.count() << "\n";
+  std::ofstream(clockFile_) << (offset.count() < 0 ? "" : "+") << offset.count() << "\n";
+  clockOffset_ = offset;
 }
 
 RedlockDeployment::RedlockDeployment(std::size_t clients, bool fakeClock) : Deployment(clients) {

@@ -63,6 +63,9 @@ class SingleDeployment : public Deployment {
   };
 
   SingleDeployment(std::size_t clients, Options options);
+  SingleDeployment(const SingleDeployment&) = delete;
+  SingleDeployment& operator=(const SingleDeployment&) = delete;
+  ~SingleDeployment() override;
 
   [[nodiscard]] std::string topology() const override { return "single"; }
   [[nodiscard]] std::string lockUri(std::size_t slot) const override;
@@ -71,12 +74,16 @@ class SingleDeployment : public Deployment {
   void heal() override;
 
   [[nodiscard]] test::RedisProcess& server() { return *server_; }
-  // Moves the server's wall clock `offset` ahead of the host's (the shim re-reads its file).
+  // Sets the server's wall clock `offset` from the host's (negative: behind); the shim re-reads
+  // its file within 50 ms. The clock stays there until set again: heal() leaves it, as a clock
+  // moved back to the host's would itself be a jump.
   void jumpClock(std::chrono::seconds offset);
+  [[nodiscard]] std::chrono::seconds clockOffset() const { return clockOffset_; }
 
  private:
   Options options_;
   std::string clockFile_;
+  std::chrono::seconds clockOffset_{0};
   std::unique_ptr<test::RedisProcess> server_;
   std::vector<std::unique_ptr<test::LinkProxy>> proxies_;  // one per client slot
 };

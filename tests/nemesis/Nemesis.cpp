@@ -260,6 +260,7 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
   input.exits = exits;
   input.recoveryBound = timing.recoveryBound;
   input.overlapCause = scenario.overlapsExplained;
+  input.fenceRegressionCause = scenario.tokensBackExplained;
   input.faults = scenario.expect;
   input.fair = scenario.fair;
   input.serverRecord = scenario.topology == "single";

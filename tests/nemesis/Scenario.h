@@ -97,6 +97,8 @@ struct Scenario {
   std::function<void(Run&)> nemesis;
   // The clients run the fair lock; check 10 replays its queue (single server only: FairOrder.h).
   bool fair = false;
+  // The cause that makes fencing tokens go back here; empty where they must keep rising (check 3).
+  std::string tokensBackExplained{};
 };
 
 [[nodiscard]] const std::vector<Scenario>& scenarios();

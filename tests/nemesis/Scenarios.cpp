@@ -4,7 +4,9 @@
 // replays the same schedule.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 #include "ClusterDeployment.h"
@@ -80,6 +82,9 @@ constexpr const char* kFailoverExplained =
     "the master acknowledged locks its replicas had not received when it died, so the promoted replica "
     "let a second client take them (asynchronous replication)";
 constexpr const char* kClockExplained = "the server's clock jumped past the lease, so the key expired early";
+constexpr const char* kClockBackAndLostWritesExplained =
+    "the server restarted empty with its clock an hour back: the fence counter was lost and the clock floor is below "
+    "the tokens handed out before";
 constexpr const char* kClockAndLostWritesExplained =
     "two nodes' clocks jumped past the lease and a third lost its writes, so a quorum of three let a second client in";
 
@@ -187,12 +192,116 @@ void restartServer(Run& run) {
   });
 }
 
+// How far a clock fault moves a server's clock: past the lease ahead, an hour back.
+std::chrono::seconds jumpAhead(const Run& run) {
+  return std::chrono::duration_cast<std::chrono::seconds>(run.timing().lease * 3) + std::chrono::seconds(1);
+}
+constexpr std::chrono::seconds kStepBack{3600};
+
+std::string signedSeconds(std::chrono::seconds offset) {
+  return (offset.count() < 0 ? "" : "+") + std::to_string(offset.count()) + " s";
+}
+
+// The server's clock jumps ahead under a holder, and back when the fault heals: the keys expire
+// at once.
 void clockJump(Run& run) {
   auto& deployment = run.deployment<SingleDeployment>();
-  const auto jump = std::chrono::duration_cast<std::chrono::seconds>(run.timing().lease * 3) + std::chrono::seconds(1);
+  const auto before = deployment.clockOffset();
+  const auto jump = before + jumpAhead(run);
   withHolder(run, run.timing().faultLength, [&](const Target& target) {
-    run.fault("server clock +" + std::to_string(jump.count()) + " s", run.timing().faultLength,
-              [&] { deployment.jumpClock(jump); }, [] {}, &target);
+    run.fault("server clock " + signedSeconds(jump), run.timing().faultLength, [&] { deployment.jumpClock(jump); },
+              [&] { deployment.jumpClock(before); }, &target);
+  });
+}
+
+// The server's clock steps back an hour under a holder and stays there, as a clock set back by
+// hand or by a bad time source would: keys live longer, never shorter, so nobody may take the
+// holder's key, and the fence counter keeps tokens rising although the clock floor went back.
+void clockBack(Run& run) {
+  auto& deployment = run.deployment<SingleDeployment>();
+  const auto back = deployment.clockOffset() - kStepBack;
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault("server clock " + signedSeconds(back), run.timing().faultLength, [&] { deployment.jumpClock(back); },
+              [] {}, &target);
+  });
+}
+
+// Moves a clock between two offsets on a schedule until stopped, then leaves it at the first.
+class ClockStrobe {
+ public:
+  ClockStrobe(std::function<void(std::chrono::seconds)> set, std::chrono::seconds rest, std::chrono::seconds away,
+              std::vector<milliseconds> periods)
+      : set_(std::move(set)), rest_(rest), away_(away), periods_(std::move(periods)) {}
+  ClockStrobe(const ClockStrobe&) = delete;
+  ClockStrobe& operator=(const ClockStrobe&) = delete;
+  ~ClockStrobe() { stop(); }
+
+  void start() {
+    thread_ = std::thread([this] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      for (std::size_t i = 0; !stopping_; ++i) {
+        set_(i % 2 == 0 ? away_ : rest_);
+        stopped_.wait_for(lock, periods_.at(i % periods_.size()), [this] { return stopping_; });
+      }
+    });
+  }
+  void stop() {
+    if (!thread_.joinable()) return;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    stopped_.notify_all();
+    thread_.join();
+    set_(rest_);
+  }
+
+ private:
+  std::function<void(std::chrono::seconds)> set_;
+  std::chrono::seconds rest_;
+  std::chrono::seconds away_;
+  std::vector<milliseconds> periods_;
+  std::mutex mutex_;
+  std::condition_variable stopped_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// Periods of 100-200 ms, drawn from the seed; the shim sees a change within 50 ms.
+std::vector<milliseconds> strobePeriods(Run& run) {
+  std::vector<milliseconds> periods;
+  for (int i = 0; i < 16; ++i) periods.push_back(run.between(milliseconds(100), milliseconds(200)));
+  return periods;
+}
+
+// The server's clock strobes past the lease ahead and back every 100-200 ms under a holder: each
+// jump ahead expires the keys at once, and tokens must keep rising through every jump back.
+void clockStrobe(Run& run) {
+  auto& deployment = run.deployment<SingleDeployment>();
+  const auto rest = deployment.clockOffset();
+  const auto away = rest + jumpAhead(run);
+  ClockStrobe strobe([&](std::chrono::seconds offset) { deployment.jumpClock(offset); }, rest, away,
+                     strobePeriods(run));
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault("server clock strobing " + signedSeconds(rest) + " / " + signedSeconds(away), run.timing().faultLength,
+              [&] { strobe.start(); }, [&] { strobe.stop(); }, &target);
+  });
+}
+
+// The server's clock steps back an hour and the server restarts empty under a holder: the fence
+// counter is gone and the clock floor is below the tokens already handed out, the one way
+// tokens go back (README, "Fencing tokens"). The fenced store refuses the later holders' writes.
+void clockBackAndRestart(Run& run) {
+  auto& deployment = run.deployment<SingleDeployment>();
+  const auto back = deployment.clockOffset() - kStepBack;
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("server clock " + signedSeconds(back) + ", SIGKILL, restart empty",
+              run.between(milliseconds(200), run.timing().lease),
+              [&] {
+                deployment.jumpClock(back);
+                deployment.server().kill();
+              },
+              [&] { deployment.server().restart(); }, &target);
   });
 }
 
@@ -538,6 +647,13 @@ const std::vector<Scenario>& scenarios() {
        kOutlivedTaken, single(), restartServer},
       {"single", "clock-jump", "the server's wall clock jumps 3 leases ahead under a holder", kClockExplained, kTaken,
        single(Persistence::none, true), clockJump},
+      {"single", "clock-back", "the server's wall clock steps an hour back under a holder and stays there", "", kKept,
+       single(Persistence::none, true), clockBack},
+      {"single", "clock-strobe", "the server's wall clock strobes 3 leases ahead and back every 100-200 ms under a holder",
+       kClockExplained, kHit, single(Persistence::none, true), clockStrobe},
+      {"single", "clock-back-restart", "the server's clock an hour back and the server restarted empty under a holder",
+       kLostWritesExplained, kOutlivedTaken, single(Persistence::none, true), clockBackAndRestart, false,
+       kClockBackAndLostWritesExplained},
       {"single", "pause-server", "the server SIGSTOPped for 2.5 leases under a holder", "", kHit, single(), pauseServer},
       {"single", "mixed", "each cycle one of partition, latency, resets, pause-server, drawn from the seed", "", kHit,
        single(), mixed},
