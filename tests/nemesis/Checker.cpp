@@ -300,22 +300,28 @@ void checkTtls(const CheckerInput& input, Report& report) {
 }
 
 // Whether the store's refusal of `hold`'s fenced write (its token not in the store's list) is
-// evidence of a later holder. It is, unless every accepted token at or above it belongs to a
-// hold acquired before this one: where tokens went back (check 3's named cause) an earlier
-// holder's higher token refuses the writes of every later one, which lost nothing.
+// evidence of a later holder: an accepted token at or above it from a hold acquired after it and
+// before its write ended (a write follows its acquire), or from no hold on record, or no such
+// token at all. Where tokens went back (check 3's named cause), an earlier holder's higher token
+// refuses the writes of the later ones, and so do the tokens of holds that come after the clock
+// caught up; neither is a loss.
 bool refusedForALaterHolder(const Hold& hold, const std::vector<std::uint64_t>& accepted,
                             const std::vector<const Hold*>& sameKey) {
   if (std::find(accepted.begin(), accepted.end(), hold.token) != accepted.end()) return false;
-  bool onlyByEarlier = false;
+  bool explained = false;
   for (std::uint64_t token : accepted) {
     if (token < hold.token) continue;
     const auto owner = std::find_if(sameKey.begin(), sameKey.end(), [&](const Hold* other) {
       return other != &hold && other->token == token;
     });
-    if (owner == sameKey.end() || (*owner)->acquireOkNs > hold.acquireOkNs) return true;
-    onlyByEarlier = true;
+    if (owner == sameKey.end()) return true;
+    const Hold& other = **owner;
+    if (other.acquireOkNs > hold.acquireOkNs && other.acquireOkNs < hold.fencedWriteEndNs.value_or(INT64_MAX)) {
+      return true;
+    }
+    explained = true;
   }
-  return !onlyByEarlier;
+  return !explained;
 }
 
 // Evidence that a hold was lost inside its section, from outside the holder: another process's

@@ -171,6 +171,9 @@ TEST_SUITE("Checker") {
     // write: the higher token 6 came from a hold acquired earlier.
     cycle(input, "c1", "k", 2, 330);
     input.history[input.history.size() - 3].value = "rejected";
+    // Once the clock passed the old tokens: c2 gets 10 and writes, after c1's write was refused.
+    cycle(input, "c2", "k", 10, 400);
+    accept(input, "k", 10);
     auto report = dlock::nemesis::check(input);
     CHECK(report.fenceRegressions == 1);
     CHECK(report.failedChecks() == "3");

@@ -34,6 +34,26 @@ std::string proxied(const test::LinkProxy& proxy) { return proxy.address(); }
 
 }  // namespace
 
+ServerClock::ServerClock(const std::string& name)
+    : file_((std::filesystem::temp_directory_path() /
+             ("dlock-nemesis-clock-" + std::to_string(::getpid()) + "-" + name)).string()) {
+  set(std::chrono::seconds(0));
+}
+
+ServerClock::~ServerClock() {
+  std::error_code ignored;
+  std::filesystem::remove(file_, ignored);
+}
+
+void ServerClock::set(std::chrono::seconds offset) {
+  std::ofstream(file_) << (offset.count() < 0 ? "" : "+") << offset.count() << "\n";
+  offset_ = offset;
+}
+
+std::vector<std::pair<std::string, std::string>> ServerClock::environment() const {
+  return {{"LD_PRELOAD", clockShiftLibrary()}, {"DLOCK_CLOCK_SHIFT_FILE", file_}};
+}
+
 std::vector<test::LinkProxy*> Deployment::allClientLinks() {
   std::vector<test::LinkProxy*> links;
   for (std::size_t slot = 0; slot < clients_; ++slot) {
@@ -48,18 +68,13 @@ SingleDeployment::SingleDeployment(std::size_t clients, Options options) : Deplo
   test::RedisProcess::Options server;
   server.config = persistenceConfig(options_.persistence);
   if (options_.fakeClock) {
-    clockFile_ = std::filesystem::temp_directory_path() / ("dlock-nemesis-clock-" + std::to_string(::getpid()));
-    std::ofstream(clockFile_) << "+0\n";
-    server.env = {{"LD_PRELOAD", clockShiftLibrary()}, {"DLOCK_CLOCK_SHIFT_FILE", clockFile_}};
+    clock_ = std::make_unique<ServerClock>("single");
+    server.env = clock_->environment();
   }
   server_ = std::make_unique<test::RedisProcess>(server);
   for (std::size_t slot = 0; slot < clients; ++slot) {
     proxies_.push_back(std::make_unique<test::LinkProxy>(server_->host(), server_->port()));
   }
-}
-
-SingleDeployment::~SingleDeployment() {
-  if (!clockFile_.empty()) std::filesystem::remove(clockFile_);
 }
 
 std::string SingleDeployment::lockUri(std::size_t slot) const {
@@ -75,20 +90,17 @@ void SingleDeployment::heal() {
   for (auto& proxy : proxies_) proxy->pass();
 }
 
-void SingleDeployment::jumpClock(std::chrono::seconds offset) {
-  if (clockFile_.empty()) throw std::logic_error("jumpClock needs a deployment made with fakeClock");
-  std::ofstream(clockFile_) << (offset.count() < 0 ? "" : "+") << offset.count() << "\n";
-  clockOffset_ = offset;
+ServerClock& SingleDeployment::clock() {
+  if (clock_ == nullptr) throw std::logic_error("clock() needs a deployment made with fakeClock");
+  return *clock_;
 }
 
 RedlockDeployment::RedlockDeployment(std::size_t clients, bool fakeClock) : Deployment(clients) {
   for (std::size_t node = 0; node < kNodes; ++node) {
     test::RedisProcess::Options server;
     if (fakeClock) {
-      clockFiles_.push_back(std::filesystem::temp_directory_path() /
-                            ("dlock-nemesis-clock-" + std::to_string(::getpid()) + "-" + std::to_string(node)));
-      std::ofstream(clockFiles_.back()) << "+0\n";
-      server.env = {{"LD_PRELOAD", clockShiftLibrary()}, {"DLOCK_CLOCK_SHIFT_FILE", clockFiles_.back()}};
+      clocks_.push_back(std::make_unique<ServerClock>("redlock-" + std::to_string(node)));
+      server.env = clocks_.back()->environment();
     }
     servers_.push_back(std::make_unique<test::RedisProcess>(server));
   }
@@ -122,17 +134,12 @@ std::vector<test::LinkProxy*> RedlockDeployment::nodeLinks(std::size_t node) {
   return links;
 }
 
-RedlockDeployment::~RedlockDeployment() {
-  for (const auto& file : clockFiles_) std::filesystem::remove(file);
-}
-
-void RedlockDeployment::jumpClock(std::size_t node, std::chrono::seconds offset) {
-  if (clockFiles_.empty()) throw std::logic_error("jumpClock needs a deployment made with fakeClock");
-  std::ofstream(clockFiles_.at(node)) << (offset.count() < 0 ? "" : "+") << offset.count() << "\n";
+ServerClock& RedlockDeployment::clock(std::size_t node) {
+  if (clocks_.empty()) throw std::logic_error("clock() needs a deployment made with fakeClock");
+  return *clocks_.at(node);
 }
 
 void RedlockDeployment::heal() {
-  for (const auto& file : clockFiles_) std::ofstream(file) << "+0\n";
   for (auto& server : servers_) {
     if (!server->running()) server->restart();
   }

@@ -53,8 +53,28 @@ class Deployment {
   test::RedisProcess store_;
 };
 
+// A server's movable wall clock: a file that ClockShift.c, preloaded into the server, re-reads
+// within 50 ms. The offset stays until set again; the file goes with the object.
+class ServerClock {
+ public:
+  explicit ServerClock(const std::string& name);
+  ServerClock(const ServerClock&) = delete;
+  ServerClock& operator=(const ServerClock&) = delete;
+  ~ServerClock();
+
+  // The server's wall clock `offset` from the host's (negative: behind).
+  void set(std::chrono::seconds offset);
+  [[nodiscard]] std::chrono::seconds offset() const { return offset_; }
+  // What a server's environment needs to follow this clock.
+  [[nodiscard]] std::vector<std::pair<std::string, std::string>> environment() const;
+
+ private:
+  std::string file_;
+  std::chrono::seconds offset_{0};
+};
+
 // One redis-server behind the proxies; with ClockShift.c preloaded when asked, so that a nemesis
-// can move its wall clock (jumpClock) without touching the host's.
+// can move its wall clock (clock()) without touching the host's.
 class SingleDeployment : public Deployment {
  public:
   struct Options {
@@ -63,9 +83,6 @@ class SingleDeployment : public Deployment {
   };
 
   SingleDeployment(std::size_t clients, Options options);
-  SingleDeployment(const SingleDeployment&) = delete;
-  SingleDeployment& operator=(const SingleDeployment&) = delete;
-  ~SingleDeployment() override;
 
   [[nodiscard]] std::string topology() const override { return "single"; }
   [[nodiscard]] std::string lockUri(std::size_t slot) const override;
@@ -74,16 +91,13 @@ class SingleDeployment : public Deployment {
   void heal() override;
 
   [[nodiscard]] test::RedisProcess& server() { return *server_; }
-  // Sets the server's wall clock `offset` from the host's (negative: behind); the shim re-reads
-  // its file within 50 ms. The clock stays there until set again: heal() leaves it, as a clock
-  // moved back to the host's would itself be a jump.
-  void jumpClock(std::chrono::seconds offset);
-  [[nodiscard]] std::chrono::seconds clockOffset() const { return clockOffset_; }
+  // The server's wall clock, when made with fakeClock. heal() leaves it where it is: a clock moved
+  // back to the host's would itself be a jump.
+  [[nodiscard]] ServerClock& clock();
 
  private:
   Options options_;
-  std::string clockFile_;
-  std::chrono::seconds clockOffset_{0};
+  std::unique_ptr<ServerClock> clock_;
   std::unique_ptr<test::RedisProcess> server_;
   std::vector<std::unique_ptr<test::LinkProxy>> proxies_;  // one per client slot
 };
@@ -93,9 +107,8 @@ class RedlockDeployment : public Deployment {
  public:
   static constexpr std::size_t kNodes = 5;
 
-  // `fakeClock`: each node with ClockShift.c preloaded, its wall clock movable by jumpClock.
+  // `fakeClock`: each node with ClockShift.c preloaded, its wall clock movable by clock(node).
   explicit RedlockDeployment(std::size_t clients, bool fakeClock = false);
-  ~RedlockDeployment() override;
 
   [[nodiscard]] std::string topology() const override { return "redlock"; }
   [[nodiscard]] std::string lockUri(std::size_t slot) const override;
@@ -106,11 +119,11 @@ class RedlockDeployment : public Deployment {
   [[nodiscard]] test::RedisProcess& server(std::size_t node) { return *servers_.at(node); }
   // Every client's proxy in front of `node`: the node cut off from all of them.
   [[nodiscard]] std::vector<test::LinkProxy*> nodeLinks(std::size_t node);
-  // Moves `node`'s wall clock `offset` from the host's (heal() puts it back).
-  void jumpClock(std::size_t node, std::chrono::seconds offset);
+  // `node`'s wall clock, when made with fakeClock. heal() leaves the clocks where they are.
+  [[nodiscard]] ServerClock& clock(std::size_t node);
 
  private:
-  std::vector<std::string> clockFiles_;  // one per node, when fakeClock
+  std::vector<std::unique_ptr<ServerClock>> clocks_;  // one per node, when fakeClock
   std::vector<std::unique_ptr<test::RedisProcess>> servers_;
   std::vector<std::vector<std::unique_ptr<test::LinkProxy>>> proxies_;  // [slot][node]
 };

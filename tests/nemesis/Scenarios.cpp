@@ -85,6 +85,15 @@ constexpr const char* kClockExplained = "the server's clock jumped past the leas
 constexpr const char* kClockBackAndLostWritesExplained =
     "the server restarted empty with its clock an hour back: the fence counter was lost and the clock floor is below "
     "the tokens handed out before";
+constexpr const char* kReplicaClockAheadExplained =
+    "the promoted replica's clock ran past the lease ahead of the old master's, so it expired the keys at once "
+    "(and replication is asynchronous)";
+constexpr const char* kReplicaClockBackExplained =
+    "the promoted replica lacked the last 15 s of writes and its clock was 10 s behind: the fence counters were "
+    "behind and the clock floor below the tokens handed out";
+constexpr const char* kMinorityClocksExplained =
+    "two nodes' clocks jumped past the lease: a holder that had won with a bare quorum lost its copies there, and "
+    "another client made a quorum with them (Redlock assumes bounded clock drift)";
 constexpr const char* kClockAndLostWritesExplained =
     "two nodes' clocks jumped past the lease and a third lost its writes, so a quorum of three let a second client in";
 
@@ -128,8 +137,9 @@ void withHolder(Run& run, milliseconds faultLength, const std::function<void(con
 
 // A hold with a fixed lease that outlives the fault and its recovery; ended once its key was
 // taken or kTakeBudget passed.
-void withOutlivingHolder(Run& run, const std::function<void(const Target&)>& fault) {
-  const auto target = run.holdLong(kOutlivingLease, kOutlivingHold);
+void withOutlivingHolder(Run& run, const std::function<void(const Target&)>& fault,
+                         milliseconds lease = kOutlivingLease) {
+  const auto target = run.holdLong(lease, kOutlivingHold);
   if (!target) return;
   fault(*target);
   run.endHoldAfterTaken(*target, kTakeBudget);
@@ -206,11 +216,11 @@ std::string signedSeconds(std::chrono::seconds offset) {
 // at once.
 void clockJump(Run& run) {
   auto& deployment = run.deployment<SingleDeployment>();
-  const auto before = deployment.clockOffset();
+  const auto before = deployment.clock().offset();
   const auto jump = before + jumpAhead(run);
   withHolder(run, run.timing().faultLength, [&](const Target& target) {
-    run.fault("server clock " + signedSeconds(jump), run.timing().faultLength, [&] { deployment.jumpClock(jump); },
-              [&] { deployment.jumpClock(before); }, &target);
+    run.fault("server clock " + signedSeconds(jump), run.timing().faultLength, [&] { deployment.clock().set(jump); },
+              [&] { deployment.clock().set(before); }, &target);
   });
 }
 
@@ -219,9 +229,9 @@ void clockJump(Run& run) {
 // holder's key, and the fence counter keeps tokens rising although the clock floor went back.
 void clockBack(Run& run) {
   auto& deployment = run.deployment<SingleDeployment>();
-  const auto back = deployment.clockOffset() - kStepBack;
+  const auto back = deployment.clock().offset() - kStepBack;
   withHolder(run, run.timing().faultLength, [&](const Target& target) {
-    run.fault("server clock " + signedSeconds(back), run.timing().faultLength, [&] { deployment.jumpClock(back); },
+    run.fault("server clock " + signedSeconds(back), run.timing().faultLength, [&] { deployment.clock().set(back); },
               [] {}, &target);
   });
 }
@@ -278,9 +288,9 @@ std::vector<milliseconds> strobePeriods(Run& run) {
 // jump ahead expires the keys at once, and tokens must keep rising through every jump back.
 void clockStrobe(Run& run) {
   auto& deployment = run.deployment<SingleDeployment>();
-  const auto rest = deployment.clockOffset();
+  const auto rest = deployment.clock().offset();
   const auto away = rest + jumpAhead(run);
-  ClockStrobe strobe([&](std::chrono::seconds offset) { deployment.jumpClock(offset); }, rest, away,
+  ClockStrobe strobe([&](std::chrono::seconds offset) { deployment.clock().set(offset); }, rest, away,
                      strobePeriods(run));
   withHolder(run, run.timing().faultLength, [&](const Target& target) {
     run.fault("server clock strobing " + signedSeconds(rest) + " / " + signedSeconds(away), run.timing().faultLength,
@@ -293,12 +303,12 @@ void clockStrobe(Run& run) {
 // tokens go back (README, "Fencing tokens"). The fenced store refuses the later holders' writes.
 void clockBackAndRestart(Run& run) {
   auto& deployment = run.deployment<SingleDeployment>();
-  const auto back = deployment.clockOffset() - kStepBack;
+  const auto back = deployment.clock().offset() - kStepBack;
   withOutlivingHolder(run, [&](const Target& target) {
     run.fault("server clock " + signedSeconds(back) + ", SIGKILL, restart empty",
               run.between(milliseconds(200), run.timing().lease),
               [&] {
-                deployment.jumpClock(back);
+                deployment.clock().set(back);
                 deployment.server().kill();
               },
               [&] { deployment.server().restart(); }, &target);
@@ -383,15 +393,50 @@ void clockBumpAndRestart(Run& run) {
                   std::to_string(jump.count()) + " s, node " + std::to_string(nodes[2]) + " restarted empty",
               run.timing().faultLength,
               [&] {
-                deployment.jumpClock(nodes[0], jump);
-                deployment.jumpClock(nodes[1], jump);
+                deployment.clock(nodes[0]).set(jump);
+                deployment.clock(nodes[1]).set(jump);
                 deployment.server(nodes[2]).kill();
                 deployment.server(nodes[2]).restart();
               },
               [&] {
-                deployment.jumpClock(nodes[0], std::chrono::seconds(0));
-                deployment.jumpClock(nodes[1], std::chrono::seconds(0));
+                deployment.clock(nodes[0]).set(std::chrono::seconds(0));
+                deployment.clock(nodes[1]).set(std::chrono::seconds(0));
               }, &target);
+  });
+}
+
+// Two nodes' clocks strobe three leases ahead and back every 100-200 ms under a holder: their
+// copies of the keys expire at each jump ahead. A holder with copies on all five keeps a quorum;
+// one that won with a bare three (a competing attempt held the other two at that moment) can
+// lose it, and another client makes a quorum with the expired copies: Redlock assumes bounded
+// clock drift (seen on seed 11: two cycles, one such overlap, told at the next renewal). Tokens
+// keep rising.
+void redlockClockStrobe(Run& run) {
+  auto& deployment = run.deployment<RedlockDeployment>();
+  const auto nodes = someNodes(run, 2);
+  std::vector<std::unique_ptr<ClockStrobe>> strobes;
+  for (std::size_t node : nodes) {
+    ServerClock& clock = deployment.clock(node);
+    strobes.push_back(std::make_unique<ClockStrobe>([&clock](std::chrono::seconds offset) { clock.set(offset); },
+                                                    clock.offset(), clock.offset() + jumpAhead(run),
+                                                    strobePeriods(run)));
+  }
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault("clocks of nodes " + nodeNames(nodes) + " strobing " + signedSeconds(jumpAhead(run)),
+              run.timing().faultLength, [&] { for (auto& strobe : strobes) strobe->start(); },
+              [&] { for (auto& strobe : strobes) strobe->stop(); }, &target);
+  });
+}
+
+// Three nodes' clocks an hour back under a holder, for the rest of the run: keys live longer on
+// them, never shorter, so nobody may take the holder's key, and tokens keep rising.
+void redlockClockBack(Run& run) {
+  auto& deployment = run.deployment<RedlockDeployment>();
+  const auto nodes = someNodes(run, 3);
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault("clocks of nodes " + nodeNames(nodes) + " " + signedSeconds(-kStepBack), run.timing().faultLength,
+              [&] { for (std::size_t node : nodes) deployment.clock(node).set(deployment.clock(node).offset() - kStepBack); },
+              [] {}, &target);
   });
 }
 
@@ -439,6 +484,70 @@ void sentinelFailover(Run& run) {
                 deployment.restartAsReplica(old);
               }, &target);
   });
+}
+
+Deploy sentinelWithClocks() {
+  return [](std::size_t clients) {
+    SentinelDeployment::Options options;
+    options.fakeClocks = true;
+    return std::make_unique<SentinelDeployment>(clients, options);
+  };
+}
+
+// Sets the wall clock of every data node but the master `offset` from the master's.
+void setReplicaClocks(SentinelDeployment& deployment, std::size_t master, std::chrono::seconds offset) {
+  const auto masterOffset = deployment.clock(master).offset();
+  for (std::size_t node = 0; node < SentinelDeployment::kDataNodes; ++node) {
+    if (node != master) deployment.clock(node).set(masterOffset + offset);
+  }
+}
+
+// The replicas' clocks 15 s ahead of the master's, then the master SIGKILLed under a holder with
+// a 10 s lease: the promoted replica expires every key at once (their deadlines came over as
+// absolute times, past on its clock), the holder's among them, while the holder's lease is still
+// valid for it. Tokens keep rising: the clock floor went ahead. (Far more ahead and a replica
+// counts its master link as timed out, and the sentinels will not promote it.)
+void sentinelReplicaClockAheadFailover(Run& run) {
+  auto& deployment = run.deployment<SentinelDeployment>();
+  const std::size_t old = deployment.master();
+  const std::chrono::seconds ahead{15};
+  // Ahead before the kill, not with it: a replica that recorded its link down on the old clock
+  // would count the jump as time without a master, and the sentinels would pass it over.
+  setReplicaClocks(deployment, old, ahead);
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("replicas' clocks " + signedSeconds(ahead) + ", master " + std::to_string(old) + " SIGKILL, failover",
+              run.timing().faultLength, [&] { deployment.kill(old); },
+              [&] {
+                (void)deployment.waitForNewMaster(old, kPromotionBudget);
+                deployment.restartAsReplica(old);
+              }, &target);
+  }, milliseconds(10000));
+}
+
+// Replication held back for 15 s of acquisitions and the replicas' clocks 10 s behind the
+// master's, then the master SIGKILLed under a holder: the promoted replica lacks those
+// acquisitions, fence counters included, and for 10 s after the kill its clock floor is below
+// their tokens, so tokens go back (README, "Fencing tokens": data lost and a clock behind). The
+// keys it has from before the window expired on its clock too (window > lease + 10 s); an hour
+// behind, they would block their keys for that hour.
+void sentinelReplicaClockBackFailover(Run& run) {
+  auto& deployment = run.deployment<SentinelDeployment>();
+  const std::size_t old = deployment.master();
+  const std::chrono::seconds behind{10};
+  deployment.delayReplication(milliseconds(60000));
+  setReplicaClocks(deployment, old, -behind);
+  run.sleep(milliseconds(15000));
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("replication held back 15 s, replicas' clocks " + signedSeconds(-behind) + ", master " +
+                  std::to_string(old) + " SIGKILL, failover",
+              run.timing().faultLength, [&] { deployment.kill(old); },
+              [&] {
+                (void)deployment.waitForNewMaster(old, kPromotionBudget);
+                deployment.passReplication();
+                deployment.restartAsReplica(old);
+              }, &target);
+  });
+  deployment.passReplication();
 }
 
 // Replication held back (by `delay`) while a client acquires, then the master SIGKILLed under
@@ -667,6 +776,10 @@ const std::vector<Scenario>& scenarios() {
        "", kKept, redlock, overlappingMajorities},
       {"redlock", "clock-bump-restart", "two nodes' clocks 3 leases ahead and a third restarted empty, under a holder",
        kClockAndLostWritesExplained, kHit, redlockWithClocks, clockBumpAndRestart},
+      {"redlock", "clock-strobe", "two nodes' clocks strobe 3 leases ahead and back every 100-200 ms under a holder",
+       kMinorityClocksExplained, kHit, redlockWithClocks, redlockClockStrobe},
+      {"redlock", "clock-back", "three nodes' clocks step an hour back under a holder and stay there", "", kKept,
+       redlockWithClocks, redlockClockBack},
       {"redlock", "partition-2-of-5", "two of five nodes partitioned for 2.5 leases under a holder", "", kKept, redlock,
        partitionTwoOfFive},
       {"redlock", "down-3-of-5", "three of five nodes SIGKILLed, restarted empty, under a holder", kLostWritesExplained,
@@ -689,6 +802,13 @@ const std::vector<Scenario>& scenarios() {
        "clients with wait_replicas=1; split brain: a holder alone with the master, the others with the sentinels, "
        "which promote a replica",
        "", kHit, sentinel(1), sentinelSplitBrain},
+      {"sentinel", "replica-clock-ahead-failover",
+       "the replicas' clocks 15 s ahead of the master's, then the master SIGKILLed under a holder (10 s lease)",
+       kReplicaClockAheadExplained, kOutlivedTaken, sentinelWithClocks(), sentinelReplicaClockAheadFailover},
+      {"sentinel", "replica-clock-back-failover",
+       "replication held back for 15 s and the replicas' clocks 10 s behind, then the master SIGKILLed under a holder",
+       kFailoverExplained, kOutlived, sentinelWithClocks(), sentinelReplicaClockBackFailover, false,
+       kReplicaClockBackExplained},
       {"sentinel", "pause-master", "the master SIGSTOPped past down-after under a holder, a replica promoted, then resumed",
        kFailoverExplained, kOutlived, sentinel(), sentinelPauseMaster},
       {"sentinel", "fair-failover", "fair lock: the master SIGKILLed under a holder, a replica promoted, the old master back",

@@ -78,6 +78,9 @@ SentinelDeployment::SentinelDeployment(std::size_t clients, Options options)
     }
     for (auto& proxy : clientSentinels_[slot]) proxy->rewriteReplies(rewrites);
   }
+  for (std::size_t i = 0; i < kDataNodes && options_.fakeClocks; ++i) {
+    clocks_.push_back(std::make_unique<ServerClock>("sentinel-data-" + std::to_string(i)));
+  }
   data_.resize(kDataNodes);
   for (std::size_t i = 0; i < kDataNodes; ++i) data_[i] = startData(i, i == 0 ? 0 : dataProxies_[0]->port());
 
@@ -116,10 +119,16 @@ std::unique_ptr<test::RedisProcess> SentinelDeployment::startData(std::size_t no
   server.config = {"repl-diskless-sync yes", "repl-diskless-sync-delay 0", "replica-announce-ip 127.0.0.1",
                    "replica-announce-port " + std::to_string(dataProxies_[node]->port())};
   if (masterProxyPort != 0) server.config.push_back("replicaof 127.0.0.1 " + std::to_string(masterProxyPort));
+  if (!clocks_.empty()) server.env = clocks_.at(node)->environment();
   auto process = std::make_unique<test::RedisProcess>(server);
   dataProxies_[node]->retarget(process->port());
   for (auto& own : clientData_) own[node]->retarget(process->port());
   return process;
+}
+
+ServerClock& SentinelDeployment::clock(std::size_t node) {
+  if (clocks_.empty()) throw std::logic_error("clock() needs a deployment made with fakeClocks");
+  return *clocks_.at(node);
 }
 
 std::string SentinelDeployment::lockUri(std::size_t slot) const {

@@ -31,6 +31,9 @@ class SentinelDeployment : public Deployment {
     std::chrono::milliseconds waitTimeout{200};
     std::chrono::milliseconds downAfter{1000};
     std::chrono::milliseconds failoverTimeout{3000};
+    // Each data node with ClockShift.c preloaded, its wall clock movable by clock(node); the
+    // sentinels keep the host's (a sentinel whose clock jumps enters TILT mode).
+    bool fakeClocks = false;
   };
 
   SentinelDeployment(std::size_t clients, Options options);
@@ -74,6 +77,8 @@ class SentinelDeployment : public Deployment {
   // Delays only the replication link of replica `node` (whichever master it follows).
   void delayReplicationOf(std::size_t node, std::chrono::milliseconds latency);
   void passReplication();
+  // Data node `node`'s wall clock, when made with fakeClocks; a restarted node keeps it.
+  [[nodiscard]] ServerClock& clock(std::size_t node);
 
  private:
   std::unique_ptr<test::RedisProcess> startData(std::size_t node, int masterProxyPort);
@@ -90,6 +95,7 @@ class SentinelDeployment : public Deployment {
   std::vector<std::unique_ptr<test::LinkProxy>> sentinelProxies_;  // S_j
   std::vector<std::vector<std::unique_ptr<test::LinkProxy>>> clientData_;       // [slot][node]
   std::vector<std::vector<std::unique_ptr<test::LinkProxy>>> clientSentinels_;  // [slot][sentinel]
+  std::vector<std::unique_ptr<ServerClock>> clocks_;               // one per data node, when fakeClocks
   std::vector<std::unique_ptr<test::RedisProcess>> data_;          // null while dead
   std::vector<std::unique_ptr<test::RedisProcess>> sentinels_;
 };
