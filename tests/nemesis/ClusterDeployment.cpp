@@ -243,6 +243,22 @@ void ClusterDeployment::rejoin(std::size_t node) {
   for (auto& proxy : busProxies_) proxy->pass();
 }
 
+void ClusterDeployment::waitSyncedReplica(std::size_t node, std::chrono::milliseconds budget) {
+  const auto deadline = Steady::now() + budget;
+  std::string last = "not asked";
+  while (Steady::now() < deadline) {
+    try {
+      last = direct(*nodes_.at(node)).ok({"INFO", "replication"}).str;
+      if (last.find("role:slave") != std::string::npos && last.find("master_link_status:up") != std::string::npos) return;
+    } catch (const std::exception& error) {
+      last = error.what();
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  throw std::runtime_error("cluster deployment: node " + std::to_string(node) + " not a synced replica within " +
+                           std::to_string(budget.count()) + " ms");
+}
+
 void ClusterDeployment::heal() {
   for (auto& proxy : clientProxies_) proxy->pass();
   for (test::LinkProxy* proxy : allClientLinks()) proxy->pass();

@@ -43,6 +43,9 @@ class ClusterDeployment : public Deployment {
   // Waits until a running node other than `dead` serves `slot`.
   std::size_t waitForNewOwner(std::uint16_t slot, std::size_t dead, std::chrono::milliseconds budget);
 
+  // Waits until `node` is a replica whose link to its master is up (synced).
+  void waitSyncedReplica(std::size_t node, std::chrono::milliseconds budget);
+
   void kill(std::size_t node) { nodes_.at(node)->kill(); }
   void restart(std::size_t node) { nodes_.at(node)->restart(); }
   // The link replicas and the cluster's tools use to reach `node`, and client `slot`'s own.

@@ -164,17 +164,19 @@ void latency(Run& run) {
   });
 }
 
+// Connection resets on every client link, every 50-300 ms for `length`.
+void resetLinks(Run& run, milliseconds length) {
+  const auto end = std::chrono::steady_clock::now() + length;
+  while (std::chrono::steady_clock::now() < end) {
+    eachLink(run, [](auto& link) { link.resetAll(); });
+    run.sleep(run.between(milliseconds(50), milliseconds(300)));
+  }
+}
+
 void resets(Run& run) {
   withHolder(run, run.timing().faultLength, [&](const Target& target) {
     run.fault("connection resets", run.timing().faultLength,
-              [&] {
-                const auto end = std::chrono::steady_clock::now() + run.timing().faultLength;
-                while (std::chrono::steady_clock::now() < end) {
-                  eachLink(run, [](auto& link) { link.resetAll(); });
-                  run.sleep(run.between(milliseconds(50), milliseconds(300)));
-                }
-              },
-              [] {}, &target);
+              [&] { resetLinks(run, run.timing().faultLength); }, [] {}, &target);
   });
 }
 
@@ -594,6 +596,42 @@ void sentinelPauseMaster(Run& run) {
   });
 }
 
+// Two failovers under one holder: the master killed and a replica promoted, then, the old master
+// back as a replica, the new one killed too. The hold outlives both, so its release reaches the
+// third master over connections both faults broke.
+void sentinelRepeatedFailover(Run& run) {
+  auto& deployment = run.deployment<SentinelDeployment>();
+  const std::size_t first = deployment.master();
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("master " + std::to_string(first) + " SIGKILL, failover, then the new master SIGKILL, failover",
+              run.timing().faultLength, [&] { deployment.kill(first); },
+              [&] {
+                const std::size_t second = deployment.waitForNewMaster(first, kPromotionBudget);
+                deployment.restartAsReplica(first);
+                deployment.kill(second);
+                (void)deployment.waitForNewMaster(second, kPromotionBudget);
+                deployment.restartAsReplica(second);
+              }, &target);
+  });
+}
+
+// A fault during the recovery from another: a failover, then, while the clients find the new
+// master, connection resets on every client link for 1.5 s, under the same holder.
+void sentinelFailoverThenResets(Run& run) {
+  auto& deployment = run.deployment<SentinelDeployment>();
+  const std::size_t old = deployment.master();
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
+              [&] { deployment.kill(old); },
+              [&] {
+                (void)deployment.waitForNewMaster(old, kPromotionBudget);
+                deployment.restartAsReplica(old);
+              }, &target);
+    run.fault("connection resets during the recovery", milliseconds(0),
+              [&] { resetLinks(run, milliseconds(1500)); }, [] {}, &target);
+  });
+}
+
 // The master cut off from clients, sentinels and replicas past down-after under a holder: the
 // sentinels promote a replica; on heal the old master is demoted.
 void sentinelPartitionMaster(Run& run) {
@@ -697,6 +735,45 @@ void clusterPartitionMaster(Run& run) {
   });
 }
 
+// Two failovers of the first key's slot under one holder: its master killed and the replica
+// promoted, the old master back and synced as the new one's replica, then the new master killed
+// and the old one promoted again.
+void clusterRepeatedFailover(Run& run) {
+  auto& deployment = run.deployment<ClusterDeployment>();
+  const std::uint16_t slot = deployment.slotOfLock(kFirstKey);
+  const std::size_t first = deployment.ownerOf(slot);
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("master " + std::to_string(first) + " SIGKILL, failover, then the new master SIGKILL, failover",
+              run.timing().faultLength, [&] { deployment.kill(first); },
+              [&] {
+                const std::size_t second = deployment.waitForNewOwner(slot, first, kPromotionBudget);
+                deployment.restart(first);
+                deployment.waitSyncedReplica(first, kPromotionBudget);
+                deployment.kill(second);
+                (void)deployment.waitForNewOwner(slot, second, kPromotionBudget);
+                deployment.restart(second);
+              }, &target);
+  });
+}
+
+// A fault during the recovery from another: the first key's master killed and its replica
+// promoted, then, while the clients follow the new owner, connection resets on every client link.
+void clusterFailoverThenResets(Run& run) {
+  auto& deployment = run.deployment<ClusterDeployment>();
+  const std::uint16_t slot = deployment.slotOfLock(kFirstKey);
+  const std::size_t old = deployment.ownerOf(slot);
+  withOutlivingHolder(run, [&](const Target& target) {
+    run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
+              [&] { deployment.kill(old); },
+              [&] {
+                (void)deployment.waitForNewOwner(slot, old, kPromotionBudget);
+                deployment.restart(old);
+              }, &target);
+    run.fault("connection resets during the recovery", milliseconds(0),
+              [&] { resetLinks(run, milliseconds(1500)); }, [] {}, &target);
+  });
+}
+
 // Split brain: under a watchdog-renewed hold of the first key, the holder and that key's master on
 // one side, every other node and client on the other. The majority promotes the master's replica
 // and the other clients follow it, while the holder renews on the old master until it stops taking
@@ -732,6 +809,22 @@ void clusterSplitBrain(Run& run) {
 
 // What each fault means to do to its holder (FaultHits.h).
 using Taken = FaultExpectation::Taken;
+// A mixed schedule on Sentinel: each cycle one of failover, partition, pause, two failovers in a
+// row, or a failover with resets during the recovery, drawn from the seed (many with --cycles).
+void sentinelMixed(Run& run) {
+  const std::vector<void (*)(Run&)> faults = {sentinelFailover, sentinelPartitionMaster, sentinelPauseMaster,
+                                              sentinelRepeatedFailover, sentinelFailoverThenResets};
+  faults.at(run.pick(faults.size()))(run);
+}
+
+// The same on a cluster: failover, partition, slot migration, two failovers in a row, or a
+// failover with resets during the recovery.
+void clusterMixed(Run& run) {
+  const std::vector<void (*)(Run&)> faults = {clusterFailover, clusterPartitionMaster, clusterMigrateSlot,
+                                              clusterRepeatedFailover, clusterFailoverThenResets};
+  faults.at(run.pick(faults.size()))(run);
+}
+
 const FaultExpectation kTaken{true, false, Taken::yes};        // the holder's key taken during its hold
 const FaultExpectation kHit{true, false, Taken::either};       // a holder hit, taken or not
 const FaultExpectation kKept{true, false, Taken::no};          // a holder hit, its key never taken
@@ -811,6 +904,11 @@ const std::vector<Scenario>& scenarios() {
        kReplicaClockBackExplained},
       {"sentinel", "pause-master", "the master SIGSTOPped past down-after under a holder, a replica promoted, then resumed",
        kFailoverExplained, kOutlived, sentinel(), sentinelPauseMaster},
+      {"sentinel", "repeated-failover", "two failovers in a row under one holder, the old master back between them",
+       kFailoverExplained, kOutlived, sentinel(), sentinelRepeatedFailover},
+      {"sentinel", "mixed", "each cycle one of failover, partition-master, pause-master, repeated-failover, or a "
+       "failover with connection resets during the recovery, drawn from the seed", kFailoverExplained, kHit, sentinel(),
+       sentinelMixed},
       {"sentinel", "fair-failover", "fair lock: the master SIGKILLed under a holder, a replica promoted, the old master back",
        kFailoverExplained, kOutlived, sentinel(), sentinelFailover, true},
       {"cluster", "failover", "the first key's master SIGKILLed under a holder, its replica promoted, the old master back",
@@ -821,6 +919,11 @@ const std::vector<Scenario>& scenarios() {
        kFailoverExplained, kOutlived, cluster, clusterPartitionMaster},
       {"cluster", "split-brain", "split brain: a holder alone with the first key's master, the other clients with "
        "the rest of the cluster, which promotes its replica", kFailoverExplained, kHit, cluster, clusterSplitBrain},
+      {"cluster", "repeated-failover", "two failovers of the first key's slot in a row under one holder",
+       kFailoverExplained, kOutlived, cluster, clusterRepeatedFailover},
+      {"cluster", "mixed", "each cycle one of failover, partition-master, migrate-slot, repeated-failover, or a "
+       "failover with connection resets during the recovery, drawn from the seed", kFailoverExplained, kHit, cluster,
+       clusterMixed},
       {"cluster", "fair-partition-master", "fair lock: the first key's master cut off for 4 s under a holder, then healed",
        kFailoverExplained, kOutlived, cluster, clusterPartitionMaster, true},
   };
