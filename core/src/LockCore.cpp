@@ -137,7 +137,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
     }
     outage.reset();  // answered: a later outage gets a budget of its own
     if (result.acquired) {
-      stopWaiting(std::chrono::steady_clock::now());
+      if (waitingSince) stopWaiting(std::chrono::steady_clock::now());
       counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
       auto lease = std::make_shared<LeaseState>(std::string(key), token, result.fencingToken, ttl, renewed,
                                                 sentAt + knownValidity(result.validity, ttl));

@@ -2,7 +2,9 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "TestHelpers.h"
 #include "dlock/LockError.h"
@@ -77,6 +79,19 @@ TEST_SUITE("MemoryOperator") {
     REQUIRE(backend.unlock("k", "mine").released);
     backend.forgetLeases();
     CHECK_FALSE(backend.unlock("k", "mine").released);
+  }
+
+  TEST_CASE("a key keeps the records of its last four releases, and an older one's retry reports the loss") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    dlock::MemoryOperator backend(clock);
+    const std::vector<std::string> tokens = {"t0", "t1", "t2", "t3", "t4"};
+    for (const auto& token : tokens) {
+      REQUIRE(backend.lock("k", token, 1000ms).acquired);
+      REQUIRE(backend.unlock("k", token).released);
+    }
+    CHECK_FALSE(backend.unlock("k", "t0").released);  // forgotten: a false alarm, never a false release
+    for (std::size_t i = 1; i < tokens.size(); ++i) CHECK(backend.unlock("k", tokens[i]).releasedEarlier);
+    CHECK_FALSE(backend.unlock("other", "t4").released);  // records are per key
   }
 
   TEST_CASE("an expired lease can be neither extended nor released") {

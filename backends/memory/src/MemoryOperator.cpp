@@ -2,12 +2,12 @@
 #include "dlock/memory/MemoryOperator.h"
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <map>
 #include <optional>
 #include <mutex>
 #include <thread>
-#include <unordered_map>
 
 #include "dlock/LockError.h"
 #include "dlock/detail/Fork.h"
@@ -17,34 +17,35 @@
 namespace dlock {
 
 struct MemoryOperator::State {
-  // Release records by token, each until its lease would have ended; the expired ones go in
-  // expiry order, so no release walks the records still alive.
-  class ReleaseRecords {
+  // The key's latest releases, each until its lease would have ended: a retried release whose
+  // first try ran is answered from here, as the Redis release answers from its record. A retry
+  // comes right after its release, so a few per key are enough; an older one is forgotten, and
+  // its retry reports the lease lost (a false alarm, never a false release). Fixed slots whose
+  // strings keep their capacity: a release allocates nothing once the key has been released a
+  // few times, and records do not pile up under long leases.
+  class RecentReleases {
    public:
-    void add(std::string token, Clock::time_point until, Clock::time_point now) {
-      purge(now);
-      // Leases of one length end in release order: the end is almost always the place.
-      if (byToken_.emplace(token, until).second) byExpiry_.emplace_hint(byExpiry_.end(), until, std::move(token));
+    void add(std::string_view token, Clock::time_point until) {
+      Record& record = records_[next_];
+      record.token.assign(token);
+      record.until = until;
+      next_ = (next_ + 1) % records_.size();
     }
-    [[nodiscard]] bool contains(std::string_view token, Clock::time_point now) {
-      purge(now);
-      return byToken_.count(std::string(token)) > 0;
+    [[nodiscard]] bool contains(std::string_view token, Clock::time_point now) const {
+      return std::any_of(records_.begin(), records_.end(),
+                         [&](const Record& record) { return record.until > now && record.token == token; });
     }
     void clear() {
-      byToken_.clear();
-      byExpiry_.clear();
+      for (Record& record : records_) record.until = Clock::time_point{};
     }
 
    private:
-    void purge(Clock::time_point now) {
-      while (!byExpiry_.empty() && byExpiry_.begin()->first <= now) {
-        byToken_.erase(byExpiry_.begin()->second);
-        byExpiry_.erase(byExpiry_.begin());
-      }
-    }
-
-    std::unordered_map<std::string, Clock::time_point> byToken_;
-    std::multimap<Clock::time_point, std::string> byExpiry_;
+    struct Record {
+      std::string token;
+      Clock::time_point until{};
+    };
+    std::array<Record, 4> records_{};
+    std::size_t next_ = 0;
   };
 
   struct Entry {
@@ -58,9 +59,7 @@ struct MemoryOperator::State {
     std::uint64_t fence = 0;          // last fencing token handed out
     std::uint64_t releases = 0;       // bumped on every release, for watchers
     std::uint32_t watchers = 0;       // live IReleaseWatch objects on this key
-    // Tokens released lately, until their lease would have ended: a retried release whose first
-    // try ran is answered from here, as the Redis release answers from its record.
-    ReleaseRecords releasedBy;
+    RecentReleases releasedBy;
     detail::MemoryFairQueue fair;     // the fair lock's waiters (MemoryFairOperator.cpp)
   };
 
@@ -95,7 +94,7 @@ struct MemoryOperator::State {
       result.released = result.releasedEarlier = entry->releasedBy.contains(token, now);
       return nullptr;
     }
-    entry->releasedBy.add(std::string(token), holder->expiresAt, now);
+    entry->releasedBy.add(token, holder->expiresAt);
     entry->lease.reset();
     ++entry->releases;
     result.released = true;

@@ -4,9 +4,9 @@
 // It behaves as the Redis backends do: leases expire at their TTL on the injected clock, unlock
 // and extend check the token, each key has a fencing counter that grows with every acquisition,
 // an acquire by the token that holds the key succeeds again (same fencing token, same expiry,
-// as the Redis acquire script), a release wakes the key's waiters (watch()), and a release keeps
-// a record until its lease would have ended, so that a retried release whose first try ran is
-// told so (ReleaseResult::releasedEarlier). On a VirtualClock, lease expiry is tested in
+// as the Redis acquire script), a release wakes the key's waiters (watch()), and each key keeps
+// a record of its last four releases, each until its lease would have ended, so that a retried
+// release whose first try ran is told so (ReleaseResult::releasedEarlier). On a VirtualClock, lease expiry is tested in
 // microseconds. Faults can be injected: failNextCalls(n) makes the next n calls throw
 // ConnectionError; setLatency(d) delays every call by d of real time. An owner label
 // (IOwnerRecorder) lives in the lease, with the system clock's time of the acquisition. Used in a child after
