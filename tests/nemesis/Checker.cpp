@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "FairOrder.h"
 #include "Holds.h"
@@ -299,23 +301,32 @@ void checkTtls(const CheckerInput& input, Report& report) {
   }
 }
 
+// One key's holds and records, indexed once for the loss checks: a run can have tens of
+// thousands of holds and a million records.
+struct KeyIndex {
+  std::vector<const Hold*> holds;           // by acquireOkNs
+  std::vector<const Op*> serverSets;        // the server's SETs of the key, by time
+  std::unordered_map<std::uint64_t, const Hold*> byToken;
+  std::vector<std::uint64_t> accepted;      // the store's accepted tokens, ascending
+  std::unordered_set<std::uint64_t> acceptedSet;
+
+  [[nodiscard]] bool storeAccepted(std::uint64_t token) const { return acceptedSet.count(token) > 0; }
+};
+
 // Whether the store's refusal of `hold`'s fenced write (its token not in the store's list) is
 // evidence of a later holder: an accepted token at or above it from a hold acquired after it and
 // before its write ended (a write follows its acquire), or from no hold on record, or no such
 // token at all. Where tokens went back (check 3's named cause), an earlier holder's higher token
 // refuses the writes of the later ones, and so do the tokens of holds that come after the clock
 // caught up; neither is a loss.
-bool refusedForALaterHolder(const Hold& hold, const std::vector<std::uint64_t>& accepted,
-                            const std::vector<const Hold*>& sameKey) {
-  if (std::find(accepted.begin(), accepted.end(), hold.token) != accepted.end()) return false;
+bool refusedForALaterHolder(const Hold& hold, const KeyIndex& index) {
+  if (index.storeAccepted(hold.token)) return false;
   bool explained = false;
-  for (std::uint64_t token : accepted) {
-    if (token < hold.token) continue;
-    const auto owner = std::find_if(sameKey.begin(), sameKey.end(), [&](const Hold* other) {
-      return other != &hold && other->token == token;
-    });
-    if (owner == sameKey.end()) return true;
-    const Hold& other = **owner;
+  for (auto it = std::lower_bound(index.accepted.begin(), index.accepted.end(), hold.token); it != index.accepted.end();
+       ++it) {
+    const auto owner = index.byToken.find(*it);
+    if (owner == index.byToken.end() || owner->second == &hold) return true;
+    const Hold& other = *owner->second;
     if (other.acquireOkNs > hold.acquireOkNs && other.acquireOkNs < hold.fencedWriteEndNs.value_or(INT64_MAX)) {
       return true;
     }
@@ -325,59 +336,80 @@ bool refusedForALaterHolder(const Hold& hold, const std::vector<std::uint64_t>& 
 }
 
 // Evidence that a hold was lost inside its section, from outside the holder: another process's
-// acquisition of the key completed inside the section, or the store refused the hold's fenced
-// write because a later holder had written. The earliest wins.
+// acquisition of the key completed inside the section, the server's record of the key set for
+// another owner inside it, or the store refused the hold's fenced write because a later holder
+// had written. The earliest wins.
 struct LossEvidence {
   std::int64_t atNs = 0;
   std::string what;
 };
 
-std::optional<LossEvidence> lossEvidence(const CheckerInput& input, const Hold& hold, const std::vector<const Hold*>& sameKey) {
+std::optional<LossEvidence> lossEvidence(const CheckerInput& input, const Hold& hold, const KeyIndex& index) {
   // A holder killed inside its section was inside it until the kill, not until its last record.
   std::int64_t sectionEnd = hold.sectionEndNs;
   const ClientExit* exit = exitOf(input, hold.process);
   if (!hold.releaseInvokeNs && exit != nullptr && exit->killedNs) sectionEnd = std::max(sectionEnd, *exit->killedNs);
   std::optional<LossEvidence> evidence;
-  for (const Hold* other : sameKey) {
-    if (other->process == hold.process || other->acquireOkNs <= hold.acquireOkNs) continue;
-    if (other->acquireOkNs >= sectionEnd) break;  // sorted by acquireOkNs
+  const auto later = std::upper_bound(index.holds.begin(), index.holds.end(), hold.acquireOkNs,
+                                      [](std::int64_t at, const Hold* other) { return at < other->acquireOkNs; });
+  for (auto it = later; it != index.holds.end() && (*it)->acquireOkNs < sectionEnd; ++it) {
+    const Hold* other = *it;
+    if (other->process == hold.process) continue;
     evidence = LossEvidence{other->acquireOkNs, other->process + " acquired token " + std::to_string(other->token)};
     break;
   }
   // The server's own record: the key set for another owner inside the section.
   if (!hold.ownerToken.empty()) {
-    for (const Op& set : input.history) {
-      if (set.process != kServer || set.op != "server-set" || set.key != hold.key || set.value == hold.ownerToken) continue;
-      if (set.timeNs <= hold.acquireOkNs || set.timeNs >= sectionEnd) continue;
-      if (!evidence || set.timeNs < evidence->atNs) evidence = LossEvidence{set.timeNs, "the server set the key for another owner"};
+    const auto after = std::upper_bound(index.serverSets.begin(), index.serverSets.end(), hold.acquireOkNs,
+                                        [](std::int64_t at, const Op* set) { return at < set->timeNs; });
+    for (auto it = after; it != index.serverSets.end() && (*it)->timeNs < sectionEnd; ++it) {
+      if ((*it)->value == hold.ownerToken) continue;
+      if (!evidence || (*it)->timeNs < evidence->atNs) {
+        evidence = LossEvidence{(*it)->timeNs, "the server set the key for another owner"};
+      }
       break;
     }
   }
-  const auto shot = input.store.find(hold.key);
-  if (hold.fencedWriteEndNs && shot != input.store.end()) {
-    const bool refused = refusedForALaterHolder(hold, shot->second.acceptedTokens, sameKey);
-    if (refused && (!evidence || *hold.fencedWriteEndNs < evidence->atNs)) {
-      evidence = LossEvidence{*hold.fencedWriteEndNs, "the store refused its fenced write"};
-    }
+  if (hold.fencedWriteEndNs && input.store.count(hold.key) > 0 && refusedForALaterHolder(hold, index) &&
+      (!evidence || *hold.fencedWriteEndNs < evidence->atNs)) {
+    evidence = LossEvidence{*hold.fencedWriteEndNs, "the store refused its fenced write"};
   }
   return evidence;
 }
 
 // Checks 7 and 8, hold by hold.
 void checkLostLeases(const CheckerInput& input, const std::vector<Hold>& holds, Report& report) {
-  std::map<std::string, std::vector<const Hold*>> perKey;
-  for (const Hold& hold : holds) perKey[hold.key].push_back(&hold);
+  std::map<std::string, KeyIndex> perKey;
+  for (const Hold& hold : holds) {
+    KeyIndex& index = perKey[hold.key];
+    index.holds.push_back(&hold);
+    index.byToken.emplace(hold.token, &hold);
+  }
+  for (const Op& op : input.history) {
+    if (op.process != kServer || op.op != "server-set") continue;
+    const auto index = perKey.find(op.key);
+    if (index != perKey.end()) index->second.serverSets.push_back(&op);
+  }
+  for (auto& [key, index] : perKey) {
+    std::sort(index.holds.begin(), index.holds.end(),
+              [](const Hold* a, const Hold* b) { return a->acquireOkNs < b->acquireOkNs; });
+    std::stable_sort(index.serverSets.begin(), index.serverSets.end(),
+                     [](const Op* a, const Op* b) { return a->timeNs < b->timeNs; });
+    if (const auto shot = input.store.find(key); shot != input.store.end()) {
+      index.accepted = shot->second.acceptedTokens;
+      std::sort(index.accepted.begin(), index.accepted.end());
+      index.acceptedSet.insert(index.accepted.begin(), index.accepted.end());
+    }
+  }
   const auto slack = std::chrono::duration_cast<std::chrono::nanoseconds>(input.noticeSlack).count();
   std::string firstUntold;
   std::string firstOverlap;
-  for (auto& [key, list] : perKey) {
-    std::sort(list.begin(), list.end(), [](const Hold* a, const Hold* b) { return a->acquireOkNs < b->acquireOkNs; });
-    for (const Hold* hold : list) {
-      if (hold->fencedWriteEndNs && input.store.count(key) > 0) {
-        const auto& tokens = input.store.at(key).acceptedTokens;
-        if (std::find(tokens.begin(), tokens.end(), hold->token) == tokens.end()) ++report.storeRefusedHolds;
+  for (auto& [key, index] : perKey) {
+    for (const Hold* hold : index.holds) {
+      if (hold->fencedWriteEndNs && input.store.count(key) > 0 && !index.storeAccepted(hold->token)) {
+        ++report.storeRefusedHolds;
       }
-      const auto evidence = lossEvidence(input, *hold, list);
+      const auto evidence = lossEvidence(input, *hold, index);
       if (!evidence) continue;
       if (evidence->what.rfind("the server", 0) == 0) ++report.lossesSeenByServer;
       const std::string story = "key '" + key + "': " + hold->process + " held token " + std::to_string(hold->token) +

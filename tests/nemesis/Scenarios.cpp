@@ -496,11 +496,15 @@ Deploy sentinelWithClocks() {
   };
 }
 
-// Sets the wall clock of every data node but the master `offset` from the master's.
+// Sets the wall clock of every data node but the master `offset` from the master's, and waits
+// until each runs on it.
 void setReplicaClocks(SentinelDeployment& deployment, std::size_t master, std::chrono::seconds offset) {
   const auto masterOffset = deployment.clock(master).offset();
   for (std::size_t node = 0; node < SentinelDeployment::kDataNodes; ++node) {
     if (node != master) deployment.clock(node).set(masterOffset + offset);
+  }
+  for (std::size_t node = 0; node < SentinelDeployment::kDataNodes; ++node) {
+    if (node != master) deployment.waitClockSeen(node, milliseconds(5000));
   }
 }
 
@@ -513,8 +517,9 @@ void sentinelReplicaClockAheadFailover(Run& run) {
   auto& deployment = run.deployment<SentinelDeployment>();
   const std::size_t old = deployment.master();
   const std::chrono::seconds ahead{15};
-  // Ahead before the kill, not with it: a replica that recorded its link down on the old clock
-  // would count the jump as time without a master, and the sentinels would pass it over.
+  // Ahead before the kill, not with it, and seen by the replicas: one that recorded its link down
+  // on the old clock would count the jump as time without a master, and the sentinels would pass
+  // it over.
   setReplicaClocks(deployment, old, ahead);
   withOutlivingHolder(run, [&](const Target& target) {
     run.fault("replicas' clocks " + signedSeconds(ahead) + ", master " + std::to_string(old) + " SIGKILL, failover",
@@ -536,8 +541,8 @@ void sentinelReplicaClockBackFailover(Run& run) {
   auto& deployment = run.deployment<SentinelDeployment>();
   const std::size_t old = deployment.master();
   const std::chrono::seconds behind{10};
-  deployment.delayReplication(milliseconds(60000));
   setReplicaClocks(deployment, old, -behind);
+  deployment.delayReplication(milliseconds(60000));
   run.sleep(milliseconds(15000));
   withOutlivingHolder(run, [&](const Target& target) {
     run.fault("replication held back 15 s, replicas' clocks " + signedSeconds(-behind) + ", master " +

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "SentinelDeployment.h"
 
+#include <chrono>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <stdexcept>
@@ -129,6 +131,31 @@ std::unique_ptr<test::RedisProcess> SentinelDeployment::startData(std::size_t no
 ServerClock& SentinelDeployment::clock(std::size_t node) {
   if (clocks_.empty()) throw std::logic_error("clock() needs a deployment made with fakeClocks");
   return *clocks_.at(node);
+}
+
+void SentinelDeployment::waitClockSeen(std::size_t node, std::chrono::milliseconds budget) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  const long long offset = clock(node).offset().count();
+  std::string last = "not asked";
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      test::RedisClient client = direct(*data_.at(node));
+      const long long serverSeconds = std::stoll(client.ok({"TIME"}).elements.at(0).str);
+      const long long hostSeconds = std::chrono::duration_cast<std::chrono::seconds>(
+                                        std::chrono::system_clock::now().time_since_epoch()).count();
+      const std::string info = client.ok({"INFO", "replication"}).str;
+      const auto field = info.find("master_last_io_seconds_ago:");
+      const long long lastIo = field == std::string::npos ? -1 : std::stoll(info.substr(field + 27));
+      if (std::llabs(serverSeconds - hostSeconds - offset) <= 1 && lastIo >= 0 && lastIo <= 1) return;
+      last = "clock " + std::to_string(serverSeconds - hostSeconds) + " s off the host's, master_last_io " +
+             std::to_string(lastIo) + " s";
+    } catch (const std::exception& error) {
+      last = error.what();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw std::runtime_error("sentinel deployment: node " + std::to_string(node) + " not on its clock's offset within " +
+                           std::to_string(budget.count()) + " ms: " + last);
 }
 
 std::string SentinelDeployment::lockUri(std::size_t slot) const {

@@ -79,6 +79,10 @@ class SentinelDeployment : public Deployment {
   void passReplication();
   // Data node `node`'s wall clock, when made with fakeClocks; a restarted node keeps it.
   [[nodiscard]] ServerClock& clock(std::size_t node);
+  // Waits until replica `node` runs on its clock's offset: TIME shows it, and the replica has
+  // heard from its master since (master_last_io_seconds_ago at most 1), so the time it keeps
+  // for its master link is on the new clock too.
+  void waitClockSeen(std::size_t node, std::chrono::milliseconds budget);
 
  private:
   std::unique_ptr<test::RedisProcess> startData(std::size_t node, int masterProxyPort);
