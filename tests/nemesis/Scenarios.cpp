@@ -613,6 +613,9 @@ void sentinelRepeatedFailover(Run& run) {
               [&] {
                 const std::size_t second = deployment.waitForNewMaster(first, kPromotionBudget);
                 deployment.restartAsReplica(first);
+                // The second failover from a settled set: every sentinel names the new master,
+                // which streams to both replicas, the restarted one among them.
+                deployment.waitHealthy(kPromotionBudget);
                 deployment.kill(second);
                 (void)deployment.waitForNewMaster(second, kPromotionBudget);
                 deployment.restartAsReplica(second);
