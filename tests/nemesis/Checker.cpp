@@ -155,8 +155,8 @@ void checkFencingOrder(const CheckerInput& input, const std::vector<Hold>& holds
   const std::string acquisitions = std::to_string(holds.size()) + " acquisitions";
   if (!input.fenceRegressionCause.empty()) {
     if (report.fenceRegressions == 0) {
-      fail(report.checks[2], "tokens were meant to go back here (" + input.fenceRegressionCause + ") and never did in " +
-                                 acquisitions + ": the run shows nothing");
+      fail(report.checks[2], "tokens were meant to go back here (" + input.fenceRegressionCause +
+                                 ") and never did in " + acquisitions + ": the run shows nothing");
     } else {
       report.checks[2].reason = std::to_string(report.fenceRegressions) + " regressions, allowed here: " +
                                 input.fenceRegressionCause + "; first: " + first;

@@ -249,7 +249,8 @@ void ClusterDeployment::waitSyncedReplica(std::size_t node, std::chrono::millise
   while (Steady::now() < deadline) {
     try {
       last = direct(*nodes_.at(node)).ok({"INFO", "replication"}).str;
-      if (last.find("role:slave") != std::string::npos && last.find("master_link_status:up") != std::string::npos) return;
+      const bool replica = last.find("role:slave") != std::string::npos;
+      if (replica && last.find("master_link_status:up") != std::string::npos) return;
     } catch (const std::exception& error) {
       last = error.what();
     }

@@ -437,7 +437,9 @@ void redlockClockBack(Run& run) {
   const auto nodes = someNodes(run, 3);
   withHolder(run, run.timing().faultLength, [&](const Target& target) {
     run.fault("clocks of nodes " + nodeNames(nodes) + " " + signedSeconds(-kStepBack), run.timing().faultLength,
-              [&] { for (std::size_t node : nodes) deployment.clock(node).set(deployment.clock(node).offset() - kStepBack); },
+              [&] {
+                for (std::size_t node : nodes) deployment.clock(node).set(deployment.clock(node).offset() - kStepBack);
+              },
               [] {}, &target);
   });
 }
@@ -859,8 +861,9 @@ const std::vector<Scenario>& scenarios() {
        single(Persistence::none, true), clockJump},
       {"single", "clock-back", "the server's wall clock steps an hour back under a holder and stays there", "", kKept,
        single(Persistence::none, true), clockBack},
-      {"single", "clock-strobe", "the server's wall clock strobes 3 leases ahead and back every 100-200 ms under a holder",
-       kClockExplained, kHit, single(Persistence::none, true), clockStrobe},
+      {"single", "clock-strobe",
+       "the server's wall clock strobes 3 leases ahead and back every 100-200 ms under a holder", kClockExplained,
+       kHit, single(Persistence::none, true), clockStrobe},
       {"single", "clock-back-restart", "the server's clock an hour back and the server restarted empty under a holder",
        kLostWritesExplained, kOutlivedTaken, single(Persistence::none, true), clockBackAndRestart, false,
        kClockBackAndLostWritesExplained},
