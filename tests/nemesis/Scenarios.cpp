@@ -477,17 +477,27 @@ constexpr milliseconds kPromotionBudget{15000};
 
 // The master SIGKILLed under a holder; once the sentinels named another, it comes back as a
 // replica; the holder's release goes to the new master.
-void sentinelFailover(Run& run) {
+// The master SIGKILLed under `target`'s hold, a replica promoted, the old master back as a replica.
+void sentinelFailoverUnder(Run& run, const Target& target) {
   auto& deployment = run.deployment<SentinelDeployment>();
   const std::size_t old = deployment.master();
-  withOutlivingHolder(run, [&](const Target& target) {
-    run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
-              [&] { deployment.kill(old); },
-              [&] {
-                (void)deployment.waitForNewMaster(old, kPromotionBudget);
-                deployment.restartAsReplica(old);
-              }, &target);
-  });
+  run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
+            [&] { deployment.kill(old); },
+            [&] {
+              (void)deployment.waitForNewMaster(old, kPromotionBudget);
+              deployment.restartAsReplica(old);
+            }, &target);
+}
+
+// A fault during the recovery from another: right after it, connection resets on every client
+// link for 1.5 s, under the same hold.
+void resetsDuringRecovery(Run& run, const Target& target) {
+  run.fault("connection resets during the recovery", milliseconds(0), [&] { resetLinks(run, milliseconds(1500)); },
+            [] {}, &target);
+}
+
+void sentinelFailover(Run& run) {
+  withOutlivingHolder(run, [&](const Target& target) { sentinelFailoverUnder(run, target); });
 }
 
 Deploy sentinelWithClocks() {
@@ -628,17 +638,9 @@ void sentinelRepeatedFailover(Run& run) {
 // A fault during the recovery from another: a failover, then, while the clients find the new
 // master, connection resets on every client link for 1.5 s, under the same holder.
 void sentinelFailoverThenResets(Run& run) {
-  auto& deployment = run.deployment<SentinelDeployment>();
-  const std::size_t old = deployment.master();
   withOutlivingHolder(run, [&](const Target& target) {
-    run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
-              [&] { deployment.kill(old); },
-              [&] {
-                (void)deployment.waitForNewMaster(old, kPromotionBudget);
-                deployment.restartAsReplica(old);
-              }, &target);
-    run.fault("connection resets during the recovery", milliseconds(0),
-              [&] { resetLinks(run, milliseconds(1500)); }, [] {}, &target);
+    sentinelFailoverUnder(run, target);
+    resetsDuringRecovery(run, target);
   });
 }
 
@@ -697,18 +699,22 @@ std::unique_ptr<Deployment> cluster(std::size_t clients) { return std::make_uniq
 constexpr const char* kFirstKey = "nemesis-0";
 
 // The master serving the first key SIGKILLed; its replica takes over; the old master comes back.
-void clusterFailover(Run& run) {
+// The first key's master SIGKILLed under `target`'s hold, its replica promoted, the old master
+// back as a replica.
+void clusterFailoverUnder(Run& run, const Target& target) {
   auto& deployment = run.deployment<ClusterDeployment>();
   const std::uint16_t slot = deployment.slotOfLock(kFirstKey);
   const std::size_t old = deployment.ownerOf(slot);
-  withOutlivingHolder(run, [&](const Target& target) {
-    run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
-              [&] { deployment.kill(old); },
-              [&] {
-                (void)deployment.waitForNewOwner(slot, old, kPromotionBudget);
-                deployment.restart(old);
-              }, &target);
-  });
+  run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
+            [&] { deployment.kill(old); },
+            [&] {
+              (void)deployment.waitForNewOwner(slot, old, kPromotionBudget);
+              deployment.restart(old);
+            }, &target);
+}
+
+void clusterFailover(Run& run) {
+  withOutlivingHolder(run, [&](const Target& target) { clusterFailoverUnder(run, target); });
 }
 
 // The first key's slot moved to another master while clients use it.
@@ -769,18 +775,9 @@ void clusterRepeatedFailover(Run& run) {
 // A fault during the recovery from another: the first key's master killed and its replica
 // promoted, then, while the clients follow the new owner, connection resets on every client link.
 void clusterFailoverThenResets(Run& run) {
-  auto& deployment = run.deployment<ClusterDeployment>();
-  const std::uint16_t slot = deployment.slotOfLock(kFirstKey);
-  const std::size_t old = deployment.ownerOf(slot);
   withOutlivingHolder(run, [&](const Target& target) {
-    run.fault("master " + std::to_string(old) + " SIGKILL, failover", run.timing().faultLength,
-              [&] { deployment.kill(old); },
-              [&] {
-                (void)deployment.waitForNewOwner(slot, old, kPromotionBudget);
-                deployment.restart(old);
-              }, &target);
-    run.fault("connection resets during the recovery", milliseconds(0),
-              [&] { resetLinks(run, milliseconds(1500)); }, [] {}, &target);
+    clusterFailoverUnder(run, target);
+    resetsDuringRecovery(run, target);
   });
 }
 
