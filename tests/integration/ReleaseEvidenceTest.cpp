@@ -58,6 +58,25 @@ TEST_SUITE("ReleaseEvidence") {
     CHECK(holder->stats().lostLeases == 1);
   }
 
+  TEST_CASE("a token that acquires again after its release: the old release's record is no evidence for the new hold") {
+    // Redlock rolls back a partial acquire by releasing the token on every node, and the lock
+    // tries again with the same token; the rollback's record must not answer for the release of
+    // the hold that follows (seen in redlock-clock-strobe: an untold loss).
+    RedisProcess server;
+    const auto holder = dlock::connect(server.uri());
+    const auto other = dlock::connect(server.uri());
+    REQUIRE(holder->lock("k", "token-a", 30s).acquired);
+    REQUIRE(holder->unlock("k", "token-a").released);  // the rollback: a record for token-a
+    REQUIRE(holder->lock("k", "token-a", 30s).acquired);  // the retry, same token
+    RedisClient admin(server.host(), server.port());
+    REQUIRE(admin.ok({"DEL", "dlock:{k}"}).integer == 1);  // the lease lost (a clock jump, a restart)
+    REQUIRE(other->lock("k", "token-b", 30s).acquired);
+    const dlock::ReleaseResult result = holder->unlock("k", "token-a");
+    CHECK_FALSE(result.released);
+    CHECK_FALSE(result.releasedEarlier);
+    CHECK(other->unlock("k", "token-b").released);
+  }
+
   TEST_CASE("a release whose reply was lost, then the key taken by another: the retry still reports released") {
     RedisProcess server;
     LinkProxy proxy(server.host(), server.port());

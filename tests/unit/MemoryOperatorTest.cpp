@@ -94,6 +94,19 @@ TEST_SUITE("MemoryOperator") {
     CHECK_FALSE(backend.unlock("other", "t4").released);  // records are per key
   }
 
+  TEST_CASE("a token that acquires again after its release: the old release's record is no evidence for the new hold") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    dlock::MemoryOperator backend(clock);
+    REQUIRE(backend.lock("k", "a", 5000ms).acquired);
+    REQUIRE(backend.unlock("k", "a").released);  // Redlock's rollback of a partial acquire: a 5 s record
+    REQUIRE(backend.lock("k", "a", 1000ms).acquired);  // the retry, same token
+    clock->advance(1000ms);  // the new hold's lease ends ...
+    REQUIRE(backend.lock("k", "b", 1000ms).acquired);  // ... and another takes the key
+    const auto result = backend.unlock("k", "a");
+    CHECK_FALSE(result.released);
+    CHECK_FALSE(result.releasedEarlier);
+  }
+
   TEST_CASE("an expired lease can be neither extended nor released") {
     auto clock = std::make_shared<dlock::VirtualClock>();
     dlock::MemoryOperator backend(clock);

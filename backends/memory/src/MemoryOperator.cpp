@@ -35,6 +35,12 @@ struct MemoryOperator::State {
       return std::any_of(records_.begin(), records_.end(),
                          [&](const Record& record) { return record.until > now && record.token == token; });
     }
+    // A token that takes the key again: its earlier release is not this hold's (see Scripts.cpp).
+    void forget(std::string_view token) {
+      for (Record& record : records_) {
+        if (record.token == token) record.until = Clock::time_point{};
+      }
+    }
     void clear() {
       for (Record& record : records_) record.until = Clock::time_point{};
     }
@@ -211,6 +217,7 @@ AcquireResult MemoryOperator::acquire(std::string_view key, std::string_view tok
     throw BackendError("dlock: lock " + detail::quoteKey(key) + " on memory://: the fencing counter is at its limit");
   }
   entry.lease = State::Entry{std::string(token), now + ttl, {}, {}};
+  entry.releasedBy.forget(token);
   if (label != nullptr) {
     entry.lease->owner = std::string(*label);
     entry.lease->ownerSince = std::chrono::system_clock::now();
