@@ -77,6 +77,22 @@ TEST_SUITE("ReleaseEvidence") {
     CHECK(other->unlock("k", "token-b").released);
   }
 
+  TEST_CASE("a token that only tries the key again, finding it busy: its old release's record goes too") {
+    // Redlock's next try takes a quorum elsewhere; on this node the key is another's, and the
+    // rollback's record here must not count for the later hold's release.
+    RedisProcess server;
+    const auto holder = dlock::connect(server.uri());
+    const auto other = dlock::connect(server.uri());
+    REQUIRE(holder->lock("k", "token-a", 30s).acquired);
+    REQUIRE(holder->unlock("k", "token-a").released);  // the rollback: a record for token-a
+    REQUIRE(other->lock("k", "token-b", 30s).acquired);
+    REQUIRE_FALSE(holder->lock("k", "token-a", 30s).acquired);  // the retry finds it busy here
+    const dlock::ReleaseResult result = holder->unlock("k", "token-a");  // the later hold's release
+    CHECK_FALSE(result.released);
+    CHECK_FALSE(result.releasedEarlier);
+    CHECK(other->unlock("k", "token-b").released);
+  }
+
   TEST_CASE("a release whose reply was lost, then the key taken by another: the retry still reports released") {
     RedisProcess server;
     LinkProxy proxy(server.host(), server.port());

@@ -107,6 +107,18 @@ TEST_SUITE("MemoryOperator") {
     CHECK_FALSE(result.releasedEarlier);
   }
 
+  TEST_CASE("a token that only tries the key again, finding it busy: its old release's record goes too") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    dlock::MemoryOperator backend(clock);
+    REQUIRE(backend.lock("k", "a", 5000ms).acquired);
+    REQUIRE(backend.unlock("k", "a").released);
+    REQUIRE(backend.lock("k", "b", 5000ms).acquired);
+    REQUIRE_FALSE(backend.lock("k", "a", 5000ms).acquired);
+    const auto result = backend.unlock("k", "a");
+    CHECK_FALSE(result.released);
+    CHECK_FALSE(result.releasedEarlier);
+  }
+
   TEST_CASE("an expired lease can be neither extended nor released") {
     auto clock = std::make_shared<dlock::VirtualClock>();
     dlock::MemoryOperator backend(clock);

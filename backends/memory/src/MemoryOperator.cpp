@@ -35,7 +35,7 @@ struct MemoryOperator::State {
       return std::any_of(records_.begin(), records_.end(),
                          [&](const Record& record) { return record.until > now && record.token == token; });
     }
-    // A token that takes the key again: its earlier release is not this hold's (see Scripts.cpp).
+    // A token that tries the key again: its earlier release is no later hold's.
     void forget(std::string_view token) {
       for (Record& record : records_) {
         if (record.token == token) record.until = Clock::time_point{};
@@ -200,6 +200,7 @@ AcquireResult MemoryOperator::acquire(std::string_view key, std::string_view tok
   auto it = state().keys.find(key);
   if (it == state().keys.end()) it = state().keys.emplace(std::string(key), State::KeyState{}).first;
   State::KeyState& entry = it->second;
+  entry.releasedBy.forget(token);  // an earlier try's release is no later hold's (see Scripts.cpp)
   AcquireResult result;
   if (const State::Entry* holder = state().liveLease(entry, now)) {
     if (holder->token == token) {
@@ -217,7 +218,6 @@ AcquireResult MemoryOperator::acquire(std::string_view key, std::string_view tok
     throw BackendError("dlock: lock " + detail::quoteKey(key) + " on memory://: the fencing counter is at its limit");
   }
   entry.lease = State::Entry{std::string(token), now + ttl, {}, {}};
-  entry.releasedBy.forget(token);
   if (label != nullptr) {
     entry.lease->owner = std::string(*label);
     entry.lease->ownerSince = std::chrono::system_clock::now();

@@ -44,9 +44,10 @@ std::string acquireSource(const char* onTaken) {
   // own token and succeeds again, so a retry after a lost reply is safe.
   // A token with a tombstone (ARGV[4], the token's release record, '0': see ReleaseSource.cpp) was
   // cancelled by its client: refused, whatever the key's state. A released record ('1') is of an
-  // earlier hold of the same token (Redlock rolls a partial acquire back by releasing it, and the
-  // lock tries again with that token): it goes when the token takes the key again, or a release
-  // of the new hold that finds the key lost would take it for evidence that it ran.
+  // earlier try of the same token (Redlock rolls a partial acquire back by releasing it on every
+  // node, and the lock tries again with that token): it goes at the token's next try on this
+  // node, whether that try takes the key or not, or a release of a later hold that finds the key
+  // lost here would take it for evidence that it ran.
   // Each redis.call costs the server microseconds, so the uncontended path makes few: one EXISTS
   // asks for the key and the token's record at once (none: free, no tombstone; pcall, as the
   // record may be refused during a migration, and then both are asked apart); INCR's reply is
@@ -56,8 +57,8 @@ local free = redis.pcall('EXISTS', KEYS[1], ARGV[4]) == 0
 if not free then
   local record = redis.pcall('GET', ARGV[4])
   if record == '0' then return {0, 0} end
+  if record == '1' then redis.pcall('DEL', ARGV[4]) end
   free = redis.call('EXISTS', KEYS[1]) == 0
-  if free and record == '1' then redis.pcall('DEL', ARGV[4]) end
 end
 if free then
   local counted = redis.call('INCR', KEYS[2])
