@@ -17,6 +17,7 @@
 #include "TestHelpers.h"
 #include "dlock/IFairOperator.h"
 #include "dlock/LockError.h"
+#include "dlock/Validation.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 
@@ -240,6 +241,60 @@ TEST_SUITE("FairLockOnRedis") {
     CHECK(lock->fencingToken("re") == fence);
     lock->unlock("re");
     CHECK(client.ok({"EXISTS", "dlock:{re}"}).integer == 0);
+  }
+
+  TEST_CASE("fair fencing tokens are exact across 2^53, taken and handed off, and a full counter refuses first") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    auto& fair = fairOf(backend);
+    const std::string a(32, 'a');
+    const std::string b(32, 'b');
+    constexpr std::uint64_t k2p53 = 9007199254740992ULL;
+    // Just below 2^53 the counter's INCR reply is exact as a Lua number; from 2^53 it is read as text.
+    (void)client.ok({"SET", "dlock:{f}:fence", std::to_string(k2p53 - 2)});
+    std::uint64_t last = k2p53 - 2;
+    for (int i = 0; i < 3; ++i) {
+      const auto taken = fair.fairLock("f", a, 10s, 5s);  // taken by the acquire script
+      REQUIRE(taken.acquired);
+      CHECK(taken.fencingToken == last + 1);
+      REQUIRE_FALSE(fair.fairLock("f", b, 10s, 5s).acquired);
+      auto grants = fair.watchGrants("f", b);
+      REQUIRE(fair.fairUnlock("f", a).notified == 1);  // handed off by the release script
+      const dlock::Grant grant = grants->waitForGrant(30s);
+      REQUIRE(grant.kind == dlock::Grant::Kind::Granted);
+      CHECK(grant.fencingToken == last + 2);
+      last = grant.fencingToken;
+      REQUIRE(fair.fairUnlock("f", b).released);
+    }
+    CHECK(client.ok({"GET", "dlock:{f}:fence"}).str == std::to_string(last));
+    CHECK(last > k2p53 + 1);
+    (void)client.ok({"SET", "dlock:{f}:fence", std::to_string(dlock::kMaxFencingToken)});
+    CHECK_THROWS_AS((void)fair.fairLock("f", a, 10s, 5s), dlock::BackendError);
+    CHECK(client.ok({"EXISTS", "dlock:{f}"}).integer == 0);
+  }
+
+  TEST_CASE("the queue's keys live as long as the longest waiter lease, and a new queue gets a TTL at once") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    auto& fair = fairOf(backend);
+    const std::string holder(32, 'h');
+    const std::string patient(32, 'p');
+    const std::string brief(32, 'q');
+    const std::string queue = "dlock:{ttl}:fair:queue";
+    const std::string leases = "dlock:{ttl}:fair:leases";
+    REQUIRE(fair.fairLock("ttl", holder, 60s, 5s).acquired);
+    REQUIRE_FALSE(fair.fairLock("ttl", brief, 60s, 2s).acquired);  // creates the queue
+    for (const auto& name : {queue, leases}) {
+      const long long ttl = client.ok({"PTTL", name}).integer;
+      CHECK(ttl > 0);
+      CHECK(ttl <= 2000);
+    }
+    REQUIRE_FALSE(fair.fairLock("ttl", patient, 60s, 40s).acquired);  // raises it
+    REQUIRE_FALSE(fair.fairLock("ttl", brief, 60s, 2s).acquired);     // renews, and must not lower it
+    for (const auto& name : {queue, leases}) CHECK(client.ok({"PTTL", name}).integer > 30000);
+    CHECK(queueLength(client, "ttl") == 2);  // a renewal keeps its place: no second entry
   }
 
   TEST_CASE("after 1000 keys taken, waited for and released, no key is left without a TTL") {

@@ -15,6 +15,11 @@ const char* publishOf(bool sharded) { return sharded ? "SPUBLISH" : "PUBLISH"; }
 
 // Admits the caller: free and nobody ahead → taken; someone else heads the queue of a free key
 // (its holder's lease ran out unreleased) → handed to that waiter now, and the caller queues.
+// A place is joined at the tail when ZADD adds its lease (renewing one keeps it where it is). The
+// queue's keys live as long as the longest waiter lease: PEXPIRE GT raises a TTL and never
+// lowers one in one call; a key without a TTL yet (GT leaves it so) or a server before Redis 7.0
+// (which refuses GT) takes PTTL and PEXPIRE. Every call costs the server microseconds, and the
+// holder's next attempt to queue runs just as the key is handed on.
 constexpr const char* kAcquireBody = R"lua(
 local nowMs, micros = serverNow()
 if redis.pcall('GET', ARGV[6]) == '0' then return {0, 0, stamp(nowMs), 0} end
@@ -40,10 +45,11 @@ if not owner then
 end
 local lease = tonumber(ARGV[4])
 if lease == 0 then return {0, redis.call('PTTL', KEYS[1]), stamp(nowMs), 0} end
-if not redis.call('ZSCORE', KEYS[3], entry) then redis.call('RPUSH', KEYS[2], entry) end
-redis.call('ZADD', KEYS[3], stamp(nowMs + lease), entry)
+if redis.call('ZADD', KEYS[3], stamp(nowMs + lease), entry) == 1 then redis.call('RPUSH', KEYS[2], entry) end
 for _, name in ipairs({KEYS[2], KEYS[3]}) do
-  if redis.call('PTTL', name) < lease then redis.call('PEXPIRE', name, lease) end
+  if redis.pcall('PEXPIRE', name, lease, 'GT') ~= 1 and redis.call('PTTL', name) < lease then
+    redis.call('PEXPIRE', name, lease)
+  end
 end
 return {0, redis.call('PTTL', KEYS[1]), stamp(nowMs), redis.call('LPOS', KEYS[2], entry) + 1}
 )lua";
@@ -72,13 +78,15 @@ return 0
 
 std::string fairQueuePrelude(const char* publish) {
   // Server time as ms (exact in a double) and as µs text (the fence floor, as the acquire script).
-  // The fence is raised exactly as the default acquire raises it: INCR, then the clock floor
-  // compared as text of digits, exact in 64 bits; fence before any write that hands the key over,
-  // so a refusal (overflow, ACL) leaves the queue and the lock as they were.
+  // The fence is raised exactly as the default acquire raises it: INCR (its reply exact below
+  // 2^53, read back as text above), then the clock floor compared as text of digits, exact in 64
+  // bits; fence before any write that hands the key over, so a refusal (overflow, ACL) leaves the
+  // queue and the lock as they were.
   // handOff: the heir owns the key for a claim lease, its ttl or what is left of its waiter lease
   // if less (a waiter that died just before its turn then holds the key no longer than its place
-  // would have lasted); a live heir extends it to its ttl at once. PUBLISH first, for the same reason (a refused publish changes nothing); subscribers
-  // get the message only after the whole script has run, when the waiter owns the key.
+  // would have lasted); a live heir extends it to its ttl at once. PUBLISH first, for the same
+  // reason (a refused publish changes nothing); subscribers get the message only after the whole
+  // script has run, when the waiter owns the key.
   return std::string(R"lua(
 local function serverNow()
   local t = redis.call('TIME')
@@ -86,8 +94,9 @@ local function serverNow()
 end
 local function stamp(ms) return string.format('%.0f', ms) end
 local function nextFence(fenceKey, micros, fenceTtl)
-  redis.call('INCR', fenceKey)
-  local fence = redis.call('GET', fenceKey)
+  local counted = redis.call('INCR', fenceKey)
+  local fence
+  if counted < 9007199254740992 then fence = string.format('%d', counted) else fence = redis.call('GET', fenceKey) end
   if #micros > #fence or (#micros == #fence and micros > fence) then fence = micros end
   redis.call('SET', fenceKey, fence, 'PX', fenceTtl)
   return fence
