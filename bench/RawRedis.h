@@ -144,7 +144,35 @@ class RawRedis {
   // commands scripts run inside EVALSHA as well, which are not round trips.
   std::map<std::string, long long> commandCalls() { return test::commandCallsIn(text({"INFO", "commandstats"})); }
 
+  // What the server has spent so far, to subtract two snapshots: its CPU time (user + system,
+  // the event loop and its system calls included) and the time inside scripts (EVALSHA and EVAL,
+  // the calls they make included), in µs.
+  struct ServerCost {
+    double cpuUs = 0;
+    double scriptUs = 0;
+  };
+  ServerCost serverCost() {
+    const std::string cpu = text({"INFO", "cpu"});
+    const std::string commands = text({"INFO", "commandstats"});
+    return {(numberAfter(cpu, "used_cpu_user:") + numberAfter(cpu, "used_cpu_sys:")) * 1e6,
+            numberAfter(commands, "cmdstat_evalsha:", "usec=") + numberAfter(commands, "cmdstat_eval:", "usec=")};
+  }
+
  private:
+  // The number after `field` (and then after `then`, when given) in INFO text; 0 if absent.
+  static double numberAfter(const std::string& info, const char* field, const char* then = "") {
+    std::size_t at = info.find(std::string("\n") + field);
+    if (at == std::string::npos) return 0;
+    at += 1 + std::char_traits<char>::length(field);
+    if (*then != '\0') {
+      const std::size_t end = info.find('\n', at);
+      at = info.find(then, at);
+      if (at == std::string::npos || at > end) return 0;
+      at += std::char_traits<char>::length(then);
+    }
+    return std::strtod(info.c_str() + at, nullptr);
+  }
+
   struct Free {
     void operator()(redisContext* context) const { redisFree(context); }
   };

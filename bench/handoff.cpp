@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
     dlock::bench::RawRedis admin(uri);
     admin.command({"DEL", "bench:counter"});
     admin.command({"CONFIG", "RESETSTAT"});
+    const auto costBefore = admin.serverCost();
 
     const long long start = nowNanos() + 300'000'000;  // time for every worker to connect
     const long long end = start + static_cast<long long>(seconds * 1e9);
@@ -103,6 +104,7 @@ int main(int argc, char** argv) {
           argv[0], {uri, strategy, std::to_string(start), std::to_string(end), files.back()}));
     }
     const bool workersOk = dlock::bench::waitForWorkers(pids);
+    const auto costAfter = admin.serverCost();
 
     // Merge: every acquisition, ordered by when it happened.
     struct Acquisition {
@@ -154,6 +156,9 @@ int main(int argc, char** argv) {
         .field("handoff_p99_us", dlock::bench::percentile(handoffUs, 99))
         .field("commands_per_handoff",
                handoffUs.empty() ? 0.0 : static_cast<double>(lockCommands) / static_cast<double>(handoffUs.size()))
+        .field("server_cpu_us_per_handoff", handoffUs.empty() ? 0.0
+                                                              : (costAfter.cpuUs - costBefore.cpuUs) /
+                                                                    static_cast<double>(handoffUs.size()))
         .field("counter_exact", counterExact && workersOk)
         .print();
     return counterExact && workersOk ? 0 : 1;

@@ -6,7 +6,8 @@
 //    the raw client. dlock / scripts is the client's cost; scripts / bare is what the protocol's
 //    server work (fence, release record, publish) costs.
 // Rounds alternate the loops so drift in the machine's load hits all alike; the median round of
-// each is reported.
+// each is reported, and what the server spent per cycle of each (its CPU time, and the part of it
+// inside scripts), which the machine's noise moves far less than the rates.
 // Usage: dlock_bench_uncontended_cycle URI [rounds] [seconds-per-round]
 //   URI: redis://127.0.0.1:PORT, rediss://127.0.0.1:PORT?tls_ca_file=CA, or unix:///path/redis.sock
 #include <chrono>
@@ -95,17 +96,34 @@ int main(int argc, char** argv) {
   runRound(0.3, scriptsCycle);
   runRound(0.3, dlockCycle);
 
-  std::vector<Round> rawRounds;
-  std::vector<Round> scriptsRounds;
-  std::vector<Round> dlockRounds;
+  // Each loop's rounds, and what the server spent on them (INFO before and after each round).
+  struct Loop {
+    std::vector<Round> rounds;
+    double serverCpuUs = 0;
+    double scriptUs = 0;
+    double cycles = 0;
+    [[nodiscard]] double cpuPerCycle() const { return serverCpuUs / cycles; }
+    [[nodiscard]] double scriptPerCycle() const { return scriptUs / cycles; }
+  };
+  const auto measure = [&](Loop& loop, const auto& cycle) {
+    const auto before = raw.serverCost();
+    loop.rounds.push_back(runRound(seconds, cycle));
+    const auto after = raw.serverCost();
+    loop.serverCpuUs += after.cpuUs - before.cpuUs;
+    loop.scriptUs += after.scriptUs - before.scriptUs;
+    loop.cycles += static_cast<double>(loop.rounds.back().latenciesUs.size());
+  };
+  Loop rawLoop;
+  Loop scriptsLoop;
+  Loop dlockLoop;
   for (int r = 0; r < rounds; ++r) {
-    rawRounds.push_back(runRound(seconds, rawCycle));
-    scriptsRounds.push_back(runRound(seconds, scriptsCycle));
-    dlockRounds.push_back(runRound(seconds, dlockCycle));
+    measure(rawLoop, rawCycle);
+    measure(scriptsLoop, scriptsCycle);
+    measure(dlockLoop, dlockCycle);
   }
-  const Round rawMedian = median(rawRounds);
-  const Round scriptsMedian = median(scriptsRounds);
-  const Round dlockMedian = median(dlockRounds);
+  const Round rawMedian = median(rawLoop.rounds);
+  const Round scriptsMedian = median(scriptsLoop.rounds);
+  const Round dlockMedian = median(dlockLoop.rounds);
   const std::string scheme = dlock::parseUri(uri).scheme;
   dlock::bench::JsonLine("uncontended_cycle")
       .field("transport", scheme == "rediss" ? std::string("tls") : scheme == "unix" ? std::string("unix") : std::string("tcp"))
@@ -121,6 +139,12 @@ int main(int argc, char** argv) {
       .field("scripts_p99_us", dlock::bench::percentile(scriptsMedian.latenciesUs, 99))
       .field("dlock_p50_us", dlock::bench::percentile(dlockMedian.latenciesUs, 50))
       .field("dlock_p99_us", dlock::bench::percentile(dlockMedian.latenciesUs, 99))
+      .field("raw_server_cpu_us", rawLoop.cpuPerCycle())
+      .field("scripts_server_cpu_us", scriptsLoop.cpuPerCycle())
+      .field("dlock_server_cpu_us", dlockLoop.cpuPerCycle())
+      .field("raw_script_us", rawLoop.scriptPerCycle())
+      .field("scripts_script_us", scriptsLoop.scriptPerCycle())
+      .field("dlock_script_us", dlockLoop.scriptPerCycle())
       .field("rounds", static_cast<double>(rounds))
       .print();
   return 0;
