@@ -50,15 +50,20 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wa
 LockCore::~LockCore() { watchdog_->stop(); }
 
 AcquireResult LockCore::attempt(std::string_view key, const std::string& token, milliseconds ttl) {
-  counters_->attempts.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t number = counters_->attempts.fetch_add(1, std::memory_order_relaxed);
+  // The round trip only sizes the yield after a contended release, so one attempt in
+  // kRoundTripSampling is timed: two clock reads are a tenth of the memory backend's cycle.
+  const bool timed = number % kRoundTripSampling == 0;
   try {
-    const SteadyTime start = std::chrono::steady_clock::now();
+    const SteadyTime start = timed ? std::chrono::steady_clock::now() : SteadyTime{};
     AcquireResult result = recorder_ != nullptr
                                ? recorder_->lockRecordingOwner(key, token, ttl, ownerLabel(*options_.ownerLabel))
                                : backend_->lock(key, token, ttl);
-    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
-    const std::int64_t previous = roundTripNanos_.load(std::memory_order_relaxed);
-    roundTripNanos_.store(previous == 0 ? took.count() : (previous * 7 + took.count()) / 8, std::memory_order_relaxed);
+    if (timed) {
+      const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+      const std::int64_t previous = roundTripNanos_.load(std::memory_order_relaxed);
+      roundTripNanos_.store(previous == 0 ? took.count() : (previous * 3 + took.count()) / 4, std::memory_order_relaxed);
+    }
     if (!result.acquired && log_->should_log(spdlog::level::debug)) {
       log_->debug("dlock: {} on {} is held by another owner for {} ms more", quoteKey(key), backend_->describe(),
                   result.holderTtl.count());

@@ -91,7 +91,8 @@ class LockCore {
   const std::shared_ptr<LockCounters> counters_;  // shared with the watchdog
 
   ForkLocal<WaiterQueue> waiters_;  // a forked child queues only its own threads
-  std::atomic<std::int64_t> roundTripNanos_{0};  // smoothed duration of an acquire attempt
+  static constexpr std::uint64_t kRoundTripSampling = 8;
+  std::atomic<std::int64_t> roundTripNanos_{0};  // smoothed duration of a sampled acquire attempt
   struct Yields {
     std::atomic<std::size_t> pending{0};  // until.size(), readable without the mutex
     std::mutex mutex;
