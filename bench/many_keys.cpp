@@ -17,13 +17,6 @@
 
 namespace {
 
-double cpuSeconds() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
 long long evalshaCalls(dlock::bench::RawRedis& admin) { return admin.commandCalls()["evalsha"]; }
 
 }  // namespace
@@ -43,9 +36,9 @@ int main(int argc, char** argv) {
     for (int i = 0; i < keys; ++i) lock->lock("bench:many:" + std::to_string(i));
     const auto statsBefore = lock->stats();
     const long long commandsBefore = evalshaCalls(admin);
-    const double cpuBefore = cpuSeconds();
+    const double cpuBefore = dlock::bench::cpuSeconds();
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    const double cpu = cpuSeconds() - cpuBefore;
+    const double cpu = dlock::bench::cpuSeconds() - cpuBefore;
     const long long commands = evalshaCalls(admin) - commandsBefore;
     const auto stats = lock->stats();
     for (int i = 0; i < keys; ++i) lock->unlock("bench:many:" + std::to_string(i));

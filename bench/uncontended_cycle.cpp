@@ -6,8 +6,8 @@
 //    the raw client. dlock / scripts is the client's cost; scripts / bare is what the protocol's
 //    server work (fence, release record, publish) costs.
 // Rounds alternate the loops so drift in the machine's load hits all alike; the median round of
-// each is reported, and what the server spent per cycle of each (its CPU time, and the part of it
-// inside scripts), which the machine's noise moves far less than the rates.
+// each is reported, and what the server and this client spent per cycle of each (CPU time, and the
+// server's time inside scripts), which the machine's noise moves far less than the rates.
 // Usage: dlock_bench_uncontended_cycle URI [rounds] [seconds-per-round]
 //   URI: redis://127.0.0.1:PORT, rediss://127.0.0.1:PORT?tls_ca_file=CA, or unix:///path/redis.sock
 #include <chrono>
@@ -101,13 +101,17 @@ int main(int argc, char** argv) {
     std::vector<Round> rounds;
     double serverCpuUs = 0;
     double scriptUs = 0;
+    double clientCpuUs = 0;
     double cycles = 0;
     [[nodiscard]] double cpuPerCycle() const { return serverCpuUs / cycles; }
+    [[nodiscard]] double clientPerCycle() const { return clientCpuUs / cycles; }
     [[nodiscard]] double scriptPerCycle() const { return scriptUs / cycles; }
   };
   const auto measure = [&](Loop& loop, const auto& cycle) {
     const auto before = raw.serverCost();
+    const double clientBefore = dlock::bench::cpuSeconds();
     loop.rounds.push_back(runRound(seconds, cycle));
+    loop.clientCpuUs += (dlock::bench::cpuSeconds() - clientBefore) * 1e6;
     const auto after = raw.serverCost();
     loop.serverCpuUs += after.cpuUs - before.cpuUs;
     loop.scriptUs += after.scriptUs - before.scriptUs;
@@ -142,6 +146,9 @@ int main(int argc, char** argv) {
       .field("raw_server_cpu_us", rawLoop.cpuPerCycle())
       .field("scripts_server_cpu_us", scriptsLoop.cpuPerCycle())
       .field("dlock_server_cpu_us", dlockLoop.cpuPerCycle())
+      .field("raw_client_cpu_us", rawLoop.clientPerCycle())
+      .field("scripts_client_cpu_us", scriptsLoop.clientPerCycle())
+      .field("dlock_client_cpu_us", dlockLoop.clientPerCycle())
       .field("raw_script_us", rawLoop.scriptPerCycle())
       .field("scripts_script_us", scriptsLoop.scriptPerCycle())
       .field("dlock_script_us", dlockLoop.scriptPerCycle())
