@@ -17,9 +17,10 @@ const char* publishOf(bool sharded) { return sharded ? "SPUBLISH" : "PUBLISH"; }
 // (its holder's lease ran out unreleased) → handed to that waiter now, and the caller queues.
 // A place is joined at the tail when ZADD adds its lease (renewing one keeps it where it is). The
 // queue's keys live as long as the longest waiter lease: PEXPIRE GT raises a TTL and never
-// lowers one in one call; a key without a TTL yet (GT leaves it so) or a server before Redis 7.0
-// (which refuses GT) takes PTTL and PEXPIRE. Every call costs the server microseconds, and the
-// holder's next attempt to queue runs just as the key is handed on.
+// lowers one, in one call. A queue this attempt created (its first entry) has no TTL yet, which
+// GT would leave so: a plain PEXPIRE. A server before Redis 7.0 refuses GT: PTTL, then PEXPIRE.
+// Every call costs the server microseconds, and the holder's next attempt to queue runs just as
+// the key is handed on.
 constexpr const char* kAcquireBody = R"lua(
 local nowMs, micros = serverNow()
 if redis.pcall('GET', ARGV[6]) == '0' then return {0, 0, stamp(nowMs), 0} end
@@ -45,10 +46,13 @@ if not owner then
 end
 local lease = tonumber(ARGV[4])
 if lease == 0 then return {0, redis.call('PTTL', KEYS[1]), stamp(nowMs), 0} end
-if redis.call('ZADD', KEYS[3], stamp(nowMs + lease), entry) == 1 then redis.call('RPUSH', KEYS[2], entry) end
+local queued = 0
+if redis.call('ZADD', KEYS[3], stamp(nowMs + lease), entry) == 1 then queued = redis.call('RPUSH', KEYS[2], entry) end
 for _, name in ipairs({KEYS[2], KEYS[3]}) do
-  if redis.pcall('PEXPIRE', name, lease, 'GT') ~= 1 and redis.call('PTTL', name) < lease then
+  if queued == 1 then
     redis.call('PEXPIRE', name, lease)
+  elseif type(redis.pcall('PEXPIRE', name, lease, 'GT')) == 'table' then
+    if redis.call('PTTL', name) < lease then redis.call('PEXPIRE', name, lease) end
   end
 end
 return {0, redis.call('PTTL', KEYS[1]), stamp(nowMs), redis.call('LPOS', KEYS[2], entry) + 1}
