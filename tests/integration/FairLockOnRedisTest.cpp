@@ -42,6 +42,14 @@ long long queueLength(RedisClient& client, const std::string& key) {
   return client.ok({"LLEN", "dlock:{" + key + "}:fair:queue"}).integer;
 }
 
+// A server, a client that looks at its keys, and the fair operator under test.
+struct FairServer {
+  RedisProcess server;
+  RedisClient client{server.host(), server.port()};
+  std::shared_ptr<dlock::IOperator> backend = dlock::connect(server.uri());
+  dlock::IFairOperator& fair = fairOf(backend);
+};
+
 // The server's clock in ms.
 long long serverMillis(RedisClient& client) {
   const auto time = client.ok({"TIME"});
@@ -147,11 +155,7 @@ TEST_SUITE("FairLockOnRedis") {
     CHECK(client.ok({"EXISTS", "dlock:{timeout}"}).integer == 0);
   }
 
-  TEST_CASE("a hand-off that raced the waiter's timeout is passed on, not leaked") {
-    RedisProcess server;
-    RedisClient client(server.host(), server.port());
-    auto backend = dlock::connect(server.uri());
-    auto& fair = fairOf(backend);
+  TEST_CASE_FIXTURE(FairServer, "a hand-off that raced the waiter's timeout is passed on, not leaked") {
     const std::string holder(32, 'a');
     const std::string late(32, 'b');
     const std::string next(32, 'c');
@@ -165,11 +169,7 @@ TEST_SUITE("FairLockOnRedis") {
     CHECK(client.ok({"EXISTS", "dlock:{race}"}).integer == 0);
   }
 
-  TEST_CASE("an attempt that arrives after its waiter left for good is refused: no place, no key") {
-    RedisProcess server;
-    RedisClient client(server.host(), server.port());
-    auto backend = dlock::connect(server.uri());
-    auto& fair = fairOf(backend);
+  TEST_CASE_FIXTURE(FairServer, "an attempt that arrives after its waiter left for good is refused: no place, no key") {
     const std::string gone(32, 'g');
     CHECK_FALSE(fair.leaveQueue("late", gone, 10s));  // gave up (its attempt's reply was lost)
     const auto late = fair.fairLock("late", gone, 10s, 5s);  // that attempt reaches the server now
@@ -179,10 +179,7 @@ TEST_SUITE("FairLockOnRedis") {
     dlock::test::checkEveryLockKeyHasTtl(client);
   }
 
-  TEST_CASE("a waiter whose hand-off message was lost finds itself owner at its recheck") {
-    RedisProcess server;
-    auto backend = dlock::connect(server.uri());
-    auto& fair = fairOf(backend);
+  TEST_CASE_FIXTURE(FairServer, "a waiter whose hand-off message was lost finds itself owner at its recheck") {
     const std::string holder(32, 'a');
     const std::string waiter(32, 'b');
     REQUIRE(fair.fairLock("lost", holder, 10s, 5s).acquired);
@@ -200,10 +197,7 @@ TEST_SUITE("FairLockOnRedis") {
     CHECK(retried.releasedEarlier);
   }
 
-  TEST_CASE("the hand-off message carries the fencing token, and the waiter owns the key when it arrives") {
-    RedisProcess server;
-    auto backend = dlock::connect(server.uri());
-    auto& fair = fairOf(backend);
+  TEST_CASE_FIXTURE(FairServer, "the hand-off message carries the fencing token, and the waiter owns the key when it arrives") {
     const std::string holder(32, 'a');
     const std::string waiter(32, 'b');
     const auto first = fair.fairLock("msg", holder, 10s, 5s);
@@ -243,11 +237,7 @@ TEST_SUITE("FairLockOnRedis") {
     CHECK(client.ok({"EXISTS", "dlock:{re}"}).integer == 0);
   }
 
-  TEST_CASE("fair fencing tokens are exact across 2^53, taken and handed off, and a full counter refuses first") {
-    RedisProcess server;
-    RedisClient client(server.host(), server.port());
-    auto backend = dlock::connect(server.uri());
-    auto& fair = fairOf(backend);
+  TEST_CASE_FIXTURE(FairServer, "fair fencing tokens are exact across 2^53, taken and handed off, and a full counter refuses first") {
     const std::string a(32, 'a');
     const std::string b(32, 'b');
     constexpr std::uint64_t k2p53 = 9007199254740992ULL;
@@ -274,11 +264,7 @@ TEST_SUITE("FairLockOnRedis") {
     CHECK(client.ok({"EXISTS", "dlock:{f}"}).integer == 0);
   }
 
-  TEST_CASE("the queue's keys live as long as the longest waiter lease, and a new queue gets a TTL at once") {
-    RedisProcess server;
-    RedisClient client(server.host(), server.port());
-    auto backend = dlock::connect(server.uri());
-    auto& fair = fairOf(backend);
+  TEST_CASE_FIXTURE(FairServer, "the queue's keys live as long as the longest waiter lease, and a new queue gets a TTL at once") {
     const std::string holder(32, 'h');
     const std::string patient(32, 'p');
     const std::string brief(32, 'q');
@@ -297,11 +283,7 @@ TEST_SUITE("FairLockOnRedis") {
     CHECK(queueLength(client, "ttl") == 2);  // a renewal keeps its place: no second entry
   }
 
-  TEST_CASE("after 1000 keys taken, waited for and released, no key is left without a TTL") {
-    RedisProcess server;
-    RedisClient client(server.host(), server.port());
-    auto backend = dlock::connect(server.uri());
-    auto& fair = fairOf(backend);
+  TEST_CASE_FIXTURE(FairServer, "after 1000 keys taken, waited for and released, no key is left without a TTL") {
     const std::string a(32, 'a');
     const std::string b(32, 'b');
     for (int i = 0; i < 1000; ++i) {
