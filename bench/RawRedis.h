@@ -153,24 +153,16 @@ class RawRedis {
   };
   ServerCost serverCost() {
     const std::string cpu = text({"INFO", "cpu"});
-    const std::string commands = text({"INFO", "commandstats"});
+    auto usec = test::commandStatIn(text({"INFO", "commandstats"}), "usec=");
     return {(numberAfter(cpu, "used_cpu_user:") + numberAfter(cpu, "used_cpu_sys:")) * 1e6,
-            numberAfter(commands, "cmdstat_evalsha:", "usec=") + numberAfter(commands, "cmdstat_eval:", "usec=")};
+            static_cast<double>(usec["evalsha"] + usec["eval"])};
   }
 
  private:
-  // The number after `field` (and then after `then`, when given) in INFO text; 0 if absent.
-  static double numberAfter(const std::string& info, const char* field, const char* then = "") {
-    std::size_t at = info.find(std::string("\n") + field);
-    if (at == std::string::npos) return 0;
-    at += 1 + std::char_traits<char>::length(field);
-    if (*then != '\0') {
-      const std::size_t end = info.find('\n', at);
-      at = info.find(then, at);
-      if (at == std::string::npos || at > end) return 0;
-      at += std::char_traits<char>::length(then);
-    }
-    return std::strtod(info.c_str() + at, nullptr);
+  // The number after `field` ("used_cpu_user:") at the start of a line of INFO text; 0 if absent.
+  static double numberAfter(const std::string& info, const std::string& field) {
+    const std::size_t at = info.find("\n" + field);
+    return at == std::string::npos ? 0 : std::strtod(info.c_str() + at + 1 + field.size(), nullptr);
   }
 
   struct Free {

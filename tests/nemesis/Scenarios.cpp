@@ -457,6 +457,8 @@ void threeOfFiveDown(Run& run) {
   });
 }
 
+constexpr std::size_t kRedlockQuorum = RedlockDeployment::kNodes / 2 + 1;
+
 // The Redlock nodes holding the holder's copy of `key`: those that share the value a quorum of
 // nodes has (a competing attempt's partial copies are on fewer, and are undone).
 std::vector<std::size_t> holderNodes(RedlockDeployment& deployment, const std::string& key) {
@@ -469,7 +471,7 @@ std::vector<std::size_t> holderNodes(RedlockDeployment& deployment, const std::s
     if (value.type == REDIS_REPLY_STRING) nodesByValue[value.str].push_back(node);
   }
   for (const auto& [value, nodes] : nodesByValue) {
-    if (nodes.size() > RedlockDeployment::kNodes / 2) return nodes;
+    if (nodes.size() >= kRedlockQuorum) return nodes;
   }
   return {};
 }
@@ -482,7 +484,7 @@ void restartOneWithoutPersistence(Run& run) {
   auto& deployment = run.deployment<RedlockDeployment>();
   withOutlivingHolder(run, [&](const Target& target) {
     const std::vector<std::size_t> holding = holderNodes(deployment, target.key);
-    const bool spare = holding.size() > RedlockDeployment::kNodes / 2 + 1;
+    const bool spare = holding.size() > kRedlockQuorum;
     std::vector<std::size_t> candidates;
     for (std::size_t node = 0; node < RedlockDeployment::kNodes; ++node) {
       const bool holds = std::find(holding.begin(), holding.end(), node) != holding.end();

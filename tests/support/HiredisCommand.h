@@ -48,19 +48,23 @@ inline redisReply* commandArgv(redisContext& context, const std::vector<std::str
   return static_cast<redisReply*>(redisCommandArgv(&context, static_cast<int>(argv.size()), argv.data(), lengths.data()));
 }
 
-// `calls` per command name ("evalsha", "set", ...) in the text of INFO commandstats. It counts
-// the commands scripts run inside EVALSHA as well, which are not round trips.
-inline std::map<std::string, long long> commandCallsIn(const std::string& info) {
-  std::map<std::string, long long> calls;
+// One integer statistic (`stat`: "calls=", "usec=") per command name ("evalsha", "set", ...) in
+// the text of INFO commandstats.
+inline std::map<std::string, long long> commandStatIn(const std::string& info, const std::string& stat) {
+  std::map<std::string, long long> values;
   std::size_t pos = 0;
   while ((pos = info.find("cmdstat_", pos)) != std::string::npos) {
     const auto colon = info.find(':', pos);
-    const auto count = info.find("calls=", colon);
-    if (colon == std::string::npos || count == std::string::npos) break;
-    calls[info.substr(pos + 8, colon - pos - 8)] = std::atoll(info.c_str() + count + 6);
+    const auto value = info.find(stat, colon);
+    if (colon == std::string::npos || value == std::string::npos) break;
+    values[info.substr(pos + 8, colon - pos - 8)] = std::atoll(info.c_str() + value + stat.size());
     pos = colon;
   }
-  return calls;
+  return values;
 }
+
+// `calls` per command name. It counts the commands scripts run inside EVALSHA as well, which are
+// not round trips.
+inline std::map<std::string, long long> commandCallsIn(const std::string& info) { return commandStatIn(info, "calls="); }
 
 }  // namespace dlock::test
