@@ -22,6 +22,7 @@
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
+#include "dlock/single/SingleOperator.h"
 
 using namespace std::chrono_literals;
 using dlock::test::LogCapture;
@@ -118,6 +119,46 @@ TEST_SUITE("Tls") {
     const std::string message = failureOf<dlock::LockError>("unix://:wrong-pass@" + server.socketPath());
     CHECK(contains(message, "AUTH"));
     CHECK(!contains(message, "wrong-pass"));
+  }
+
+  TEST_CASE("a NUL in a host, a socket path, a TLS file or a server name given in code: ConfigError, not the name cut short") {
+    // Each would reach what comes before the NUL, a server that does answer: getaddrinfo, the
+    // kernel and OpenSSL read up to it.
+    TlsCertificates certificates;
+    RedisProcess::Options serverOptions = tlsServer(certificates.server(), certificates);
+    serverOptions.unixSocket = true;
+    RedisProcess server(serverOptions);
+    const std::string nul("\0", 1);
+    const auto refusal = [](dlock::ConnectionOptions connection) {
+      dlock::SingleOptions options;
+      options.connection = std::move(connection);
+      options.connection.connectTimeout = kConnectTimeout;
+      try {
+        dlock::SingleOperator(options).probe();
+      } catch (const dlock::ConfigError& error) {
+        return std::string(error.what());
+      } catch (const std::exception& error) {
+        FAIL("an error of another type: " << error.what());
+      }
+      return std::string("connected");
+    };
+    dlock::ConnectionOptions host;
+    host.host = "127.0.0.1" + nul + ".elsewhere.example";
+    host.port = server.port();
+    CHECK(refusal(host) == "dlock: the host name holds a NUL byte");
+    dlock::ConnectionOptions socket;
+    socket.unixSocket = server.socketPath() + nul + "-elsewhere";
+    CHECK(refusal(socket) == "dlock: the Unix socket path holds a NUL byte");
+    dlock::ConnectionOptions tls;
+    tls.port = server.tlsPort();
+    tls.tls.enabled = true;
+    tls.tls.caFile = certificates.caFile();
+    REQUIRE(refusal(tls) == "connected");
+    tls.tls.caFile = certificates.caFile() + nul + "-elsewhere";
+    CHECK(refusal(tls) == "dlock: tls_ca_file holds a NUL byte");
+    tls.tls.caFile = certificates.caFile();
+    tls.tls.serverName = "127.0.0.1" + nul + ".elsewhere.example";
+    CHECK(refusal(tls) == "dlock: TLS: the server name holds a NUL byte");
   }
 
   TEST_CASE("the host name is verified too: localhost matches the certificate's DNS name") {

@@ -353,6 +353,34 @@ TEST_SUITE("Uri") {
     CHECK(contains(configErrorOf("rediss://h:0"), "not a number from 1 to 65535"));
   }
 
+  TEST_CASE("a host, a socket path or a TLS file holding a byte it cannot is refused, not cut at a NUL (found by fuzzing)") {
+    using namespace std::string_literals;
+    // getaddrinfo, the kernel and OpenSSL read each up to a NUL: "h<NUL>x" would reach "h".
+    CHECK(contains(configErrorOf("redis://good\0.evil:1"s), "a host holds byte 0x00 ('good\\x00.evil')"));
+    CHECK(contains(configErrorOf("redis://h\xff:1"s), "a host holds byte 0xff"));
+    CHECK(contains(configErrorOf("redis://a:1,b&c:2"), "a host holds '&' ('b&c')"));
+    CHECK(contains(configErrorOf("redis+sentinel://s 1:1/m"), "a host holds byte 0x20"));
+    CHECK(contains(configErrorOf("redis+cluster://n1:1,n%32:2"), "a host holds '%'"));
+    CHECK(contains(configErrorOf("redlock://redis://a:1;redis://b^:2;redis://c:3"), "member 2: a host holds '^'"));
+    CHECK(contains(configErrorOf("redis://[fe80::1%25eth0]:1"), "an IPv6 address is hex digits"));
+    CHECK(contains(configErrorOf("redis://[::g]:1"), "a host holds 'g'"));
+    CHECK(contains(configErrorOf("unix:///run/a%00/b.sock"), "the socket path holds a NUL byte"));
+    CHECK(contains(configErrorOf("rediss://h?tls_ca_file=/ca.pem%00x"), "option tls_ca_file holds a NUL byte"));
+    CHECK(contains(configErrorOf("rediss://h?tls_server_name=a%00b"), "option tls_server_name holds a NUL byte"));
+    // The fuzzer's input: a password given %-escaped whose text the (then accepted) host repeated.
+    CHECK(contains(configErrorOf("redis://%41\xff\xff\xff\xff@\xff\xff\xff\xff\xff\xff" "A\xff\xff\xff\xff\x19\0"s),
+                   "a host holds byte 0xff"));
+    // Messages show such bytes as \xHH: a NUL would cut the message short, a newline forge a log line.
+    CHECK(!contains(configErrorOf("redis://%41\xff\xff\xff\xff@\xff" "A\xff\xff\xff\xff"s), "A\xff\xff\xff\xff"));
+    CHECK(contains(configErrorOf("redis://h\n:1"s), "bad URI 'redis://h\\x0a:1'"));
+    CHECK(dlock::redactUri("redis://:pw@h\r\n1"s) == "redis://:***@h\\x0d\\x0a1");
+    // What hosts are: names, IPv4 and IPv6 addresses.
+    CHECK(dlock::parseUri("redis://redis-1.internal_zone.example.com:1").hosts[0].host == "redis-1.internal_zone.example.com");
+    CHECK(dlock::parseUri("redis://10.0.0.7:1").hosts[0].host == "10.0.0.7");
+    CHECK(dlock::parseUri("redis://[2001:db8::7]:1").hosts[0].host == "2001:db8::7");
+    CHECK(dlock::parseUri("redis://[::ffff:10.0.0.7]").hosts[0].host == "::ffff:10.0.0.7");
+  }
+
   TEST_CASE("unix:// URIs: an absolute socket path, a password before it, the database as an option") {
     const auto plain = dlock::parseUri("unix:///run/redis/redis.sock");
     CHECK(plain.scheme == "unix");

@@ -75,7 +75,7 @@ struct ParsedUri {
 // URI (each member of a redlock list) from after "user:" to the last '@', and each query value that
 // is not a known option's plain value (secrets such as sentinel_password, unknown options) up to
 // the next "&name=". parseUri refuses a raw '@' in a query value (it may be a password's tail):
-// write it as %40.
+// write it as %40. A byte outside printable ASCII is shown as \xHH.
 [[nodiscard]] std::string redactUri(std::string_view uri);
 
 // The userinfo passwords and secret option values redactUri(uri) masks, as written in `uri`

@@ -66,6 +66,10 @@ void setOption(int fd, int level, int name, int value) { (void)::setsockopt(fd, 
 int connectUnix(const ConnectionOptions& options, Steady::time_point deadline) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
+  // The kernel reads the path up to a NUL (and one at the start names the abstract namespace).
+  if (options.unixSocket.find('\0') != std::string::npos) {
+    throw ConfigError("dlock: the Unix socket path holds a NUL byte");
+  }
   if (options.unixSocket.size() >= sizeof address.sun_path) {
     throw ConfigError("dlock: the Unix socket path '" + options.unixSocket + "' is longer than " +
                       std::to_string(sizeof address.sun_path - 1) + " bytes");
@@ -78,6 +82,8 @@ int connectUnix(const ConnectionOptions& options, Steady::time_point deadline) {
 }
 
 int connectTcp(const ConnectionOptions& options, Steady::time_point deadline) {
+  // getaddrinfo reads the name up to a NUL: "good\0.evil" would resolve "good".
+  if (options.host.find('\0') != std::string::npos) throw ConfigError("dlock: the host name holds a NUL byte");
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

@@ -28,6 +28,8 @@ using ContextPtr = std::unique_ptr<SSL_CTX, ContextDeleter>;
 
 // ConfigError unless `path` is a readable file; names the option and the path, never the contents.
 void requireReadable(const char* option, const std::string& path, bool directory = false) {
+  // access() and OpenSSL read the path up to a NUL: "/ca.pem\0x" would load "/ca.pem".
+  if (path.find('\0') != std::string::npos) throw ConfigError(std::string("dlock: ") + option + " holds a NUL byte");
   if (::access(path.c_str(), R_OK | (directory ? X_OK : 0)) != 0) {
     const int error = errno;
     throw ConfigError(std::string("dlock: ") + option + " '" + path + "': cannot read it: " + std::strerror(error));
@@ -92,6 +94,7 @@ std::unique_ptr<TlsTransport> TlsTransport::connect(std::unique_ptr<Socket> sock
   const TlsOptions& tls = options.tls;
   const std::string address = options.address();
   const std::string name = tls.serverName.empty() ? options.host : tls.serverName;
+  if (name.find('\0') != std::string::npos) throw ConfigError("dlock: TLS: the server name holds a NUL byte");
   ContextPtr context = makeContext(tls);
   SSL* ssl = SSL_new(context.get());  // holds its own reference to the context
   if (ssl == nullptr) throw std::bad_alloc();

@@ -30,7 +30,12 @@ void checkTlsOptions(const UriParser& parser, ParsedUri& uri) {
   }
   for (const UriOption* file : {&kCaFile, &kCaDir, &kCertFile, &kKeyFile, &kServerName}) {
     const auto it = uri.options.find(std::string(file->name));
-    if (it != uri.options.end() && it->second.empty()) parser.fail("option " + std::string(file->name) + " is empty");
+    if (it == uri.options.end()) continue;
+    if (it->second.empty()) parser.fail("option " + std::string(file->name) + " is empty");
+    // A path or a name ends at a NUL for OpenSSL and the kernel: "/ca.pem%00x" would load "/ca.pem".
+    if (it->second.find('\0') != std::string::npos) {
+      parser.fail("option " + std::string(file->name) + " holds a NUL byte (%00)");
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 #include "uri/UriParser.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <functional>
 #include <optional>
@@ -20,6 +21,27 @@ bool parseInt(std::string_view text, long long& value) {
   const auto* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   return ec == std::errc() && ptr == end;
+}
+
+// A host as a URI names it: a DNS name or an IPv4 address (letters, digits, '-', '.', '_'), or,
+// `bracketed`, an IPv6 address. Anything else would reach getaddrinfo as something it is not: a NUL
+// byte ends the name there, so "good<NUL>.evil" would connect to "good".
+std::optional<char> badHostCharacter(std::string_view name, bool bracketed) {
+  for (const char c : name) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    const bool hexDigit = std::isxdigit(static_cast<unsigned char>(c)) != 0;
+    const bool allowed = bracketed ? hexDigit || c == ':' || c == '.' : alnum || c == '-' || c == '.' || c == '_';
+    if (!allowed) return c;
+  }
+  return std::nullopt;
+}
+
+// `c` for a message: itself, quoted, when printable, else its byte value.
+std::string shownCharacter(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  if (byte > 0x20 && byte < 0x7f) return std::string("'") + c + "'";
+  static constexpr char kHex[] = "0123456789abcdef";
+  return std::string("byte 0x") + kHex[byte >> 4] + kHex[byte & 0xf];
 }
 
 // A URI's durations: a unit always, positive, at most a day.
@@ -105,7 +127,7 @@ std::string UriParser::quote(std::string_view part) const {
     if (span.begin < end && begin < span.end) return "'***'";
     if (span.begin == span.end && begin < span.begin && span.begin < end) return "'***'";
   }
-  return "'" + std::string(part) + "'";
+  return "'" + shown(part) + "'";
 }
 
 std::string UriParser::redact(std::string_view part) const {
@@ -138,6 +160,13 @@ Endpoint UriParser::parseHost(std::string_view text, int defaultPort) const {
     if (colon != std::string_view::npos) portText = text.substr(colon + 1);
   }
   if (name.empty()) fail("a host is empty");
+  const bool bracketed = text.front() == '[';
+  if (const auto bad = badHostCharacter(name, bracketed)) {
+    fail("a host holds " + shownCharacter(*bad) + " (" + quote(name) + ")" +
+         (bracketed ? ": an IPv6 address is hex digits, ':' and '.'"
+                    : ": a host is a DNS name or an IPv4 address (letters, digits, '-', '.', '_'); an IPv6 one goes in "
+                      "[brackets]"));
+  }
   host.host = std::string(name);
   if (portText.empty() && text.find(':') != std::string_view::npos && text.front() != '[') {
     fail("the port of " + quote(name) + " is empty");
@@ -220,6 +249,8 @@ void UriParser::readLocation(const UriScheme& scheme, std::string_view rest, Par
            parsed.scheme + "://:password@/run/redis.sock)");
     }
     parsed.socketPath = percentDecode(path, "socket path");
+    // The kernel reads the path up to a NUL: "/a%00/b" would connect to "/a".
+    if (parsed.socketPath.find('\0') != std::string::npos) fail("the socket path holds a NUL byte (%00)");
     return;
   }
   // Authority, then path.

@@ -165,6 +165,26 @@ std::vector<Span> secretSpans(std::string_view text) {
   return merged;
 }
 
+void appendShown(std::string& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f) {
+      out += c;
+    } else {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    }
+  }
+}
+
+std::string shown(std::string_view text) {
+  std::string out;
+  appendShown(out, text);
+  return out;
+}
+
 std::string masked(std::string_view text, const std::vector<Span>& spans, std::size_t begin, std::size_t end) {
   std::string out;
   std::size_t pos = begin;
@@ -172,11 +192,11 @@ std::string masked(std::string_view text, const std::vector<Span>& spans, std::s
     const bool inside = span.begin == span.end ? span.begin >= begin && (span.begin < end || span.begin == text.size())
                                                : span.begin < end && span.end > begin;
     if (!inside) continue;
-    out.append(text.substr(pos, std::max(span.begin, begin) - pos));
+    appendShown(out, text.substr(pos, std::max(span.begin, begin) - pos));
     out += "***";
     pos = std::min(span.end, end);
   }
-  out.append(text.substr(pos, end - pos));
+  appendShown(out, text.substr(pos, end - pos));
   return out;
 }
 

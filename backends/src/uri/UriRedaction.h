@@ -19,7 +19,12 @@ struct Span {
 // Every part of `text` that may hold a password, in order, overlaps merged.
 std::vector<Span> secretSpans(std::string_view text);
 
-// `text` [begin, end) with the spans masked.
+// `text` for a message: a byte outside printable ASCII as \xHH (a NUL would end the message's
+// C string, a control byte would forge log lines).
+std::string shown(std::string_view text);
+void appendShown(std::string& out, std::string_view text);
+
+// `text` [begin, end) with the spans masked, shown().
 std::string masked(std::string_view text, const std::vector<Span>& spans, std::size_t begin, std::size_t end);
 
 // `text` in lower case (ASCII).
