@@ -12,6 +12,7 @@
 // Input: [template][escaping][password bytes] 0xFF [other bytes]. The password always holds
 // kMarker, which nothing else may: a message that contains the password copied it, it did not
 // happen to spell it (short passwords such as "1" or "redis" occur in any message).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -46,6 +47,23 @@ std::string written(std::string_view password, unsigned escaping) {
       out += c;
     } else {
       out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    }
+  }
+  return out;
+}
+
+// `text` as messages show it: a byte outside printable ASCII as \xHH (uri.h, redactUri).
+std::string shownInMessages(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f) {
+      out += c;
+    } else {
+      out += "\\x";
       out += kHex[byte >> 4];
       out += kHex[byte & 0xf];
     }
@@ -121,9 +139,10 @@ std::string fill(std::string_view pattern, std::string_view password, std::strin
   return out;
 }
 
-// Aborts when `text` shows the password, as given or as written.
+// Aborts when `text` shows the password: as given, as written, or any part holding the marker (a
+// message shows a byte outside printable ASCII as \xHH, so a password of such bytes shows only there).
 void checkHidden(std::string_view text, std::string_view password, std::string_view asWritten) {
-  if (contains(text, password) || contains(text, asWritten)) std::abort();
+  if (contains(text, password) || contains(text, asWritten) || contains(text, kMarker)) std::abort();
 }
 
 void checkMembersHidden(const dlock::ParsedUri& uri, std::string_view password, std::string_view asWritten) {
@@ -140,8 +159,15 @@ void parseAnything(std::string_view text) {
     // Shorter passwords can coincide with the URI's own syntax, e.g. "@"; one with a '*' with the
     // mask itself: "x:***@" holds the password "x:**".
     const bool distinctive = uri.password.size() >= 4 && uri.password.find('*') == std::string::npos;
-    const std::size_t given = distinctive ? occurrences(text, uri.password) : 0;
-    if (given > 0 && occurrences(uri.redacted, uri.password) >= given) std::abort();
+    // Counted in the text as messages show it: an escape's hex digits can spell it ("\x9c" "ret").
+    const std::size_t given = distinctive ? occurrences(shownInMessages(text), uri.password) : 0;
+    // Written as it is, one of those is its own place, which must be masked; %-escaped, none is, and
+    // the same text elsewhere (a socket path "/abcd" beside "unix://%61bcd@") is not the password's.
+    const auto passwords = dlock::uriPasswords(text);
+    const bool literal = std::find(passwords.begin(), passwords.end(), uri.password) != passwords.end() &&
+                         shownInMessages(uri.password) == uri.password;
+    const std::size_t shownElsewhere = literal && given > 0 ? given - 1 : given;
+    if (given > 0 && occurrences(uri.redacted, uri.password) > shownElsewhere) std::abort();
   } catch (const dlock::ConfigError& error) {
     (void)error.what();
   }
