@@ -61,12 +61,29 @@ struct MemoryOperator::State {
     std::chrono::system_clock::time_point ownerSince{};
   };
   struct KeyState {
-    std::optional<Entry> lease;
     std::uint64_t fence = 0;          // last fencing token handed out
     std::uint64_t releases = 0;       // bumped on every release, for watchers
     std::uint32_t watchers = 0;       // live IReleaseWatch objects on this key
     RecentReleases releasedBy;
     detail::MemoryFairQueue fair;     // the fair lock's waiters (MemoryFairOperator.cpp)
+
+    // The lease, expired or not; nullptr when nobody holds the key.
+    [[nodiscard]] Entry* lease() { return held_ ? &lease_ : nullptr; }
+    // A lease for `token` until `expiresAt`, written over the last one: its strings keep their
+    // buffers, so an uncontended lock+unlock allocates nothing here once the key has been held.
+    Entry& hold(std::string_view token, Clock::time_point expiresAt) {
+      lease_.token.assign(token);
+      lease_.expiresAt = expiresAt;
+      lease_.owner.clear();
+      lease_.ownerSince = {};
+      held_ = true;
+      return lease_;
+    }
+    void drop() { held_ = false; }
+
+   private:
+    Entry lease_;
+    bool held_ = false;
   };
 
   explicit State(std::shared_ptr<Clock> c) : clock(std::move(c)) {}
@@ -81,8 +98,9 @@ struct MemoryOperator::State {
 
   // The key's live lease, dropping it if it has expired.
   Entry* liveLease(KeyState& state, Clock::time_point now) {
-    if (state.lease && now >= state.lease->expiresAt) state.lease.reset();
-    return state.lease ? &*state.lease : nullptr;
+    Entry* lease = state.lease();
+    if (lease != nullptr && now >= lease->expiresAt) state.drop();
+    return state.lease();
   }
 
   KeyState* find(std::string_view key) {
@@ -95,13 +113,13 @@ struct MemoryOperator::State {
   KeyState* release(std::string_view key, std::string_view token, Clock::time_point now, ReleaseResult& result) {
     KeyState* entry = find(key);
     if (entry == nullptr) return nullptr;
-    const Entry* holder = ownedLease(key, token, now);
+    const Entry* holder = ownedLease(*entry, token, now);
     if (holder == nullptr) {
       result.released = result.releasedEarlier = entry->releasedBy.contains(token, now);
       return nullptr;
     }
     entry->releasedBy.add(token, holder->expiresAt);
-    entry->lease.reset();
+    entry->drop();
     ++entry->releases;
     result.released = true;
     return entry;
@@ -110,7 +128,10 @@ struct MemoryOperator::State {
   // The live lease of `key` if `token` holds it, else nullptr.
   Entry* ownedLease(std::string_view key, std::string_view token, Clock::time_point now) {
     KeyState* state = find(key);
-    Entry* holder = state == nullptr ? nullptr : liveLease(*state, now);
+    return state == nullptr ? nullptr : ownedLease(*state, token, now);
+  }
+  Entry* ownedLease(KeyState& state, std::string_view token, Clock::time_point now) {
+    Entry* holder = liveLease(state, now);
     return holder != nullptr && holder->token == token ? holder : nullptr;
   }
 };
@@ -170,16 +191,18 @@ MemoryOperator::State& MemoryOperator::state() const { return *holder_->state; }
 
 MemoryOperator::~MemoryOperator() = default;
 
-void MemoryOperator::beforeCall() {
-  state().calls.fetch_add(1, std::memory_order_relaxed);
-  const auto latency = state().latencyMillis.load(std::memory_order_relaxed);
+MemoryOperator::State& MemoryOperator::beforeCall() {
+  State& state = this->state();
+  state.calls.fetch_add(1, std::memory_order_relaxed);
+  const auto latency = state.latencyMillis.load(std::memory_order_relaxed);
   if (latency > 0) std::this_thread::sleep_for(std::chrono::milliseconds(latency));
-  unsigned left = state().failuresLeft.load(std::memory_order_relaxed);
+  unsigned left = state.failuresLeft.load(std::memory_order_relaxed);
   while (left > 0) {
-    if (state().failuresLeft.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
+    if (state.failuresLeft.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
       throw ConnectionError("dlock: memory://: injected connection failure");
     }
   }
+  return state;
 }
 
 AcquireResult MemoryOperator::lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
@@ -194,15 +217,15 @@ AcquireResult MemoryOperator::lockRecordingOwner(std::string_view key, std::stri
 
 AcquireResult MemoryOperator::acquire(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
                                       const std::string_view* label) {
-  beforeCall();
-  std::lock_guard<std::mutex> guard(state().mutex);
-  const Clock::time_point now = state().clock->now();
-  auto it = state().keys.find(key);
-  if (it == state().keys.end()) it = state().keys.emplace(std::string(key), State::KeyState{}).first;
+  State& state = beforeCall();
+  std::lock_guard<std::mutex> guard(state.mutex);
+  const Clock::time_point now = state.clock->now();
+  auto it = state.keys.find(key);
+  if (it == state.keys.end()) it = state.keys.emplace(std::string(key), State::KeyState{}).first;
   State::KeyState& entry = it->second;
   entry.releasedBy.forget(token);  // an earlier try's release is no later hold's (see Scripts.cpp)
   AcquireResult result;
-  if (const State::Entry* holder = state().liveLease(entry, now)) {
+  if (const State::Entry* holder = state.liveLease(entry, now)) {
     if (holder->token == token) {
       // As the Redis acquire script: the owner's retry (its first reply lost) succeeds again with
       // the fencing token it got, and the lease keeps its expiry.
@@ -217,10 +240,10 @@ AcquireResult MemoryOperator::acquire(std::string_view key, std::string_view tok
   if (entry.fence >= kMaxFencingToken) {
     throw BackendError("dlock: lock " + detail::quoteKey(key) + " on memory://: the fencing counter is at its limit");
   }
-  entry.lease = State::Entry{std::string(token), now + ttl, {}, {}};
+  State::Entry& lease = entry.hold(token, now + ttl);
   if (label != nullptr) {
-    entry.lease->owner = std::string(*label);
-    entry.lease->ownerSince = std::chrono::system_clock::now();
+    lease.owner = std::string(*label);
+    lease.ownerSince = std::chrono::system_clock::now();
   }
   result.acquired = true;
   result.fencingToken = ++entry.fence;
@@ -228,16 +251,16 @@ AcquireResult MemoryOperator::acquire(std::string_view key, std::string_view tok
 }
 
 ReleaseResult MemoryOperator::unlock(std::string_view key, std::string_view token) {
-  beforeCall();
+  State& state = beforeCall();
   ReleaseResult result;
   {
-    std::lock_guard<std::mutex> guard(state().mutex);
-    const Clock::time_point now = state().clock->now();
-    State::KeyState* entry = state().release(key, token, now, result);
+    std::lock_guard<std::mutex> guard(state.mutex);
+    const Clock::time_point now = state.clock->now();
+    State::KeyState* entry = state.release(key, token, now, result);
     if (entry == nullptr) return result;
     result.notified = entry->watchers;
   }
-  state().released.notify_all();
+  state.released.notify_all();
   return result;
 }
 
@@ -304,7 +327,7 @@ void MemoryOperator::setLatency(std::chrono::milliseconds latency) {
 void MemoryOperator::forgetLeases() {
   std::lock_guard<std::mutex> guard(state().mutex);
   for (auto& [key, entry] : state().keys) {
-    entry.lease.reset();
+    entry.drop();
     entry.releasedBy.clear();
     entry.fair.clearWaiters();
   }
@@ -351,7 +374,7 @@ bool handOff(MemoryOperator::State::KeyState& entry, Clock::time_point now, std:
   // The claim lease, as the script's: the heir's ttl, or the rest of its waiter lease if less.
   const auto claim = std::min(
       heir->ttl, std::max(std::chrono::milliseconds(1), std::chrono::floor<std::chrono::milliseconds>(heir->leaseEnds - now)));
-  entry.lease = MemoryOperator::State::Entry{heir->token, now + claim, {}, {}};
+  entry.hold(heir->token, now + claim);
   entry.fair.tell(heir->token, Grant{Grant::Kind::Granted, ++entry.fence, clockMillis(now), claim});
   return true;
 }
@@ -418,7 +441,7 @@ FairAcquireResult MemoryOperator::fairLock(std::string_view key, std::string_vie
           throw BackendError("dlock: lock " + detail::quoteKey(key) + " on memory://: the fencing counter is at its limit");
         }
         if (!entry.fair.empty()) entry.fair.popFront();
-        entry.lease = State::Entry{std::string(token), now + ttl, {}, {}};
+        entry.hold(token, now + ttl);
         result.acquired = true;
         result.fencingToken = ++entry.fence;
         return result;
@@ -460,7 +483,7 @@ bool MemoryOperator::leaveQueue(std::string_view key, std::string_view token, st
     const State::Entry* holder = state().liveLease(*entry, now);
     if (holder != nullptr && holder->token != token) return false;
     ours = holder != nullptr;
-    entry->lease.reset();
+    entry->drop();
     (void)handOff(*entry, now, key);
     ++entry->releases;
   }

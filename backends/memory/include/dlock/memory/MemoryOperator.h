@@ -84,7 +84,8 @@ class MemoryOperator final : public IOperator,
   // lock(), recording `label` when given.
   AcquireResult acquire(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
                         const std::string_view* label);
-  void beforeCall();
+  // Counts the call and plays the injected latency and failures; returns state().
+  State& beforeCall();
   [[nodiscard]] State& state() const;  // this process's (see Holder)
 
   std::shared_ptr<Holder> holder_;
