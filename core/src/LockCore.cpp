@@ -144,7 +144,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
     if (result.acquired) {
       if (waitingSince) stopWaiting(std::chrono::steady_clock::now());
       counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
-      auto lease = std::make_shared<LeaseState>(std::string(key), token, result.fencingToken, ttl, renewed,
+      auto lease = std::make_shared<LeaseState>(std::string(key), std::move(token), result.fencingToken, ttl, renewed,
                                                 sentAt + knownValidity(result.validity, ttl));
       if (renewed) watchdog_->add(lease);
       if (log_->should_log(spdlog::level::debug)) {

@@ -22,6 +22,9 @@ struct ThreadHolds {
   // The thread that called fork() goes on in the child with a copy of these holds: they are the
   // parent's, so the child forgets them (the parent keeps, renews and releases its own).
   std::uint64_t forkGeneration = detail::watchForks();
+  // The last erased hold's map node, its key's buffer kept: a thread that locks and unlocks in a
+  // loop allocates no node after the first.
+  KeyHolds::node_type spare;
 
   ThreadHolds() = default;
   ThreadHolds(const ThreadHolds&) = delete;
@@ -74,10 +77,15 @@ RequestIdHolder::Hold& RequestIdHolder::insert(std::uint64_t lockId, std::string
   auto& thread = threadHolds();
   KeyHolds* holds = thread.holdsOf(lockId);
   if (holds == nullptr) holds = &thread.locks.emplace_back(lockId, KeyHolds{}).second;
-  auto [it, inserted] = holds->try_emplace(std::string(key));
-  (void)inserted;
-  it->second = Hold{std::move(lease), 1};
-  return it->second;
+  if (thread.spare.empty()) {
+    auto [it, inserted] = holds->try_emplace(std::string(key));
+    (void)inserted;
+    it->second = Hold{std::move(lease), 1};
+    return it->second;
+  }
+  thread.spare.key().assign(key);
+  thread.spare.mapped() = Hold{std::move(lease), 1};
+  return holds->insert(std::move(thread.spare)).position->second;
 }
 
 void RequestIdHolder::erase(std::uint64_t lockId, std::string_view key) {
@@ -85,7 +93,11 @@ void RequestIdHolder::erase(std::uint64_t lockId, std::string_view key) {
   KeyHolds* holds = thread.holdsOf(lockId);
   if (holds == nullptr) return;
   const auto it = holds->find(key);
-  if (it != holds->end()) holds->erase(it);
+  if (it != holds->end()) {
+    KeyHolds::node_type node = holds->extract(it);
+    node.mapped().lease.reset();  // the lease ends with its hold, as it did when erased
+    thread.spare = std::move(node);
+  }
   if (holds->empty()) {
     for (auto lock = thread.locks.begin(); lock != thread.locks.end(); ++lock) {
       if (lock->first == lockId) {

@@ -57,16 +57,22 @@ RandomBlock& threadBlock() {
   return block;
 }
 
+// Each byte's two hex digits, so a token is written two characters at a time.
+constexpr std::array<std::array<char, 2>, 256> hexPairs() {
+  constexpr char kHex[] = "0123456789abcdef";
+  std::array<std::array<char, 2>, 256> pairs{};
+  for (std::size_t byte = 0; byte < pairs.size(); ++byte) pairs[byte] = {kHex[byte >> 4], kHex[byte & 0xf]};
+  return pairs;
+}
+
 }  // namespace
 
 std::string generateToken() {
+  static constexpr std::array<std::array<char, 2>, 256> kHexPairs = hexPairs();
   const std::uint8_t* bytes = threadBlock().take(kTokenBytes);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string token(kTokenBytes * 2, '0');
-  for (std::size_t i = 0; i < kTokenBytes; ++i) {
-    token[2 * i] = kHex[bytes[i] >> 4];
-    token[2 * i + 1] = kHex[bytes[i] & 0xf];
-  }
+  std::string token(kTokenBytes * 2, '\0');
+  char* out = token.data();
+  for (std::size_t i = 0; i < kTokenBytes; ++i) std::memcpy(out + 2 * i, kHexPairs[bytes[i]].data(), 2);
   return token;
 }
 
