@@ -153,6 +153,26 @@ TEST_SUITE("LockOnRedis") {
     CHECK(after == before);
   }
 
+  TEST_CASE("a try on a held key costs the server four calls: the key and the token's record, the record, the holder, its TTL") {
+    // Every waiter's retry after a release is such a try: under contention they are most of the
+    // server's work.
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto holder = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(30s).build();
+    auto other = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(30s).build();
+    REQUIRE(holder->tryLock("k"));
+    REQUIRE_FALSE(other->tryLock("k"));  // the script loaded, the connection made
+    auto before = client.commandCalls();
+    REQUIRE_FALSE(other->tryLock("k"));
+    auto after = client.commandCalls();
+    std::map<std::string, long long> calls;
+    for (const auto& [command, count] : after) {
+      if (command != "info" && count != before[command]) calls[command] = count - before[command];
+    }
+    CHECK(calls == std::map<std::string, long long>{{"evalsha", 1}, {"exists", 1}, {"get", 2}, {"pttl", 1}});
+    holder->unlock("k");
+  }
+
   TEST_CASE("1000 keys under the watchdog: renewals per interval do not grow with the key count") {
     RedisProcess server;
     RedisClient client(server.host(), server.port());

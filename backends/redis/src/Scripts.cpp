@@ -50,15 +50,19 @@ std::string acquireSource(const char* onTaken) {
   // lost here would take it for evidence that it ran.
   // Each redis.call costs the server microseconds, so the uncontended path makes few: one EXISTS
   // asks for the key and the token's record at once (none: free, no tombstone; pcall, as the
-  // record may be refused during a migration, and then both are asked apart); INCR's reply is
+  // record may be refused during a migration, and then both are asked apart; with no record, the
+  // count was the key's alone, so a held key costs no second EXISTS); INCR's reply is
   // exact below 2^53 (Lua's doubles), and only a larger counter is read back as text.
   return std::string(R"lua(
-local free = redis.pcall('EXISTS', KEYS[1], ARGV[4]) == 0
+local present = redis.pcall('EXISTS', KEYS[1], ARGV[4])
+local free = present == 0
 if not free then
   local record = redis.pcall('GET', ARGV[4])
   if record == '0' then return {0, 0} end
   if record == '1' then redis.pcall('DEL', ARGV[4]) end
-  free = redis.call('EXISTS', KEYS[1]) == 0
+  if record ~= false or type(present) ~= 'number' then
+    free = redis.call('EXISTS', KEYS[1]) == 0
+  end
 end
 if free then
   local counted = redis.call('INCR', KEYS[2])
