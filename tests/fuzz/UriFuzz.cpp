@@ -34,41 +34,39 @@ std::size_t occurrences(std::string_view haystack, std::string_view needle) {
 
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
-// The password as written in the URI: raw (0), its URI syntax %-escaped (1), or all of it (2).
-std::string written(std::string_view password, unsigned escaping) {
-  if (escaping % 3 == 0) return std::string(password);
-  static constexpr char kHex[] = "0123456789ABCDEF";
+// `text` with each byte `escaped` says written as `prefix` and two hex digits from `digits`.
+template <class Escaped>
+std::string escapedBytes(std::string_view text, Escaped escaped, std::string_view prefix, const char* digits) {
   std::string out;
-  for (const char c : password) {
+  for (const char c : text) {
     const auto byte = static_cast<unsigned char>(c);
-    const bool syntax = std::string_view(":/?#[]@;&=%+, ").find(c) != std::string_view::npos;
-    const bool plain = escaping % 3 == 1 && byte > 0x20 && byte < 0x7f && !syntax;
-    if (plain) {
+    if (!escaped(c)) {
       out += c;
     } else {
-      out += '%';
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xf];
+      out += prefix;
+      out += digits[byte >> 4];
+      out += digits[byte & 0xf];
     }
   }
   return out;
 }
 
-// `text` as messages show it: a byte outside printable ASCII as \xHH (uri.h, redactUri).
+bool printable(char c) { return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f; }
+
+// The password as written in the URI: raw (0), its URI syntax %-escaped (1), or all of it (2).
+std::string written(std::string_view password, unsigned escaping) {
+  if (escaping % 3 == 0) return std::string(password);
+  const auto escaped = [&](char c) {
+    const bool syntax = std::string_view(":/?#[]@;&=%+, ").find(c) != std::string_view::npos;
+    return escaping % 3 == 2 || c == ' ' || !printable(c) || syntax;
+  };
+  return escapedBytes(password, escaped, "%", "0123456789ABCDEF");
+}
+
+// `text` as messages show it: a byte outside printable ASCII as \xHH (uri.h, redactUri). Written
+// apart from the library's, as the oracle it is checked against.
 std::string shownInMessages(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte < 0x7f) {
-      out += c;
-    } else {
-      out += "\\x";
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xf];
-    }
-  }
-  return out;
+  return escapedBytes(text, [](char c) { return !printable(c); }, "\\x", "0123456789abcdef");
 }
 
 // `text` with each valid %XX decoded, the rest as it is.
