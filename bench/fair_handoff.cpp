@@ -4,7 +4,8 @@
 // same run the machine's round trip (raw PINGs) and the bound for this workload: an acquisition
 // costs at least 3 RTT (GET, SET, and one RTT of hand-off), so 1 / (3 RTT) hand-offs/s. Reports
 // hand-offs/s against it, hand-off p50/p99 (the previous holder's unlock call to the next
-// holder's acquisition) in µs and in RTT, wait p50/p99/max beside the mean cycle, commands per
+// holder's acquisition) in µs and in RTT, split at the unlock call's return (before: the release's
+// round trip; after: the message and the heir's wake-up), wait p50/p99/max beside the mean cycle, commands per
 // hand-off (INFO commandstats: what the lock's clients sent), the server's CPU and script time per
 // hand-off, and the counter check.
 // Usage: dlock_bench_fair_handoff redis://127.0.0.1:PORT PROCESSES SECONDS [LEASE_MS]
@@ -33,6 +34,7 @@ struct Record {
   long long requested;  // lock() called
   long long acquired;   // lock() returned
   long long releasing;  // unlock() called
+  long long released;   // unlock() returned
 };
 
 long long nowNanos() { return Clock::now().time_since_epoch().count(); }
@@ -57,6 +59,7 @@ int worker(const std::string& uri, long long leaseMs, long long start, long long
     data.command({"SET", "bench:fair-counter", std::to_string(value + 1)});
     record.releasing = nowNanos();
     lock->unlock("bench:fair");
+    record.released = nowNanos();
     records.push_back(record);
   }
   std::ofstream file(out, std::ios::binary);
@@ -130,10 +133,14 @@ int main(int argc, char** argv) {
 
     std::vector<double> waitsMs;
     std::vector<double> handoffUs;
+    std::vector<double> unlockUs;        // the previous holder's unlock call: the release's round trip
+    std::vector<double> afterUnlockUs;   // its unlock's return to the next holder's acquisition
     for (std::size_t i = 0; i < all.size(); ++i) {
       waitsMs.push_back(static_cast<double>(all[i].record.acquired - all[i].record.requested) / 1e6);
       if (i > 0 && all[i].worker != all[i - 1].worker) {
         handoffUs.push_back(static_cast<double>(all[i].record.acquired - all[i - 1].record.releasing) / 1e3);
+        unlockUs.push_back(static_cast<double>(all[i - 1].record.released - all[i - 1].record.releasing) / 1e3);
+        afterUnlockUs.push_back(static_cast<double>(all[i].record.acquired - all[i - 1].record.released) / 1e3);
       }
     }
     // Commands the lock's clients sent (not the calls scripts make inside EVALSHA, nor the
@@ -164,6 +171,8 @@ int main(int argc, char** argv) {
         .field("handoff_p50_us", handoffP50)
         .field("handoff_p99_us", dlock::bench::percentile(handoffUs, 99))
         .field("handoff_p50_rtt", handoffP50 / rttUs)
+        .field("unlock_p50_us", dlock::bench::percentile(unlockUs, 50))
+        .field("after_unlock_p50_us", dlock::bench::percentile(afterUnlockUs, 50))
         .field("mean_cycle_ms", meanCycleMs)
         .field("wait_p50_ms", dlock::bench::percentile(waitsMs, 50))
         .field("wait_p99_ms", dlock::bench::percentile(waitsMs, 99))

@@ -3,6 +3,8 @@
 // dead and timed-out waiters, a hand-off that raced a timeout, a lost message, fencing, TTLs.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -11,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "ForkedChild.h"
 #include "ForkedIncrements.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
@@ -212,6 +215,59 @@ TEST_SUITE("FairLockOnRedis") {
     CHECK(grant.lease <= 5s);
     CHECK(backend->extend("msg", waiter, 10s));
   }
+
+  TEST_CASE_FIXTURE(FairServer, "a hand-off is published to the heir's process alone, on the channel its place names (a 0.2 place: the key's channel)") {
+    const std::string holder(32, 'a');
+    const std::string waiter(32, 'b');
+    const std::string older(32, 'c');
+    RedisClient watcher(server.host(), server.port());
+    watcher.ok({"PSUBSCRIBE", "dlock:{heard}:fair:granted*"});
+    REQUIRE(fair.fairLock("heard", holder, 10s, 5s).acquired);
+    REQUIRE_FALSE(fair.fairLock("heard", waiter, 10s, 5s).acquired);
+    // Behind it, the place of a 0.2 client: `token|ttl`, no listener.
+    client.ok({"ZADD", "dlock:{heard}:fair:leases", std::to_string(serverMillis(client) + 5000), older + "|10000"});
+    client.ok({"RPUSH", "dlock:{heard}:fair:queue", older + "|10000"});
+    const std::string place = client.ok({"LINDEX", "dlock:{heard}:fair:queue", "0"}).str;
+    REQUIRE(place.rfind(waiter + "|10000.0", 0) == 0);
+    const std::string listener = place.substr(place.find('.') + 1);
+    CHECK(listener.find_first_not_of("0123456789") == std::string::npos);
+    CHECK(listener.substr(18) == std::to_string(::getpid()));  // "0", 17 random digits, the pid
+
+    REQUIRE(fair.fairUnlock("heard", holder).notified == 1);
+    const auto toWaiter = watcher.next();  // pmessage, pattern, channel, payload
+    REQUIRE(toWaiter.elements.size() == 4);
+    CHECK(toWaiter.elements[2].str == "dlock:{heard}:fair:granted:" + listener);
+    CHECK(toWaiter.elements[3].str.rfind(waiter + "|", 0) == 0);
+    CHECK(client.ok({"GET", "dlock:{heard}"}).str == waiter);
+
+    REQUIRE(fair.fairUnlock("heard", waiter).notified == 1);
+    const auto toOlder = watcher.next();
+    REQUIRE(toOlder.elements.size() == 4);
+    CHECK(toOlder.elements[2].str == "dlock:{heard}:fair:granted");
+    CHECK(toOlder.elements[3].str.rfind(older + "|", 0) == 0);
+    CHECK(client.ok({"GET", "dlock:{heard}"}).str == older);
+    // Nothing else was published: the answer to a PING comes next.
+    const auto pong = watcher.command({"PING"});
+    REQUIRE(pong.elements.size() == 2);
+    CHECK(pong.elements[0].str == "pong");
+  }
+
+#if DLOCK_TEST_FORK_WITH_THREADS  // see tests/CMakeLists.txt
+  TEST_CASE_FIXTURE(FairServer, "a forked child's waiters get hand-offs on a channel of their own, not the parent's") {
+    REQUIRE(fair.fairLock("child", std::string(32, 'a'), 10s, 5s).acquired);
+    REQUIRE_FALSE(fair.fairLock("child", std::string(32, 'b'), 10s, 5s).acquired);
+    dlock::test::ForkedChild child([&] { return fair.fairLock("child", std::string(32, 'c'), 10s, 5s).acquired ? 1 : 0; });
+    const pid_t childPid = child.pid();
+    REQUIRE(child.exitStatus(30s) == 0);
+    const auto places = client.ok({"LRANGE", "dlock:{child}:fair:queue", "0", "-1"}).elements;
+    REQUIRE(places.size() == 2);
+    const std::string parentListener = places[0].str.substr(places[0].str.find('.') + 1);
+    const std::string childListener = places[1].str.substr(places[1].str.find('.') + 1);
+    CHECK(parentListener.substr(18) == std::to_string(::getpid()));
+    CHECK(childListener.substr(18) == std::to_string(childPid));
+    CHECK(childListener != parentListener);
+  }
+#endif
 
   TEST_CASE("reentrant on Redis, and the watchdog keeps a fair hold") {
     RedisProcess server;

@@ -46,6 +46,18 @@ class RedisClient {
     return reply;
   }
 
+  // The next reply the server pushes unasked (a subscribed connection's message); throws when none
+  // comes within the client's timeout.
+  Reply next() {
+    void* raw = nullptr;
+    if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) {
+      throw std::runtime_error(std::string("test client: no reply: ") + context_->errstr);
+    }
+    Reply reply = toReply(*static_cast<redisReply*>(raw));
+    freeReplyObject(raw);
+    return reply;
+  }
+
   // `calls` of each command in INFO commandstats, e.g. counts["evalsha"].
   std::map<std::string, long long> commandCalls() { return commandCallsIn(ok({"INFO", "commandstats"}).str); }
 

@@ -25,7 +25,7 @@ constexpr const char* kAcquireBody = R"lua(
 local nowMs, micros = serverNow()
 if redis.pcall('GET', ARGV[6]) == '0' then return {0, 0, stamp(nowMs), 0} end
 local token = ARGV[1]
-local entry = token .. '|' .. ARGV[2]
+local entry = placeEntry(token, ARGV[2], ARGV[7])
 local owner = redis.call('GET', KEYS[1])
 if owner == token then
   return {1, redis.call('GET', KEYS[4]) or '0', stamp(nowMs), math.max(1, redis.call('PTTL', KEYS[1]))}
@@ -55,7 +55,8 @@ for _, name in ipairs({KEYS[2], KEYS[3]}) do
     if redis.call('PTTL', name) < lease then redis.call('PEXPIRE', name, lease) end
   end
 end
-return {0, redis.call('PTTL', KEYS[1]), stamp(nowMs), redis.call('LPOS', KEYS[2], entry) + 1}
+if queued == 0 then queued = redis.call('LPOS', KEYS[2], entry) + 1 end  -- RPUSH's reply: the tail's place
+return {0, redis.call('PTTL', KEYS[1]), stamp(nowMs), queued}
 )lua";
 
 // A waiter that gives up: out of the queue. If the key is ours (a hand-off raced the timeout),
@@ -65,7 +66,7 @@ return {0, redis.call('PTTL', KEYS[1]), stamp(nowMs), redis.call('LPOS', KEYS[2]
 // leave, can neither queue it again nor take the key for a waiter that is gone.
 constexpr const char* kLeaveBody = R"lua(
 redis.pcall('SET', ARGV[5], '0', 'PX', ARGV[6], 'NX')
-local entry = ARGV[1] .. '|' .. ARGV[2]
+local entry = placeEntry(ARGV[1], ARGV[2], ARGV[7])
 redis.call('LREM', KEYS[2], 1, entry)
 redis.call('ZREM', KEYS[3], entry)
 local owner = redis.call('GET', KEYS[1])
@@ -86,6 +87,12 @@ std::string fairQueuePrelude(const char* publish) {
   // 2^53, read back as text above), then the clock floor compared as text of digits, exact in 64
   // bits; fence before any write that hands the key over, so a refusal (overflow, ACL) leaves the
   // queue and the lock as they were.
+  // A place is `token|ttl.listener`: the listener (digits, one per client process, starting with
+  // 0) names the channel of that waiter's hand-off, `channel:listener`, so only the heir's process
+  // hears it, not every waiter's. It rides in the ttl field as a fraction below 0.1, which a 0.2
+  // script reads as the ttl, rounded down: it still hands the key on, on the key's channel, which
+  // this waiter does not hear (its next recheck finds the hand-off). A 0.2 waiter's place has no
+  // listener and gets the key's channel.
   // handOff: the heir owns the key for a claim lease, its ttl or what is left of its waiter lease
   // if less (a waiter that died just before its turn then holds the key no longer than its place
   // would have lasted); a live heir extends it to its ttl at once. PUBLISH first, for the same
@@ -97,6 +104,10 @@ local function serverNow()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t[1] .. string.format('%06d', tonumber(t[2]))
 end
 local function stamp(ms) return string.format('%.0f', ms) end
+local function placeEntry(token, ttl, listener)
+  if listener and listener ~= '' then return token .. '|' .. ttl .. '.' .. listener end
+  return token .. '|' .. ttl
+end
 local function nextFence(fenceKey, micros, fenceTtl)
   local counted = redis.call('INCR', fenceKey)
   local fence
@@ -118,11 +129,11 @@ local function handOff(lock, queue, leases, fenceKey, nowMs, micros, fenceTtl, c
     local head = redis.call('LINDEX', queue, 0)
     if not head then return nil end
     local expiry = redis.call('ZSCORE', leases, head)
-    local bar = string.find(head, '|', 1, true)
-    if expiry and bar and tonumber(expiry) > nowMs then
-      local token = string.sub(head, 1, bar - 1)
-      local claim = stamp(math.min(tonumber(string.sub(head, bar + 1)), tonumber(expiry) - nowMs))
+    local token, ttl, listener = string.match(head, '^([^|]*)|(%d+)%.?(%d*)$')
+    if expiry and token and tonumber(expiry) > nowMs then
+      local claim = stamp(math.min(tonumber(ttl), tonumber(expiry) - nowMs))
       local fence = nextFence(fenceKey, micros, fenceTtl)
+      if listener ~= '' then channel = channel .. ':' .. listener end
       redis.call(')lua") + publish + R"lua(', channel, token .. '|' .. fence .. '|' .. stamp(nowMs) .. '|' .. claim)
       redis.call('LPOP', queue)
       redis.call('ZREM', leases, head)

@@ -42,6 +42,10 @@ class KeyNames {
   [[nodiscard]] std::string fairQueue() const { return companion("fair:queue"); }
   [[nodiscard]] std::string fairLeases() const { return companion("fair:leases"); }
   [[nodiscard]] std::string grantChannel() const { return companion("fair:granted"); }
+  // Where the hand-offs to one process's waiters go: the grant channel and its listener.
+  [[nodiscard]] std::string grantChannel(std::string_view listener) const {
+    return grantChannel().append(":").append(listener);
+  }
   [[nodiscard]] std::uint16_t slot() const noexcept { return hashSlot(lock_); }
 
  private:

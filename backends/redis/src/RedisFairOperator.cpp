@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // RedisOperator's fair queue (IFairOperator): the calls of FairScripts.h, their strict reply
 // readers, and the hand-off watch of one waiter.
+#include <sys/random.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 #include <utility>
@@ -29,6 +34,30 @@ using std::chrono::milliseconds;
 // A hand-off watch that could not follow its key to another node pauses this long (as the
 // release watch does) before the waiter asks again.
 constexpr milliseconds kRewatchPause{100};
+
+// This process's listener (FairScripts.h): where the hand-offs to its waiters are published, so a
+// hand-off wakes the heir's process only. Random across hosts, the pid apart from a forked child
+// (which has its own subscriptions). Made before main: no lazy initialisation a fork could catch
+// half done. Uniqueness is all it needs; a collision only costs the two processes each other's
+// hand-off messages, which each ignores (a waiter listens for its own token).
+std::uint64_t randomListenerBase() noexcept {
+  std::uint64_t base = 0;
+  if (::getrandom(&base, sizeof base, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof base)) {
+    base = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+           reinterpret_cast<std::uintptr_t>(&base);
+  }
+  return base;
+}
+const std::uint64_t kListenerBase = randomListenerBase();
+
+// "0", 17 random digits, the pid: digits only and a fraction below 0.1 in a place's ttl field.
+std::string grantListener() {
+  char text[48];
+  const int length = std::snprintf(text, sizeof text, "0%017llu%ld",
+                                   static_cast<unsigned long long>(kListenerBase % 100'000'000'000'000'000ULL),
+                                   static_cast<long>(::getpid()));
+  return std::string(text, static_cast<std::size_t>(length));
+}
 
 [[noreturn]] void unexpected(const std::string& where, const std::string& what) {
   throw BackendError("dlock: " + where + ": unexpected reply: " + what);
@@ -220,7 +249,7 @@ FairAcquireResult RedisOperator::fairLock(std::string_view key, std::string_view
   Call call("lock", key, options.retryBudget);
   FairAcquireResult result;
   runScriptCall(topology, call, names.slot(), fairAcquireScript(topology.sharded()), {names.lock(), queue, leases, fence},
-                {token, ttlText, fenceTtl, leaseText, channel, record}, [&](const redisReply& reply, const std::string& node) {
+                {token, ttlText, fenceTtl, leaseText, channel, record, grantListener()}, [&](const redisReply& reply, const std::string& node) {
                   result = readFairAcquireReply(reply, describeCall("lock", key, node));
                 });
   return result;
@@ -263,7 +292,7 @@ bool RedisOperator::leaveQueue(std::string_view key, std::string_view token, mil
   Call call("leaveQueue", key, options.retryBudget);
   bool released = false;
   runScriptCall(topology, call, names.slot(), fairLeaveScript(topology.sharded()), {names.lock(), queue, leases, fence},
-                {token, ttlText, fenceTtl, channel, record, recordFloor}, [&](const redisReply& reply, const std::string& node) {
+                {token, ttlText, fenceTtl, channel, record, recordFloor, grantListener()}, [&](const redisReply& reply, const std::string& node) {
                   const std::string where = describeCall("leaveQueue", key, node);
                   if (reply.type == REDIS_REPLY_ERROR) throwReplyError(reply, where);
                   if (reply.type != REDIS_REPLY_INTEGER || (reply.integer != 0 && reply.integer != 1)) {
@@ -287,7 +316,7 @@ std::unique_ptr<IGrantWatch> RedisOperator::watchGrants(std::string_view key, st
   const std::shared_ptr<Topology>& topology = sharedTopology();
   const RedisOperatorOptions& options = operatorOptions();
   const KeyNames names(options.keyPrefix, key, topology->sharded());
-  std::string channel = names.grantChannel();
+  std::string channel = names.grantChannel(grantListener());
   std::string owner(token);
   GrantSubscription subscription = subscribeGrants(*topology, options.retryBudget, names.slot(), channel, owner);
   return std::make_unique<FollowingGrantWatch>(topology, options.retryBudget, names.slot(), std::move(channel),
