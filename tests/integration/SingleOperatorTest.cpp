@@ -378,12 +378,14 @@ TEST_SUITE("SingleOperator") {
     CHECK(client.ok({"EXISTS", "dlock:{k}"}).integer == 1);
   }
 
-  TEST_CASE("a WRONGTYPE key gives BackendError, not a wrong answer") {
+  TEST_CASE("a WRONGTYPE key gives BackendError, not a wrong answer, and stays as it was") {
     RedisProcess server;
     RedisClient client(server.host(), server.port());
     client.ok({"HSET", "dlock:{k}", "field", "value"});
     auto backend = dlock::connect(server.uri());
-    CHECK_THROWS_AS((void)backend->lock("k", "t", 5000ms), dlock::BackendError);
+    CHECK_THROWS_WITH_AS((void)backend->lock("k", "t", 5000ms), doctest::Contains("WRONGTYPE"), dlock::BackendError);
+    CHECK(client.ok({"HGET", "dlock:{k}", "field"}).str == "value");
+    CHECK(client.ok({"PTTL", "dlock:{k}"}).integer == -1);
   }
 
   TEST_CASE("extendAll renews a whole batch in one command") {
