@@ -3,10 +3,16 @@
 // lost connection.
 #include <doctest/doctest.h>
 
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -43,6 +49,25 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
 }
 
 double seconds(Steady::duration duration) { return std::chrono::duration<double>(duration).count(); }
+
+// The calling thread's voluntary context switches: each time it blocked, a wait woken for nothing
+// included.
+long long voluntarySwitches() {
+  std::ifstream status("/proc/thread-self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stoll(line.substr(line.find(':') + 1));
+  }
+  throw std::runtime_error("no voluntary_ctxt_switches in /proc/thread-self/status");
+}
+
+// True while thread `tid` of this process sleeps (state S in its stat).
+bool sleeping(pid_t tid) {
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'S';
+}
 
 // Subscribers of `channel` on the server (PUBSUB NUMSUB).
 long long subscribers(RedisClient& client, const std::string& channel) {
@@ -206,6 +231,33 @@ TEST_SUITE("Subscriber") {
     CHECK_THROWS_AS((void)backend->watch("k"), dlock::ConnectionError);
     proxy.release();
     CHECK(backend->watch("k") != nullptr);
+  }
+
+  TEST_CASE("releases of one key do not wake a thread waiting for another key") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto backend = dlock::connect(server.uri());
+    const auto busy = backend->watch("busy");  // subscribed on the same connection; nobody waits on it
+    std::atomic<pid_t> waiterTid{0};
+    std::atomic<long long> switchesBefore{0};
+    std::atomic<long long> switchesAfter{0};
+    std::atomic<bool> woken{false};
+    std::thread waiter([&] {
+      const auto quiet = backend->watch("quiet");
+      switchesBefore = voluntarySwitches();
+      waiterTid = static_cast<pid_t>(::gettid());
+      woken = quiet->waitForRelease(30s);
+      switchesAfter = voluntarySwitches();
+    });
+    REQUIRE(eventually([&] { return waiterTid != 0 && sleeping(waiterTid); }, 30s));
+    for (int i = 0; i < 200; ++i) client.ok({"PUBLISH", "dlock:{busy}:released", "1"});
+    // Replies on one connection come in order: the subscriber has handled every message above
+    // when it hears this one.
+    client.ok({"PUBLISH", "dlock:{quiet}:released", "1"});
+    waiter.join();
+    CHECK(woken);
+    // Its own release, and a mutex it may have found held on the way out; not one per message.
+    CHECK(switchesAfter - switchesBefore <= 5);
   }
 
   TEST_CASE("an idle subscriber answers its PINGs without reconnecting") {

@@ -33,14 +33,14 @@ class PubSubConnection::Watch final : public IReleaseWatch {
   bool waitForRelease(std::chrono::milliseconds timeout) override {
     PubSubConnection& c = *connection_;
     std::unique_lock<std::mutex> guard(c.mutex_);
-    const Channel& channel = c.channels_[channel_];  // kept in the table while watched
+    Channel& channel = c.channels_[channel_];  // kept in the table while watched
     // A lost connection counts as a release (one may have been missed), but only once the
     // channel is confirmed on the new connection: a retry before that misses a release published
     // between the retry and the new SUBSCRIBE. A failed reconnect wakes the waiter too, so that
     // its retry reports the trouble (or finds where the key lives now) instead of sleeping out its
     // bound; generation_ stays behind until the confirmation, which then wakes it again.
     const std::uint64_t failuresBefore = c.connectFailures_;
-    const bool woke = c.changed_.wait_for(guard, timeout, [&] {
+    const bool woke = channel.changed.wait_for(guard, timeout, [&] {
       return channel.events != seen_ || c.stopping_ ||
              (c.generation_ != generation_ && (channel.confirmed || c.connectFailures_ != failuresBefore));
     });
@@ -87,7 +87,7 @@ class PubSubConnection::PrefixWatch final : public IMessageWatch {
       return channel.drops != drops_ || c.stopping_ ||
              (c.generation_ != generation_ && (channel.confirmed || c.connectFailures_ != failuresBefore));
     };
-    c.changed_.wait_for(guard, timeout, [&] { return !message.empty() || missed(); });
+    channel.changed.wait_for(guard, timeout, [&] { return !message.empty() || missed(); });
     MessageWait result;
     if (!message.empty()) {
       result.outcome = MessageWait::Outcome::Message;
@@ -128,9 +128,9 @@ void PubSubConnection::stop() {
     std::lock_guard<std::mutex> guard(mutex_);
     stopping_ = true;
     thread.swap(thread_);
+    notifyAll();
   }
   wake();
-  changed_.notify_all();
   if (thread.joinable()) thread.join();
 }
 
@@ -138,8 +138,13 @@ void PubSubConnection::requestStop() {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     stopping_ = true;
+    notifyAll();
   }
   wake();
+}
+
+void PubSubConnection::notifyAll() {
+  for (auto& [name, channel] : channels_) channel.changed.notify_all();
   changed_.notify_all();
 }
 
@@ -166,7 +171,7 @@ std::unique_ptr<IReleaseWatch> PubSubConnection::watch(const std::string& name) 
   // Wait for the confirmation, but not past a failed connect: a dead server fails fast.
   const auto deadline = Steady::now() + confirmTimeout_;
   const std::uint64_t failuresBefore = connectFailures_;
-  changed_.wait_until(guard, deadline, [&] {
+  channel.changed.wait_until(guard, deadline, [&] {
     return channel.confirmed || !channel.error.empty() || stopping_ || connectFailures_ != failuresBefore;
   });
   if (!channel.confirmed) {
@@ -286,7 +291,7 @@ std::unique_ptr<Connection> PubSubConnection::connect(unsigned& failures, bool& 
     lastError_ = error.what();
     ++failures;
     ++connectFailures_;
-    changed_.notify_all();  // let watch() callers see the failure instead of waiting it out
+    notifyAll();  // let watch() callers see the failure instead of waiting it out
     changed_.wait_for(guard, reconnectDelay(backoff_, failures), [&] { return stopping_; });
     return nullptr;
   }
@@ -301,7 +306,7 @@ void PubSubConnection::onConnectionLost(const std::string& why) {
     channel.requested = false;
     channel.confirmed = false;
   }
-  changed_.notify_all();
+  notifyAll();
 }
 
 void PubSubConnection::serve(Connection& connection) {
@@ -403,7 +408,7 @@ bool PubSubConnection::handle(const redisReply& reply, Calls& calls) {
     // Refused again after a reconnect, the channel's watchers would hear nothing more: wake
     // them as a release would (as for a channel the server drops).
     ++channel.events;
-    changed_.notify_all();
+    channel.changed.notify_all();
     return false;
   }
   // PING answers ["pong", ""] on a connection with subscriptions, but +PONG on one without
@@ -441,7 +446,10 @@ bool PubSubConnection::handle(const redisReply& reply, Calls& calls) {
   } else if (kind == "unsubscribe" || kind == "sunsubscribe") {
     if (channel.unsubscribing) {
       channel.unsubscribing = false;
-      if (channel.watchers == 0 && channel.listeners.empty() && !channel.requested) channels_.erase(it);
+      if (channel.watchers == 0 && channel.listeners.empty() && !channel.requested) {
+        channels_.erase(it);  // nobody waits on it
+        return false;
+      }
     } else {
       // The server dropped it (a cluster slot moved away): its watchers would hear nothing more,
       // so wake them as a release would; their retry finds where the key lives now.
@@ -453,7 +461,7 @@ bool PubSubConnection::handle(const redisReply& reply, Calls& calls) {
   } else {
     return false;
   }
-  changed_.notify_all();
+  channel.changed.notify_all();
   return false;
 }
 

@@ -112,6 +112,9 @@ class PubSubConnection : public std::enable_shared_from_this<PubSubConnection> {
     std::uint64_t drops = 0;     // ends of the subscription the server made
     std::map<std::string, std::string> wanted;  // a PrefixWatch's prefix → its last message, or empty
     Steady::time_point idleSince;
+    // Its waiters' wake-up: a message on one channel wakes no waiter of another. What concerns
+    // every channel (a lost connection, a failed connect, stop) notifies all (notifyAll).
+    std::condition_variable changed;
   };
   // Handler calls found while the lock was held, made once it is released.
   struct Calls {
@@ -124,6 +127,7 @@ class PubSubConnection : public std::enable_shared_from_this<PubSubConnection> {
   const char* subscribeCommand() const { return options_.sharded ? "SSUBSCRIBE" : "SUBSCRIBE"; }
   const char* unsubscribeCommand() const { return options_.sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE"; }
   void wake() const;
+  void notifyAll();  // mutex_ held
   void startLocked();  // mutex_ held
   void run();
   std::unique_ptr<Connection> connect(unsigned& failures, bool& everConnected);
@@ -139,7 +143,7 @@ class PubSubConnection : public std::enable_shared_from_this<PubSubConnection> {
   const int wakeFd_;
 
   mutable std::mutex mutex_;
-  std::condition_variable changed_;
+  std::condition_variable changed_;  // the connect loop's pause, which stop() ends
   std::map<std::string, Channel> channels_;                 // guarded by mutex_
   std::vector<std::unique_ptr<const Listener>> listeners_;  // guarded by mutex_; each lives until destruction
   std::vector<std::pair<bool, std::string>> pending_;       // guarded by mutex_; (subscribe?, channel)
