@@ -4,10 +4,11 @@
 // same run the machine's round trip (raw PINGs) and the bound for this workload: an acquisition
 // costs at least 3 RTT (GET, SET, and one RTT of hand-off), so 1 / (3 RTT) hand-offs/s. Reports
 // hand-offs/s against it, hand-off p50/p99 (the previous holder's unlock call to the next
-// holder's acquisition) in µs and in RTT, split at the unlock call's return (before: the release's
-// round trip; after: the message and the heir's wake-up), wait p50/p99/max beside the mean cycle, commands per
-// hand-off (INFO commandstats: what the lock's clients sent), the server's CPU and script time per
-// hand-off, and the counter check.
+// holder's acquisition) in µs and in RTT, split at the unlock call's return (before: the
+// release's round trip; after: the message and the heir's wake-up), wait p50/p99/max beside the
+// mean cycle, commands per hand-off (INFO commandstats: what the lock's clients sent), the
+// server's CPU and script time per hand-off, and the counter check; all over the steady window
+// of Contention.h.
 // Usage: dlock_bench_fair_handoff redis://127.0.0.1:PORT PROCESSES SECONDS [LEASE_MS]
 #include <unistd.h>
 
@@ -15,12 +16,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "BenchReport.h"
+#include "Contention.h"
 #include "RawRedis.h"
 #include "Workers.h"
 #include "dlock/connect.h"
@@ -28,43 +28,16 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC: comparable across processes
+using dlock::bench::Clock;
 
-struct Record {
-  long long requested;  // lock() called
-  long long acquired;   // lock() returned
-  long long releasing;  // unlock() called
-  long long released;   // unlock() returned
-};
-
-long long nowNanos() { return Clock::now().time_since_epoch().count(); }
-
-int worker(const std::string& uri, long long leaseMs, long long start, long long end, const std::string& out) {
+int worker(const std::string& uri, long long leaseMs, const dlock::bench::Window& window, const std::string& out) {
   auto lock = dlock::LockBuilder()
                   .backend(dlock::connect(uri))
                   .leaseTime(std::chrono::milliseconds(leaseMs))
                   .fair()
                   .build();
   dlock::bench::RawRedis data(uri);
-  std::vector<Record> records;
-  records.reserve(1 << 16);
-  std::this_thread::sleep_until(Clock::time_point(Clock::duration(start)));
-  while (nowNanos() < end) {
-    Record record{};
-    record.requested = nowNanos();
-    lock->lock("bench:fair");
-    record.acquired = nowNanos();
-    const std::string seen = data.text({"GET", "bench:fair-counter"});
-    const long long value = seen.empty() || seen == "0" ? 0 : std::atoll(seen.c_str());
-    data.command({"SET", "bench:fair-counter", std::to_string(value + 1)});
-    record.releasing = nowNanos();
-    lock->unlock("bench:fair");
-    record.released = nowNanos();
-    records.push_back(record);
-  }
-  std::ofstream file(out, std::ios::binary);
-  file.write(reinterpret_cast<const char*>(records.data()),
-             static_cast<std::streamsize>(records.size() * sizeof(Record)));
+  dlock::bench::writeRecords(out, dlock::bench::runCycles(*lock, data, "bench:fair", "bench:fair-counter", window));
   return 0;
 }
 
@@ -84,8 +57,9 @@ double roundTripUs(const std::string& uri) {
 
 int main(int argc, char** argv) {
   try {
-    if (argc == 7 && std::string(argv[1]) == "--worker") {
-      return worker(argv[2], std::atoll(argv[3]), std::atoll(argv[4]), std::atoll(argv[5]), argv[6]);
+    if (argc == 8 && std::string(argv[1]) == "--worker") {
+      const dlock::bench::Window window{std::atoll(argv[4]), std::atoll(argv[5]), std::atoll(argv[6])};
+      return worker(argv[2], std::atoll(argv[3]), window, argv[7]);
     }
     if (argc != 4 && argc != 5) {
       std::fprintf(stderr, "usage: %s redis://host:port PROCESSES SECONDS [LEASE_MS]\n", argv[0]);
@@ -99,37 +73,29 @@ int main(int argc, char** argv) {
     dlock::bench::RawRedis admin(uri);
     admin.command({"DEL", "bench:fair-counter"});
     const double rttUs = roundTripUs(uri);
-    admin.command({"CONFIG", "RESETSTAT"});
-    const auto costBefore = admin.serverCost();
 
-    const long long start = nowNanos() + 300'000'000;  // time for every worker to connect
-    const long long end = start + static_cast<long long>(seconds * 1e9);
+    const dlock::bench::Window window = dlock::bench::windowFor(processes, seconds);
     char dirTemplate[] = "/tmp/dlock-bench-XXXXXX";
     const std::string dir = ::mkdtemp(dirTemplate);
     std::vector<pid_t> pids;
     std::vector<std::string> files;
     for (int p = 0; p < processes; ++p) {
       files.push_back(dir + "/worker-" + std::to_string(p));
-      pids.push_back(dlock::bench::spawnWorker(
-          argv[0], {uri, std::to_string(leaseMs), std::to_string(start), std::to_string(end), files.back()}));
+      pids.push_back(dlock::bench::spawnWorker(argv[0], {uri, std::to_string(leaseMs), std::to_string(window.start),
+                                                         std::to_string(window.end), std::to_string(window.drainEnd),
+                                                         files.back()}));
     }
-    const bool workersOk = dlock::bench::waitForWorkers(pids);
+    // The server's counters over the window alone.
+    dlock::bench::sleepUntilNanos(window.start);
+    const auto costBefore = admin.serverCost();
+    auto callsBefore = admin.commandCalls();
+    dlock::bench::sleepUntilNanos(window.end);
     const auto costAfter = admin.serverCost();
-
-    struct Acquisition {
-      Record record;
-      int worker;
-    };
-    std::vector<Acquisition> all;
-    for (int p = 0; p < processes; ++p) {
-      std::ifstream in(files[static_cast<std::size_t>(p)], std::ios::binary);
-      Record record{};
-      while (in.read(reinterpret_cast<char*>(&record), sizeof record)) all.push_back({record, p});
-      std::remove(files[static_cast<std::size_t>(p)].c_str());
-    }
+    auto callsAfter = admin.commandCalls();
+    const bool workersOk = dlock::bench::waitForWorkers(pids);
+    const dlock::bench::Merged merged = dlock::bench::mergeRecords(files);
     ::rmdir(dir.c_str());
-    std::sort(all.begin(), all.end(),
-              [](const Acquisition& a, const Acquisition& b) { return a.record.acquired < b.record.acquired; });
+    const std::vector<dlock::bench::Acquisition>& all = merged.timed;
 
     std::vector<double> waitsMs;
     std::vector<double> handoffUs;
@@ -143,22 +109,29 @@ int main(int argc, char** argv) {
         afterUnlockUs.push_back(static_cast<double>(all[i].record.acquired - all[i - 1].record.released) / 1e3);
       }
     }
+    // The most acquisitions by others during one wait: FIFO allows at most P - 1 (each other
+    // process once), whatever the machine's speed, where a wait in ms also counts the host's stalls.
+    long long maxTurnsWaited = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const auto first = std::lower_bound(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(i), all[i].record.requested,
+                                          [](const dlock::bench::Acquisition& a, long long at) { return a.record.acquired < at; });
+      maxTurnsWaited = std::max<long long>(maxTurnsWaited, all.begin() + static_cast<std::ptrdiff_t>(i) - first);
+    }
     // Commands the lock's clients sent (not the calls scripts make inside EVALSHA, nor the
     // workload's own GET/SET).
-    auto calls = admin.commandCalls();
     long long lockCommands = 0;
     for (const char* name : {"evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping",
                              "auth", "select"}) {
-      lockCommands += calls[name];
+      lockCommands += callsAfter[name] - callsBefore[name];
     }
     const std::string counter = admin.text({"GET", "bench:fair-counter"});
-    const bool counterExact = std::atoll(counter.c_str()) == static_cast<long long>(all.size());
+    const bool counterExact = std::atoll(counter.c_str()) == merged.cycles;
     const double handoffsPerS = static_cast<double>(handoffUs.size()) / seconds;
     const double boundPerS = 1e6 / (3 * rttUs);
     const double meanCycleMs = all.empty() ? 0.0 : seconds * 1e3 / static_cast<double>(all.size());
     const double handoffP50 = dlock::bench::percentile(handoffUs, 50);
-    // The server's time per hand-off, the workers' connecting and the workload's GET and SET
-    // included: at a few hundred µs it, not the round trip, bounds the rate.
+    // The server's time per hand-off over the window, the workload's GET and SET included: at a
+    // few hundred µs it, not the round trip, bounds the rate.
     const auto perHandoff = [&](double us) { return handoffUs.empty() ? 0.0 : us / static_cast<double>(handoffUs.size()); };
     dlock::bench::JsonLine("fair_handoff")
         .field("processes", static_cast<double>(processes))
@@ -177,6 +150,7 @@ int main(int argc, char** argv) {
         .field("wait_p50_ms", dlock::bench::percentile(waitsMs, 50))
         .field("wait_p99_ms", dlock::bench::percentile(waitsMs, 99))
         .field("wait_max_ms", dlock::bench::percentile(waitsMs, 100))
+        .field("max_turns_waited", static_cast<double>(maxTurnsWaited))
         .field("commands_per_handoff",
                handoffUs.empty() ? 0.0 : static_cast<double>(lockCommands) / static_cast<double>(handoffUs.size()))
         .field("server_cpu_us_per_handoff", perHandoff(costAfter.cpuUs - costBefore.cpuUs))

@@ -3,7 +3,8 @@
 // of a Redis counter, with one wait strategy. Reports acquisitions/s, hand-offs/s (an acquisition
 // by a different process than the previous holder), acquire wait p50/p99/max, hand-off latency
 // p50/p99 (the previous holder's unlock call to the next holder's acquisition), lock commands
-// per hand-off (INFO commandstats: the commands the lock's clients sent) and the counter check.
+// per hand-off (INFO commandstats: the commands the lock's clients sent) and the counter check;
+// all over the steady window of Contention.h.
 // Usage: dlock_bench_handoff redis://127.0.0.1:PORT fixed|backoff|notify PROCESSES SECONDS
 #include <unistd.h>
 
@@ -11,12 +12,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "BenchReport.h"
+#include "Contention.h"
 #include "RawRedis.h"
 #include "Workers.h"
 #include "dlock/connect.h"
@@ -25,16 +25,6 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC: comparable across processes
-
-struct Record {
-  long long requested;  // lock() called
-  long long acquired;   // lock() returned
-  long long releasing;  // unlock() called
-};
-
-long long nowNanos() { return Clock::now().time_since_epoch().count(); }
-
 std::shared_ptr<dlock::IWait> strategyNamed(const std::string& name) {
   if (name == "fixed") return std::make_shared<dlock::FixedIntervalWait>();
   if (name == "backoff") return std::make_shared<dlock::ExponentialBackoffWait>();
@@ -42,31 +32,15 @@ std::shared_ptr<dlock::IWait> strategyNamed(const std::string& name) {
   throw std::runtime_error("unknown strategy " + name);
 }
 
-int worker(const std::string& uri, const std::string& strategy, long long start, long long end, const std::string& out) {
+int worker(const std::string& uri, const std::string& strategy, const dlock::bench::Window& window,
+           const std::string& out) {
   auto lock = dlock::LockBuilder()
                   .backend(dlock::connect(uri))
                   .waitStrategy(strategyNamed(strategy))
                   .leaseTime(std::chrono::seconds(10))
                   .build();
   dlock::bench::RawRedis data(uri);
-  std::vector<Record> records;
-  records.reserve(1 << 16);
-  std::this_thread::sleep_until(Clock::time_point(Clock::duration(start)));
-  while (nowNanos() < end) {
-    Record record{};
-    record.requested = nowNanos();
-    lock->lock("bench:handoff");
-    record.acquired = nowNanos();
-    const std::string seen = data.text({"GET", "bench:counter"});
-    const long long value = seen.empty() || seen == "0" ? 0 : std::atoll(seen.c_str());
-    data.command({"SET", "bench:counter", std::to_string(value + 1)});
-    record.releasing = nowNanos();
-    lock->unlock("bench:handoff");
-    records.push_back(record);
-  }
-  std::ofstream file(out, std::ios::binary);
-  file.write(reinterpret_cast<const char*>(records.data()),
-             static_cast<std::streamsize>(records.size() * sizeof(Record)));
+  dlock::bench::writeRecords(out, dlock::bench::runCycles(*lock, data, "bench:handoff", "bench:counter", window));
   return 0;
 }
 
@@ -74,8 +48,9 @@ int worker(const std::string& uri, const std::string& strategy, long long start,
 
 int main(int argc, char** argv) {
   try {
-    if (argc == 7 && std::string(argv[1]) == "--worker") {
-      return worker(argv[2], argv[3], std::atoll(argv[4]), std::atoll(argv[5]), argv[6]);
+    if (argc == 8 && std::string(argv[1]) == "--worker") {
+      const dlock::bench::Window window{std::atoll(argv[4]), std::atoll(argv[5]), std::atoll(argv[6])};
+      return worker(argv[2], argv[3], window, argv[7]);
     }
     if (argc != 5) {
       std::fprintf(stderr, "usage: %s redis://host:port fixed|backoff|notify PROCESSES SECONDS\n", argv[0]);
@@ -89,38 +64,29 @@ int main(int argc, char** argv) {
 
     dlock::bench::RawRedis admin(uri);
     admin.command({"DEL", "bench:counter"});
-    admin.command({"CONFIG", "RESETSTAT"});
-    const auto costBefore = admin.serverCost();
 
-    const long long start = nowNanos() + 300'000'000;  // time for every worker to connect
-    const long long end = start + static_cast<long long>(seconds * 1e9);
+    const dlock::bench::Window window = dlock::bench::windowFor(processes, seconds);
     char dirTemplate[] = "/tmp/dlock-bench-XXXXXX";
     const std::string dir = ::mkdtemp(dirTemplate);
     std::vector<pid_t> pids;
     std::vector<std::string> files;
     for (int p = 0; p < processes; ++p) {
       files.push_back(dir + "/worker-" + std::to_string(p));
-      pids.push_back(dlock::bench::spawnWorker(
-          argv[0], {uri, strategy, std::to_string(start), std::to_string(end), files.back()}));
+      pids.push_back(dlock::bench::spawnWorker(argv[0], {uri, strategy, std::to_string(window.start),
+                                                         std::to_string(window.end), std::to_string(window.drainEnd),
+                                                         files.back()}));
     }
-    const bool workersOk = dlock::bench::waitForWorkers(pids);
+    // The server's counters over the window alone.
+    dlock::bench::sleepUntilNanos(window.start);
+    const auto costBefore = admin.serverCost();
+    auto callsBefore = admin.commandCalls();
+    dlock::bench::sleepUntilNanos(window.end);
     const auto costAfter = admin.serverCost();
-
-    // Merge: every acquisition, ordered by when it happened.
-    struct Acquisition {
-      Record record;
-      int worker;
-    };
-    std::vector<Acquisition> all;
-    for (int p = 0; p < processes; ++p) {
-      std::ifstream in(files[static_cast<std::size_t>(p)], std::ios::binary);
-      Record record{};
-      while (in.read(reinterpret_cast<char*>(&record), sizeof record)) all.push_back({record, p});
-      std::remove(files[static_cast<std::size_t>(p)].c_str());
-    }
+    auto callsAfter = admin.commandCalls();
+    const bool workersOk = dlock::bench::waitForWorkers(pids);
+    const dlock::bench::Merged merged = dlock::bench::mergeRecords(files);
     ::rmdir(dir.c_str());
-    std::sort(all.begin(), all.end(),
-              [](const Acquisition& a, const Acquisition& b) { return a.record.acquired < b.record.acquired; });
+    const std::vector<dlock::bench::Acquisition>& all = merged.timed;
 
     std::vector<double> waitsMs;
     std::vector<double> handoffUs;
@@ -135,14 +101,13 @@ int main(int argc, char** argv) {
     // Commands the lock's clients sent. INFO commandstats also counts the calls scripts make
     // inside EVALSHA (GET, SET, INCR, PUBLISH, ...), which are not round trips, and the
     // workload's own GET/SET; neither is counted.
-    auto calls = admin.commandCalls();
     long long lockCommands = 0;
     for (const char* name : {"evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping",
                              "auth", "select"}) {
-      lockCommands += calls[name];
+      lockCommands += callsAfter[name] - callsBefore[name];
     }
     const std::string counter = admin.text({"GET", "bench:counter"});
-    const bool counterExact = std::atoll(counter.c_str()) == static_cast<long long>(all.size());
+    const bool counterExact = std::atoll(counter.c_str()) == merged.cycles;
     const double duration = seconds;
     dlock::bench::JsonLine("handoff")
         .field("strategy", strategy)

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// Contention.h — the contended benchmarks' run (handoff, fair_handoff): P worker processes each
+// doing locked read-modify-write increments (GET then SET) of a Redis counter on one key, and the
+// merge of what they recorded.
+// The timed window is steady state only: each worker takes the key once before it opens
+// (connections, scripts, subscriptions: the first lock() of P processes at once is slow), records
+// the cycles it starts before the window closes, and goes on cycling for a drain time after, so
+// that its last recorded waits are served by live peers, not by processes tearing down. The
+// coordinator reads the server's counters at the window's edges.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "RawRedis.h"
+#include "dlock/ILock.h"
+
+namespace dlock::bench {
+
+using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC: comparable across processes
+
+inline long long nowNanos() { return Clock::now().time_since_epoch().count(); }
+
+inline void sleepUntilNanos(long long at) { std::this_thread::sleep_until(Clock::time_point(Clock::duration(at))); }
+
+struct Window {
+  long long start = 0;  // CLOCK_MONOTONIC ns
+  long long end = 0;
+  long long drainEnd = 0;
+};
+
+// Opens once every worker could connect and warm up; the drain outlasts any wait in the window.
+inline Window windowFor(int processes, double seconds) {
+  Window window;
+  window.start = nowNanos() + 500'000'000 + 20'000'000LL * processes;
+  window.end = window.start + static_cast<long long>(seconds * 1e9);
+  window.drainEnd = window.end + 500'000'000;
+  return window;
+}
+
+struct Record {
+  long long requested = 0;  // lock() called
+  long long acquired = 0;   // lock() returned
+  long long releasing = 0;  // unlock() called
+  long long released = 0;   // unlock() returned
+  long long timed = 0;      // 1: requested inside the window
+};
+
+// One worker's cycles on `key`, incrementing `counterKey` under the lock.
+inline std::vector<Record> runCycles(ILock& lock, RawRedis& data, const std::string& key, const std::string& counterKey,
+                                     const Window& window) {
+  std::vector<Record> records;
+  records.reserve(1 << 16);
+  lock.lock(key);  // warm-up, not counted: the counter is untouched
+  lock.unlock(key);
+  sleepUntilNanos(window.start);
+  while (nowNanos() < window.drainEnd) {
+    Record record;
+    record.requested = nowNanos();
+    record.timed = record.requested < window.end ? 1 : 0;
+    lock.lock(key);
+    record.acquired = nowNanos();
+    const std::string seen = data.text({"GET", counterKey});
+    const long long value = seen.empty() || seen == "0" ? 0 : std::atoll(seen.c_str());
+    data.command({"SET", counterKey, std::to_string(value + 1)});
+    record.releasing = nowNanos();
+    lock.unlock(key);
+    record.released = nowNanos();
+    records.push_back(record);
+  }
+  return records;
+}
+
+inline void writeRecords(const std::string& path, const std::vector<Record>& records) {
+  std::ofstream file(path, std::ios::binary);
+  file.write(reinterpret_cast<const char*>(records.data()),
+             static_cast<std::streamsize>(records.size() * sizeof(Record)));
+}
+
+struct Acquisition {
+  Record record;
+  int worker = 0;
+};
+
+struct Merged {
+  std::vector<Acquisition> timed;  // requested inside the window, by acquisition time
+  long long cycles = 0;            // every increment, the warm-up's and drain's cycles included
+};
+
+// Reads and removes each worker's file (worker i wrote files[i]).
+inline Merged mergeRecords(const std::vector<std::string>& files) {
+  Merged merged;
+  for (std::size_t p = 0; p < files.size(); ++p) {
+    std::ifstream in(files[p], std::ios::binary);
+    Record record;
+    while (in.read(reinterpret_cast<char*>(&record), sizeof record)) {
+      ++merged.cycles;
+      if (record.timed != 0) merged.timed.push_back({record, static_cast<int>(p)});
+    }
+    std::remove(files[p].c_str());
+  }
+  std::sort(merged.timed.begin(), merged.timed.end(),
+            [](const Acquisition& a, const Acquisition& b) { return a.record.acquired < b.record.acquired; });
+  return merged;
+}
+
+}  // namespace dlock::bench
