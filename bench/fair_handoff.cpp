@@ -109,8 +109,9 @@ int main(int argc, char** argv) {
         afterUnlockUs.push_back(static_cast<double>(all[i].record.acquired - all[i - 1].record.released) / 1e3);
       }
     }
-    // The most acquisitions by others during one wait: FIFO allows at most P - 1 (each other
-    // process once), whatever the machine's speed, where a wait in ms also counts the host's stalls.
+    // The most acquisitions by others during one wait: FIFO allows P - 1 (each other process once)
+    // whatever the machine's speed, where a wait in ms also counts the host's stalls; plus a grant
+    // made while the request was on its way (the times are the clients', not the server's).
     long long maxTurnsWaited = 0;
     for (std::size_t i = 0; i < all.size(); ++i) {
       const auto first = std::lower_bound(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(i), all[i].record.requested,
