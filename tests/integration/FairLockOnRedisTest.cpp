@@ -18,6 +18,7 @@
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
+#include "ThreadState.h"
 #include "dlock/IFairOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
@@ -250,6 +251,33 @@ TEST_SUITE("FairLockOnRedis") {
     const auto pong = watcher.command({"PING"});
     REQUIRE(pong.elements.size() == 2);
     CHECK(pong.elements[0].str == "pong");
+  }
+
+  TEST_CASE_FIXTURE(FairServer, "a hand-off message for one waiter does not wake another waiter of the same process") {
+    const std::string holder(32, 'a');
+    const std::string waiter(32, 'b');
+    REQUIRE(fair.fairLock("same", holder, 10s, 5s).acquired);
+    REQUIRE_FALSE(fair.fairLock("same", waiter, 10s, 5s).acquired);
+    const std::string place = client.ok({"LINDEX", "dlock:{same}:fair:queue", "0"}).str;
+    const std::string channel = "dlock:{same}:fair:granted:" + place.substr(place.find('.') + 1);
+    std::atomic<pid_t> waiterTid{0};
+    std::atomic<long long> switches{-1};
+    std::atomic<bool> granted{false};
+    std::thread thread([&] {
+      auto grants = fair.watchGrants("same", waiter);
+      const long long before = dlock::test::voluntarySwitches();
+      waiterTid = static_cast<pid_t>(::gettid());
+      granted = grants->waitForGrant(30s).kind == dlock::Grant::Kind::Granted;
+      switches = dlock::test::voluntarySwitches() - before;
+    });
+    REQUIRE(eventually([&] { return waiterTid != 0 && dlock::test::threadSleeping(waiterTid); }));
+    // Hand-offs to other waiters of this process: the same channel, other tokens.
+    for (int i = 0; i < 200; ++i) client.ok({"PUBLISH", channel, std::string(32, 'c') + "|1|1|1"});
+    REQUIRE(fair.fairUnlock("same", holder).notified == 1);  // its own, after those
+    thread.join();
+    CHECK(granted);
+    const long long blocked = switches;
+    CHECK(blocked <= 5);  // its own message, and a mutex it may have found held; not one per message
   }
 
 #if DLOCK_TEST_FORK_WITH_THREADS  // see tests/CMakeLists.txt

@@ -8,11 +8,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -22,6 +19,7 @@
 #include "LogCapture.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "ThreadState.h"
 #include "dlock/IOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
@@ -49,25 +47,6 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
 }
 
 double seconds(Steady::duration duration) { return std::chrono::duration<double>(duration).count(); }
-
-// The calling thread's voluntary context switches: each time it blocked, a wait woken for nothing
-// included.
-long long voluntarySwitches() {
-  std::ifstream status("/proc/thread-self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stoll(line.substr(line.find(':') + 1));
-  }
-  throw std::runtime_error("no voluntary_ctxt_switches in /proc/thread-self/status");
-}
-
-// True while thread `tid` of this process sleeps (state S in its stat).
-bool sleeping(pid_t tid) {
-  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')');
-  return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'S';
-}
 
 // Subscribers of `channel` on the server (PUBSUB NUMSUB).
 long long subscribers(RedisClient& client, const std::string& channel) {
@@ -244,12 +223,12 @@ TEST_SUITE("Subscriber") {
     std::atomic<bool> woken{false};
     std::thread waiter([&] {
       const auto quiet = backend->watch("quiet");
-      switchesBefore = voluntarySwitches();
+      switchesBefore = dlock::test::voluntarySwitches();
       waiterTid = static_cast<pid_t>(::gettid());
       woken = quiet->waitForRelease(30s);
-      switchesAfter = voluntarySwitches();
+      switchesAfter = dlock::test::voluntarySwitches();
     });
-    REQUIRE(eventually([&] { return waiterTid != 0 && sleeping(waiterTid); }, 30s));
+    REQUIRE(eventually([&] { return waiterTid != 0 && dlock::test::threadSleeping(waiterTid); }, 30s));
     for (int i = 0; i < 200; ++i) client.ok({"PUBLISH", "dlock:{busy}:released", "1"});
     // Replies on one connection come in order: the subscriber has handled every message above
     // when it hears this one.

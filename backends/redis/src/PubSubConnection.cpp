@@ -80,14 +80,15 @@ class PubSubConnection::PrefixWatch final : public IMessageWatch {
     PubSubConnection& c = *connection_;
     std::unique_lock<std::mutex> guard(c.mutex_);
     Channel& channel = c.channels_[channel_];  // kept in the table while watched
-    std::string& message = channel.wanted[prefix_];
+    Wanted& slot = channel.wanted[prefix_];  // kept while this watch lives
+    std::string& message = slot.message;
     // As Watch::waitForRelease: a lost connection counts once the channel is confirmed again.
     const std::uint64_t failuresBefore = c.connectFailures_;
     const auto missed = [&] {
       return channel.drops != drops_ || c.stopping_ ||
              (c.generation_ != generation_ && (channel.confirmed || c.connectFailures_ != failuresBefore));
     };
-    channel.changed.wait_for(guard, timeout, [&] { return !message.empty() || missed(); });
+    slot.arrived.wait_for(guard, timeout, [&] { return !message.empty() || missed(); });
     MessageWait result;
     if (!message.empty()) {
       result.outcome = MessageWait::Outcome::Message;
@@ -144,7 +145,7 @@ void PubSubConnection::requestStop() {
 }
 
 void PubSubConnection::notifyAll() {
-  for (auto& [name, channel] : channels_) channel.changed.notify_all();
+  for (auto& [name, channel] : channels_) channel.wakeAll();
   changed_.notify_all();
 }
 
@@ -192,7 +193,7 @@ std::unique_ptr<IMessageWatch> PubSubConnection::watchFor(const std::string& nam
   // before it is found by that check.
   std::lock_guard<std::mutex> guard(mutex_);
   auto& channel = channels_[name];
-  channel.wanted[prefix].clear();
+  channel.wanted[prefix].message.clear();
   return std::make_unique<PrefixWatch>(std::move(watch), shared_from_this(), name, prefix, channel.drops, generation_);
 }
 
@@ -408,7 +409,7 @@ bool PubSubConnection::handle(const redisReply& reply, Calls& calls) {
     // Refused again after a reconnect, the channel's watchers would hear nothing more: wake
     // them as a release would (as for a channel the server drops).
     ++channel.events;
-    channel.changed.notify_all();
+    channel.wakeAll();
     return false;
   }
   // PING answers ["pong", ""] on a connection with subscriptions, but +PONG on one without
@@ -431,9 +432,15 @@ bool PubSubConnection::handle(const redisReply& reply, Calls& calls) {
     calls.payload = replyText(*reply.element[reply.elements - 1]);
     if (!channel.wanted.empty()) {
       const auto wanted = channel.wanted.find(std::string(calls.payload.substr(0, calls.payload.find('|'))));
-      if (wanted != channel.wanted.end()) wanted->second.assign(calls.payload);
+      if (wanted != channel.wanted.end()) {
+        wanted->second.message.assign(calls.payload);
+        wanted->second.arrived.notify_all();
+      }
     }
-  } else if (kind == "subscribe" || kind == "ssubscribe") {
+    channel.changed.notify_all();  // release watchers; a PrefixWatch hears only its own prefix
+    return false;
+  }
+  if (kind == "subscribe" || kind == "ssubscribe") {
     const auto sent = std::find(unanswered_.begin(), unanswered_.end(), name);
     if (sent != unanswered_.end()) unanswered_.erase(sent);
     if (!channel.requested) return false;
@@ -461,7 +468,7 @@ bool PubSubConnection::handle(const redisReply& reply, Calls& calls) {
   } else {
     return false;
   }
-  channel.changed.notify_all();
+  channel.wakeAll();
   return false;
 }
 

@@ -101,6 +101,12 @@ class PubSubConnection : public std::enable_shared_from_this<PubSubConnection> {
   using Steady = std::chrono::steady_clock;
   class Watch;
   class PrefixWatch;
+  // A PrefixWatch's slot in its channel: the last message for its prefix, and its own wake-up, so
+  // a message for one waiter's prefix wakes no other waiter of the channel.
+  struct Wanted {
+    std::string message;  // empty: none since the watcher last took one
+    std::condition_variable arrived;
+  };
   struct Channel {
     unsigned watchers = 0;                   // live watches
     std::vector<const Listener*> listeners;  // never unsubscribed while there are some
@@ -110,11 +116,16 @@ class PubSubConnection : public std::enable_shared_from_this<PubSubConnection> {
     std::string error;           // the server refused it (the reply's text)
     std::uint64_t events = 0;    // messages, and ends of the subscription its watchers must hear of
     std::uint64_t drops = 0;     // ends of the subscription the server made
-    std::map<std::string, std::string> wanted;  // a PrefixWatch's prefix → its last message, or empty
+    std::map<std::string, Wanted> wanted;  // by a PrefixWatch's prefix
     Steady::time_point idleSince;
-    // Its waiters' wake-up: a message on one channel wakes no waiter of another. What concerns
-    // every channel (a lost connection, a failed connect, stop) notifies all (notifyAll).
+    // Its release watchers' wake-up: a message on one channel wakes no waiter of another. What
+    // concerns the whole channel wakes its PrefixWatches too (wakeAll); what concerns every
+    // channel (a lost connection, a failed connect, stop), every channel's (notifyAll).
     std::condition_variable changed;
+    void wakeAll() {
+      changed.notify_all();
+      for (auto& [prefix, slot] : wanted) slot.arrived.notify_all();
+    }
   };
   // Handler calls found while the lock was held, made once it is released.
   struct Calls {
