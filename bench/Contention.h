@@ -9,6 +9,8 @@
 // coordinator reads the server's counters at the window's edges.
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "RawRedis.h"
+#include "Workers.h"
 #include "dlock/ILock.h"
 
 namespace dlock::bench {
@@ -109,5 +112,53 @@ inline Merged mergeRecords(const std::vector<std::string>& files) {
             [](const Acquisition& a, const Acquisition& b) { return a.record.acquired < b.record.acquired; });
   return merged;
 }
+
+// A contended run as the coordinator sees it: the workers' merged records and what the server
+// did over the window.
+struct ContendedRun {
+  Merged merged;
+  double serverCpuUs = 0;   // the server's CPU time over the window
+  double scriptUs = 0;      // of which inside scripts
+  long long lockCommands = 0;  // commands the lock's clients sent in the window (not the calls
+                               // scripts make inside EVALSHA, nor the workload's GET and SET)
+  bool workersOk = false;
+};
+
+// Starts `processes` workers (`program --worker URI ARG START END DRAIN-END FILE`), reads the
+// server's counters at the window's edges, waits for the workers and merges what they recorded.
+inline ContendedRun runContended(const char* program, const std::string& uri, const std::string& arg, int processes,
+                                 double seconds) {
+  RawRedis admin(uri);
+  const Window window = windowFor(processes, seconds);
+  char dirTemplate[] = "/tmp/dlock-bench-XXXXXX";
+  const std::string dir = ::mkdtemp(dirTemplate);
+  std::vector<pid_t> pids;
+  std::vector<std::string> files;
+  for (int p = 0; p < processes; ++p) {
+    files.push_back(dir + "/worker-" + std::to_string(p));
+    pids.push_back(spawnWorker(program, {uri, arg, std::to_string(window.start), std::to_string(window.end),
+                                         std::to_string(window.drainEnd), files.back()}));
+  }
+  sleepUntilNanos(window.start);
+  const RawRedis::ServerCost costBefore = admin.serverCost();
+  auto callsBefore = admin.commandCalls();
+  sleepUntilNanos(window.end);
+  const RawRedis::ServerCost costAfter = admin.serverCost();
+  auto callsAfter = admin.commandCalls();
+  ContendedRun run;
+  run.workersOk = waitForWorkers(pids);
+  run.merged = mergeRecords(files);
+  ::rmdir(dir.c_str());
+  run.serverCpuUs = costAfter.cpuUs - costBefore.cpuUs;
+  run.scriptUs = costAfter.scriptUs - costBefore.scriptUs;
+  for (const char* name : {"evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping", "auth",
+                           "select"}) {
+    run.lockCommands += callsAfter[name] - callsBefore[name];
+  }
+  return run;
+}
+
+// A worker's window, from its argv[4..6].
+inline Window windowOf(char** argv) { return Window{std::atoll(argv[4]), std::atoll(argv[5]), std::atoll(argv[6])}; }
 
 }  // namespace dlock::bench

@@ -58,7 +58,7 @@ double roundTripUs(const std::string& uri) {
 int main(int argc, char** argv) {
   try {
     if (argc == 8 && std::string(argv[1]) == "--worker") {
-      const dlock::bench::Window window{std::atoll(argv[4]), std::atoll(argv[5]), std::atoll(argv[6])};
+      const dlock::bench::Window window = dlock::bench::windowOf(argv);
       return worker(argv[2], std::atoll(argv[3]), window, argv[7]);
     }
     if (argc != 4 && argc != 5) {
@@ -74,27 +74,9 @@ int main(int argc, char** argv) {
     admin.command({"DEL", "bench:fair-counter"});
     const double rttUs = roundTripUs(uri);
 
-    const dlock::bench::Window window = dlock::bench::windowFor(processes, seconds);
-    char dirTemplate[] = "/tmp/dlock-bench-XXXXXX";
-    const std::string dir = ::mkdtemp(dirTemplate);
-    std::vector<pid_t> pids;
-    std::vector<std::string> files;
-    for (int p = 0; p < processes; ++p) {
-      files.push_back(dir + "/worker-" + std::to_string(p));
-      pids.push_back(dlock::bench::spawnWorker(argv[0], {uri, std::to_string(leaseMs), std::to_string(window.start),
-                                                         std::to_string(window.end), std::to_string(window.drainEnd),
-                                                         files.back()}));
-    }
-    // The server's counters over the window alone.
-    dlock::bench::sleepUntilNanos(window.start);
-    const auto costBefore = admin.serverCost();
-    auto callsBefore = admin.commandCalls();
-    dlock::bench::sleepUntilNanos(window.end);
-    const auto costAfter = admin.serverCost();
-    auto callsAfter = admin.commandCalls();
-    const bool workersOk = dlock::bench::waitForWorkers(pids);
-    const dlock::bench::Merged merged = dlock::bench::mergeRecords(files);
-    ::rmdir(dir.c_str());
+    const dlock::bench::ContendedRun run = dlock::bench::runContended(argv[0], uri, std::to_string(leaseMs), processes, seconds);
+    const dlock::bench::Merged& merged = run.merged;
+    const bool workersOk = run.workersOk;
     const std::vector<dlock::bench::Acquisition>& all = merged.timed;
 
     std::vector<double> waitsMs;
@@ -117,13 +99,6 @@ int main(int argc, char** argv) {
       const auto first = std::lower_bound(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(i), all[i].record.requested,
                                           [](const dlock::bench::Acquisition& a, long long at) { return a.record.acquired < at; });
       maxTurnsWaited = std::max<long long>(maxTurnsWaited, all.begin() + static_cast<std::ptrdiff_t>(i) - first);
-    }
-    // Commands the lock's clients sent (not the calls scripts make inside EVALSHA, nor the
-    // workload's own GET/SET).
-    long long lockCommands = 0;
-    for (const char* name : {"evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping",
-                             "auth", "select"}) {
-      lockCommands += callsAfter[name] - callsBefore[name];
     }
     const std::string counter = admin.text({"GET", "bench:fair-counter"});
     const bool counterExact = std::atoll(counter.c_str()) == merged.cycles;
@@ -153,9 +128,9 @@ int main(int argc, char** argv) {
         .field("wait_max_ms", dlock::bench::percentile(waitsMs, 100))
         .field("max_turns_waited", static_cast<double>(maxTurnsWaited))
         .field("commands_per_handoff",
-               handoffUs.empty() ? 0.0 : static_cast<double>(lockCommands) / static_cast<double>(handoffUs.size()))
-        .field("server_cpu_us_per_handoff", perHandoff(costAfter.cpuUs - costBefore.cpuUs))
-        .field("script_us_per_handoff", perHandoff(costAfter.scriptUs - costBefore.scriptUs))
+               handoffUs.empty() ? 0.0 : static_cast<double>(run.lockCommands) / static_cast<double>(handoffUs.size()))
+        .field("server_cpu_us_per_handoff", perHandoff(run.serverCpuUs))
+        .field("script_us_per_handoff", perHandoff(run.scriptUs))
         .field("counter_exact", counterExact && workersOk)
         .print();
     return counterExact && workersOk ? 0 : 1;

@@ -49,7 +49,7 @@ int worker(const std::string& uri, const std::string& strategy, const dlock::ben
 int main(int argc, char** argv) {
   try {
     if (argc == 8 && std::string(argv[1]) == "--worker") {
-      const dlock::bench::Window window{std::atoll(argv[4]), std::atoll(argv[5]), std::atoll(argv[6])};
+      const dlock::bench::Window window = dlock::bench::windowOf(argv);
       return worker(argv[2], argv[3], window, argv[7]);
     }
     if (argc != 5) {
@@ -65,27 +65,9 @@ int main(int argc, char** argv) {
     dlock::bench::RawRedis admin(uri);
     admin.command({"DEL", "bench:counter"});
 
-    const dlock::bench::Window window = dlock::bench::windowFor(processes, seconds);
-    char dirTemplate[] = "/tmp/dlock-bench-XXXXXX";
-    const std::string dir = ::mkdtemp(dirTemplate);
-    std::vector<pid_t> pids;
-    std::vector<std::string> files;
-    for (int p = 0; p < processes; ++p) {
-      files.push_back(dir + "/worker-" + std::to_string(p));
-      pids.push_back(dlock::bench::spawnWorker(argv[0], {uri, strategy, std::to_string(window.start),
-                                                         std::to_string(window.end), std::to_string(window.drainEnd),
-                                                         files.back()}));
-    }
-    // The server's counters over the window alone.
-    dlock::bench::sleepUntilNanos(window.start);
-    const auto costBefore = admin.serverCost();
-    auto callsBefore = admin.commandCalls();
-    dlock::bench::sleepUntilNanos(window.end);
-    const auto costAfter = admin.serverCost();
-    auto callsAfter = admin.commandCalls();
-    const bool workersOk = dlock::bench::waitForWorkers(pids);
-    const dlock::bench::Merged merged = dlock::bench::mergeRecords(files);
-    ::rmdir(dir.c_str());
+    const dlock::bench::ContendedRun run = dlock::bench::runContended(argv[0], uri, strategy, processes, seconds);
+    const dlock::bench::Merged& merged = run.merged;
+    const bool workersOk = run.workersOk;
     const std::vector<dlock::bench::Acquisition>& all = merged.timed;
 
     std::vector<double> waitsMs;
@@ -98,14 +80,6 @@ int main(int argc, char** argv) {
       }
     }
 
-    // Commands the lock's clients sent. INFO commandstats also counts the calls scripts make
-    // inside EVALSHA (GET, SET, INCR, PUBLISH, ...), which are not round trips, and the
-    // workload's own GET/SET; neither is counted.
-    long long lockCommands = 0;
-    for (const char* name : {"evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping",
-                             "auth", "select"}) {
-      lockCommands += callsAfter[name] - callsBefore[name];
-    }
     const std::string counter = admin.text({"GET", "bench:counter"});
     const bool counterExact = std::atoll(counter.c_str()) == merged.cycles;
     const double duration = seconds;
@@ -120,9 +94,9 @@ int main(int argc, char** argv) {
         .field("handoff_p50_us", dlock::bench::percentile(handoffUs, 50))
         .field("handoff_p99_us", dlock::bench::percentile(handoffUs, 99))
         .field("commands_per_handoff",
-               handoffUs.empty() ? 0.0 : static_cast<double>(lockCommands) / static_cast<double>(handoffUs.size()))
+               handoffUs.empty() ? 0.0 : static_cast<double>(run.lockCommands) / static_cast<double>(handoffUs.size()))
         .field("server_cpu_us_per_handoff", handoffUs.empty() ? 0.0
-                                                              : (costAfter.cpuUs - costBefore.cpuUs) /
+                                                              : run.serverCpuUs /
                                                                     static_cast<double>(handoffUs.size()))
         .field("counter_exact", counterExact && workersOk)
         .print();
