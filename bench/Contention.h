@@ -117,10 +117,11 @@ inline Merged mergeRecords(const std::vector<std::string>& files) {
 // did over the window.
 struct ContendedRun {
   Merged merged;
-  double serverCpuUs = 0;   // the server's CPU time over the window
-  double scriptUs = 0;      // of which inside scripts
-  long long lockCommands = 0;  // commands the lock's clients sent in the window (not the calls
-                               // scripts make inside EVALSHA, nor the workload's GET and SET)
+  double serverCpuUs = 0;  // the server's CPU time over the window
+  double scriptUs = 0;     // of which inside scripts
+  // Commands the lock's clients sent in the window: not the calls scripts make inside EVALSHA,
+  // nor the workload's GET and SET.
+  long long lockCommands = 0;
   bool workersOk = false;
 };
 

@@ -20,8 +20,9 @@
 //
 // A hand-off publishes `token|fence|now-ms|claim-ms` on the heir's listener channel,
 // `channel:listener` (the claim lease: the heir's ttl, or the rest of its waiter lease if less);
-// each waiter of a process listens there for its own token. The queue keys live as long as the longest waiter lease in them and vanish with
-// their last entry; the lock has its ttl, the counter its fence ttl: no key without a TTL.
+// each waiter of a process listens there for its own token. The queue keys live as long as the
+// longest waiter lease in them and vanish with their last entry; the lock has its ttl, the
+// counter its fence ttl: no key without a TTL.
 // The queue helpers (prune, handOff) are one prelude so later queue-based locks (read-write,
 // semaphore) can share them.
 #pragma once
