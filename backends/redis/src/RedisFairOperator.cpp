@@ -22,6 +22,7 @@
 #include "Topology.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
+#include "dlock/detail/Fork.h"
 #include "dlock/detail/Log.h"
 #include "dlock/redis/RedisOperator.h"
 
@@ -51,12 +52,21 @@ std::uint64_t randomListenerBase() noexcept {
 const std::uint64_t kListenerBase = randomListenerBase();
 
 // "0", 17 random digits, the pid: digits only and a fraction below 0.1 in a place's ttl field.
-std::string grantListener() {
-  char text[48];
-  const int length = std::snprintf(text, sizeof text, "0%017llu%ld",
-                                   static_cast<unsigned long long>(kListenerBase % 100'000'000'000'000'000ULL),
-                                   static_cast<long>(::getpid()));
-  return std::string(text, static_cast<std::size_t>(length));
+// Written once per thread and process, not per attempt (getpid is a system call): the cache is
+// redone when forkGeneration() moved, which RedisOperator's ForkLocal state has the process watch.
+const std::string& grantListener() {
+  thread_local std::uint64_t generation = ~std::uint64_t{0};
+  thread_local std::string listener;
+  const std::uint64_t now = forkGeneration();
+  if (generation != now) {
+    char text[48];
+    const int length = std::snprintf(text, sizeof text, "0%017llu%ld",
+                                     static_cast<unsigned long long>(kListenerBase % 100'000'000'000'000'000ULL),
+                                     static_cast<long>(::getpid()));
+    listener.assign(text, static_cast<std::size_t>(length));
+    generation = now;
+  }
+  return listener;
 }
 
 [[noreturn]] void unexpected(const std::string& where, const std::string& what) {
