@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -113,9 +114,18 @@ void SentinelServers::startSentinels() {
     std::array<int, kSentinels> ports{};
     for (std::size_t i = 0; i < kSentinels; ++i) {
       ids[i] = randomId();
+      // Never a data node's port either: a sentinel once drew the master's (its bind failed, and
+      // the set started again never came up).
+      const auto taken = [&](int port) {
+        for (std::size_t node = 0; node < kDataNodes; ++node) {
+          if (port == dataPort(node) || port == data_.at(node).process->tlsPort()) return true;
+        }
+        return std::find(ports.begin(), ports.begin() + static_cast<std::ptrdiff_t>(i), port) !=
+               ports.begin() + static_cast<std::ptrdiff_t>(i);
+      };
       do {
         ports[i] = freeLoopbackPort();
-      } while (i > 0 && (ports[i] == ports[0] || (i > 1 && ports[i] == ports[1])));
+      } while (taken(ports[i]));
     }
     try {
       for (std::size_t i = 0; i < kSentinels; ++i) {
