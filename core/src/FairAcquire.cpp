@@ -4,8 +4,13 @@
 // and threads), listens for its own hand-off, and renews its place every third of the waiter
 // lease by asking again: the same idempotent attempt finds a hand-off whose message was lost, and
 // a waiter that died stops renewing and is skipped once its lease ends (handed the key just
-// before, it holds it for a claim lease no longer than its place had left; a live heir extends
-// the claim to its ttl at once). A waiter that gives up
+// before, it holds it for a claim lease no longer than its place had left).
+//
+// A hand-off counts only on the server's word at that moment (DESIGN.md, "Grants and messages"):
+// the heir extends its claim to its ttl, and only an extend that finds the key still this token's
+// makes it the holder. A waiter paused past its claim, whose key someone else took meanwhile, is
+// told "not ours" and asks again, queueing anew. A message never outlives the attempt it answered:
+// one older than the last attempt that found us waiting is dropped unread. A waiter that gives up
 // (its timeout, an error) leaves the queue; a hand-off that raced it is passed on by that leave.
 #include <algorithm>
 #include <optional>
@@ -37,11 +42,9 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
   const milliseconds waiterLease = once ? milliseconds(0) : options_.waiterLease;
   std::unique_ptr<IGrantWatch> grants;
   bool queued = false;
-  // The last attempt that found us waiting: sent at `anchorLocal` (our clock), run at
-  // `anchorBackend` (the backend's, ms). A hand-off comes after it, so its backend time maps onto
-  // our clock no later than it happened: the lease's local deadline errs on the early side.
-  Clock::time_point anchorLocal{};
-  std::int64_t anchorBackend = 0;
+  // The backend's clock (ms) at the last attempt that found us waiting: a hand-off before it
+  // answered an earlier attempt, and that attempt's answer ("waiting") supersedes it.
+  std::int64_t waitingSinceBackend = 0;
   std::optional<SteadyTime> waitingSince;
   std::optional<OutageRetry> outage;
 
@@ -51,17 +54,7 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
         std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - *waitingSince).count(),
         std::memory_order_relaxed);
   };
-  // Ours, valid until `validUntil`; held for less than the ttl (a claim lease), extended first.
-  const auto granted = [&](std::uint64_t fence, Clock::time_point validUntil, milliseconds validFor) {
-    if (validFor < ttl) {
-      const Clock::time_point extendSent = clock_->now();
-      try {
-        if (backend_->extend(key, token, ttl)) validUntil = extendSent + ttl;
-      } catch (const std::exception& error) {
-        // The claim lease holds meanwhile; the watchdog or the holder's unlock meets the trouble.
-        log_->debug("dlock: extending the claim on {} failed: {}", quoteKey(key), error.what());
-      }
-    }
+  const auto holding = [&](std::uint64_t fence, Clock::time_point validUntil) {
     stopWaiting();
     counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
     auto lease = std::make_shared<LeaseState>(std::string(key), token, fence, ttl, renewed, validUntil);
@@ -71,20 +64,27 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
     }
     return lease;
   };
-  // Out of the queue for good, best effort: a place we cannot remove ends with its waiter lease.
+  // Out of the queue for good: now within the wait's budget, else on the cleanup lane. A place
+  // that cannot be removed ends with its waiter lease.
   const auto leave = [&]() noexcept {
     if (!queued) return;  // never queued, and no attempt left in doubt
-    try {
-      if (queue.leaveQueue(key, token, ttl)) {
-        log_->debug("dlock: {} was handed over as the wait for it ended; passed on", quoteKey(key));
-      }
-    } catch (const std::exception& error) {
-      try {
-        log_->debug("dlock: leaving the queue of {} failed ({}); the place ends within {} ms", quoteKey(key),
-                    error.what(), options_.waiterLease.count());
-      } catch (...) {
-      }
-    }
+    cleanUp(callDeadline(deadline, outage),
+            [fair = fair_, backend = backend_, log = log_, key = std::string(key), token, ttl,
+             waiterLease = options_.waiterLease]() noexcept {
+              try {
+                if (fair->queue().leaveQueue(key, token, ttl)) {
+                  log->debug("dlock: {} was handed over as the wait for it ended; passed on", quoteKey(key));
+                }
+                return true;
+              } catch (const std::exception& error) {
+                try {
+                  log->debug("dlock: leaving the queue of {} failed ({}); the place ends within {} ms", quoteKey(key),
+                             error.what(), waiterLease.count());
+                } catch (...) {
+                }
+                return false;
+              }
+            });
   };
   const auto rideOut = [&](const ConnectionError& error) {
     if (!outage) outage.emplace(deadline, options_.outageTolerance);
@@ -96,10 +96,23 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
     }
     counters_->outageRetries.fetch_add(1, std::memory_order_relaxed);
   };
+  // The claim of a hand-off extended to the ttl: the server's answer (is the key this token's
+  // now?), or nullopt when none came. Sent at `sentAt` when answered yes.
+  const auto extendClaim = [&](Clock::time_point& sentAt) -> std::optional<bool> {
+    sentAt = clock_->now();
+    try {
+      const CallBudget budget(callDeadline(deadline, outage));
+      return backend_->extend(key, token, ttl);
+    } catch (const ConnectionError& error) {
+      log_->debug("dlock: extending the claim on {} failed: {}", quoteKey(key), error.what());
+      return std::nullopt;
+    }
+  };
 
   // A key waited for lately: listen before the first attempt, so a queued attempt needs no second.
   if (!once && fair_->contended().lately(key)) {
     try {
+      const CallBudget budget(callDeadline(deadline, outage));
       grants = queue.watchGrants(key, token);
     } catch (const LockError& error) {
       logFailedAttempt(key, error);  // the wait below subscribes again, or meets the trouble
@@ -111,6 +124,7 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
     FairAcquireResult result;
     counters_->attempts.fetch_add(1, std::memory_order_relaxed);
     try {
+      const CallBudget budget(callDeadline(deadline, outage));
       result = queue.fairLock(key, token, ttl, waiterLease);
     } catch (const ConnectionError& error) {
       logFailedAttempt(key, error);
@@ -129,13 +143,20 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
     }
     outage.reset();
     if (result.acquired) {
+      // Ours at `sentAt` for `validFor`, the server says. A claim shorter than the ttl is extended
+      // first; if the extend gets no answer, the claim stands and the watchdog renews it before
+      // it ends (the lease's deadline is nearer than its next tick).
       const milliseconds validFor = knownValidity(result.validity, ttl);
-      return granted(result.fencingToken, sentAt + validFor, validFor);
+      if (validFor >= ttl) return holding(result.fencingToken, sentAt + validFor);
+      Clock::time_point extendSent;
+      const std::optional<bool> ours = extendClaim(extendSent);
+      if (!ours) return holding(result.fencingToken, sentAt + validFor);
+      if (*ours) return holding(result.fencingToken, extendSent + ttl);
+      continue;  // the claim ended between the two calls: ask again
     }
     queued = !once;
     if (queued) fair_->contended().note(key);
-    anchorLocal = sentAt;
-    anchorBackend = result.backendMillis;
+    waitingSinceBackend = result.backendMillis;
     const SteadyTime now = std::chrono::steady_clock::now();
     if (!waitingSince) waitingSince = now;
     if (once || now >= deadline) {
@@ -146,6 +167,7 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
     }
     if (!grants) {
       try {
+        const CallBudget budget(callDeadline(deadline, outage));
         grants = queue.watchGrants(key, token);
       } catch (const ConnectionError& error) {
         rideOut(error);
@@ -160,10 +182,19 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
     // (it may have died holding the key: the next attempt hands the key to the queue's head).
     milliseconds wait = std::min(remainingUntil(deadline, now), options_.waiterLease / 3);
     if (result.holderTtl.count() > 0) wait = std::min(wait, result.holderTtl + milliseconds(1));
-    const Grant grant = grants->waitForGrant(std::max(wait, milliseconds(1)));
-    if (grant.kind == Grant::Kind::Granted) {
-      const milliseconds since(std::max<std::int64_t>(0, grant.backendMillis - anchorBackend));
-      return granted(grant.fencingToken, anchorLocal + since + grant.lease, grant.lease);
+    Grant grant = grants->waitForGrant(std::max(wait, milliseconds(1)));
+    while (grant.kind == Grant::Kind::Granted && grant.backendMillis < waitingSinceBackend) {
+      grant = grants->waitForGrant(milliseconds(0));  // answered an earlier attempt: dropped
+    }
+    if (grant.kind != Grant::Kind::Granted) continue;
+    // Handed to us, the message says; the key is ours only if the server says so now.
+    Clock::time_point extendSent;
+    const std::optional<bool> ours = extendClaim(extendSent);
+    if (ours.value_or(false)) return holding(grant.fencingToken, extendSent + ttl);
+    // Not ours (the claim ran out while we were away) or no answer: the next attempt asks again.
+    if (log_->should_log(spdlog::level::debug)) {
+      log_->debug("dlock: a hand-off of {} on {} was {}; asking again", quoteKey(key), backend_->describe(),
+                  ours ? "no longer ours" : "not confirmed");
     }
   }
 }

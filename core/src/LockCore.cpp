@@ -45,9 +45,13 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wa
       counters_(std::make_shared<LockCounters>()),
       waiters_([] { return std::make_shared<WaiterQueue>(); }),
       yields_([] { return std::make_shared<Yields>(); }),
+      cleanup_([] { return std::make_shared<CleanupLane>(); }),
       watchdog_([this] { return makeWatchdog(); }) {}
 
-LockCore::~LockCore() { watchdog_->stop(); }
+LockCore::~LockCore() {
+  watchdog_->stop();
+  cleanup_->stop();
+}
 
 AcquireResult LockCore::attempt(std::string_view key, const std::string& token, milliseconds ttl) {
   const std::uint64_t number = counters_->attempts.fetch_add(1, std::memory_order_relaxed);
@@ -76,12 +80,19 @@ AcquireResult LockCore::attempt(std::string_view key, const std::string& token, 
     // still, queued on a busy server behind this cancel. Cancel the token: the key is deleted if
     // it carries it, and an acquire with it arriving later is refused; the caller's next attempt
     // uses a new token. If the cancel fails too, the lease, if any, ends at its TTL.
-    try {
-      (void)backend_->cancel(key, token);
-    } catch (...) {
-      log_->debug("dlock: could not clean up {} after a failed acquire; the lease, if any, ends in {} ms",
-                  quoteKey(key), ttl.count());
-    }
+    cleanUp(CallBudget::current(), [backend = backend_, log = log_, key = std::string(key), token, ttl]() noexcept {
+      try {
+        (void)backend->cancel(key, token);
+        return true;
+      } catch (...) {
+        try {
+          log->debug("dlock: could not clean up {} after a failed acquire; the lease, if any, ends in {} ms",
+                     quoteKey(key), ttl.count());
+        } catch (...) {
+        }
+        return false;
+      }
+    });
     throw;
   }
 }
@@ -134,6 +145,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
     const Clock::time_point sentAt = clock_->now();
     AcquireResult result;
     try {
+      const CallBudget budget(callDeadline(deadline, outage));
       result = attempt(key, token, ttl);
     } catch (const ConnectionError& error) {
       rideOut(error);
@@ -165,6 +177,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
     }
     if (!releases && wait_->wantsReleaseWatch()) {
       try {
+        const CallBudget budget(callDeadline(deadline, outage));
         releases = backend_->watch(key);
       } catch (const ConnectionError& error) {
         rideOut(error);
@@ -257,6 +270,18 @@ bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
     lease.abandon();
   }
   return false;
+}
+
+void LockCore::cleanUp(CallBudget::TimePoint deadline, CleanupLane::Task task) {
+  // Now, within what is left of the wait's budget (at the least CallBudget's floor: a healthy
+  // server answers well within it), so that the caller returns with the queue left, the key free.
+  {
+    const CallBudget budget(deadline);
+    if (task()) return;
+  }
+  // Failed, for want of time perhaps (a hung or slow server): once more, with the backend's own
+  // timeouts, on the lane, so that the caller is not held past its deadline.
+  cleanup_->post(std::move(task));
 }
 
 void LockCore::throwInherited(const LeaseState& lease) const {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string_view>
 
+#include "CleanupLane.h"
 #include "FairBackend.h"
 #include "LeaseState.h"
 #include "LockCounters.h"
@@ -24,6 +25,7 @@
 #include "dlock/IOwnerRecorder.h"
 #include "dlock/IWait.h"
 #include "dlock/LockOptions.h"
+#include "dlock/detail/CallBudget.h"
 #include "dlock/detail/Fork.h"
 #include "dlock/detail/Log.h"
 
@@ -79,6 +81,10 @@ class LockCore {
   void yieldAfterContendedRelease(std::string_view key, Deadline deadline);
   void noteContendedRelease(std::string_view key);
   [[noreturn]] void throwInherited(const LeaseState& lease) const;
+  // Runs a cancel or a queue leave (`task`, true when done) now, within what is left before
+  // `deadline` (a CallBudget deadline; max for none), and again on the cleanup lane when that
+  // failed: cleanup never holds the caller past its deadline (plus CallBudget's floor).
+  void cleanUp(CallBudget::TimePoint deadline, CleanupLane::Task task);
 
   const std::uint64_t id_;
   const std::shared_ptr<IOperator> backend_;
@@ -104,6 +110,8 @@ class LockCore {
   // use may come at any moment after a fork: hence a mutex the fork never catches held).
   ForkSafeMutex handlerMutex_;
   ILock::LostHandler lostHandler_;  // guarded by handlerMutex_
+
+  ForkLocal<CleanupLane> cleanup_;  // a forked child's own: the parent's thread is not there
 
   // Last: made from the members above; stopped by the destructor. A forked child gets its own,
   // which renews only the child's leases; the parent's thread does not exist there.

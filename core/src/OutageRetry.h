@@ -1,19 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 // OutageRetry.h — how a wait rides out a backend it cannot reach (a failover, a restart): after a
 // ConnectionError the attempt is repeated after a capped, jittered exponential back-off (10 ms
-// doubling to 500 ms), as long as the retry still fits the budget: the wait's own deadline, or
-// for a wait without one (lock(key)) LockOptions::outageTolerance from the first failure. When the
-// budget ends with the backend still unreachable, the ConnectionError names the last cause and how
-// long it tried. One per wait. Owner: the waiting call. Thread safety: not thread-safe.
+// doubling to 500 ms) within the budget: the wait's own deadline, or for a wait without one
+// (lock(key)) LockOptions::outageTolerance from the first failure. A pause that would end past
+// the budget is cut to end at it, and one last attempt is made there: a wait never gives up while
+// it has budget left, nor on a failure remembered from before. After that last attempt the
+// ConnectionError names the last cause and how long it tried. One per wait.
+// Owner: the waiting call. Thread safety: not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "dlock/ILock.h"
 #include "dlock/LockError.h"
 #include "dlock/detail/Backoff.h"
+#include "dlock/detail/CallBudget.h"
 
 namespace dlock::detail {
 
@@ -26,20 +31,22 @@ class OutageRetry {
       : started_(std::chrono::steady_clock::now()),
         deadline_(waitDeadline != Deadline::max() ? waitDeadline : started_ + tolerance) {}
 
-  // After `error`: sleeps the back-off and returns when another attempt fits the budget; throws
-  // ConnectionError (`what` names the operation, key and backend) when it does not.
+  // After `error`: sleeps the back-off (cut to the budget's end) and returns when another attempt
+  // is due; throws ConnectionError (`what` names the operation, key and backend) when the failed
+  // attempt ended at the budget's end or later.
   void pauseOrThrow(const ConnectionError& error, const std::string& what) {
     ++failures_;
     const auto now = std::chrono::steady_clock::now();
-    const std::chrono::milliseconds pause = backoff_.next();
-    if (now + pause >= deadline_) {
+    if (now >= deadline_) {
       throw ConnectionError(what + ": the backend stayed unreachable for " +
                             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - started_).count()) +
                             " ms over " + std::to_string(failures_) + " attempt(s); last: " + error.what());
     }
-    std::this_thread::sleep_for(pause);
+    std::this_thread::sleep_until(std::min(now + backoff_.next(), deadline_));
   }
 
+  // The budget's end: calls made in the wait from now on must not outlast it (CallBudget).
+  [[nodiscard]] Deadline deadline() const noexcept { return deadline_; }
   [[nodiscard]] unsigned failures() const noexcept { return failures_; }
 
  private:
@@ -48,5 +55,15 @@ class OutageRetry {
   Backoff backoff_{std::chrono::milliseconds(10), std::chrono::milliseconds(500)};
   unsigned failures_ = 0;
 };
+
+// The deadline a backend call made inside a wait must meet (CallBudget): the wait's own when it
+// has one; for a wait without one, its outage budget's once an outage began; none for a single
+// try (tryLock(key) gets the command timeout, as any call outside a wait).
+[[nodiscard]] inline CallBudget::TimePoint callDeadline(ILock::Deadline waitDeadline,
+                                                        const std::optional<OutageRetry>& outage) noexcept {
+  if (waitDeadline == ILock::Deadline::min()) return CallBudget::TimePoint::max();
+  if (waitDeadline != ILock::Deadline::max()) return waitDeadline;
+  return outage ? outage->deadline() : CallBudget::TimePoint::max();
+}
 
 }  // namespace dlock::detail

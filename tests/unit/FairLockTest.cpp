@@ -264,3 +264,113 @@ TEST_SUITE("FairLock") {
     CHECK_NOTHROW((void)dlock::LockBuilder().backend(std::make_shared<dlock::SentinelOperator>(options)).fair().build());
   }
 }
+
+namespace {
+
+// A MemoryOperator's fair queue whose hand-off messages can be held back, as if the waiter's
+// process were paused (SIGSTOP) with the message waiting in its socket.
+class PausingFairOperator final : public dlock::test::ForwardingOperator, public dlock::IFairOperator {
+ public:
+  using ForwardingOperator::ForwardingOperator;
+
+  dlock::FairAcquireResult fairLock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                                    std::chrono::milliseconds waiterLease) override {
+    attempts.fetch_add(1);
+    return inner_->fairLock(key, token, ttl, waiterLease);
+  }
+  dlock::ReleaseResult fairUnlock(std::string_view key, std::string_view token) override {
+    return inner_->fairUnlock(key, token);
+  }
+  bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
+    return inner_->leaveQueue(key, token, ttl);
+  }
+  std::unique_ptr<dlock::IGrantWatch> watchGrants(std::string_view key, std::string_view token) override {
+    return std::make_unique<Watch>(*this, inner_->watchGrants(key, token));
+  }
+
+  void pause() { paused.store(true); }
+  void resume() {
+    paused.store(false);
+    resumed.set();
+  }
+
+  std::atomic<bool> paused{false};
+  std::atomic<int> attempts{0};
+  dlock::test::Event heard;    // a hand-off reached the paused waiter
+  dlock::test::Event resumed;
+
+ private:
+  class Watch final : public dlock::IGrantWatch {
+   public:
+    Watch(PausingFairOperator& owner, std::unique_ptr<dlock::IGrantWatch> inner)
+        : owner_(owner), inner_(std::move(inner)) {}
+    dlock::Grant waitForGrant(std::chrono::milliseconds timeout) override {
+      dlock::Grant grant = inner_->waitForGrant(timeout);
+      if (grant.kind == dlock::Grant::Kind::Granted && owner_.paused.load()) {
+        owner_.heard.set();
+        (void)owner_.resumed.wait();  // the message sits unread while the waiter is paused
+      }
+      return grant;
+    }
+
+   private:
+    PausingFairOperator& owner_;
+    std::unique_ptr<dlock::IGrantWatch> inner_;
+  };
+};
+
+}  // namespace
+
+TEST_SUITE("FairLock") {
+  TEST_CASE("a waiter paused past its hand-off's claim does not return from lock() while another holds the key") {
+    FairFixture f;
+    auto& op = *f.backend;
+    auto pausing = std::make_shared<PausingFairOperator>(f.backend);
+    auto lock = dlock::LockBuilder().backend(pausing).clock(f.clock).leaseTime(10s).waiterLease(1500ms).fair().build();
+    REQUIRE(op.fairLock("f", kA, 10s, 5s).acquired);  // P holds f
+
+    std::atomic<bool> returned{false};
+    std::atomic<bool> heldByOtherOnReturn{false};
+    std::thread waiter([&] {
+      lock->lock("f");
+      heldByOtherOnReturn.store(op.holderOf("f") == kC);
+      returned.store(true);
+      try {
+        lock->unlock("f");
+      } catch (const dlock::LockLostError&) {
+        heldByOtherOnReturn.store(true);  // C's key: W's section was never protected
+      }
+    });
+    REQUIRE(waitForQueue(op, "f", 1));
+    REQUIRE_FALSE(op.fairLock("f", kC, 10s, 5s).acquired);  // C waits behind W
+    pausing->pause();
+    REQUIRE(op.fairUnlock("f", kA).notified == 1);  // handed to W for a claim of its place's rest
+    REQUIRE(pausing->heard.wait());
+    f.clock->advance(2500ms);  // W stays paused; the claim runs out
+    REQUIRE(op.fairLock("f", kC, 10s, 5s).acquired);  // C takes the key
+    const int attemptsBefore = pausing->attempts.load();
+    pausing->resume();
+    // W either returns (wrongly, with C inside) or asks the server again and queues behind C.
+    REQUIRE(dlock::test::eventually([&] { return returned.load() || pausing->attempts.load() > attemptsBefore; }));
+    CHECK_FALSE(returned.load());
+    CHECK(op.holderOf("f") == kC);
+    REQUIRE(op.fairUnlock("f", kC).released);  // C leaves: now W gets it
+    waiter.join();
+    CHECK(returned.load());
+    CHECK_FALSE(heldByOtherOnReturn.load());
+  }
+
+  TEST_CASE("a hand-off message does not outlive the attempt it answered: a later attempt that queues clears it") {
+    FairFixture f;
+    auto& op = *f.backend;
+    REQUIRE(op.fairLock("k", kA, 10s, 5s).acquired);
+    REQUIRE_FALSE(op.fairLock("k", kB, 10s, 1500ms).acquired);
+    REQUIRE_FALSE(op.fairLock("k", kC, 10s, 5s).acquired);
+    auto watch = op.watchGrants("k", kB);
+    (void)op.fairUnlock("k", kA);  // handed to B, who does not read it
+    f.clock->advance(2s);           // B's claim (the rest of its place) ends
+    REQUIRE(op.fairLock("k", kC, 10s, 5s).acquired);
+    REQUIRE_FALSE(op.fairLock("k", kB, 10s, 1500ms).acquired);  // B asks again: queued behind C
+    CHECK(watch->waitForGrant(0ms).kind == dlock::Grant::Kind::None);  // the old hand-off is gone
+  }
+}

@@ -80,6 +80,12 @@ class MemoryFairQueue {
     const auto it = grants_.find(token);
     if (it != grants_.end()) it->second = grant;
   }
+  // Drops a hand-off `token` has not heard yet: an attempt that found `token` waiting answers
+  // after it, so the hand-off no longer stands (its claim ended; someone else holds the key).
+  void forgetGrant(std::string_view token) {
+    const auto it = grants_.find(token);
+    if (it != grants_.end()) it->second.reset();
+  }
   // The hand-off `token` has not heard yet, consumed.
   std::optional<Grant> takeGrant(std::string_view token) {
     const auto it = grants_.find(token);

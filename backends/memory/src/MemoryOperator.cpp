@@ -451,6 +451,8 @@ FairAcquireResult MemoryOperator::fairLock(std::string_view key, std::string_vie
       holder = state().liveLease(entry, now);
     }
     if (holder != nullptr) result.holderTtl = std::chrono::ceil<std::chrono::milliseconds>(holder->expiresAt - now);
+    // Not ours: a hand-off to `token` heard of later would answer an earlier attempt.
+    entry.fair.forgetGrant(token);
     if (waiterLease.count() > 0) result.position = entry.fair.join(token, ttl, now + waiterLease);
   }
   if (handed) state().released.notify_all();
