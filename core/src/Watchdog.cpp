@@ -14,7 +14,7 @@ namespace {
 
 // Leases the watchdog still has to keep or judge: held, or with a release in doubt. A lease being
 // released is its release's to decide.
-bool kept(const LeaseState& lease) {
+bool inWatchdogsCare(const LeaseState& lease) {
   const LeasePhase phase = lease.phase();
   return phase == LeasePhase::Held || phase == LeasePhase::InDoubt;
 }
@@ -52,8 +52,7 @@ void Watchdog::add(std::shared_ptr<LeaseState> lease) {
   {
     std::unique_lock<std::mutex> guard(mutex_);
     if (stopping_) return;
-    leases_.push_back(std::move(lease));
-    if (nextTick_ == Clock::time_point::max()) nextTick_ = clock_->now() + interval_;
+    leases_.push_back(Kept{std::move(lease), {}});
     if (!thread_.joinable()) {
       thread_ = std::thread([self = shared_from_this()] { self->run(); });
       // Return only once the thread waits on the clock, so a virtual clock advanced right after
@@ -66,10 +65,14 @@ void Watchdog::add(std::shared_ptr<LeaseState> lease) {
 
 void Watchdog::setLostHandler(ILock::LostHandler handler) { notifier_->setHandler(std::move(handler)); }
 
+Clock::time_point Watchdog::dueAt(const Kept& kept) const {
+  return std::max(kept.lease->deadline() - (lease_ - interval_), kept.retryAt);
+}
+
 Clock::time_point Watchdog::nextWake() const {
-  Clock::time_point wake = nextTick_;
-  for (const auto& lease : leases_) {
-    if (kept(*lease)) wake = std::min(wake, lease->deadline());
+  Clock::time_point wake = Clock::time_point::max();
+  for (const Kept& kept : leases_) {
+    if (inWatchdogsCare(*kept.lease)) wake = std::min({wake, dueAt(kept), kept.lease->deadline()});
   }
   return wake;
 }
@@ -82,28 +85,40 @@ void Watchdog::run() {
     clock_->waitUntil(guard, wake_, nextWake());
     if (stopping_) break;
     const Clock::time_point now = clock_->now();
-    leases_.erase(std::remove_if(leases_.begin(), leases_.end(), [](const auto& lease) { return lease->finished(); }),
+    leases_.erase(std::remove_if(leases_.begin(), leases_.end(), [](const Kept& k) { return k.lease->finished(); }),
                   leases_.end());
-    const std::vector<std::shared_ptr<LeaseState>> leases = leases_;
-    const bool tick = now >= nextTick_;
-    if (tick) nextTick_ = leases.empty() ? Clock::time_point::max() : now + interval_;
+    // Due now, and with them whatever falls due within half an interval (not a retry brought
+    // forward: its pause is what keeps an unreachable backend from being asked in a loop).
+    std::vector<std::shared_ptr<LeaseState>> due;
+    std::vector<std::shared_ptr<LeaseState>> all;
+    for (const Kept& kept : leases_) {
+      all.push_back(kept.lease);
+      if (inWatchdogsCare(*kept.lease) && kept.retryAt <= now && dueAt(kept) <= now + interval_ / 2) {
+        due.push_back(kept.lease);
+      }
+    }
     guard.unlock();
-    if (tick && !leases.empty()) renew(leases);
-    expireOverdue(leases);
+    const std::vector<bool> unanswered = due.empty() ? std::vector<bool>{} : renew(due);
+    expireOverdue(all);
     guard.lock();
+    for (Kept& kept : leases_) {
+      const auto it = std::find(due.begin(), due.end(), kept.lease);
+      if (it == due.end()) continue;
+      if (!unanswered[static_cast<std::size_t>(it - due.begin())]) {
+        kept.retryAt = {};
+        continue;
+      }
+      // Again after a quarter of what the lease has left: several tries before it ends.
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(kept.lease->deadline() - now);
+      kept.retryAt = now + std::clamp(left / 4, std::chrono::milliseconds(1), interval_);
+    }
   }
   clock_->forgetWaiter();
 }
 
-void Watchdog::renew(const std::vector<std::shared_ptr<LeaseState>>& leases) {
-  std::vector<LeaseState*> batch;
+std::vector<bool> Watchdog::renew(const std::vector<std::shared_ptr<LeaseState>>& batch) {
   std::vector<LeaseRef> refs;
-  for (const auto& lease : leases) {
-    if (!kept(*lease)) continue;
-    batch.push_back(lease.get());
-    refs.push_back(LeaseRef{lease->key, lease->token});
-  }
-  if (batch.empty()) return;
+  for (const auto& lease : batch) refs.push_back(LeaseRef{lease->key, lease->token});
 
   const Clock::time_point sentAt = clock_->now();
   std::vector<ExtendResult> results;
@@ -128,7 +143,12 @@ void Watchdog::renew(const std::vector<std::shared_ptr<LeaseState>>& leases) {
                     std::count_if(results.begin(), results.end(), [](const ExtendResult& r) { return r.extended; }),
                     batch.size(), backend_->describe(), lease_.count());
   }
-  for (std::size_t i = 0; i < batch.size(); ++i) judge(*batch[i], results[i], sentAt);
+  std::vector<bool> unanswered(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    judge(*batch[i], results[i], sentAt);
+    unanswered[i] = results[i].unknown;
+  }
+  return unanswered;
 }
 
 void Watchdog::judge(LeaseState& lease, const ExtendResult& result, Clock::time_point sentAt) {

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Watchdog.h — the lease keeper of one lock: one thread, however many leases.
 //
-// Every third of the watchdog lease it extends every registered lease in one extendAll() call
-// (one round trip per connection), so renewal traffic does not grow with the number of held keys.
-// A renewed lease's deadline moves to the time the renewal was sent plus the validity the backend
-// reported, as at acquisition. Outcomes are per lease: a lease the backend no longer has for us is
-// lost at once; one whose renewal could not reach its node (unknown) is kept until its own local
-// deadline, and the thread wakes at that deadline, not at the next tick, to report it lost. A lease
+// A lease is renewed once a third of the watchdog lease has passed since its last renewal, by its
+// own local deadline: so a lease handed over with a short claim (a fair hand-off) is renewed at
+// once, not a third of the lease after the first hold. Every lease due within half an interval
+// goes in the same extendAll() call (one round trip per connection), so renewal traffic does not
+// grow with the number of held keys. A renewed lease's deadline moves to the time the renewal was
+// sent plus the validity the backend reported, as at acquisition. Outcomes are per lease: a lease
+// the backend no longer has for us is lost at once; one whose renewal could not reach its node
+// (unknown) is tried again after a quarter of what it has left (at most an interval), and kept
+// until its own local deadline, when the thread wakes to report it lost. A lease
 // being released is left to its release (a renewal that finds it gone may be seeing that release);
 // one whose release is in doubt is lost only at its deadline. Losses are reported to the lost
 // handler through a LossNotifier, never on this thread: a slow handler delays no renewal.
@@ -52,10 +55,19 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   [[nodiscard]] std::chrono::milliseconds interval() const noexcept { return interval_; }
 
  private:
+  // A lease the watchdog keeps, and when a renewal that got no answer may be tried again.
+  struct Kept {
+    std::shared_ptr<LeaseState> lease;
+    Clock::time_point retryAt{};
+  };
+
   void run();
-  // The time the thread must next wake: the next tick, or an earlier lease deadline.
+  // When `kept` is next due for renewal: a third of the lease after its last one, or its retry.
+  [[nodiscard]] Clock::time_point dueAt(const Kept& kept) const;
+  // The time the thread must next wake: the first renewal due, or an earlier lease deadline.
   [[nodiscard]] Clock::time_point nextWake() const;  // mutex_ held
-  void renew(const std::vector<std::shared_ptr<LeaseState>>& batch);
+  // Renews `batch`; returns, per lease, whether its renewal went unanswered.
+  std::vector<bool> renew(const std::vector<std::shared_ptr<LeaseState>>& batch);
   void judge(LeaseState& lease, const ExtendResult& result, Clock::time_point sentAt);
   void expireOverdue(const std::vector<std::shared_ptr<LeaseState>>& leases);
   void markLost(LeaseState& lease, LeasePhase from, const char* why);
@@ -69,8 +81,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::vector<std::shared_ptr<LeaseState>> leases_;  // guarded by mutex_
-  Clock::time_point nextTick_ = Clock::time_point::max();  // guarded by mutex_
+  std::vector<Kept> leases_;                         // guarded by mutex_
   bool stopping_ = false;                            // guarded by mutex_
   bool running_ = false;                             // guarded by mutex_; the thread has started
   std::thread thread_;                               // started under mutex_

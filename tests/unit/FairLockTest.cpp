@@ -284,6 +284,11 @@ class PausingFairOperator final : public dlock::test::ForwardingOperator, public
   bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
     return inner_->leaveQueue(key, token, ttl);
   }
+  // Single extends (a claim's) fail while `failingExtends` is above zero; batch renewals pass.
+  bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
+    if (failingExtends.fetch_sub(1) > 0) throw dlock::ConnectionError("dlock: extend reset on the wire");
+    return inner_->extend(key, token, ttl);
+  }
   std::unique_ptr<dlock::IGrantWatch> watchGrants(std::string_view key, std::string_view token) override {
     return std::make_unique<Watch>(*this, inner_->watchGrants(key, token));
   }
@@ -296,6 +301,7 @@ class PausingFairOperator final : public dlock::test::ForwardingOperator, public
 
   std::atomic<bool> paused{false};
   std::atomic<int> attempts{0};
+  std::atomic<int> failingExtends{0};
   dlock::test::Event heard;    // a hand-off reached the paused waiter
   dlock::test::Event resumed;
 
@@ -372,5 +378,45 @@ TEST_SUITE("FairLock") {
     REQUIRE(op.fairLock("k", kC, 10s, 5s).acquired);
     REQUIRE_FALSE(op.fairLock("k", kB, 10s, 1500ms).acquired);  // B asks again: queued behind C
     CHECK(watch->waitForGrant(0ms).kind == dlock::Grant::Kind::None);  // the old hand-off is gone
+  }
+}
+
+TEST_SUITE("FairLock") {
+  TEST_CASE("a hand-off whose claim extend fails is renewed by the watchdog before the claim ends") {
+    FairFixture f;
+    auto& op = *f.backend;
+    auto pausing = std::make_shared<PausingFairOperator>(f.backend);
+    auto lock =
+        dlock::LockBuilder().backend(pausing).clock(f.clock).watchdogLease(30s).waiterLease(3s).fair().build();
+    REQUIRE(op.fairLock("f", kA, 10s, 5s).acquired);
+    dlock::test::Event acquired;
+    dlock::test::Event advanced;
+    std::atomic<bool> heldAfter{false};
+    std::atomic<bool> unlocked{false};
+    std::thread waiter([&] {
+      lock->lock("f");
+      acquired.set();
+      (void)advanced.wait();
+      heldAfter.store(lock->isHeld("f"));
+      try {
+        lock->unlock("f");
+        unlocked.store(true);
+      } catch (const dlock::LockError&) {
+      }
+    });
+    REQUIRE(waitForQueue(op, "f", 1));
+    pausing->failingExtends.store(1000);  // every extend of the claim is reset on the wire
+    REQUIRE(op.fairUnlock("f", kA).notified == 1);
+    REQUIRE(acquired.wait());  // held for the claim (the rest of a 3 s place) on the server's word
+    f.clock->advance(4s);      // past the claim: only a renewal before its end keeps the key
+    const std::string holder = op.holderOf("f");
+    CHECK_FALSE(holder.empty());
+    CHECK(holder != kA);
+    CHECK(lock->stats().lostLeases == 0);
+    pausing->failingExtends.store(0);
+    advanced.set();
+    waiter.join();
+    CHECK(heldAfter.load());
+    CHECK(unlocked.load());
   }
 }

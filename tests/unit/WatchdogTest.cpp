@@ -346,26 +346,25 @@ class OneNodeDown final : public dlock::test::ForwardingOperator {
 TEST_SUITE("Watchdog") {
   TEST_CASE("a lease whose renewals keep failing is reported lost at its own deadline, not at the next tick") {
     VirtualFixture f;
-    auto lock = f.watched(30s);  // renewals every 10 s, anchored to the first lease
+    auto lock = f.watched(30s);  // each lease renewed 10 s after its last renewal
     std::mutex seenMutex;
     std::vector<std::string> lost;
     lock->onLockLost([&](std::string_view key, std::uint64_t) {
       std::lock_guard<std::mutex> guard(seenMutex);
       lost.emplace_back(key);
     });
-    REQUIRE(lock->tryLock("a"));  // t = 0: deadline 30 s
-    f.clock->advance(5s);
-    REQUIRE(lock->tryLock("b"));  // t = 5 s: deadline 35 s
-    f.clock->advance(1s);
-    f.backend->failNextCalls(1000);  // the backend is down from t = 6 s: no renewal lands
-    f.clock->advance(24s);           // t = 30 s
+    REQUIRE(lock->tryLock("a"));  // t = 0: deadline 30 s, due at 10 s
+    f.clock->advance(4s);
+    REQUIRE(lock->tryLock("b"));     // t = 4 s: deadline 34 s, due at 14 s
+    f.backend->failNextCalls(1000);  // the backend is down from now on: no renewal lands
+    f.clock->advance(26s);           // t = 30 s
     CHECK_FALSE(lock->isHeld("a"));
     CHECK(lock->isHeld("b"));
     CHECK(lock->stats().lostLeases == 1);
-    f.clock->advance(5s - 1ms);  // t = 35 s - 1 ms
+    f.clock->advance(4s - 1ms);  // t = 34 s - 1 ms
     CHECK(lock->isHeld("b"));
     CHECK(lock->stats().lostLeases == 1);
-    f.clock->advance(1ms);  // t = 35 s: b's own deadline, 5 s before the next tick
+    f.clock->advance(1ms);  // t = 34 s: b's own deadline
     CHECK_FALSE(lock->isHeld("b"));
     CHECK(lock->stats().lostLeases == 2);  // counted by the watchdog at the deadline
     CHECK(dlock::test::eventually([&] {
