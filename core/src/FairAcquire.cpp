@@ -47,6 +47,7 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
   std::int64_t waitingSinceBackend = 0;
   std::optional<SteadyTime> waitingSince;
   std::optional<OutageRetry> outage;
+  SteadyTime callSent;  // of the call whose failure is being ridden out
 
   const auto stopWaiting = [&] {
     if (!waitingSince) return;
@@ -87,7 +88,7 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
             });
   };
   const auto rideOut = [&](const ConnectionError& error) {
-    if (!outage) outage.emplace(deadline, options_.outageTolerance);
+    if (!outage) outage.emplace(deadline, options_.outageTolerance, callSent);
     try {
       outage->pauseOrThrow(error, "dlock: lock " + quoteKey(key) + " on " + backend_->describe());
     } catch (...) {
@@ -121,6 +122,7 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
 
   while (true) {
     const Clock::time_point sentAt = clock_->now();
+    callSent = std::chrono::steady_clock::now();
     FairAcquireResult result;
     counters_->attempts.fetch_add(1, std::memory_order_relaxed);
     try {
@@ -167,6 +169,7 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
     }
     if (!grants) {
       try {
+        callSent = std::chrono::steady_clock::now();
         const CallBudget budget(callDeadline(deadline, outage));
         grants = queue.watchGrants(key, token);
       } catch (const ConnectionError& error) {

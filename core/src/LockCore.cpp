@@ -131,9 +131,10 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
   // A ConnectionError inside a wait is retried within the wait's budget (see OutageRetry.h);
   // tryLock(key), which tries once, throws at once.
   std::optional<OutageRetry> outage;
+  SteadyTime attemptSent;  // of the attempt whose failure is being ridden out
   const auto rideOut = [&](const ConnectionError& error) {
     if (deadline == kTryOnce) throw;
-    if (!outage) outage.emplace(deadline, options_.outageTolerance);
+    if (!outage) outage.emplace(deadline, options_.outageTolerance, attemptSent);
     outage->pauseOrThrow(error, "dlock: lock " + quoteKey(key) + " on " + backend_->describe());
     counters_->outageRetries.fetch_add(1, std::memory_order_relaxed);
     if (log_->should_log(spdlog::level::debug)) {
@@ -143,6 +144,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
 
   for (unsigned failures = 0;;) {
     const Clock::time_point sentAt = clock_->now();
+    attemptSent = std::chrono::steady_clock::now();
     AcquireResult result;
     try {
       const CallBudget budget(callDeadline(deadline, outage));
@@ -177,6 +179,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
     }
     if (!releases && wait_->wantsReleaseWatch()) {
       try {
+        attemptSent = std::chrono::steady_clock::now();
         const CallBudget budget(callDeadline(deadline, outage));
         releases = backend_->watch(key);
       } catch (const ConnectionError& error) {

@@ -26,9 +26,11 @@ class OutageRetry {
  public:
   using Deadline = ILock::Deadline;
 
-  // `waitDeadline`: the wait's (ILock::kNoDeadline for none); `tolerance` bounds a wait without one.
-  OutageRetry(Deadline waitDeadline, std::chrono::milliseconds tolerance)
-      : started_(std::chrono::steady_clock::now()),
+  // `waitDeadline`: the wait's (ILock::kNoDeadline for none); `tolerance` bounds a wait without
+  // one, from `since`: when the attempt that failed first was sent.
+  OutageRetry(Deadline waitDeadline, std::chrono::milliseconds tolerance,
+              std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now())
+      : started_(since),
         deadline_(waitDeadline != Deadline::max() ? waitDeadline : started_ + tolerance) {}
 
   // After `error`: sleeps the back-off (cut to the budget's end) and returns when another attempt
