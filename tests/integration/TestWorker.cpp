@@ -6,8 +6,10 @@
 //                                     COUNTER (GET then SET); appends "<counter seen> <fence>" per
 //                                     acquisition to OUT. COUNTER lives on HOST:PORT when given
 //                                     (a redlock URI names several servers), else on URI's server
-//   hold URI KEY lease|watchdog MS    takes KEY with a fixed lease of MS, or under the watchdog
-//                                     with a lease of MS; prints "acquired <fence>", then answers
+//   hold URI KEY lease|watchdog|fair MS
+//                                     takes KEY with a fixed lease of MS, or under the watchdog
+//                                     with a lease of MS, or fair under the watchdog with a waiter
+//                                     lease of MS; prints "acquired <fence>", then answers
 //                                     lines on stdin: "held?" → "held yes|no",
 //                                     "unlock" → "unlocked" or "error <type>"
 //   sentinel-increment URI KEY COUNTER DONE NAME LEASE_MS STOP OUT
@@ -73,7 +75,9 @@ int increment(const std::string& uri, const std::string& key, const std::string&
 int hold(const std::string& uri, const std::string& key, const std::string& mode, long long millis) {
   dlock::LockBuilder builder;
   builder.backend(dlock::connect(uri));
-  if (mode == "watchdog") {
+  if (mode == "fair") {
+    builder.fair().waiterLease(std::chrono::milliseconds(millis));
+  } else if (mode == "watchdog") {
     builder.watchdogLease(std::chrono::milliseconds(millis));
   } else {
     builder.leaseTime(std::chrono::milliseconds(millis));
@@ -197,7 +201,7 @@ int main(int argc, char** argv) {
       return sentinelIncrement(argv[2], argv[3], argv[4], argv[5], argv[6], std::atoll(argv[7]), argv[8], argv[9]);
     }
     std::fprintf(stderr,
-                 "usage: dlock_test_worker increment URI KEY COUNTER N OUT [HOST:PORT] | hold URI KEY lease|watchdog MS\n"
+                 "usage: dlock_test_worker increment URI KEY COUNTER N OUT [HOST:PORT] | hold URI KEY lease|watchdog|fair MS\n"
                  "       | sentinel-increment URI KEY COUNTER DONE NAME LEASE_MS STOP OUT\n");
     return 2;
   } catch (const std::exception& error) {

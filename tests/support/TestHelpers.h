@@ -10,6 +10,7 @@
 //   releaseSubscribers(client, key)   subscribers of a key's release channel (waiters asleep on it)
 //   inNanosleep(pid)                  true while the main thread of `pid` sleeps in nanosleep
 //   TempDir                           a fresh directory, removed with everything in it
+//   processState(pid)                 the state letter of `pid` ('T' once a SIGSTOP took hold)
 //   processAlive(pid)                 true while `pid` runs (a zombie does not count)
 //   runScript(command)                a script's exit status and first line of output
 //   pidsIn(dir, nodes)                the server.pid each of dir/<node> holds (scripts/lib/redis.sh)
@@ -133,6 +134,15 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The state letter of `pid` in /proc/<pid>/stat ('R', 'S', 'T' when stopped, 'Z'); '?' when gone.
+inline char processState(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return '?';
+  const auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() ? stat[close + 2] : '?';
+}
 
 inline bool processAlive(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
