@@ -5,8 +5,6 @@
 
 #include <unistd.h>
 
-#include <csignal>
-
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -15,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "ChildProcess.h"
 #include "ForkedChild.h"
 #include "ForkedIncrements.h"
+#include "PausedHeir.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
@@ -404,47 +402,6 @@ TEST_SUITE("FairLockOnRedis") {
   TEST_CASE("a waiter paused past its hand-off's claim does not return from lock() while another process holds the key") {
     RedisProcess server;
     RedisClient client(server.host(), server.port());
-    auto holder = fairLock(server);
-    holder->lock("f");  // P
-    dlock::test::ChildProcess w({DLOCK_TEST_WORKER, "hold", server.uri(), "f", "fair", "1500"});
-    REQUIRE(eventually([&] { return queueLength(client, "f") == 1; }));
-    dlock::test::ChildProcess c({DLOCK_TEST_WORKER, "hold", server.uri(), "f", "fair", "5000"});
-    REQUIRE(eventually([&] { return queueLength(client, "f") == 2; }));
-    w.signal(SIGSTOP);
-    REQUIRE(eventually([&] { return dlock::test::processState(w.pid()) == 'T'; }));
-    holder->unlock("f");  // handed to the paused W, for a claim of at most the 1.5 s its place had left
-    // W's claim runs out unrenewed; C's next attempt takes the key.
-    const auto cAcquired = c.readLine();
-    REQUIRE(cAcquired.has_value());
-    REQUIRE(cAcquired->rfind("acquired", 0) == 0);
-    w.signal(SIGCONT);
-    // W reads the stale hand-off, is told the key is not its, and queues behind C; it must not
-    // return from lock() then, nor after: watch it until it has renewed its new place once (a
-    // third of its waiter lease later), by when any message it held has been read.
-    std::optional<std::string> early;
-    const auto placeExpiry = [&] {
-      const auto places = client.ok({"ZRANGE", "dlock:{f}:fair:leases", "0", "-1", "WITHSCORES"});
-      return places.elements.size() == 2 ? places.elements[1].str : std::string();
-    };
-    const bool requeued = eventually([&] {
-      if (!early) early = w.readLine(std::chrono::milliseconds(0));
-      return early || queueLength(client, "f") == 1;
-    });
-    CHECK(requeued);
-    const std::string firstExpiry = placeExpiry();
-    CHECK(eventually([&] {
-      if (!early) early = w.readLine(std::chrono::milliseconds(0));
-      return early || placeExpiry() != firstExpiry;
-    }));
-    CHECK_FALSE(early.has_value());
-    c.writeLine("held?");
-    CHECK(c.readLine() == std::optional<std::string>("held yes"));
-    c.writeLine("unlock");
-    CHECK(c.readLine() == std::optional<std::string>("unlocked"));
-    const auto wAcquired = early ? early : w.readLine();
-    REQUIRE(wAcquired.has_value());
-    CHECK(wAcquired->rfind("acquired", 0) == 0);
-    w.writeLine("unlock");
-    CHECK(w.readLine() == std::optional<std::string>("unlocked"));
+    dlock::test::checkPausedHeirWaitsItsTurn(DLOCK_TEST_WORKER, server.uri(), "f", client);
   }
 }

@@ -13,6 +13,7 @@
 
 #include "ClusterServers.h"
 #include "RedisClient.h"
+#include "PausedHeir.h"
 #include "SentinelServers.h"
 #include "TestHelpers.h"
 #include "dlock/cluster/ClusterKeys.h"
@@ -110,5 +111,17 @@ TEST_SUITE("FairLockTopology") {
     lock->unlock("}odd{");
     CHECK(other->tryLock("}odd{", 0ms));
     other->unlock("}odd{");
+  }
+
+  TEST_CASE("Sentinel and Cluster: a waiter paused past its hand-off's claim does not return while another holds the key") {
+    {
+      SentinelServers set;
+      auto master = set.dataClient(set.nodeOfPort(set.masterPort()));
+      dlock::test::checkPausedHeirWaitsItsTurn(DLOCK_TEST_WORKER, set.uri(), "paused", master);
+    }
+    ClusterServers cluster;
+    const auto owners = cluster.slotOwners();
+    RedisClient owner = cluster.client(owners[dlock::clusterKeyNames("dlock:", "paused").slot]);
+    dlock::test::checkPausedHeirWaitsItsTurn(DLOCK_TEST_WORKER, cluster.uri(), "paused", owner);
   }
 }
