@@ -184,6 +184,14 @@ TEST_SUITE("FairLockOnRedis") {
     dlock::test::checkEveryLockKeyHasTtl(client);
   }
 
+  TEST_CASE_FIXTURE(FairServer, "a release by a token that has a tombstone is not reported released") {
+    const std::string gone(32, 'g');
+    CHECK_FALSE(fair.leaveQueue("tomb", gone, 10s));  // left for good: the token's record is a tombstone
+    const dlock::ReleaseResult release = fair.fairUnlock("tomb", gone);
+    CHECK_FALSE(release.released);  // a tombstone is no evidence of a release
+    CHECK_FALSE(release.releasedEarlier);
+  }
+
   TEST_CASE_FIXTURE(FairServer, "a waiter whose hand-off message was lost finds itself owner at its recheck") {
     const std::string holder(32, 'a');
     const std::string waiter(32, 'b');

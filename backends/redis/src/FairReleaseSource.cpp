@@ -6,7 +6,8 @@ namespace dlock::detail {
 // The release hands the key to the first live waiter in the same script (no re-acquire round
 // trip), else deletes it. It leaves the same release record as the default release (see
 // ReleaseSource.cpp), written with pcall for the same reasons, so a retried release is decided by
-// the server's evidence: "released earlier" only when the record says so.
+// the server's evidence: "released earlier" only when the record says so ('1': a tombstone, '0',
+// left by a cancel or a queue leave, is no release).
 // No prune here, on the hand-off's path: handOff skips and drops a head whose place ran out, and
 // the waiters' own attempts prune the rest of the queue.
 std::string fairReleaseBody() {
@@ -20,7 +21,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   return {1, 0}
 end
-if redis.pcall('EXISTS', ARGV[3]) == 1 then return {2, 0} end
+if redis.pcall('GET', ARGV[3]) == '1' then return {2, 0} end
 return {0, 0}
 )lua";
 }
