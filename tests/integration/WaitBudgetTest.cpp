@@ -76,6 +76,26 @@ TEST_SUITE("WaitBudget") {
     }
   }
 
+  TEST_CASE("tryLock(k, 200ms) on Redlock with every node paused returns within its budget") {
+    RedisProcess a;
+    RedisProcess b;
+    RedisProcess c;
+    const auto node = [](const RedisProcess& server) { return server.host() + ":" + std::to_string(server.port()); };
+    auto lock = lockOn("redlock://" + node(a) + "," + node(b) + "," + node(c) + "?node_timeout=2s&command_timeout=2s", false);
+    warm(*lock);
+    a.pause();
+    b.pause();
+    c.pause();
+    const auto [took, threw] = timed([&] { (void)lock->tryLock("k", 200ms); });
+    a.resume();
+    b.resume();
+    c.resume();
+    MESSAGE("redlock: tryLock(k, 200ms) took " << took.count() << " ms");
+    CHECK(threw);
+    CHECK(took >= 200ms);
+    CHECK(took <= 200ms + kAllowance);
+  }
+
   TEST_CASE("lock() with outageTolerance 1s against a paused server gives up within the tolerance") {
     for (const bool fair : {false, true}) {
       CAPTURE(fair);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "dlock/detail/CallBudget.h"
+
 namespace dlock::detail {
 
 using Steady = std::chrono::steady_clock;
@@ -18,7 +20,7 @@ CarriedFence carryFence(RedlockNodes& nodes, const std::string& key, const std::
   }
   carried.fenced = taken.size() - lagging.size();
   if (lagging.empty()) return carried;
-  const std::chrono::milliseconds nodeTimeout = nodes.options().nodeTimeout;
+  const std::chrono::milliseconds nodeTimeout = CallBudget::cap(nodes.options().nodeTimeout);
   const Steady::time_point now = Steady::now();
   const bool cutByValidity = start + validFor <= now + nodeTimeout;
   const Steady::time_point raiseBy = cutByValidity ? start + validFor : now + nodeTimeout;

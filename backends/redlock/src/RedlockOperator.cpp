@@ -16,6 +16,7 @@
 #include "Suspects.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
+#include "dlock/detail/CallBudget.h"
 #include "dlock/detail/Fork.h"
 #include "dlock/detail/Log.h"
 
@@ -121,8 +122,10 @@ AcquireResult RedlockOperator::acquire(std::string_view key, std::string_view to
   const milliseconds validFor = nodes.validityOf(ttl, "lock", key);
   const Steady::time_point start = Steady::now();
   // Waiting past the validity is pointless: then the attempt has failed on time, not on the nodes.
-  const bool cutByValidity = validFor <= nodes.options().nodeTimeout;
-  const milliseconds waited = std::min(nodes.options().nodeTimeout, validFor);
+  // A node's time, cut to what is left of the caller's wait (CallBudget).
+  const milliseconds nodeTimeout = detail::CallBudget::cap(nodes.options().nodeTimeout);
+  const bool cutByValidity = validFor <= nodeTimeout;
+  const milliseconds waited = std::min(nodeTimeout, validFor);
   const std::vector<bool> suspect = impl_->suspects->of(key, token, start);
   const std::size_t shard = nodes.shardOf(key);
   const std::string ownedKey(key);
@@ -212,7 +215,7 @@ ReleaseResult RedlockOperator::cancel(std::string_view key, std::string_view tok
 
 ReleaseResult RedlockOperator::release(std::string_view key, std::string_view token, bool cancel) {
   detail::RedlockNodes& nodes = impl_->nodes;
-  const milliseconds waited = nodes.options().nodeTimeout;
+  const milliseconds waited = detail::CallBudget::cap(nodes.options().nodeTimeout);
   std::vector<bool> released = impl_->partialReleases->of(key, token);
   // Releases are never dropped unsent: a late one still frees the node for others.
   const auto ballot = nodes.send<ReleaseResult>(nodes.all(), nodes.shardOf(key), std::nullopt,
@@ -286,7 +289,8 @@ std::uint64_t RedlockOperator::raiseFence(std::string_view key, std::uint64_t at
 std::unique_ptr<IReleaseWatch> RedlockOperator::watch(std::string_view key) {
   detail::RedlockNodes& nodes = impl_->nodes;
   const Steady::time_point start = Steady::now();
-  const auto ballot = nodes.send<std::unique_ptr<IReleaseWatch>>(nodes.all(), nodes.watchLane(), start + 2 * nodes.options().nodeTimeout,
+  const milliseconds nodeTimeout = detail::CallBudget::cap(nodes.options().nodeTimeout);
+  const auto ballot = nodes.send<std::unique_ptr<IReleaseWatch>>(nodes.all(), nodes.watchLane(), start + 2 * nodeTimeout,
                                                              [k = std::string(key)](IOperator& member) {
                                                                return member.watch(k);
                                                              });
@@ -294,7 +298,7 @@ std::unique_ptr<IReleaseWatch> RedlockOperator::watch(std::string_view key) {
   // on each of them, so watches on any quorum of nodes see it: two quorums share a node. So the
   // wait ends as soon as a quorum is watched, without waiting out dead nodes; subscribing being a
   // connect and a round trip, it may take up to twice the node timeout.
-  (void)ballot->wait(start + 2 * nodes.options().nodeTimeout, [&](const auto& votes) {
+  (void)ballot->wait(start + 2 * nodeTimeout, [&](const auto& votes) {
     const auto watched = std::count_if(votes.begin(), votes.end(), [](const auto& vote) {
       return vote.state == VoteState::Answered && vote.value != nullptr;
     });

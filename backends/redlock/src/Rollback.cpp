@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <string>
 
+#include "dlock/detail/CallBudget.h"
+
 namespace dlock::detail {
 
 using std::chrono::milliseconds;
@@ -16,7 +18,7 @@ Rollback rollBack(RedlockNodes& nodes, Suspects& suspects, std::string_view key,
                                             [k = std::string(key), t = std::string(token)](IOperator& member) {
                                               return member.unlock(k, t);
                                             });
-  (void)releases->wait(Steady::now() + nodes.options().nodeTimeout, [&](const auto& votes) {
+  (void)releases->wait(Steady::now() + CallBudget::cap(nodes.options().nodeTimeout), [&](const auto& votes) {
     for (std::size_t i = 0; i < votes.size(); ++i) {
       const Vote<AcquireResult>& vote = decidedOn[i];
       const bool mayHoldIt = vote.state == VoteState::Pending || (vote.state == VoteState::Answered && vote.value.acquired);
