@@ -411,6 +411,49 @@ TEST_SUITE("Cli") {
     CHECK(waiter.wait() == 0);
   }
 
+  TEST_CASE("a wait rides out a 0.3 s restart of the server: with --wait 5s and without --wait, the command runs") {
+    RedisProcess server;
+    for (const bool bounded : {true, false}) {
+      CAPTURE(bounded);
+      const std::string key = testKey(bounded ? "restart-bounded" : "restart-unbounded");
+      std::vector<std::string> args = {"--uri", server.uri()};
+      if (bounded) args.insert(args.end(), {"--wait", "5s"});
+      RedisClient client(server.host(), server.port());  // of this round's server: restarted in the last
+      // Held by an owner that vanishes with the restart: the server keeps no data.
+      REQUIRE(client.ok({"SET", redisKey(key), "another-owner", "PX", "60000"}).str == "OK");
+      Cli run(concat(args, {key, "--", "echo", "ran"}));
+      REQUIRE(eventually([&] { return releaseSubscribers(client, key) >= 1; }));  // dlock is waiting
+      server.kill();
+      std::this_thread::sleep_for(300ms);  // the outage itself, not a wait for an event
+      server.restart();
+      CHECK(run.wait() == 0);
+      CAPTURE(run.err());
+      CHECK(run.out() == "ran\n");
+    }
+  }
+
+  TEST_CASE("a wait whose outage outlasts it exits 125 at its end, not a slice or a back-off later") {
+    RedisProcess server;
+    const std::string key = testKey("outage-outlasts-wait");
+    const std::string ran = tempFile("outage-ran");
+    RedisClient client(server.host(), server.port());
+    REQUIRE(client.ok({"SET", redisKey(key), "another-owner", "PX", "60000"}).str == "OK");
+    Cli run({"--uri", server.uri(), "--wait", "1s", key, "--", "touch", ran});
+    REQUIRE(eventually([&] { return releaseSubscribers(client, key) >= 1; }));
+    const auto waiting = Steady::now();  // the wait began before this
+    server.kill();  // for good
+    CHECK(run.wait() == 125);
+    CAPTURE(run.err());
+    CHECK(run.elapsed() >= 1s);  // rode out the outage to the end of the wait ...
+    // ... and no further: its last try (a refused connect) is made at the deadline. The slack is
+    // dlock's exit and this test's noticing it; a wait that slept past its deadline would add a
+    // slice (100 ms) or a back-off step (up to 500 ms).
+    constexpr auto kExitSlack = 100ms;
+    CHECK(run.finishedAt() - waiting < 1s + kExitSlack);
+    CHECK(run.err().find("the backend stayed unreachable for ") != std::string::npos);
+    CHECK_FALSE(exists(ran));
+  }
+
   TEST_CASE("SIGTERM to dlock reaches the command, dlock exits with its status and releases the key") {
     RedisProcess server;
     const std::string key = testKey("sigterm");

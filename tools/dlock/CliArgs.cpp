@@ -239,6 +239,9 @@ Options:
       --ttl D            the lease, renewed every third of it while COMMAND runs (default 30s)
   -w, --wait D           give up when KEY is not had within D (default: wait as long as it takes)
   -n, --no-wait          give up at once when KEY is held
+                         While waiting, a backend that cannot be reached (a restart, a failover)
+                           is tried again until the end of D; without --wait, for 30s from the
+                           first failure of each outage; with --no-wait, not at all
       --fair             wait in line: KEY goes to the waiters in the order they asked (across
                            hosts), handed over by each release; not on a redlock URI
   -E, --conflict-exit-code N
@@ -278,7 +281,8 @@ Exit status (status KEY: 0 held, 1 free, or one of dlock's own below):
   3    the lease was lost while COMMAND ran: it was not protected (--lost-exit-code N),
        also with --on-lost ignore
   2    bad arguments or URI
-  125  dlock failed: backend unreachable, or an error reply
+  125  dlock failed: backend unreachable (at start, or past the wait's budget above), or an
+       error reply
   126  COMMAND cannot be executed; 127 COMMAND not found
 
 Examples:

@@ -73,6 +73,8 @@ class Supervisor {
 
   // A SIGINT, SIGTERM or SIGHUP received so far (while waiting for the lock), without blocking.
   [[nodiscard]] std::optional<int> takeInterrupt();
+  // The same, waiting for one for at most `timeout`: a pause that a signal cuts short.
+  [[nodiscard]] std::optional<int> waitForInterrupt(std::chrono::milliseconds timeout);
 
   // Starts the command (PATH search as execvp), to get kDeathSignal if dlock ends first. The pid,
   // or the errno of a failed start.

@@ -18,14 +18,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "Acquire.h"
 #include "CliArgs.h"
 #include "Supervisor.h"
 #include "dlock/ILock.h"
@@ -97,58 +96,6 @@ std::string describe(const Supervisor::Outcome& outcome) {
   return "exited with status " + std::to_string(outcome.status);
 }
 
-// Waits for the key in slices, so that SIGINT, SIGTERM or SIGHUP while waiting is noticed within
-// one slice and dlock can stop cleanly. An empty lease: not had in time, or interrupted.
-// A fair wait in one piece, so the waiter keeps its place in the queue (slices would each leave
-// it and join again at the end): made on a thread of its own while this one watches for signals.
-// An interrupted wait is abandoned with the process, which dies by the signal: its place ends
-// with its waiter lease, and a hand-off that reached it with the rest of that lease.
-dlock::Lease acquireFairInterruptibly(const std::shared_ptr<dlock::ILock>& lock, const CliOptions& options,
-                                      Supervisor& supervisor, std::optional<int>& interrupt) {
-  constexpr milliseconds kSlice{100};
-  auto result = std::make_shared<std::promise<dlock::Lease>>();
-  std::future<dlock::Lease> done = result->get_future();
-  std::thread([lock, options, result] {
-    try {
-      dlock::AcquireOptions wait;
-      wait.waitTime = options.wait;
-      result->set_value(lock->acquire(options.key, wait));
-    } catch (...) {
-      result->set_exception(std::current_exception());
-    }
-  }).detach();
-  while (done.wait_for(kSlice) != std::future_status::ready) {
-    if ((interrupt = supervisor.takeInterrupt())) return dlock::Lease();
-  }
-  return done.get();
-}
-
-dlock::Lease acquireInterruptibly(const std::shared_ptr<dlock::ILock>& lock, const CliOptions& options,
-                                  Supervisor& supervisor, std::optional<int>& interrupt) {
-  constexpr milliseconds kSlice{100};
-  if (options.fair && !(options.wait && options.wait->count() == 0)) {
-    return acquireFairInterruptibly(lock, options, supervisor, interrupt);
-  }
-  if (options.wait && options.wait->count() == 0) {
-    dlock::AcquireOptions once;
-    once.waitTime = milliseconds(0);
-    return lock->acquire(options.key, once);
-  }
-  const bool bounded = options.wait.has_value();
-  const Steady::time_point deadline = bounded ? Steady::now() + *options.wait : Steady::time_point::max();
-  for (;;) {
-    if ((interrupt = supervisor.takeInterrupt())) return dlock::Lease();
-    dlock::AcquireOptions slice;
-    slice.waitTime = kSlice;
-    if (bounded) {
-      const auto left = std::chrono::ceil<milliseconds>(deadline - Steady::now());
-      slice.waitTime = std::clamp(left, milliseconds(0), kSlice);  // 0 on the last: one more try
-    }
-    dlock::Lease lease = lock->acquire(options.key, slice);
-    if (lease || (bounded && Steady::now() >= deadline)) return lease;
-  }
-}
-
 // "2026-11-25T04:53:49.123Z".
 std::string utcText(std::chrono::system_clock::time_point when) {
   const auto millis = std::chrono::duration_cast<milliseconds>(when.time_since_epoch()).count();
@@ -185,21 +132,22 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
 
   const std::string key = dlock::detail::quoteKey(options.key);
   const std::string uri = dlock::redactUri(options.uri);
+  // One tolerance of an outage for the library's waits (--fair) and dlock's own (in slices).
+  const milliseconds outageTolerance = dlock::LockOptions().outageTolerance;
   dlock::LockBuilder builder;
-  builder.backend(dlock::connect(options.uri)).watchdogLease(options.ttl).fair(options.fair);
+  builder.backend(dlock::connect(options.uri)).watchdogLease(options.ttl).fair(options.fair).outageTolerance(outageTolerance);
   // The fair lock records no owner label yet: `dlock status` shows its lease and token only.
   if (options.ownerLabel && !options.fair) builder.ownerLabel(*options.ownerLabel);
   auto lock = builder.build();
   lock->onLockLost([&supervisor](std::string_view, std::uint64_t fencingToken) { supervisor.notifyLost(fencingToken); });
 
-  std::optional<int> interrupt;
-  dlock::Lease lease = acquireInterruptibly(lock, options, supervisor, interrupt);
-  if (!interrupt) interrupt = supervisor.takeInterrupt();
-  if (interrupt) {
-    log.info("dlock: signal {} ({}) while waiting for {}; not running the command", *interrupt,
-             strsignal(*interrupt), key);
+  Acquired acquired = acquireInterruptibly(lock, options, supervisor, outageTolerance);
+  dlock::Lease& lease = acquired.lease;
+  if (!acquired.interrupt) acquired.interrupt = supervisor.takeInterrupt();
+  if (const std::optional<int> signo = acquired.interrupt) {
+    log.info("dlock: signal {} ({}) while waiting for {}; not running the command", *signo, strsignal(*signo), key);
     lease = dlock::Lease();  // releases, if the last slice got the key
-    Supervisor::dieBySignal(*interrupt);
+    Supervisor::dieBySignal(*signo);
   }
   if (!lease) {
     const milliseconds waited = options.wait.value_or(milliseconds(0));
