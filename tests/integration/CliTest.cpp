@@ -454,6 +454,48 @@ TEST_SUITE("Cli") {
     CHECK_FALSE(exists(ran));
   }
 
+  TEST_CASE("renewals failing: a command stopped before its lease ends gives the lost code, not its 143, and "
+            "one line on the failed release") {
+    RedisProcess server;
+    const std::string key = testKey("stopped-at-lease-end");
+    std::vector<std::string> args = {"--uri", server.uri(), "--ttl", "6s", "--grace", "2s"};
+    int expected = 3;
+    SUBCASE("the default lost code") {}
+    SUBCASE("--lost-exit-code") {
+      args.insert(args.end(), {"--lost-exit-code", "9"});
+      expected = 9;
+    }
+    // The command dies by the SIGTERM dlock sends it (sleep keeps the shell's pid).
+    Cli run(concat(concat(args, {key, "--"}), {"sh", "-c", "echo $$; exec sleep " + std::to_string(kCommandSeconds)}));
+    const std::optional<std::string> line = run.readLine();
+    REQUIRE(line.has_value());
+    const pid_t command = static_cast<pid_t>(std::stol(*line));
+    server.pause();  // renewals (every 2 s) and the release time out from now on
+    const auto paused = Steady::now();
+    // The last renewal was sent before the pause, so the lease ends within 6 s of it; the command
+    // gets SIGTERM 2 s before that end.
+    const bool stopped = processEnds(command, 6s + kPromptly);
+    const auto stoppedAt = Steady::now();
+    const int status = run.wait(std::chrono::seconds(kCommandSeconds));
+    server.resume();
+    if (!stopped) ::kill(command, SIGKILL);
+    REQUIRE(stopped);
+    CHECK(stoppedAt - paused < 6s);
+    CHECK(status == expected);
+    const std::string& err = run.err();
+    CAPTURE(err);
+    CHECK(err.find("could not be renewed and ends in") != std::string::npos);
+    // The release could not reach the paused server: said once, whether or not the lease's
+    // destructor tried it once more (every line about the release counts).
+    int releaseLines = 0;
+    std::istringstream lines(err);
+    for (std::string text; std::getline(lines, text);) {
+      if (text.find("releas") != std::string::npos) ++releaseLines;
+    }
+    CHECK(releaseLines == 1);
+    CHECK(err.find("dlock: releasing '" + key + "' failed: ") != std::string::npos);
+  }
+
   TEST_CASE("SIGTERM to dlock reaches the command, dlock exits with its status and releases the key") {
     RedisProcess server;
     const std::string key = testKey("sigterm");

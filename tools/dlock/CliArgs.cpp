@@ -246,7 +246,8 @@ Options:
                            hosts), handed over by each release; not on a redlock URI
   -E, --conflict-exit-code N
                          exit status when KEY was not had (default 1)
-      --lost-exit-code N exit status when the lease was lost while COMMAND ran (default 3)
+      --lost-exit-code N exit status when the lease was lost while COMMAND ran, or COMMAND was
+                           stopped because its lease could not be renewed (default 3)
       --on-lost terminate|ignore
                          on a lost lease, stop COMMAND (SIGTERM, then SIGKILL after the grace
                          period; the default), or let it finish
@@ -278,8 +279,9 @@ and exits 0 when KEY is held, 1 when it is free, so a script can test it:
 Exit status (status KEY: 0 held, 1 free, or one of dlock's own below):
   COMMAND's status, or 128+N when COMMAND was killed by signal N
   1    KEY was not had in time (-E N changes it)
-  3    the lease was lost while COMMAND ran: it was not protected (--lost-exit-code N),
-       also with --on-lost ignore
+  3    COMMAND was not protected to its end (--lost-exit-code N): the lease was lost while
+       it ran (also with --on-lost ignore), or renewals kept failing and dlock stopped it
+       before the lease ended
   2    bad arguments or URI
   125  dlock failed: backend unreachable (at start, or past the wait's budget above), or an
        error reply

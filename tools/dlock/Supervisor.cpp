@@ -241,6 +241,7 @@ Supervisor::Outcome Supervisor::supervise(pid_t pid, bool terminate, std::chrono
         if (callbacks.onDeadline) callbacks.onDeadline(deadline);
         ::kill(pid, SIGTERM);
         terminated = true;
+        outcome.stoppedAtLeaseEnd = true;
       }
       now = Steady::now();
     }

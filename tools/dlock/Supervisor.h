@@ -35,7 +35,10 @@ class Supervisor {
   struct Outcome {
     int status = 0;       // its exit status, or 128 + N when killed by signal N
     int signal = 0;       // N when killed by signal N, else 0
-    bool lost = false;    // the lease was lost while it ran
+    bool lost = false;    // the lease was reported lost while it ran
+    // Stopped by dlock because its lease was ending unrenewed (Callbacks::leaseDeadline): it did
+    // not finish under the lock, lost or not.
+    bool stoppedAtLeaseEnd = false;
   };
 
   struct Callbacks {

@@ -126,6 +126,77 @@ int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<
   return info.held ? 0 : kExitStatusFree;  // scriptable: `if dlock status KEY; then ...`
 }
 
+// The lease's destructor tries a failed release once more and reports its failure too (Lease.h);
+// dlock reported the first one, so the second goes unsaid: the logger is silent for that one call
+// (and the library's other threads with it, for at most the call's timeout).
+void dropAfterReportedFailure(dlock::Lease& lease, spdlog::logger& log) {
+  const spdlog::level::level_enum level = log.level();
+  log.set_level(spdlog::level::off);
+  lease = dlock::Lease();
+  log.set_level(level);
+}
+
+// Releases the key after the command ended; dlock's exit status. The lost code when the command
+// did not finish under the lock: the lease was lost, it ended before the release, or dlock stopped
+// the command because it was ending unrenewed.
+int releaseAfter(dlock::Lease& lease, const Supervisor::Outcome& outcome, const CliOptions& options,
+                 spdlog::logger& log) {
+  const std::string key = dlock::detail::quoteKey(options.key);
+  const std::string uri = dlock::redactUri(options.uri);
+  bool unprotected = outcome.lost || outcome.stoppedAtLeaseEnd;
+  try {
+    lease.release();
+    log.info("dlock: released {} on {}", key, uri);
+  } catch (const dlock::LockLostError&) {
+    if (unprotected) {
+      log.info("dlock: nothing to release: the lease of {} {}", key, outcome.lost ? "was lost" : "ended unrenewed");
+    } else {
+      log.error("dlock: the lease of {} on {} had ended before the command did: it ran unprotected", key, uri);
+    }
+    unprotected = true;
+  } catch (const dlock::LockError& error) {
+    log.warn("dlock: releasing {} failed: {}; the lease ends on its own within {}", key, error.what(),
+             formatDuration(options.ttl));
+    dropAfterReportedFailure(lease, log);
+  }
+  return unprotected ? options.lostExitCode : outcome.status;
+}
+
+// Runs the command under the lease and watches both (Supervisor); the command's outcome.
+Supervisor::Outcome superviseCommand(Supervisor& supervisor, pid_t pid, const dlock::Lease& lease, dlock::ILock& lock,
+                                     const CliOptions& options, spdlog::logger& log) {
+  const std::string key = dlock::detail::quoteKey(options.key);
+  const std::string uri = dlock::redactUri(options.uri);
+  const bool terminate = options.onLost == OnLost::Terminate;
+  Supervisor::Callbacks callbacks;
+  callbacks.onLost = [&](std::uint64_t fencingToken) {
+    log.error("dlock: lost the lock {} on {} (fencing token {}) while the command ran; {}", key, uri, fencingToken,
+              terminate ? "stopping it (SIGTERM, then SIGKILL after " + formatDuration(options.grace) + ")"
+                        : std::string("letting it finish"));
+  };
+  callbacks.leaseTime = options.ttl;
+  callbacks.leaseDeadline = [&lease] { return lease.validUntil(); };
+  callbacks.onDeadline = [&](Steady::time_point deadline) {
+    log.error("dlock: the lease of {} on {} could not be renewed and ends in {}; stopping the command (SIGTERM, "
+              "then SIGKILL when the lease ends)",
+              key, uri, formatDuration(std::chrono::ceil<milliseconds>(deadline - Steady::now())));
+  };
+  std::uint64_t renewalsSeen = 0;
+  if (options.verbose) {
+    callbacks.tickEvery = std::max(milliseconds(1), options.ttl / 6);
+    callbacks.onTick = [&] {
+      const std::uint64_t renewals = lock.stats().renewals;
+      if (renewals == renewalsSeen) return;
+      renewalsSeen = renewals;
+      log.info("dlock: renewed the lease of {} for {} ({} renewals so far)", key, formatDuration(options.ttl),
+               renewals);
+    };
+  }
+  const Supervisor::Outcome outcome = supervisor.supervise(pid, terminate, options.grace, callbacks);
+  log.info("dlock: the command {}", describe(outcome));
+  return outcome;
+}
+
 int runLocked(const CliOptions& options, spdlog::logger& log) {
   // First, before the lock starts any thread: every thread must block the supervised signals.
   Supervisor supervisor;
@@ -166,51 +237,8 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
     return spawnError.error == ENOENT ? kExitNotFound : kExitCannotRun;
   }
   log.info("dlock: running {} (pid {})", shellText(options.command), pid);
-
-  const bool terminate = options.onLost == OnLost::Terminate;
-  Supervisor::Callbacks callbacks;
-  callbacks.onLost = [&](std::uint64_t fencingToken) {
-    log.error("dlock: lost the lock {} on {} (fencing token {}) while the command ran; {}", key, uri, fencingToken,
-              terminate ? "stopping it (SIGTERM, then SIGKILL after " + formatDuration(options.grace) + ")"
-                        : std::string("letting it finish"));
-  };
-  callbacks.leaseTime = options.ttl;
-  callbacks.leaseDeadline = [&lease] { return lease.validUntil(); };
-  callbacks.onDeadline = [&](Steady::time_point deadline) {
-    log.error("dlock: the lease of {} on {} could not be renewed and ends in {}; stopping the command (SIGTERM, "
-              "then SIGKILL when the lease ends)",
-              key, uri, formatDuration(std::chrono::ceil<milliseconds>(deadline - Steady::now())));
-  };
-  std::uint64_t renewalsSeen = 0;
-  if (options.verbose) {
-    callbacks.tickEvery = std::max(milliseconds(1), options.ttl / 6);
-    callbacks.onTick = [&] {
-      const std::uint64_t renewals = lock->stats().renewals;
-      if (renewals == renewalsSeen) return;
-      renewalsSeen = renewals;
-      log.info("dlock: renewed the lease of {} for {} ({} renewals so far)", key, formatDuration(options.ttl),
-               renewals);
-    };
-  }
-  const Supervisor::Outcome outcome = supervisor.supervise(pid, terminate, options.grace, callbacks);
-  log.info("dlock: the command {}", describe(outcome));
-
-  bool lost = outcome.lost;
-  try {
-    lease.release();
-    log.info("dlock: released {} on {}", key, uri);
-  } catch (const dlock::LockLostError&) {
-    if (lost) {
-      log.info("dlock: nothing to release: the lease of {} was lost", key);
-    } else {
-      log.error("dlock: the lease of {} on {} had ended before the command did: it ran unprotected", key, uri);
-    }
-    lost = true;
-  } catch (const dlock::LockError& error) {
-    log.warn("dlock: releasing {} failed: {}; the lease ends on its own within {}", key, error.what(),
-             formatDuration(options.ttl));
-  }
-  return lost ? options.lostExitCode : outcome.status;
+  const Supervisor::Outcome outcome = superviseCommand(supervisor, pid, lease, *lock, options, log);
+  return releaseAfter(lease, outcome, options, log);
 }
 
 }  // namespace
