@@ -363,7 +363,8 @@ TEST_SUITE("Cli") {
 
     Cli verbose({"--uri", server.uri(), "-n", "-v", key, "--", "touch", ran});
     CHECK(verbose.wait() == 1);
-    CHECK(verbose.err().find("is held by another owner; gave up at once") != std::string::npos);
+    CHECK(verbose.err().find("is held by another owner (no owner label recorded; ") != std::string::npos);
+    CHECK(verbose.err().find(" left); gave up at once") != std::string::npos);
 
     held.release();
     Cli free({"--uri", server.uri(), "--no-wait", key, "--", "touch", ran});
@@ -494,6 +495,48 @@ TEST_SUITE("Cli") {
     }
     CHECK(releaseLines == 1);
     CHECK(err.find("dlock: releasing '" + key + "' failed: ") != std::string::npos);
+  }
+
+  TEST_CASE("-v on a held key names its holder: the owner label it recorded and since when, or that it recorded none") {
+    RedisProcess server;
+    const std::string key = testKey("holder-named");
+    const std::string done = tempFile("holder-done");
+    char host[256] = {};
+    REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+    {
+      Cli holder(concat({"--uri", server.uri(), "--owner-label", "job-7", key, "--"}, untilExists(done, "exit 0")));
+      REQUIRE(holder.readLine() == "ready");
+      const std::string named = "is held by another owner, 'host=" + std::string(host) +
+                                " pid=" + std::to_string(holder.pid()) + " job-7' (since 20";
+
+      Cli quiet({"--uri", server.uri(), "-n", key, "--", "true"});
+      CHECK(quiet.wait() == 1);
+      CHECK(quiet.err().empty());  // still as quiet as flock -n
+
+      Cli noWait({"--uri", server.uri(), "-n", "-v", key, "--", "true"});
+      CHECK(noWait.wait() == 1);
+      CAPTURE(noWait.err());
+      CHECK(noWait.err().find(named) != std::string::npos);
+      CHECK(noWait.err().find(" left); gave up at once") != std::string::npos);
+
+      Cli timedOut({"--uri", server.uri(), "-w", "200ms", "-v", key, "--", "true"});
+      CHECK(timedOut.wait() == 1);
+      CAPTURE(timedOut.err());
+      CHECK(timedOut.err().find(named) != std::string::npos);
+      CHECK(timedOut.err().find(" left); gave up after 200ms") != std::string::npos);
+
+      std::ofstream(done).put('\n');
+      CHECK(holder.wait() == 0);
+    }
+    std::remove(done.c_str());
+
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();  // records no label
+    dlock::Lease held = lock->acquire(key);
+    REQUIRE(held);
+    Cli unlabelled({"--uri", server.uri(), "-n", "-v", key, "--", "true"});
+    CHECK(unlabelled.wait() == 1);
+    CAPTURE(unlabelled.err());
+    CHECK(unlabelled.err().find("is held by another owner (no owner label recorded; ") != std::string::npos);
   }
 
   TEST_CASE("SIGTERM to dlock reaches the command, dlock exits with its status and releases the key") {

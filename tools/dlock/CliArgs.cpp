@@ -258,7 +258,8 @@ Options:
       --owner-label TEXT record TEXT in the owner label, after this host's name and dlock's
                            pid (dlock status shows them, with since when)
       --no-owner-label   record no owner label
-  -v, --verbose          log acquisition, renewals and release on stderr
+  -v, --verbose          log acquisition, renewals and release on stderr, and who holds KEY
+                           (its owner label, as dlock status shows it) when dlock gives up
   -h, --help             show this help and exit
       --version          show the version and exit
 

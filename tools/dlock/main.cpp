@@ -126,6 +126,23 @@ int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<
   return info.held ? 0 : kExitStatusFree;  // scriptable: `if dlock status KEY; then ...`
 }
 
+// Who holds `key`, for the message of a wait that gave up: the owner label the holder recorded
+// and since when, as `dlock status` shows it. One more round trip, so only for --verbose; a
+// failure to read it is no failure of dlock.
+std::string holderText(dlock::IOperator& backend, const std::string& key) {
+  dlock::LeaseInfo info;
+  try {
+    info = backend.inspect(key);
+  } catch (const dlock::LockError& error) {
+    return "another owner (reading its owner label failed: " + std::string(error.what()) + ")";
+  }
+  if (!info.held) return "another owner (free again now)";
+  const std::string left = formatDuration(info.remaining) + " left";
+  if (info.owner.empty()) return "another owner (no owner label recorded; " + left + ")";
+  return "another owner, " + dlock::detail::quoteText(info.owner, dlock::kMaxOwnerLabelBytes) + " (since " +
+         utcText(info.ownerSince) + "; " + left + ")";
+}
+
 // The lease's destructor tries a failed release once more and reports its failure too (Lease.h);
 // dlock reported the first one, so the second goes unsaid: the logger is silent for that one call
 // (and the library's other threads with it, for at most the call's timeout).
@@ -205,8 +222,9 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
   const std::string uri = dlock::redactUri(options.uri);
   // One tolerance of an outage for the library's waits (--fair) and dlock's own (in slices).
   const milliseconds outageTolerance = dlock::LockOptions().outageTolerance;
+  const std::shared_ptr<dlock::IOperator> backend = dlock::connect(options.uri);
   dlock::LockBuilder builder;
-  builder.backend(dlock::connect(options.uri)).watchdogLease(options.ttl).fair(options.fair).outageTolerance(outageTolerance);
+  builder.backend(backend).watchdogLease(options.ttl).fair(options.fair).outageTolerance(outageTolerance);
   // The fair lock records no owner label yet: `dlock status` shows its lease and token only.
   if (options.ownerLabel && !options.fair) builder.ownerLabel(*options.ownerLabel);
   auto lock = builder.build();
@@ -221,9 +239,11 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
     Supervisor::dieBySignal(*signo);
   }
   if (!lease) {
-    const milliseconds waited = options.wait.value_or(milliseconds(0));
-    log.info("dlock: {} on {} is held by another owner; gave up {}", key, uri,
-             waited.count() == 0 ? std::string("at once") : "after " + formatDuration(waited));
+    if (log.should_log(spdlog::level::info)) {
+      const milliseconds waited = options.wait.value_or(milliseconds(0));
+      log.info("dlock: {} on {} is held by {}; gave up {}", key, uri, holderText(*backend, options.key),
+               waited.count() == 0 ? std::string("at once") : "after " + formatDuration(waited));
+    }
     return options.conflictExitCode;
   }
   log.info("dlock: acquired {} on {} (fencing token {}; lease {}, renewed every {})", key, uri, lease.fencingToken(),
