@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "LinkProxy.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
@@ -35,6 +36,7 @@
 extern char** environ;
 
 using namespace std::chrono_literals;
+using dlock::test::LinkProxy;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
 using dlock::test::eventually;
@@ -452,6 +454,26 @@ TEST_SUITE("Cli") {
     constexpr auto kExitSlack = 100ms;
     CHECK(run.finishedAt() - waiting < 1s + kExitSlack);
     CHECK(run.err().find("the backend stayed unreachable for ") != std::string::npos);
+    CHECK_FALSE(exists(ran));
+  }
+
+  TEST_CASE("a signal while the wait rides out an outage ends dlock by that signal, the command never run") {
+    RedisProcess server;
+    LinkProxy proxy(server.host(), server.port());  // counts dlock's connection attempts
+    const std::string key = testKey("outage-interrupted");
+    const std::string ran = tempFile("outage-interrupted-ran");
+    RedisClient client(server.host(), server.port());
+    REQUIRE(client.ok({"SET", redisKey(key), "another-owner", "PX", "60000"}).str == "OK");
+    Cli waiter({"--uri", proxy.uri(), key, "--", "touch", ran});
+    REQUIRE(eventually([&] { return releaseSubscribers(client, key) >= 1; }));
+    const std::uint64_t before = proxy.acceptedConnections();
+    server.kill();  // for good: the wait would ride it out for 30 s
+    // dlock is riding out the outage: it tried to connect twice since.
+    REQUIRE(eventually([&] { return proxy.acceptedConnections() >= before + 2; }));
+    waiter.signal(SIGTERM);
+    const auto signalled = Steady::now();
+    CHECK(waiter.wait() == 128 + SIGTERM);
+    CHECK(waiter.finishedAt() - signalled < kPromptly);  // within a slice or a pause, not the outage's 30 s
     CHECK_FALSE(exists(ran));
   }
 
