@@ -43,6 +43,17 @@ Acquired acquireFair(const std::shared_ptr<dlock::ILock>& lock, const CliOptions
   return {done.get(), std::nullopt};
 }
 
+// The error that ends a wait whose budget for an outage is spent.
+dlock::ConnectionError spentBudget(const CliOptions& options, Steady::duration outage, milliseconds tolerance,
+                                   const dlock::ConnectionError& last) {
+  const std::string budget = options.wait ? std::string("to the end of the wait")
+                                          : "the tolerance of a wait without --wait: " + formatDuration(tolerance);
+  return dlock::ConnectionError("dlock: waiting for " + dlock::detail::quoteKey(options.key) + " on " +
+                                dlock::redactUri(options.uri) + ": the backend stayed unreachable for " +
+                                std::to_string(std::chrono::duration_cast<milliseconds>(outage).count()) + " ms (" +
+                                budget + "); last: " + last.what());
+}
+
 // The wait in slices, each an acquire of at most kSlice, so a signal is noticed between them and
 // a key the last slice got is released before dlock dies by the signal. A ConnectionError inside
 // a slice ends only that slice: the next one comes after a pause from one back-off schedule for
@@ -68,15 +79,7 @@ Acquired acquireInSlices(dlock::ILock& lock, const CliOptions& options, Supervis
     } catch (const dlock::ConnectionError& error) {
       const Steady::time_point now = Steady::now();
       const Steady::time_point until = budget.failedAt(now);
-      if (now >= until) {
-        const auto unreachable = std::chrono::duration_cast<milliseconds>(budget.outageAt(now));
-        throw dlock::ConnectionError(
-            "dlock: waiting for " + dlock::detail::quoteKey(options.key) + " on " + dlock::redactUri(options.uri) + ": the backend stayed unreachable for " +
-            std::to_string(unreachable.count()) + " ms (" +
-            (bounded ? std::string("to the end of the wait")
-                     : "the tolerance of a wait without --wait: " + formatDuration(outageTolerance)) +
-            "); last: " + error.what());
-      }
+      if (now >= until) throw spentBudget(options, budget.outageAt(now), outageTolerance, error);
       const auto pause = std::min(backoff.next(), std::chrono::ceil<milliseconds>(until - now));
       if (std::optional<int> signo = supervisor.waitForInterrupt(pause)) return {dlock::Lease(), signo};
       continue;

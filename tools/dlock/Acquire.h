@@ -21,8 +21,9 @@ struct Acquired {
 
 // Waits for options.key as options.wait and options.fair say. ConnectionError when the backend
 // stayed unreachable past the budget: the wait's deadline, or `outageTolerance` of an outage for
-// a wait without one (--no-wait: at the first failure).
-[[nodiscard]] Acquired acquireInterruptibly(const std::shared_ptr<dlock::ILock>& lock, const CliOptions& options, Supervisor& supervisor,
-                                            std::chrono::milliseconds outageTolerance);
+// a wait without one (--no-wait: at the first failure). A --fair wait is one acquire of the
+// library, on a thread of its own, which rides out an outage within the same budget itself.
+[[nodiscard]] Acquired acquireInterruptibly(const std::shared_ptr<dlock::ILock>& lock, const CliOptions& options,
+                                            Supervisor& supervisor, std::chrono::milliseconds outageTolerance);
 
 }  // namespace dlock::cli
