@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "LinkProxy.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
@@ -35,6 +36,7 @@
 extern char** environ;
 
 using namespace std::chrono_literals;
+using dlock::test::LinkProxy;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
 using dlock::test::eventually;
@@ -363,7 +365,8 @@ TEST_SUITE("Cli") {
 
     Cli verbose({"--uri", server.uri(), "-n", "-v", key, "--", "touch", ran});
     CHECK(verbose.wait() == 1);
-    CHECK(verbose.err().find("is held by another owner; gave up at once") != std::string::npos);
+    CHECK(verbose.err().find("is held by another owner (no owner label recorded; ") != std::string::npos);
+    CHECK(verbose.err().find(" left); gave up at once") != std::string::npos);
 
     held.release();
     Cli free({"--uri", server.uri(), "--no-wait", key, "--", "touch", ran});
@@ -409,6 +412,153 @@ TEST_SUITE("Cli") {
     held.release();
     CHECK(waiter.readLine(dlock::test::kEventBudget) == "ran");  // the lease would have been renewed for ever
     CHECK(waiter.wait() == 0);
+  }
+
+  TEST_CASE("a wait rides out a 0.3 s restart of the server: with --wait 5s and without --wait, the command runs") {
+    RedisProcess server;
+    for (const bool bounded : {true, false}) {
+      CAPTURE(bounded);
+      const std::string key = testKey(bounded ? "restart-bounded" : "restart-unbounded");
+      std::vector<std::string> args = {"--uri", server.uri()};
+      if (bounded) args.insert(args.end(), {"--wait", "5s"});
+      RedisClient client(server.host(), server.port());  // of this round's server: restarted in the last
+      // Held by an owner that vanishes with the restart: the server keeps no data.
+      REQUIRE(client.ok({"SET", redisKey(key), "another-owner", "PX", "60000"}).str == "OK");
+      Cli run(concat(args, {key, "--", "echo", "ran"}));
+      REQUIRE(eventually([&] { return releaseSubscribers(client, key) >= 1; }));  // dlock is waiting
+      server.kill();
+      std::this_thread::sleep_for(300ms);  // the outage itself, not a wait for an event
+      server.restart();
+      CHECK(run.wait() == 0);
+      CAPTURE(run.err());
+      CHECK(run.out() == "ran\n");
+    }
+  }
+
+  TEST_CASE("a wait whose outage outlasts it exits 125 at its end, not a slice or a back-off later") {
+    RedisProcess server;
+    const std::string key = testKey("outage-outlasts-wait");
+    const std::string ran = tempFile("outage-ran");
+    RedisClient client(server.host(), server.port());
+    REQUIRE(client.ok({"SET", redisKey(key), "another-owner", "PX", "60000"}).str == "OK");
+    Cli run({"--uri", server.uri(), "--wait", "1s", key, "--", "touch", ran});
+    REQUIRE(eventually([&] { return releaseSubscribers(client, key) >= 1; }));
+    const auto waiting = Steady::now();  // the wait began before this
+    server.kill();  // for good
+    CHECK(run.wait() == 125);
+    CAPTURE(run.err());
+    CHECK(run.elapsed() >= 1s);  // rode out the outage to the end of the wait ...
+    // ... and no further: its last try (a refused connect) is made at the deadline. The slack is
+    // dlock's exit and this test's noticing it; a wait that slept past its deadline would add a
+    // slice (100 ms) or a back-off step (up to 500 ms).
+    constexpr auto kExitSlack = 100ms;
+    CHECK(run.finishedAt() - waiting < 1s + kExitSlack);
+    CHECK(run.err().find("the backend stayed unreachable for ") != std::string::npos);
+    CHECK_FALSE(exists(ran));
+  }
+
+  TEST_CASE("a signal while the wait rides out an outage ends dlock by that signal, the command never run") {
+    RedisProcess server;
+    LinkProxy proxy(server.host(), server.port());  // counts dlock's connection attempts
+    const std::string key = testKey("outage-interrupted");
+    const std::string ran = tempFile("outage-interrupted-ran");
+    RedisClient client(server.host(), server.port());
+    REQUIRE(client.ok({"SET", redisKey(key), "another-owner", "PX", "60000"}).str == "OK");
+    Cli waiter({"--uri", proxy.uri(), key, "--", "touch", ran});
+    REQUIRE(eventually([&] { return releaseSubscribers(client, key) >= 1; }));
+    const std::uint64_t before = proxy.acceptedConnections();
+    server.kill();  // for good: the wait would ride it out for 30 s
+    // dlock is riding out the outage: it tried to connect twice since.
+    REQUIRE(eventually([&] { return proxy.acceptedConnections() >= before + 2; }));
+    waiter.signal(SIGTERM);
+    const auto signalled = Steady::now();
+    CHECK(waiter.wait() == 128 + SIGTERM);
+    CHECK(waiter.finishedAt() - signalled < kPromptly);  // within a slice or a pause, not the outage's 30 s
+    CHECK_FALSE(exists(ran));
+  }
+
+  TEST_CASE("renewals failing: a command stopped before its lease ends gives the lost code, not its 143, and "
+            "one line on the failed release") {
+    RedisProcess server;
+    const std::string key = testKey("stopped-at-lease-end");
+    std::vector<std::string> args = {"--uri", server.uri(), "--ttl", "6s", "--grace", "2s"};
+    int expected = 3;
+    SUBCASE("the default lost code") {}
+    SUBCASE("--lost-exit-code") {
+      args.insert(args.end(), {"--lost-exit-code", "9"});
+      expected = 9;
+    }
+    // The command dies by the SIGTERM dlock sends it (sleep keeps the shell's pid).
+    Cli run(concat(concat(args, {key, "--"}), {"sh", "-c", "echo $$; exec sleep " + std::to_string(kCommandSeconds)}));
+    const std::optional<std::string> line = run.readLine();
+    REQUIRE(line.has_value());
+    const pid_t command = static_cast<pid_t>(std::stol(*line));
+    server.pause();  // renewals (every 2 s) and the release time out from now on
+    const auto paused = Steady::now();
+    // The last renewal was sent before the pause, so the lease ends within 6 s of it; the command
+    // gets SIGTERM 2 s before that end.
+    const bool stopped = processEnds(command, 6s + kPromptly);
+    const auto stoppedAt = Steady::now();
+    const int status = run.wait(std::chrono::seconds(kCommandSeconds));
+    server.resume();
+    if (!stopped) ::kill(command, SIGKILL);
+    REQUIRE(stopped);
+    CHECK(stoppedAt - paused < 6s);
+    CHECK(status == expected);
+    const std::string& err = run.err();
+    CAPTURE(err);
+    CHECK(err.find("could not be renewed and ends in") != std::string::npos);
+    // The release could not reach the paused server: said once, whether or not the lease's
+    // destructor tried it once more (every line about the release counts).
+    int releaseLines = 0;
+    std::istringstream lines(err);
+    for (std::string text; std::getline(lines, text);) {
+      if (text.find("releas") != std::string::npos) ++releaseLines;
+    }
+    CHECK(releaseLines == 1);
+    CHECK(err.find("dlock: releasing '" + key + "' failed: ") != std::string::npos);
+  }
+
+  TEST_CASE("-v on a held key names its holder: the owner label it recorded and since when, or that it recorded none") {
+    RedisProcess server;
+    const std::string key = testKey("holder-named");
+    const std::string done = tempFile("holder-done");
+    char host[256] = {};
+    REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+    {
+      Cli holder(concat({"--uri", server.uri(), "--owner-label", "job-7", key, "--"}, untilExists(done, "exit 0")));
+      REQUIRE(holder.readLine() == "ready");
+      const std::string named = "is held by another owner, 'host=" + std::string(host) +
+                                " pid=" + std::to_string(holder.pid()) + " job-7' (since 20";
+
+      Cli quiet({"--uri", server.uri(), "-n", key, "--", "true"});
+      CHECK(quiet.wait() == 1);
+      CHECK(quiet.err().empty());  // still as quiet as flock -n
+
+      Cli noWait({"--uri", server.uri(), "-n", "-v", key, "--", "true"});
+      CHECK(noWait.wait() == 1);
+      CAPTURE(noWait.err());
+      CHECK(noWait.err().find(named) != std::string::npos);
+      CHECK(noWait.err().find(" left); gave up at once") != std::string::npos);
+
+      Cli timedOut({"--uri", server.uri(), "-w", "200ms", "-v", key, "--", "true"});
+      CHECK(timedOut.wait() == 1);
+      CAPTURE(timedOut.err());
+      CHECK(timedOut.err().find(named) != std::string::npos);
+      CHECK(timedOut.err().find(" left); gave up after 200ms") != std::string::npos);
+
+      std::ofstream(done).put('\n');
+      CHECK(holder.wait() == 0);
+    }
+    std::remove(done.c_str());
+
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();  // records no label
+    dlock::Lease held = lock->acquire(key);
+    REQUIRE(held);
+    Cli unlabelled({"--uri", server.uri(), "-n", "-v", key, "--", "true"});
+    CHECK(unlabelled.wait() == 1);
+    CAPTURE(unlabelled.err());
+    CHECK(unlabelled.err().find("is held by another owner (no owner label recorded; ") != std::string::npos);
   }
 
   TEST_CASE("SIGTERM to dlock reaches the command, dlock exits with its status and releases the key") {

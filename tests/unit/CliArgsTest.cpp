@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "CliArgs.h"
+#include "dlock/LockOptions.h"
 #include "dlock/duration.h"
 
 using namespace std::chrono_literals;
@@ -129,6 +130,11 @@ TEST_SUITE("CliArgs") {
     CHECK(parse({"--version"}).mode == Mode::Version);
     CHECK(dlock::cli::helpText().find("Usage: dlock [OPTIONS] KEY -- COMMAND") == 0);
     CHECK(dlock::cli::helpText().find("Examples:") != std::string::npos);
+  }
+
+  TEST_CASE("the help states the outage tolerance of a wait without --wait: the library's default, which dlock uses") {
+    const std::string tolerance = dlock::cli::formatDuration(dlock::LockOptions().outageTolerance);
+    CHECK(dlock::cli::helpText().find("without --wait, for " + tolerance + " from the") != std::string::npos);
   }
 
   TEST_CASE("malformed lines are usage errors that name the problem") {

@@ -239,11 +239,15 @@ Options:
       --ttl D            the lease, renewed every third of it while COMMAND runs (default 30s)
   -w, --wait D           give up when KEY is not had within D (default: wait as long as it takes)
   -n, --no-wait          give up at once when KEY is held
+                         While waiting, a backend that cannot be reached (a restart, a failover)
+                           is tried again until the end of D; without --wait, for 30s from the
+                           first failure of each outage; with --no-wait, not at all
       --fair             wait in line: KEY goes to the waiters in the order they asked (across
                            hosts), handed over by each release; not on a redlock URI
   -E, --conflict-exit-code N
                          exit status when KEY was not had (default 1)
-      --lost-exit-code N exit status when the lease was lost while COMMAND ran (default 3)
+      --lost-exit-code N exit status when the lease was lost while COMMAND ran, or COMMAND was
+                           stopped because its lease could not be renewed (default 3)
       --on-lost terminate|ignore
                          on a lost lease, stop COMMAND (SIGTERM, then SIGKILL after the grace
                          period; the default), or let it finish
@@ -254,7 +258,8 @@ Options:
       --owner-label TEXT record TEXT in the owner label, after this host's name and dlock's
                            pid (dlock status shows them, with since when)
       --no-owner-label   record no owner label
-  -v, --verbose          log acquisition, renewals and release on stderr
+  -v, --verbose          log acquisition, renewals and release on stderr, and who holds KEY
+                           (its owner label, as dlock status shows it) when dlock gives up
   -h, --help             show this help and exit
       --version          show the version and exit
 
@@ -275,10 +280,12 @@ and exits 0 when KEY is held, 1 when it is free, so a script can test it:
 Exit status (status KEY: 0 held, 1 free, or one of dlock's own below):
   COMMAND's status, or 128+N when COMMAND was killed by signal N
   1    KEY was not had in time (-E N changes it)
-  3    the lease was lost while COMMAND ran: it was not protected (--lost-exit-code N),
-       also with --on-lost ignore
+  3    COMMAND was not protected to its end (--lost-exit-code N): the lease was lost while
+       it ran (also with --on-lost ignore), or renewals kept failing and dlock stopped it
+       before the lease ended
   2    bad arguments or URI
-  125  dlock failed: backend unreachable, or an error reply
+  125  dlock failed: backend unreachable (at start, or past the wait's budget above), or an
+       error reply
   126  COMMAND cannot be executed; 127 COMMAND not found
 
 Examples:

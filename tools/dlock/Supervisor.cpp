@@ -97,6 +97,19 @@ std::optional<int> Supervisor::takeInterrupt() {
   return first;
 }
 
+std::optional<int> Supervisor::waitForInterrupt(std::chrono::milliseconds timeout) {
+  const Steady::time_point until = Steady::now() + timeout;
+  for (;;) {
+    if (std::optional<int> signo = takeInterrupt()) return signo;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Steady::now()).count();
+    if (left <= 0) return std::nullopt;
+    pollfd fds{signalFd_, POLLIN, 0};
+    if (::poll(&fds, 1, static_cast<int>(std::min<decltype(left)>(left, 60'000))) < 0 && errno != EINTR) {
+      throwErrno("poll");
+    }
+  }
+}
+
 pid_t Supervisor::spawn(const std::vector<std::string>& command, SpawnError& error) {
   // Everything the child needs is made here, before fork: dlock has threads (watchdog,
   // subscriber), so between fork and exec the child may only make async-signal-safe calls (and
@@ -228,6 +241,7 @@ Supervisor::Outcome Supervisor::supervise(pid_t pid, bool terminate, std::chrono
         if (callbacks.onDeadline) callbacks.onDeadline(deadline);
         ::kill(pid, SIGTERM);
         terminated = true;
+        outcome.stoppedAtLeaseEnd = true;
       }
       now = Steady::now();
     }

@@ -35,7 +35,10 @@ class Supervisor {
   struct Outcome {
     int status = 0;       // its exit status, or 128 + N when killed by signal N
     int signal = 0;       // N when killed by signal N, else 0
-    bool lost = false;    // the lease was lost while it ran
+    bool lost = false;    // the lease was reported lost while it ran
+    // Stopped by dlock because its lease was ending unrenewed (Callbacks::leaseDeadline): it did
+    // not finish under the lock, lost or not.
+    bool stoppedAtLeaseEnd = false;
   };
 
   struct Callbacks {
@@ -73,6 +76,8 @@ class Supervisor {
 
   // A SIGINT, SIGTERM or SIGHUP received so far (while waiting for the lock), without blocking.
   [[nodiscard]] std::optional<int> takeInterrupt();
+  // The same, waiting for one for at most `timeout`: a pause that a signal cuts short.
+  [[nodiscard]] std::optional<int> waitForInterrupt(std::chrono::milliseconds timeout);
 
   // Starts the command (PATH search as execvp), to get kDeathSignal if dlock ends first. The pid,
   // or the errno of a failed start.

@@ -18,14 +18,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "Acquire.h"
 #include "CliArgs.h"
 #include "Supervisor.h"
 #include "dlock/ILock.h"
@@ -97,58 +96,6 @@ std::string describe(const Supervisor::Outcome& outcome) {
   return "exited with status " + std::to_string(outcome.status);
 }
 
-// Waits for the key in slices, so that SIGINT, SIGTERM or SIGHUP while waiting is noticed within
-// one slice and dlock can stop cleanly. An empty lease: not had in time, or interrupted.
-// A fair wait in one piece, so the waiter keeps its place in the queue (slices would each leave
-// it and join again at the end): made on a thread of its own while this one watches for signals.
-// An interrupted wait is abandoned with the process, which dies by the signal: its place ends
-// with its waiter lease, and a hand-off that reached it with the rest of that lease.
-dlock::Lease acquireFairInterruptibly(const std::shared_ptr<dlock::ILock>& lock, const CliOptions& options,
-                                      Supervisor& supervisor, std::optional<int>& interrupt) {
-  constexpr milliseconds kSlice{100};
-  auto result = std::make_shared<std::promise<dlock::Lease>>();
-  std::future<dlock::Lease> done = result->get_future();
-  std::thread([lock, options, result] {
-    try {
-      dlock::AcquireOptions wait;
-      wait.waitTime = options.wait;
-      result->set_value(lock->acquire(options.key, wait));
-    } catch (...) {
-      result->set_exception(std::current_exception());
-    }
-  }).detach();
-  while (done.wait_for(kSlice) != std::future_status::ready) {
-    if ((interrupt = supervisor.takeInterrupt())) return dlock::Lease();
-  }
-  return done.get();
-}
-
-dlock::Lease acquireInterruptibly(const std::shared_ptr<dlock::ILock>& lock, const CliOptions& options,
-                                  Supervisor& supervisor, std::optional<int>& interrupt) {
-  constexpr milliseconds kSlice{100};
-  if (options.fair && !(options.wait && options.wait->count() == 0)) {
-    return acquireFairInterruptibly(lock, options, supervisor, interrupt);
-  }
-  if (options.wait && options.wait->count() == 0) {
-    dlock::AcquireOptions once;
-    once.waitTime = milliseconds(0);
-    return lock->acquire(options.key, once);
-  }
-  const bool bounded = options.wait.has_value();
-  const Steady::time_point deadline = bounded ? Steady::now() + *options.wait : Steady::time_point::max();
-  for (;;) {
-    if ((interrupt = supervisor.takeInterrupt())) return dlock::Lease();
-    dlock::AcquireOptions slice;
-    slice.waitTime = kSlice;
-    if (bounded) {
-      const auto left = std::chrono::ceil<milliseconds>(deadline - Steady::now());
-      slice.waitTime = std::clamp(left, milliseconds(0), kSlice);  // 0 on the last: one more try
-    }
-    dlock::Lease lease = lock->acquire(options.key, slice);
-    if (lease || (bounded && Steady::now() >= deadline)) return lease;
-  }
-}
-
 // "2026-11-25T04:53:49.123Z".
 std::string utcText(std::chrono::system_clock::time_point when) {
   const auto millis = std::chrono::duration_cast<milliseconds>(when.time_since_epoch()).count();
@@ -179,46 +126,64 @@ int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<
   return info.held ? 0 : kExitStatusFree;  // scriptable: `if dlock status KEY; then ...`
 }
 
-int runLocked(const CliOptions& options, spdlog::logger& log) {
-  // First, before the lock starts any thread: every thread must block the supervised signals.
-  Supervisor supervisor;
+// Who holds `key`, for the message of a wait that gave up: the owner label the holder recorded
+// and since when, as `dlock status` shows it. One more round trip, so only for --verbose; a
+// failure to read it is no failure of dlock.
+std::string holderText(dlock::IOperator& backend, const std::string& key) {
+  dlock::LeaseInfo info;
+  try {
+    info = backend.inspect(key);
+  } catch (const dlock::LockError& error) {
+    return "another owner (reading its owner label failed: " + std::string(error.what()) + ")";
+  }
+  if (!info.held) return "another owner (free again now)";
+  const std::string left = formatDuration(info.remaining) + " left";
+  if (info.owner.empty()) return "another owner (no owner label recorded; " + left + ")";
+  return "another owner, " + dlock::detail::quoteText(info.owner, dlock::kMaxOwnerLabelBytes) + " (since " +
+         utcText(info.ownerSince) + "; " + left + ")";
+}
 
+// The lease's destructor tries a failed release once more and reports its failure too (Lease.h);
+// dlock reported the first one, so the second goes unsaid: the logger is silent for that one call
+// (and the library's other threads with it, for at most the call's timeout).
+void dropAfterReportedFailure(dlock::Lease& lease, spdlog::logger& log) {
+  const spdlog::level::level_enum level = log.level();
+  log.set_level(spdlog::level::off);
+  lease = dlock::Lease();
+  log.set_level(level);
+}
+
+// Releases the key after the command ended; dlock's exit status. The lost code when the command
+// did not finish under the lock: the lease was lost, it ended before the release, or dlock stopped
+// the command because it was ending unrenewed.
+int releaseAfter(dlock::Lease& lease, const Supervisor::Outcome& outcome, const CliOptions& options,
+                 spdlog::logger& log) {
   const std::string key = dlock::detail::quoteKey(options.key);
   const std::string uri = dlock::redactUri(options.uri);
-  dlock::LockBuilder builder;
-  builder.backend(dlock::connect(options.uri)).watchdogLease(options.ttl).fair(options.fair);
-  // The fair lock records no owner label yet: `dlock status` shows its lease and token only.
-  if (options.ownerLabel && !options.fair) builder.ownerLabel(*options.ownerLabel);
-  auto lock = builder.build();
-  lock->onLockLost([&supervisor](std::string_view, std::uint64_t fencingToken) { supervisor.notifyLost(fencingToken); });
-
-  std::optional<int> interrupt;
-  dlock::Lease lease = acquireInterruptibly(lock, options, supervisor, interrupt);
-  if (!interrupt) interrupt = supervisor.takeInterrupt();
-  if (interrupt) {
-    log.info("dlock: signal {} ({}) while waiting for {}; not running the command", *interrupt,
-             strsignal(*interrupt), key);
-    lease = dlock::Lease();  // releases, if the last slice got the key
-    Supervisor::dieBySignal(*interrupt);
+  bool unprotected = outcome.lost || outcome.stoppedAtLeaseEnd;
+  try {
+    lease.release();
+    log.info("dlock: released {} on {}", key, uri);
+  } catch (const dlock::LockLostError&) {
+    if (unprotected) {
+      log.info("dlock: nothing to release: the lease of {} {}", key, outcome.lost ? "was lost" : "ended unrenewed");
+    } else {
+      log.error("dlock: the lease of {} on {} had ended before the command did: it ran unprotected", key, uri);
+    }
+    unprotected = true;
+  } catch (const dlock::LockError& error) {
+    log.warn("dlock: releasing {} failed: {}; the lease ends on its own within {}", key, error.what(),
+             formatDuration(options.ttl));
+    dropAfterReportedFailure(lease, log);
   }
-  if (!lease) {
-    const milliseconds waited = options.wait.value_or(milliseconds(0));
-    log.info("dlock: {} on {} is held by another owner; gave up {}", key, uri,
-             waited.count() == 0 ? std::string("at once") : "after " + formatDuration(waited));
-    return options.conflictExitCode;
-  }
-  log.info("dlock: acquired {} on {} (fencing token {}; lease {}, renewed every {})", key, uri, lease.fencingToken(),
-           formatDuration(options.ttl), formatDuration(options.ttl / 3));
+  return unprotected ? options.lostExitCode : outcome.status;
+}
 
-  Supervisor::SpawnError spawnError;
-  const pid_t pid = supervisor.spawn(options.command, spawnError);
-  if (pid < 0) {
-    log.error("dlock: cannot run '{}': {}", options.command.front(), std::strerror(spawnError.error));
-    lease = dlock::Lease();  // releases quietly
-    return spawnError.error == ENOENT ? kExitNotFound : kExitCannotRun;
-  }
-  log.info("dlock: running {} (pid {})", shellText(options.command), pid);
-
+// Runs the command under the lease and watches both (Supervisor); the command's outcome.
+Supervisor::Outcome superviseCommand(Supervisor& supervisor, pid_t pid, const dlock::Lease& lease, dlock::ILock& lock,
+                                     const CliOptions& options, spdlog::logger& log) {
+  const std::string key = dlock::detail::quoteKey(options.key);
+  const std::string uri = dlock::redactUri(options.uri);
   const bool terminate = options.onLost == OnLost::Terminate;
   Supervisor::Callbacks callbacks;
   callbacks.onLost = [&](std::uint64_t fencingToken) {
@@ -237,7 +202,7 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
   if (options.verbose) {
     callbacks.tickEvery = std::max(milliseconds(1), options.ttl / 6);
     callbacks.onTick = [&] {
-      const std::uint64_t renewals = lock->stats().renewals;
+      const std::uint64_t renewals = lock.stats().renewals;
       if (renewals == renewalsSeen) return;
       renewalsSeen = renewals;
       log.info("dlock: renewed the lease of {} for {} ({} renewals so far)", key, formatDuration(options.ttl),
@@ -246,23 +211,54 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
   }
   const Supervisor::Outcome outcome = supervisor.supervise(pid, terminate, options.grace, callbacks);
   log.info("dlock: the command {}", describe(outcome));
+  return outcome;
+}
 
-  bool lost = outcome.lost;
-  try {
-    lease.release();
-    log.info("dlock: released {} on {}", key, uri);
-  } catch (const dlock::LockLostError&) {
-    if (lost) {
-      log.info("dlock: nothing to release: the lease of {} was lost", key);
-    } else {
-      log.error("dlock: the lease of {} on {} had ended before the command did: it ran unprotected", key, uri);
-    }
-    lost = true;
-  } catch (const dlock::LockError& error) {
-    log.warn("dlock: releasing {} failed: {}; the lease ends on its own within {}", key, error.what(),
-             formatDuration(options.ttl));
+int runLocked(const CliOptions& options, spdlog::logger& log) {
+  // First, before the lock starts any thread: every thread must block the supervised signals.
+  Supervisor supervisor;
+
+  const std::string key = dlock::detail::quoteKey(options.key);
+  const std::string uri = dlock::redactUri(options.uri);
+  // One tolerance of an outage for the library's waits (--fair) and dlock's own (in slices).
+  const milliseconds outageTolerance = dlock::LockOptions().outageTolerance;
+  const std::shared_ptr<dlock::IOperator> backend = dlock::connect(options.uri);
+  dlock::LockBuilder builder;
+  builder.backend(backend).watchdogLease(options.ttl).fair(options.fair).outageTolerance(outageTolerance);
+  // The fair lock records no owner label yet: `dlock status` shows its lease and token only.
+  if (options.ownerLabel && !options.fair) builder.ownerLabel(*options.ownerLabel);
+  auto lock = builder.build();
+  lock->onLockLost([&supervisor](std::string_view, std::uint64_t fencingToken) { supervisor.notifyLost(fencingToken); });
+
+  Acquired acquired = acquireInterruptibly(lock, options, supervisor, outageTolerance);
+  dlock::Lease& lease = acquired.lease;
+  if (!acquired.interrupt) acquired.interrupt = supervisor.takeInterrupt();
+  if (const std::optional<int> signo = acquired.interrupt) {
+    log.info("dlock: signal {} ({}) while waiting for {}; not running the command", *signo, strsignal(*signo), key);
+    lease = dlock::Lease();  // releases, if the last slice got the key
+    Supervisor::dieBySignal(*signo);
   }
-  return lost ? options.lostExitCode : outcome.status;
+  if (!lease) {
+    if (log.should_log(spdlog::level::info)) {
+      const milliseconds waited = options.wait.value_or(milliseconds(0));
+      log.info("dlock: {} on {} is held by {}; gave up {}", key, uri, holderText(*backend, options.key),
+               waited.count() == 0 ? std::string("at once") : "after " + formatDuration(waited));
+    }
+    return options.conflictExitCode;
+  }
+  log.info("dlock: acquired {} on {} (fencing token {}; lease {}, renewed every {})", key, uri, lease.fencingToken(),
+           formatDuration(options.ttl), formatDuration(options.ttl / 3));
+
+  Supervisor::SpawnError spawnError;
+  const pid_t pid = supervisor.spawn(options.command, spawnError);
+  if (pid < 0) {
+    log.error("dlock: cannot run '{}': {}", options.command.front(), std::strerror(spawnError.error));
+    lease = dlock::Lease();  // releases quietly
+    return spawnError.error == ENOENT ? kExitNotFound : kExitCannotRun;
+  }
+  log.info("dlock: running {} (pid {})", shellText(options.command), pid);
+  const Supervisor::Outcome outcome = superviseCommand(supervisor, pid, lease, *lock, options, log);
+  return releaseAfter(lease, outcome, options, log);
 }
 
 }  // namespace

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "Acquire.h"
+
+#include <algorithm>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "OutageBudget.h"
+#include "dlock/LockError.h"
+#include "dlock/Validation.h"
+#include "dlock/detail/Backoff.h"
+#include "dlock/uri.h"
+
+namespace dlock::cli {
+namespace {
+
+using std::chrono::milliseconds;
+using Steady = std::chrono::steady_clock;
+
+constexpr milliseconds kSlice{100};
+
+// A fair wait in one piece, so the waiter keeps its place in the queue (slices would each leave
+// it and join again at the end): made on a thread of its own while this one watches for signals.
+// The library rides out an outage within the wait's budget itself (one acquire, one budget).
+// An interrupted wait is abandoned with the process, which dies by the signal: its place ends
+// with its waiter lease, and a hand-off that reached it with the rest of that lease.
+Acquired acquireFair(const std::shared_ptr<dlock::ILock>& lock, const CliOptions& options, Supervisor& supervisor) {
+  auto result = std::make_shared<std::promise<dlock::Lease>>();
+  std::future<dlock::Lease> done = result->get_future();
+  std::thread([lock, options, result] {
+    try {
+      dlock::AcquireOptions wait;
+      wait.waitTime = options.wait;
+      result->set_value(lock->acquire(options.key, wait));
+    } catch (...) {
+      result->set_exception(std::current_exception());
+    }
+  }).detach();
+  while (done.wait_for(kSlice) != std::future_status::ready) {
+    if (std::optional<int> signo = supervisor.takeInterrupt()) return {dlock::Lease(), signo};
+  }
+  return {done.get(), std::nullopt};
+}
+
+// The error that ends a wait whose budget for an outage is spent.
+dlock::ConnectionError spentBudget(const CliOptions& options, Steady::duration outage, milliseconds tolerance,
+                                   const dlock::ConnectionError& last) {
+  const std::string budget = options.wait ? std::string("to the end of the wait")
+                                          : "the tolerance of a wait without --wait: " + formatDuration(tolerance);
+  return dlock::ConnectionError("dlock: waiting for " + dlock::detail::quoteKey(options.key) + " on " +
+                                dlock::redactUri(options.uri) + ": the backend stayed unreachable for " +
+                                std::to_string(std::chrono::duration_cast<milliseconds>(outage).count()) + " ms (" +
+                                budget + "); last: " + last.what());
+}
+
+// The wait in slices, each an acquire of at most kSlice, so a signal is noticed between them and
+// a key the last slice got is released before dlock dies by the signal. A ConnectionError inside
+// a slice ends only that slice: the next one comes after a pause from one back-off schedule for
+// the whole wait, as long as the OutageBudget has time left; the last try is made at the wait's
+// deadline.
+Acquired acquireInSlices(dlock::ILock& lock, const CliOptions& options, Supervisor& supervisor,
+                         milliseconds outageTolerance) {
+  const bool bounded = options.wait.has_value();
+  const Steady::time_point deadline = bounded ? Steady::now() + *options.wait : OutageBudget::kNone;
+  OutageBudget budget(deadline, outageTolerance);
+  dlock::detail::Backoff backoff(milliseconds(10), milliseconds(500));  // OutageRetry's schedule
+  for (;;) {
+    if (std::optional<int> signo = supervisor.takeInterrupt()) return {dlock::Lease(), signo};
+    dlock::AcquireOptions slice;
+    slice.waitTime = kSlice;
+    if (bounded) {
+      const auto left = std::chrono::ceil<milliseconds>(deadline - Steady::now());
+      slice.waitTime = std::clamp(left, milliseconds(0), kSlice);  // 0 on the last: one more try
+    }
+    dlock::Lease lease;
+    try {
+      lease = lock.acquire(options.key, slice);
+    } catch (const dlock::ConnectionError& error) {
+      const Steady::time_point now = Steady::now();
+      const Steady::time_point until = budget.failedAt(now);
+      if (now >= until) throw spentBudget(options, budget.outageAt(now), outageTolerance, error);
+      const auto pause = std::min(backoff.next(), std::chrono::ceil<milliseconds>(until - now));
+      if (std::optional<int> signo = supervisor.waitForInterrupt(pause)) return {dlock::Lease(), signo};
+      continue;
+    }
+    budget.answered();
+    backoff.reset();
+    if (lease || (bounded && Steady::now() >= deadline)) return {std::move(lease), std::nullopt};
+  }
+}
+
+}  // namespace
+
+Acquired acquireInterruptibly(const std::shared_ptr<dlock::ILock>& lock, const CliOptions& options,
+                              Supervisor& supervisor, milliseconds outageTolerance) {
+  const bool once = options.wait && options.wait->count() == 0;
+  if (once) {
+    dlock::AcquireOptions tryOnce;
+    tryOnce.waitTime = milliseconds(0);
+    return {lock->acquire(options.key, tryOnce), std::nullopt};
+  }
+  if (options.fair) return acquireFair(lock, options, supervisor);
+  return acquireInSlices(*lock, options, supervisor, outageTolerance);
+}
+
+}  // namespace dlock::cli
