@@ -33,21 +33,62 @@ else()
 endif()
 configure_package_config_file(cmake/dlockConfig.cmake.in
   ${PROJECT_BINARY_DIR}/dlockConfig.cmake INSTALL_DESTINATION ${DLOCK_CMAKE_DIR})
+# The version policy (CHANGELOG.md): before 1.0 a minor release may break the API, so
+# find_package(dlock 0.2) accepts 0.2.x only; from 1.0, any later release of the same major.
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(compatibility SameMinorVersion)
+else()
+  set(compatibility SameMajorVersion)
+endif()
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/dlockConfigVersion.cmake
-  COMPATIBILITY SameMajorVersion)
+  COMPATIBILITY ${compatibility})
 install(FILES ${PROJECT_BINARY_DIR}/dlockConfig.cmake ${PROJECT_BINARY_DIR}/dlockConfigVersion.cmake
   cmake/FindHiredis.cmake DESTINATION ${DLOCK_CMAKE_DIR})
 
-# pkg-config. `pkg-config --cflags --libs dlock` must link either kind of dlock, without --static:
-# a static dlock (the default) carries undefined references to hiredis and spdlog, so it names them
-# in Requires (hiredis, spdlog and OpenSSL; pkg-config adds their -l flags and search paths); a shared one links them itself, so
-# they go in Requires.private (--static only). Threads come as -pthread in Libs either way.
-if(BUILD_SHARED_LIBS)
+# pkg-config. `pkg-config --cflags --libs dlock` links either kind of dlock without --static, and
+# its Cflags are dlock's include directory alone: no installed header includes hiredis or spdlog,
+# and their flags (-I/usr/include/hiredis, -DSPDLOG_COMPILED_LIB, ...) would clash with a
+# consumer's own spdlog. Naming them in Requires.private would not keep those out: pkg-config
+# (pkgconf) adds Requires.private modules' Cflags to every --cflags. So their link flags, taken
+# from pkg-config now, go in Libs (a static dlock needs them at every link) or Libs.private (a
+# shared one links them itself), and the modules are named nowhere.
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(DLOCK_PC_DEPS QUIET hiredis spdlog libssl libcrypto)
+endif()
+if(DLOCK_PC_DEPS_FOUND)
+  set(dep_libs "")
+  foreach(dir IN LISTS DLOCK_PC_DEPS_LIBRARY_DIRS)
+    if(NOT dir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
+      list(APPEND dep_libs "-L${dir}")
+    endif()
+  endforeach()
+  list(TRANSFORM DLOCK_PC_DEPS_LIBRARIES PREPEND "-l" OUTPUT_VARIABLE dep_names)
+  list(APPEND dep_libs ${dep_names})
+  list(REMOVE_DUPLICATES dep_libs)
+  list(JOIN dep_libs " " dep_libs)
   set(DLOCK_PC_REQUIRES "")
-  set(DLOCK_PC_REQUIRES_PRIVATE "hiredis, spdlog, libssl, libcrypto")
-else()
-  set(DLOCK_PC_REQUIRES "hiredis, spdlog, libssl, libcrypto")
   set(DLOCK_PC_REQUIRES_PRIVATE "")
+  if(BUILD_SHARED_LIBS)
+    set(DLOCK_PC_LIBS "")
+    set(DLOCK_PC_LIBS_PRIVATE "${dep_libs}")
+  else()
+    set(DLOCK_PC_LIBS " ${dep_libs}")
+    set(DLOCK_PC_LIBS_PRIVATE "")
+  endif()
+else()
+  # No pkg-config here, or no .pc file of a dependency: name the modules (Requires for a static
+  # dlock, so no --static is needed), and their Cflags come along.
+  message(STATUS "dlock: dlock.pc names hiredis, spdlog and OpenSSL as modules (pkg-config could not list their libraries)")
+  if(BUILD_SHARED_LIBS)
+    set(DLOCK_PC_REQUIRES "")
+    set(DLOCK_PC_REQUIRES_PRIVATE "hiredis, spdlog, libssl, libcrypto")
+  else()
+    set(DLOCK_PC_REQUIRES "hiredis, spdlog, libssl, libcrypto")
+    set(DLOCK_PC_REQUIRES_PRIVATE "")
+  endif()
+  set(DLOCK_PC_LIBS "")
+  set(DLOCK_PC_LIBS_PRIVATE "")
 endif()
 
 # prefix: relative to the .pc file's own directory (pkg-config's ${pcfiledir}), unless the
