@@ -10,22 +10,24 @@
 #                                               dlockTargets*.cmake, FindHiredis.cmake
 #   <prefix>/<libdir>/pkgconfig/dlock.pc
 #   <prefix>/bin/dlock                          the command (tools/dlock), with DLOCK_BUILD_TOOLS
+# Install components: `dev` (all but the command) and `command`; DlockPackage.cmake makes a Debian
+# package of each.
 include(CMakePackageConfigHelpers)
 set(DLOCK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)
 set(DLOCK_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # The target carries its include directory as $<INSTALL_INTERFACE:include> already.
-install(TARGETS dlock EXPORT dlockTargets
+install(TARGETS dlock EXPORT dlockTargets COMPONENT dev
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 get_property(dlock_include_dirs GLOBAL PROPERTY DLOCK_PUBLIC_INCLUDE_DIRS)
 foreach(dir IN LISTS dlock_include_dirs)
-  install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 endforeach()
 
 # CMake package.
-install(EXPORT dlockTargets NAMESPACE dlock:: DESTINATION ${DLOCK_CMAKE_DIR})
+install(EXPORT dlockTargets NAMESPACE dlock:: DESTINATION ${DLOCK_CMAKE_DIR} COMPONENT dev)
 if(BUILD_SHARED_LIBS)
   set(DLOCK_PACKAGE_STATIC OFF)
 else()
@@ -43,7 +45,7 @@ endif()
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/dlockConfigVersion.cmake
   COMPATIBILITY ${compatibility})
 install(FILES ${PROJECT_BINARY_DIR}/dlockConfig.cmake ${PROJECT_BINARY_DIR}/dlockConfigVersion.cmake
-  cmake/FindHiredis.cmake DESTINATION ${DLOCK_CMAKE_DIR})
+  cmake/FindHiredis.cmake DESTINATION ${DLOCK_CMAKE_DIR} COMPONENT dev)
 
 # pkg-config. `pkg-config --cflags --libs dlock` links either kind of dlock without --static, and
 # its Cflags are dlock's include directory alone: no installed header includes hiredis or spdlog,
@@ -105,4 +107,6 @@ else()
   set(DLOCK_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
 configure_file(cmake/dlock.pc.in ${PROJECT_BINARY_DIR}/dlock.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/dlock.pc DESTINATION ${DLOCK_PKGCONFIG_DIR})
+install(FILES ${PROJECT_BINARY_DIR}/dlock.pc DESTINATION ${DLOCK_PKGCONFIG_DIR} COMPONENT dev)
+
+include(DlockPackage)
