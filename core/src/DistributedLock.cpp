@@ -121,7 +121,11 @@ Lease DistributedLock::doAcquireLease(std::string_view key, Deadline deadline,
 
 void DistributedLock::doOnLockLost(LostHandler handler) { core_->setLostHandler(std::move(handler)); }
 
-LockStats DistributedLock::doStats() const { return core_->stats(); }
+LockStats DistributedLock::doStats() const {
+  LockStats stats = core_->stats();
+  stats.name = core_->options().name;
+  return stats;
+}
 
 const std::string& DistributedLock::doDefaultKey() const noexcept { return core_->options().defaultKey; }
 

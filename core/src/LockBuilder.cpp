@@ -43,6 +43,11 @@ LockBuilder& LockBuilder::defaultKey(std::string key) {
   return *this;
 }
 
+LockBuilder& LockBuilder::name(std::string name) {
+  options_.name = std::move(name);
+  return *this;
+}
+
 LockBuilder& LockBuilder::ownerLabel(std::string text) {
   options_.ownerLabel = std::move(text);
   return *this;

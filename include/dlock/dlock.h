@@ -22,6 +22,7 @@
 // The lock over any backend.
 #include "dlock/core/DefaultLock.h"
 #include "dlock/core/LockBuilder.h"
+#include "dlock/core/Metrics.h"
 #include "dlock/core/RequestIdHolder.h"
 #include "dlock/core/Token.h"
 #include "dlock/core/WaitStrategies.h"

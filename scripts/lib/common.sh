@@ -6,7 +6,7 @@ DLOCK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 # The Debian packages the build, the tests and the demo need.
 DLOCK_PACKAGES=(cmake g++ make pkg-config libhiredis-dev libssl-dev libspdlog-dev doctest-dev
-                redis-server redis-sentinel redis-tools openssl)
+                redis-server redis-sentinel redis-tools openssl python3-prometheus-client)
 
 log() { printf '[dlock] %s\n' "$*" >&2; }
 

@@ -107,23 +107,6 @@ void settleInvoice(const std::string& invoiceId) {
   (void)fence;
 }
 
-#include <dlock/core/LockBuilder.h>
-#include <dlock/memory/MemoryOperator.h>
-#include <dlock/memory/VirtualClock.h>
-
-void leaseExpiresOnTheVirtualClock() {
-  auto clock = std::make_shared<dlock::VirtualClock>();
-  auto backend = std::make_shared<dlock::MemoryOperator>(clock);
-  auto lock = dlock::LockBuilder().backend(backend).clock(clock).leaseTime(std::chrono::seconds(30)).build();
-
-  bool taken = lock->tryLock("job");
-  clock->advance(std::chrono::seconds(30));  // no sleeping: the lease ends now
-  bool stillHeld = lock->isHeld("job");      // false
-  backend->failNextCalls(1);                 // the next backend call throws ConnectionError
-  (void)taken;
-  (void)stillHeld;
-}
-
 #include <mutex>
 
 void transfer(dlock::ILock& lock) {
@@ -143,21 +126,68 @@ void handOff(dlock::ILock& lock) {
   options.waitTime = std::chrono::seconds(1);  // unset: wait as long as it takes; zero: try once
   dlock::Lease lease = lock.acquire("batch:7", options);
   if (!lease) return;  // timed out
-  std::uint64_t fence = lease.fencingToken();
-  std::thread worker([held = std::move(lease)]() mutable {
-    // ... work ...
-    held.release();  // or let the destructor do it
+  std::thread([held = std::move(lease)]() mutable { held.release(); }).join();  // any thread may release it
+}
+
+void destroyWhileHolding(std::shared_ptr<dlock::IOperator> backend) {
+  auto lock = dlock::LockBuilder().backend(std::move(backend)).build();
+  if (!lock->tryLock("nightly")) return;
+  lock.reset();  // sends no release: "nightly" stays held until its lease ends
+}
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+
+void routeDlockLogs() {  // at start-up, before the first connect() or build()
+  auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>("/var/log/orders/dlock.log");
+  auto logger = std::make_shared<spdlog::logger>("dlock", sink);
+  logger->set_level(spdlog::level::info);
+  spdlog::register_logger(logger);  // dlock uses this one from now on
+}
+
+void debugDlock() { spdlog::get("dlock")->set_level(spdlog::level::debug); }
+
+#include <dlock/core/Metrics.h>
+
+template <class Server>  // cpp-httplib's shape: server.Get(path, handler(request, response))
+void serveLockMetrics(Server& server, std::vector<std::shared_ptr<dlock::ILock>> locks) {
+  server.Get("/metrics", [locks](const auto& /*request*/, auto& response) {
+    response.set_content(dlock::formatMetrics(locks), dlock::kMetricsContentType);
   });
-  worker.join();
-  (void)fence;
 }
 // clang-format on
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <stdexcept>
 
 #include "dlock/core/DefaultLock.h"
+#include "dlock/memory/VirtualClock.h"
+
+namespace {
+
+// An HTTP server of cpp-httplib's shape that records the handler it is given.
+struct FakeHttpServer {
+  struct Request {};
+  struct Response {
+    std::string body;
+    std::string contentType;
+    void set_content(const std::string& content, const char* type) {
+      body = content;
+      contentType = type;
+    }
+  };
+  std::string path;
+  std::function<void(const Request&, Response&)> handler;
+  template <class Handler>
+  void Get(const std::string& at, Handler h) {  // NOLINT(readability-identifier-naming): httplib's name
+    path = at;
+    handler = std::move(h);
+  }
+};
+
+}  // namespace
 
 TEST_SUITE("Readme") {
   TEST_CASE("the README's guard releases the key when the critical section throws") {
@@ -185,7 +215,6 @@ TEST_SUITE("Readme") {
     auto fair = fairLock(std::make_shared<dlock::MemoryOperator>());
     CHECK(fair->tryLock("queue:1", std::chrono::milliseconds(0)));
     fair->unlock("queue:1");
-    leaseExpiresOnTheVirtualClock();
     startUp(lock);
     shipOrder("42");
     nightlyReport();
@@ -194,5 +223,35 @@ TEST_SUITE("Readme") {
     CHECK(lock->stats().lostLeases == 0);
     CHECK_FALSE(lock->isHeld("order:42"));
     CHECK_FALSE(lock->isHeld("invoice:7"));
+  }
+
+  TEST_CASE("destroying a lock that holds a key releases nothing; the lease ends it") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    auto backend = std::make_shared<dlock::MemoryOperator>(clock);
+    destroyWhileHolding(backend);
+    CHECK_FALSE(backend->holderOf("nightly").empty());
+    auto other = dlock::LockBuilder().backend(backend).clock(clock).build();
+    bool taken = true;
+    std::thread([&] { taken = other->tryLock("nightly"); }).join();
+    CHECK_FALSE(taken);
+    clock->advance(std::chrono::seconds(30));  // the watchdog lease, unrenewed since the lock went
+    std::thread([&] {
+      taken = other->tryLock("nightly");
+      if (taken) other->unlock("nightly");
+    }).join();
+    CHECK(taken);
+  }
+
+  TEST_CASE("the README's metrics handler serves formatMetrics with its content type") {
+    auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).name("orders").build();
+    REQUIRE(lock->tryLock("k"));
+    lock->unlock("k");
+    FakeHttpServer server;
+    serveLockMetrics(server, {lock});
+    FakeHttpServer::Response response;
+    server.handler({}, response);
+    CHECK(server.path == "/metrics");
+    CHECK(response.contentType == dlock::kMetricsContentType);
+    CHECK(response.body.find("\ndlock_acquisitions_total{lock=\"orders\"} 1\n") != std::string::npos);
   }
 }

@@ -18,6 +18,9 @@ struct LockOptions {
   std::chrono::milliseconds watchdogLease{std::chrono::seconds(30)};
   // The key of the overloads without one (java.util.concurrent.locks.Lock has no key).
   std::string defaultKey = "default";
+  // The lock's name in stats() and the label of its metrics (dlock::formatMetrics); give each
+  // lock a service exports its own.
+  std::string name = "default";
   // How long lock(key), which has no timeout, keeps retrying a backend it cannot reach (a
   // failover, a restart) before it throws ConnectionError, so a dead Redis never hangs a service
   // for ever. Waits with a timeout (tryLock(key, t), acquire with a wait) retry within their own

@@ -35,6 +35,8 @@ class LockBuilder {
   // How long lock(key) without a timeout rides out an unreachable backend (LockOptions).
   LockBuilder& outageTolerance(std::chrono::milliseconds tolerance);
   LockBuilder& defaultKey(std::string key);
+  // The lock's name in stats() and its metrics' label (LockOptions::name, default "default").
+  LockBuilder& name(std::string name);
   // Records who holds each lease, shown by inspect() and `dlock status`: "host=<name> pid=<id>",
   // then `text` when given (LockOptions::ownerLabel). The backend adds when it granted the lease.
   // Off by default: a lock without it writes nothing more than the lease.

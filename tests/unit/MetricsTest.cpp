@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlock/LockError.h"
+#include "dlock/core/LockBuilder.h"
+#include "dlock/core/Metrics.h"
+#include "dlock/memory/MemoryOperator.h"
+#include "dlock/memory/VirtualClock.h"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+bool hasLine(const std::string& text, const std::string& line) {
+  return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
+}
+
+std::size_t occurrences(const std::string& text, const std::string& needle) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
+  return count;
+}
+
+// Tries `key` once from another thread (another owner); true if it got it (then releases it).
+bool otherThreadTakes(dlock::ILock& lock, const std::string& key, std::chrono::milliseconds timeout) {
+  bool taken = false;
+  std::thread other([&] {
+    taken = lock.tryLock(key, timeout);
+    if (taken) lock.unlock(key);
+  });
+  other.join();
+  return taken;
+}
+
+}  // namespace
+
+TEST_SUITE("Metrics") {
+  TEST_CASE("each counter is a sample labelled with the lock's name") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    auto lock = dlock::LockBuilder()
+                    .backend(std::make_shared<dlock::MemoryOperator>(clock))
+                    .clock(clock)
+                    .leaseTime(30s)
+                    .name("orders")
+                    .build();
+    REQUIRE(lock->tryLock("a"));
+    REQUIRE(lock->tryLock("a"));  // a reentry
+    CHECK_FALSE(otherThreadTakes(*lock, "a", 0ms));
+    lock->unlock("a");
+    lock->unlock("a");
+    REQUIRE(lock->tryLock("b"));
+    clock->advance(31s);
+    CHECK_THROWS_AS(lock->unlock("b"), dlock::LockLostError);
+
+    CHECK(lock->stats().name == "orders");
+    const std::string text = dlock::formatMetrics(*lock);
+    CHECK(hasLine(text, "# TYPE dlock_acquisitions_total counter"));
+    CHECK(hasLine(text, "dlock_acquisitions_total{lock=\"orders\"} 2"));
+    CHECK(hasLine(text, "dlock_reentries_total{lock=\"orders\"} 1"));
+    CHECK(hasLine(text, "dlock_failed_tries_total{lock=\"orders\"} 1"));
+    CHECK(hasLine(text, "dlock_attempts_total{lock=\"orders\"} 3"));
+    CHECK(hasLine(text, "dlock_lost_leases_total{lock=\"orders\"} 1"));
+    CHECK(hasLine(text, "dlock_outage_retries_total{lock=\"orders\"} 0"));
+    // The other thread's try found the key held: one wait, of no time, in the first bucket.
+    CHECK(hasLine(text, "# TYPE dlock_wait_seconds histogram"));
+    CHECK(hasLine(text, "dlock_wait_seconds_bucket{lock=\"orders\",le=\"0.001\"} 1"));
+    CHECK(hasLine(text, "dlock_wait_seconds_bucket{lock=\"orders\",le=\"+Inf\"} 1"));
+    CHECK(hasLine(text, "dlock_wait_seconds_count{lock=\"orders\"} 1"));
+  }
+
+  TEST_CASE("a wait that timed out is counted in the bucket its duration falls in") {
+    auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).leaseTime(30s).build();
+    REQUIRE(lock->tryLock("k"));
+    CHECK_FALSE(otherThreadTakes(*lock, "k", 20ms));  // held throughout: waits the 20 ms, then times out
+    lock->unlock("k");
+
+    const dlock::LockStats stats = lock->stats();
+    CHECK(stats.waits.count() == 1);
+    CHECK(stats.waitTime >= 20ms);
+    const auto& bounds = dlock::WaitHistogram::kBoundsMillis;
+    const auto bucket =
+        static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), stats.waitTime.count()) - bounds.begin());
+    CHECK(stats.waits.counts[bucket] == 1);
+  }
+
+  TEST_CASE("buckets are cumulative, end at +Inf, and the sum is the wait time in seconds") {
+    dlock::LockStats stats;
+    stats.name = "w";
+    stats.waits.counts[0] = 1;   // <= 1 ms
+    stats.waits.counts[4] = 2;   // <= 50 ms
+    stats.waits.counts.back() = 1;  // above 30 s
+    stats.waitTime = 31075ms;
+    const std::string text = dlock::formatMetrics(std::vector<dlock::LockStats>{stats});
+    CHECK(hasLine(text, "dlock_wait_seconds_bucket{lock=\"w\",le=\"0.001\"} 1"));
+    CHECK(hasLine(text, "dlock_wait_seconds_bucket{lock=\"w\",le=\"0.025\"} 1"));
+    CHECK(hasLine(text, "dlock_wait_seconds_bucket{lock=\"w\",le=\"0.05\"} 3"));
+    CHECK(hasLine(text, "dlock_wait_seconds_bucket{lock=\"w\",le=\"30\"} 3"));
+    CHECK(hasLine(text, "dlock_wait_seconds_bucket{lock=\"w\",le=\"+Inf\"} 4"));
+    CHECK(hasLine(text, "dlock_wait_seconds_sum{lock=\"w\"} 31.075"));
+    CHECK(hasLine(text, "dlock_wait_seconds_count{lock=\"w\"} 4"));
+  }
+
+  TEST_CASE("a name's backslash, double quote and line feed are escaped in the label") {
+    dlock::LockStats stats;
+    stats.name = "pay \"eu\"\\west\n2";
+    const std::string text = dlock::formatMetrics(std::vector<dlock::LockStats>{stats});
+    CHECK(hasLine(text, "dlock_acquisitions_total{lock=\"pay \\\"eu\\\"\\\\west\\n2\"} 0"));
+  }
+
+  TEST_CASE("several locks share each family's HELP and TYPE; two with one name are a ConfigError") {
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    auto orders = dlock::LockBuilder().backend(backend).name("orders").build();
+    auto payments = dlock::LockBuilder().backend(backend).name("payments").build();
+    const std::string text = dlock::formatMetrics({orders, payments});
+    CHECK(occurrences(text, "# TYPE dlock_acquisitions_total ") == 1);
+    CHECK(occurrences(text, "# HELP dlock_wait_seconds ") == 1);
+    CHECK(hasLine(text, "dlock_acquisitions_total{lock=\"orders\"} 0"));
+    CHECK(hasLine(text, "dlock_acquisitions_total{lock=\"payments\"} 0"));
+
+    auto unnamed = dlock::LockBuilder().backend(backend).build();
+    auto alsoUnnamed = dlock::LockBuilder().backend(backend).build();
+    CHECK(unnamed->stats().name == "default");
+    CHECK_THROWS_AS((void)dlock::formatMetrics({unnamed, alsoUnnamed}), dlock::ConfigError);
+  }
+}
