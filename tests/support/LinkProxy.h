@@ -88,6 +88,12 @@ class LinkProxy {
   void holdNewConnections();
   // Waits until a held connection has sent bytes containing `text`; false when `budget` ran out.
   [[nodiscard]] bool waitForHeld(std::string_view text, std::chrono::milliseconds budget);
+  // Holds, from then on until release(), what a connection sends once one read from its client
+  // contains `marker` (that read included): one connection's command waits on the path while the
+  // others pass, as a segment retransmitted after a short partition does.
+  void holdClientsSending(std::string marker);
+  // Waits until no held connection is open (the target closed it, say); false when `budget` ran out.
+  [[nodiscard]] bool waitUntilNoneHeld(std::chrono::milliseconds budget);
   // Forwards everything held, and holds nothing more.
   void release();
 
