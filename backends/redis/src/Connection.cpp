@@ -71,6 +71,8 @@ void Connection::handshake(const ConnectionOptions& options) {
   }
   if (options.db != 0) append({"SELECT", db});
   append({"CLIENT", "INFO"});
+  // A TLS port resets a plain client at its first bytes: only here may a close say so.
+  maybeTlsPort_ = options.unixSocket.empty() && !options.tls.enabled;
   if (auth) {
     const ReplyPtr reply = readReply();
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -85,6 +87,7 @@ void Connection::handshake(const ConnectionOptions& options) {
   }
   // Refused (a server before 6.2, an ACL without CLIENT): the connection works, only unnamed.
   identity_ = readClientInfo(*readReply());
+  maybeTlsPort_ = false;
 }
 
 Connection::~Connection() = default;
@@ -130,7 +133,7 @@ bool Connection::readOnce(Deadline deadline, bool wait, bool justAsked) {
   }
   while (true) {
     if (step.bytes == 0 && !step.closed) step = transport_->read(buffer, sizeof buffer);
-    if (step.closed) throwClosedError("reading a reply from " + address_, firstByte_ < 0);
+    if (step.closed) throwClosedError("reading a reply from " + address_, maybeTlsPort_ && firstByte_ < 0);
     if (step.bytes > 0) {
       if (firstByte_ < 0) firstByte_ = static_cast<unsigned char>(buffer[0]);
       if (redisReaderFeed(reader_.get(), buffer, step.bytes) != REDIS_OK) throw std::bad_alloc();

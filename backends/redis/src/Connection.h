@@ -92,6 +92,7 @@ class Connection {
   std::size_t written_ = 0;  // of output_
   std::chrono::milliseconds readTimeout_;
   int firstByte_ = -1;  // the first byte received, for the protocol-error hint
+  bool maybeTlsPort_ = false;  // in the handshake of a plain TCP connection: a close may mean a TLS port
   bool broken_ = false;
   bool timedOut_ = false;
 };
