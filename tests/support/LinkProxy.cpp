@@ -191,9 +191,10 @@ class LinkProxy::Impl {
     });
   }
   void release();
-  void loseNextReply() {
+  void loseNextReply(std::string marker) {
     std::lock_guard<std::mutex> guard(mutex_);
     loseArmed_ = true;
+    loseMarker_ = std::move(marker);
   }
   bool waitReplyLost(std::chrono::milliseconds budget) {
     std::unique_lock<std::mutex> guard(mutex_);
@@ -252,6 +253,7 @@ class LinkProxy::Impl {
   bool holdNew_ = false;                            // guarded by mutex_
   std::string holdMarker_;                          // guarded by mutex_; holdClientsSending, empty when off
   bool loseArmed_ = false;                          // guarded by mutex_
+  std::string loseMarker_;                          // guarded by mutex_; empty: any request
   bool replyLost_ = false;                          // guarded by mutex_
   std::uint64_t resetsAsked_ = 0;                   // guarded by mutex_
   std::uint64_t resetsDone_ = 0;                    // guarded by mutex_
@@ -492,7 +494,7 @@ void LinkProxy::Impl::readSide(Connection& connection, bool fromClient, Clock::t
     connection.replication = connection.replication || namesReplication(connection.sniffed);
   }
   if (fromClient && !holdMarker_.empty() && chunk.bytes.find(holdMarker_) != std::string::npos) connection.held = true;
-  if (fromClient && loseArmed_) {
+  if (fromClient && loseArmed_ && (loseMarker_.empty() || chunk.bytes.find(loseMarker_) != std::string::npos)) {
     loseArmed_ = false;
     chunk.losesReply = true;
   }
@@ -700,7 +702,7 @@ bool LinkProxy::waitForHeld(std::string_view text, std::chrono::milliseconds bud
 }
 void LinkProxy::release() { impl_->release(); }
 
-void LinkProxy::loseNextReply() { impl_->loseNextReply(); }
+void LinkProxy::loseNextReply(std::string marker) { impl_->loseNextReply(std::move(marker)); }
 bool LinkProxy::waitReplyLost(std::chrono::milliseconds budget) { return impl_->waitReplyLost(budget); }
 
 }  // namespace dlock::test

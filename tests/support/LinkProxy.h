@@ -97,9 +97,10 @@ class LinkProxy {
   // Forwards everything held, and holds nothing more.
   void release();
 
-  // The next request a client sends is forwarded; once the target has answered it (so the
-  // command ran), that connection is closed without passing the answer on (the older FaultProxy).
-  void loseNextReply();
+  // The next request a client sends (the next holding `marker`, when given: a command after a
+  // fresh connection's handshake) is forwarded; once the target has answered it (so the command
+  // ran), that connection is closed without passing the answer on (the older FaultProxy).
+  void loseNextReply(std::string marker = {});
   // True once a reply was lost as asked; false when `budget` passed first.
   [[nodiscard]] bool waitReplyLost(std::chrono::milliseconds budget);
 
