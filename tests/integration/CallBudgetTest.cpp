@@ -65,6 +65,30 @@ std::vector<std::chrono::milliseconds> timedCalls(dlock::IOperator& backend) {
   return took;
 }
 
+// A pool of one server whose reconnect back-off is `backoff`, every step.
+std::unique_ptr<dlock::detail::ConnectionPool> poolWithBackoff(const RedisProcess& server,
+                                                               std::chrono::milliseconds backoff) {
+  dlock::ConnectionOptions where;
+  where.host = server.host();
+  where.port = server.port();
+  dlock::PoolOptions options;
+  options.reconnectBackoff = backoff;
+  options.maxReconnectBackoff = backoff;
+  return std::make_unique<dlock::detail::ConnectionPool>(where, options);
+}
+
+// Whether a connection borrowed inside a budget ending at `deadline` answers PING.
+bool answersWithin(dlock::detail::ConnectionPool& pool, Clock::time_point deadline) {
+  CallBudget scope(deadline);
+  try {
+    auto connection = pool.borrow();
+    return connection->command({"PING"})->type == REDIS_REPLY_STATUS;
+  } catch (const dlock::ConnectionError& error) {
+    MESSAGE("answered: " << std::string(error.what()));
+    return false;
+  }
+}
+
 void checkWithinBudget(const std::string& server, const std::vector<std::chrono::milliseconds>& took) {
   MESSAGE(server << ": " << kRuns << " calls in a " << kBudget.count() << " ms budget took p50 "
                  << took[took.size() / 2].count() << " ms, max " << took.back().count() << " ms");
@@ -100,32 +124,17 @@ TEST_SUITE("CallBudget") {
 
   TEST_CASE("a call with budget left during the pool's reconnect back-off connects once the server is back") {
     RedisProcess server;
-    dlock::ConnectionOptions where;
-    where.host = server.host();
-    where.port = server.port();
-    dlock::PoolOptions options;
-    options.reconnectBackoff = 2s;  // the back-off ends well after the server is back
-    options.maxReconnectBackoff = 2s;
-    dlock::detail::ConnectionPool pool(where, options);
+    const auto pool = poolWithBackoff(server, 2s);  // the back-off ends well after the server is back
     server.kill();
-    CHECK_THROWS_AS((void)pool.borrow(), dlock::ConnectionError);  // the back-off starts
+    CHECK_THROWS_AS((void)pool->borrow(), dlock::ConnectionError);  // the back-off starts
 
     // A caller without a budget is answered from memory: the herd stays off the server.
-    CHECK_THROWS_WITH_AS((void)pool.borrow(), doctest::Contains("retrying after a back-off"), dlock::ConnectionError);
+    CHECK_THROWS_WITH_AS((void)pool->borrow(), doctest::Contains("retrying after a back-off"), dlock::ConnectionError);
 
     // Started during the outage: it waits the back-off out and really connects.
     std::thread restart([&] { server.restart(); });
     const auto start = Clock::now();
-    bool answered = false;
-    {
-      CallBudget scope(start + 2800ms);
-      try {
-        auto connection = pool.borrow();
-        answered = connection->command({"PING"})->type == REDIS_REPLY_STATUS;
-      } catch (const dlock::ConnectionError& error) {
-        MESSAGE("answered: " << std::string(error.what()));
-      }
-    }
+    const bool answered = answersWithin(*pool, start + 2800ms);
     restart.join();
     CHECK(answered);
     CHECK(Clock::now() - start < 2800ms + kOverrun);
@@ -133,28 +142,13 @@ TEST_SUITE("CallBudget") {
 
   TEST_CASE("a call whose budget ends before the pool's back-off makes one real attempt at its deadline") {
     RedisProcess server;
-    dlock::ConnectionOptions where;
-    where.host = server.host();
-    where.port = server.port();
-    dlock::PoolOptions options;
-    options.reconnectBackoff = 10s;
-    options.maxReconnectBackoff = 10s;
-    dlock::detail::ConnectionPool pool(where, options);
+    const auto pool = poolWithBackoff(server, 10s);
     server.kill();
-    CHECK_THROWS_AS((void)pool.borrow(), dlock::ConnectionError);
+    CHECK_THROWS_AS((void)pool->borrow(), dlock::ConnectionError);
     server.restart();  // back, while the pool's back-off has 10 s to run
 
     const auto start = Clock::now();
-    bool answered = false;
-    {
-      CallBudget scope(start + 300ms);
-      try {
-        auto connection = pool.borrow();
-        answered = connection->command({"PING"})->type == REDIS_REPLY_STATUS;
-      } catch (const dlock::ConnectionError& error) {
-        MESSAGE("answered: " << std::string(error.what()));
-      }
-    }
+    const bool answered = answersWithin(*pool, start + 300ms);
     const auto took = Clock::now() - start;
     CHECK(answered);
     CHECK(took >= 300ms);  // it waited for its deadline before connecting: no herd before it
