@@ -38,7 +38,8 @@ std::string fixForRefusal(std::string_view error, bool overUnix) {
   }
   if (mentions(error, "NOPERM")) {
     return "the ACL user may not run a command dlock needs (NOPERM): grant it PING, EVALSHA, EVAL, SCRIPT, "
-           "PUBLISH and SUBSCRIBE (SPUBLISH, SSUBSCRIBE on a cluster)";
+           "PUBLISH and SUBSCRIBE (SPUBLISH, SSUBSCRIBE on a cluster), and CLIENT INFO and CLIENT KILL (to close "
+           "a timed-out acquire's connection)";
   }
   if (mentions(error, "DB index is out of range")) {
     return overUnix ? "the server has no such database: check db= in the URI (unix:///path/redis.sock?db=N)"
