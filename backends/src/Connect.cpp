@@ -32,7 +32,12 @@ std::shared_ptr<IOperator> connectParsed(const ParsedUri& uri, NodeTimeout nodeT
 std::shared_ptr<IOperator> connect(std::string_view uri, const ConnectOptions& options) {
   ParsedUri parsed = parseUri(uri);
   if (options.lazy) parsed.options[std::string(detail::kLazyConnect.name)] = "true";  // as if the URI said so
-  return detail::connectParsed(parsed);
+  try {
+    return detail::connectParsed(parsed);
+  } catch (const ConnectionError& error) {
+    if (!options.suggestLazy) throw;
+    throw ConnectionError(std::string(error.what()) + " (lazy_connect=true defers this check to the first call)");
+  }
 }
 
 }  // namespace dlock

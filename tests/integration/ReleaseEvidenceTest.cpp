@@ -102,7 +102,7 @@ TEST_SUITE("ReleaseEvidence") {
     holder->unlock("warm");
     REQUIRE(holder->tryLock("k"));
     proxy.resetAll();       // the pooled connection dies idle: the pool retries on a fresh one ...
-    proxy.loseNextReply();  // ... whose reply is lost, so no try answers
+    proxy.loseNextReply("EVALSHA");  // ... whose reply is lost (after its handshake), so no try answers
     CHECK_THROWS_AS(holder->unlock("k"), dlock::ConnectionError);
     CHECK(proxy.waitReplyLost(dlock::test::kEventBudget));
     REQUIRE(other->tryLock("k"));  // the release ran: the key was free for the next owner

@@ -140,7 +140,7 @@ TEST_SUITE("Subscriber") {
     // The subscriber's connection dies; what it sends on the next one is held back by the proxy:
     // its SUBSCRIBE, and the PING it adds after a second without replies. The window has then
     // lasted that second, and a release in it reaches nobody.
-    proxy.holdNewConnections();
+    proxy.holdClientsSending("SUBSCRIBE");  // after the connect handshake, which the server answers
     REQUIRE(admin.ok({"CLIENT", "KILL", "TYPE", "pubsub"}).integer == 1);
     REQUIRE(proxy.waitForHeld("SUBSCRIBE", 10s));
     REQUIRE(proxy.waitForHeld("PING", 10s));
@@ -203,7 +203,7 @@ TEST_SUITE("Subscriber") {
 
     // Allowed again, on a new connection whose SUBSCRIBE the proxy holds back: no answer yet.
     admin.ok({"ACL", "SETUSER", "default", "allchannels"});
-    proxy.holdNewConnections();
+    proxy.holdClientsSending("SUBSCRIBE");
     REQUIRE(admin.ok({"CLIENT", "KILL", "TYPE", "normal"}).integer >= 1);  // the refused one has no channel
     REQUIRE(proxy.waitForHeld("SUBSCRIBE", 10s));
     // The old refusal is not this connection's answer: the watch waits for one, and has none in time.

@@ -180,10 +180,21 @@ class LinkProxy::Impl {
     holdNew_ = true;
   }
   bool waitForHeld(std::string_view text, std::chrono::milliseconds budget);
+  void holdClientsSending(std::string marker) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    holdMarker_ = std::move(marker);
+  }
+  bool waitUntilNoneHeld(std::chrono::milliseconds budget) {
+    std::unique_lock<std::mutex> guard(mutex_);
+    return changed_.wait_for(guard, budget, [&] {
+      return std::none_of(connections_.begin(), connections_.end(), [](const auto& entry) { return entry.second.held; });
+    });
+  }
   void release();
-  void loseNextReply() {
+  void loseNextReply(std::string marker) {
     std::lock_guard<std::mutex> guard(mutex_);
     loseArmed_ = true;
+    loseMarker_ = std::move(marker);
   }
   bool waitReplyLost(std::chrono::milliseconds budget) {
     std::unique_lock<std::mutex> guard(mutex_);
@@ -240,7 +251,9 @@ class LinkProxy::Impl {
   std::optional<std::size_t> cutOffset_;  // guarded by mutex_
   std::vector<std::pair<std::string, std::string>> rewrites_;  // guarded by mutex_
   bool holdNew_ = false;                            // guarded by mutex_
+  std::string holdMarker_;                          // guarded by mutex_; holdClientsSending, empty when off
   bool loseArmed_ = false;                          // guarded by mutex_
+  std::string loseMarker_;                          // guarded by mutex_; empty: any request
   bool replyLost_ = false;                          // guarded by mutex_
   std::uint64_t resetsAsked_ = 0;                   // guarded by mutex_
   std::uint64_t resetsDone_ = 0;                    // guarded by mutex_
@@ -357,6 +370,7 @@ void LinkProxy::Impl::release() {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     holdNew_ = false;
+    holdMarker_.clear();
     for (auto& [id, connection] : connections_) connection.held = false;
   }
   wake();
@@ -479,7 +493,8 @@ void LinkProxy::Impl::readSide(Connection& connection, bool fromClient, Clock::t
     connection.sniffed += chunk.bytes.substr(0, kSniffBytes - connection.sniffed.size());
     connection.replication = connection.replication || namesReplication(connection.sniffed);
   }
-  if (fromClient && loseArmed_) {
+  if (fromClient && !holdMarker_.empty() && chunk.bytes.find(holdMarker_) != std::string::npos) connection.held = true;
+  if (fromClient && loseArmed_ && (loseMarker_.empty() || chunk.bytes.find(loseMarker_) != std::string::npos)) {
     loseArmed_ = false;
     chunk.losesReply = true;
   }
@@ -631,6 +646,7 @@ void LinkProxy::Impl::run() {
     for (auto it = connections_.begin(); it != connections_.end();) {
       const std::optional<Clock::time_point> due = service(it->second, it->first, now);
       if (due && *due < next) next = *due;
+      if (it->second.closing && it->second.held) changed_.notify_all();  // waitUntilNoneHeld
       it = it->second.closing ? connections_.erase(it) : std::next(it);
     }
   }
@@ -679,12 +695,14 @@ std::size_t LinkProxy::openConnections() const { return impl_->openConnections()
 std::uint64_t LinkProxy::acceptedConnections() const { return impl_->acceptedConnections(); }
 
 void LinkProxy::holdNewConnections() { impl_->holdNewConnections(); }
+void LinkProxy::holdClientsSending(std::string marker) { impl_->holdClientsSending(std::move(marker)); }
+bool LinkProxy::waitUntilNoneHeld(std::chrono::milliseconds budget) { return impl_->waitUntilNoneHeld(budget); }
 bool LinkProxy::waitForHeld(std::string_view text, std::chrono::milliseconds budget) {
   return impl_->waitForHeld(text, budget);
 }
 void LinkProxy::release() { impl_->release(); }
 
-void LinkProxy::loseNextReply() { impl_->loseNextReply(); }
+void LinkProxy::loseNextReply(std::string marker) { impl_->loseNextReply(std::move(marker)); }
 bool LinkProxy::waitReplyLost(std::chrono::milliseconds budget) { return impl_->waitReplyLost(budget); }
 
 }  // namespace dlock::test

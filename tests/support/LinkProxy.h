@@ -88,12 +88,19 @@ class LinkProxy {
   void holdNewConnections();
   // Waits until a held connection has sent bytes containing `text`; false when `budget` ran out.
   [[nodiscard]] bool waitForHeld(std::string_view text, std::chrono::milliseconds budget);
+  // Holds, from then on until release(), what a connection sends once one read from its client
+  // contains `marker` (that read included): one connection's command waits on the path while the
+  // others pass, as a segment retransmitted after a short partition does.
+  void holdClientsSending(std::string marker);
+  // Waits until no held connection is open (the target closed it, say); false when `budget` ran out.
+  [[nodiscard]] bool waitUntilNoneHeld(std::chrono::milliseconds budget);
   // Forwards everything held, and holds nothing more.
   void release();
 
-  // The next request a client sends is forwarded; once the target has answered it (so the
-  // command ran), that connection is closed without passing the answer on (the older FaultProxy).
-  void loseNextReply();
+  // The next request a client sends (the next holding `marker`, when given: a command after a
+  // fresh connection's handshake) is forwarded; once the target has answered it (so the command
+  // ran), that connection is closed without passing the answer on (the older FaultProxy).
+  void loseNextReply(std::string marker = {});
   // True once a reply was lost as asked; false when `budget` passed first.
   [[nodiscard]] bool waitReplyLost(std::chrono::milliseconds budget);
 

@@ -37,6 +37,9 @@ namespace dlock {
 
 struct ConnectOptions {
   bool lazy = false;  // true: no check in connect(), as lazy_connect=true in the URI
+  // false: a failed check does not suggest lazy_connect=true (a caller that offers no such
+  // choice, as the dlock command).
+  bool suggestLazy = true;
 };
 
 [[nodiscard]] std::shared_ptr<IOperator> connect(std::string_view uri, const ConnectOptions& options = {});

@@ -10,6 +10,7 @@
 #include "PlainTransport.h"
 #include "Socket.h"
 #include "TlsTransport.h"
+#include "dlock/detail/CallBudget.h"
 #include "dlock/LockError.h"
 
 namespace dlock::detail {
@@ -38,7 +39,7 @@ void ignoreSigpipeByDefault() {
 }
 
 std::unique_ptr<Transport> open(const ConnectionOptions& options) {
-  const auto deadline = Steady::now() + options.connectTimeout;
+  const auto deadline = Steady::now() + CallBudget::cap(options.connectTimeout);
   std::unique_ptr<Socket> socket = Socket::connect(options, deadline);
   ignoreSigpipeByDefault();
   if (!options.tls.enabled) return std::make_unique<PlainTransport>(std::move(socket), options.address());
@@ -53,13 +54,27 @@ Connection::Connection(const ConnectionOptions& options)
       reader_(redisReaderCreate()),
       readTimeout_(options.commandTimeout) {
   if (!reader_) throw std::bad_alloc();
-  bool spoke = false;
-  if (!options.password.empty() || !options.user.empty()) {
-    Argv auth = {"AUTH"};
-    if (!options.user.empty()) auth.push_back(options.user);
-    auth.push_back(options.password);
-    ReplyPtr reply = command(auth);
-    spoke = true;
+  handshake(options);
+}
+
+// One round trip, pipelined: AUTH and SELECT where configured, then CLIENT INFO. Its reply is the
+// server answering (a pool says "reconnected" only after one; under TLS 1.3 a refused client
+// certificate shows at this first read) and names the connection for a later CLIENT KILL.
+void Connection::handshake(const ConnectionOptions& options) {
+  const bool auth = !options.password.empty() || !options.user.empty();
+  const std::string db = std::to_string(options.db);
+  if (auth) {
+    Argv argv = {"AUTH"};
+    if (!options.user.empty()) argv.push_back(options.user);
+    argv.push_back(options.password);
+    append(argv);
+  }
+  if (options.db != 0) append({"SELECT", db});
+  append({"CLIENT", "INFO"});
+  // A TLS port resets a plain client at its first bytes: only here may a close say so.
+  maybeTlsPort_ = options.unixSocket.empty() && !options.tls.enabled;
+  if (auth) {
+    const ReplyPtr reply = readReply();
     if (reply->type == REDIS_REPLY_ERROR) {
       // The reply names no secret, but say which user so the operator knows where to look.
       const std::string who = options.user.empty() ? "the default user" : "user '" + options.user + "'";
@@ -67,14 +82,12 @@ Connection::Connection(const ConnectionOptions& options)
     }
   }
   if (options.db != 0) {
-    const std::string db = std::to_string(options.db);
-    ReplyPtr reply = command({"SELECT", db});
-    spoke = true;
+    const ReplyPtr reply = readReply();
     if (reply->type == REDIS_REPLY_ERROR) throwReplyError(*reply, "SELECT " + db + " on " + address_);
   }
-  // Under TLS 1.3 a server refuses a client certificate (or its absence) after the handshake, at
-  // the client's first read: one round trip here makes that a connect failure.
-  if (options.tls.enabled && !spoke) (void)command({"PING"});
+  // Refused (a server before 6.2, an ACL without CLIENT): the connection works, only unnamed.
+  identity_ = readClientInfo(*readReply());
+  maybeTlsPort_ = false;
 }
 
 Connection::~Connection() = default;
@@ -120,7 +133,7 @@ bool Connection::readOnce(Deadline deadline, bool wait, bool justAsked) {
   }
   while (true) {
     if (step.bytes == 0 && !step.closed) step = transport_->read(buffer, sizeof buffer);
-    if (step.closed) throwClosedError("reading a reply from " + address_, firstByte_ < 0);
+    if (step.closed) throwClosedError("reading a reply from " + address_, maybeTlsPort_ && firstByte_ < 0);
     if (step.bytes > 0) {
       if (firstByte_ < 0) firstByte_ = static_cast<unsigned char>(buffer[0]);
       if (redisReaderFeed(reader_.get(), buffer, step.bytes) != REDIS_OK) throw std::bad_alloc();
@@ -160,7 +173,7 @@ ReplyPtr Connection::takeBufferedReply() {
 
 ReplyPtr Connection::readReply() {
   return guarded([&] {
-    const auto deadline = Steady::now() + readTimeout_;
+    const auto deadline = Steady::now() + CallBudget::cap(readTimeout_);
     bool justSent = flushUntil(deadline);
     while (true) {
       void* raw = nullptr;
@@ -180,7 +193,7 @@ ReplyPtr Connection::command(const Argv& argv) {
 }
 
 void Connection::flushWrites() {
-  guarded([&] { (void)flushUntil(Steady::now() + readTimeout_); });
+  guarded([&] { (void)flushUntil(Steady::now() + CallBudget::cap(readTimeout_)); });
 }
 
 void Connection::readAvailable() {

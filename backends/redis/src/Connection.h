@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Connection.h — one connection to one Redis server: connect timeout, command timeout, TCP
-// keep-alive, TLS, AUTH (password or ACL user + password), SELECT db.
+// keep-alive, TLS, AUTH (password or ACL user + password), SELECT db, and who it is on the server
+// (CLIENT INFO, for closing it there: ClientKill.h).
 //
 // dlock opens the socket (Socket.h) and runs the bytes through a Transport (plain, or TLS);
 // hiredis only formats commands (redisFormatCommandArgv) and parses replies (redisReader).
 // Commands go as binary-safe argv, never through a format string. An I/O error, EOF, protocol
 // error or timeout throws ConnectionError and marks the connection broken(): it is not reused
 // after an error. Error *replies* are returned to the caller, who knows which ones it can handle
-// (NOSCRIPT, MOVED, ...).
+// (NOSCRIPT, MOVED, ...). Every wait (connect, reply) is cut to the budget of the wait the call runs
+// inside (CallBudget.h).
 // Owner: one pool slot or one subscriber. Thread safety: not thread-safe.
 #pragma once
 
@@ -15,10 +17,12 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ClientKill.h"
 #include "Reply.h"
 #include "Transport.h"
 #include "dlock/common/RedisOptions.h"
@@ -29,9 +33,10 @@ using Argv = std::vector<std::string_view>;
 
 class Connection {
  public:
-  // Connects (and, over TLS, completes the handshake) within connectTimeout, then authenticates.
-  // ConnectionError when unreachable or the TLS handshake fails; ConfigError for an unreadable
-  // certificate or key file; BackendError when AUTH or SELECT is refused.
+  // Connects (and, over TLS, completes the handshake) within connectTimeout, then sends AUTH,
+  // SELECT and CLIENT INFO in one round trip, so a connection exists only once the server has
+  // answered. ConnectionError when unreachable or the TLS handshake fails; ConfigError for an
+  // unreadable certificate or key file; BackendError when AUTH or SELECT is refused.
   explicit Connection(const ConnectionOptions& options);
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -52,6 +57,8 @@ class Connection {
   // True when the failure that broke it was a reply timeout.
   [[nodiscard]] bool timedOut() const noexcept { return timedOut_; }
   [[nodiscard]] const std::string& address() const noexcept { return address_; }
+  // Who this connection is on its server; nullopt when the server would not say (ClientKill.h).
+  [[nodiscard]] const std::optional<ClientIdentity>& identity() const noexcept { return identity_; }
 
   // Non-blocking use by the subscriber: the socket, and the buffered-I/O steps of readReply
   // taken apart. Each throws ConnectionError (and breaks the connection) on failure.
@@ -62,6 +69,7 @@ class Connection {
 
  private:
   using Deadline = std::chrono::steady_clock::time_point;
+  void handshake(const ConnectionOptions& options);
   // Runs one I/O step; a failure breaks the connection.
   template <class Step>
   auto guarded(Step&& step) -> decltype(step());
@@ -77,12 +85,14 @@ class Connection {
     void operator()(redisReader* reader) const noexcept { redisReaderFree(reader); }
   };
   std::string address_;
+  std::optional<ClientIdentity> identity_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<redisReader, ReaderDeleter> reader_;
   std::string output_;      // formatted commands not yet written
   std::size_t written_ = 0;  // of output_
   std::chrono::milliseconds readTimeout_;
   int firstByte_ = -1;  // the first byte received, for the protocol-error hint
+  bool maybeTlsPort_ = false;  // in the handshake of a plain TCP connection: a close may mean a TLS port
   bool broken_ = false;
   bool timedOut_ = false;
 };

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "Errors.h"
+#include "dlock/detail/CallBudget.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock::detail {
@@ -52,9 +53,13 @@ void ConnectionPool::confirmServes(Connection& connection) {
 }
 
 ConnectionPool::Handle ConnectionPool::borrow() {
+  using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> guard(mutex_);
-  const bool forever = pool_.waitTimeout.count() == 0;
-  const auto deadline = std::chrono::steady_clock::now() + pool_.waitTimeout;
+  // A call inside a timed wait waits for a connection no longer than the wait has left.
+  const Clock::time_point budget = CallBudget::current();
+  const bool forever = pool_.waitTimeout.count() == 0 && budget == Clock::time_point::max();
+  const std::chrono::milliseconds wait = CallBudget::cap(pool_.waitTimeout);
+  const auto deadline = Clock::now() + wait;
   while (true) {
     if (!idle_.empty()) {
       std::unique_ptr<Connection> connection = std::move(idle_.back());
@@ -62,8 +67,16 @@ ConnectionPool::Handle ConnectionPool::borrow() {
       return Handle(*this, std::move(connection), true);
     }
     if (open_ < pool_.size) {
-      if (failures_ > 0 && std::chrono::steady_clock::now() < retryAt_) {
-        throw ConnectionError(lastError_ + " (retrying after a back-off)");
+      if (failures_ > 0 && Clock::now() < retryAt_) {
+        // The back-off keeps callers without a budget from piling onto a dead server. A wait with
+        // budget left is never answered from this memory: it waits the back-off out, or until its
+        // deadline, and then really connects (its last attempt, cut to the floor CallBudget gives).
+        if (budget == Clock::time_point::max()) throw ConnectionError(lastError_ + " (retrying after a back-off)");
+        const auto until = std::min(retryAt_, budget);
+        if (Clock::now() < until) {
+          freed_.wait_until(guard, until);  // or a connection comes back
+          continue;
+        }
       }
       ++open_;
       guard.unlock();
@@ -81,7 +94,7 @@ ConnectionPool::Handle ConnectionPool::borrow() {
     } else if (freed_.wait_until(guard, deadline) == std::cv_status::timeout && idle_.empty() &&
                open_ >= pool_.size) {
       throw ConnectionError("dlock: no free connection to " + address_ + " within " +
-                            std::to_string(pool_.waitTimeout.count()) + " ms (pool of " +
+                            std::to_string(wait.count()) + " ms (pool of " +
                             std::to_string(pool_.size) + ")");
     }
   }

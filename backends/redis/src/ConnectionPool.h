@@ -2,10 +2,12 @@
 // ConnectionPool.h — a small pool of connections to one server.
 //
 // Connections open on demand up to PoolOptions::size. borrow() waits at most waitTimeout for a
-// free one. A connection that failed is discarded when returned, and with it the idle ones when
-// it was closed or reset rather than timed out (they shared its fate); after a failed connect the
-// next attempt waits out a back-off (doubling up to maxReconnectBackoff), failing fast with
-// ConnectionError meanwhile, so callers do not pile up on a dead server.
+// free one (cut to the budget of the wait it runs inside, CallBudget.h). A connection that failed
+// is discarded when returned, and with it the idle ones when it was closed or reset rather than
+// timed out (they shared its fate); after a failed connect the next attempt waits out a back-off
+// (doubling up to maxReconnectBackoff). Meanwhile a caller without a budget fails fast with the
+// stored ConnectionError, so callers do not pile up on a dead server; a caller with a budget
+// waits the back-off out (or until its deadline) and then really connects.
 // run() tries an operation again on a fresh connection when a pooled one turns out dead (the
 // server restarted while it sat idle), as RetryPolicy decides.
 // Owner: one operator. Thread safety: thread-safe.

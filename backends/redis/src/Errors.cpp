@@ -77,9 +77,9 @@ void throwSystemError(int error, const std::string& where) {
   throw ConnectionError("dlock: " + where + ": " + std::strerror(error));
 }
 
-void throwClosedError(const std::string& where, bool nothingReceived) {
+void throwClosedError(const std::string& where, bool tlsPortHint) {
   throw ConnectionError("dlock: " + where + ": the server closed the connection" +
-                        (nothingReceived ? std::string(" before answering: ") + kTlsPortHint : ""));
+                        (tlsPortHint ? std::string(" before answering: ") + kTlsPortHint : ""));
 }
 
 void throwForkedError(const std::string& where) {
@@ -89,13 +89,14 @@ void throwForkedError(const std::string& where) {
 void throwTimeoutError(const std::string& where) { throw ConnectionError("dlock: " + where + ": timed out"); }
 
 void throwTlsError(const TlsFailure& failure, const std::string& where) {
-  if (failure.verifyResult != X509_V_OK) throw ConnectionError("dlock: " + where + ": " + verifyCause(failure));
-  if (failure.error != 0) throw ConnectionError("dlock: " + where + ": " + libraryCause(failure));
+  if (failure.verifyResult != X509_V_OK) throw TlsFailureError("dlock: " + where + ": " + verifyCause(failure));
+  if (failure.error != 0) throw TlsFailureError("dlock: " + where + ": " + libraryCause(failure));
   if (failure.systemError != 0) throwSystemError(failure.systemError, where);
-  if (failure.timedOut) throw ConnectionError("dlock: " + where + ": timed out (" + kPlainPortHint + ")");
-  if (failure.closed) throw ConnectionError("dlock: " + where + ": the server closed the connection (" +
-                                            kPlainPortHint + ")");
-  throw ConnectionError("dlock: " + where + ": TLS failed");
+  if (failure.timedOut) throw TlsFailureError("dlock: " + where + ": timed out (" + kPlainPortHint + ")");
+  if (failure.closed) {
+    throw TlsFailureError("dlock: " + where + ": the server closed the connection (" + kPlainPortHint + ")");
+  }
+  throw TlsFailureError("dlock: " + where + ": TLS failed");
 }
 
 void throwReaderError(const redisReader& reader, const std::string& where, int firstByte) {

@@ -48,6 +48,13 @@ class DLOCK_API ServerReplyError final : public BackendError {
   std::string reply_;
 };
 
+// A TLS failure (an unknown CA, a name mismatch, a plain-text port...): a ConnectionError whose
+// message already names the fix, so a caller adds no "check the host and port" to it.
+class DLOCK_API TlsFailureError final : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
+};
+
 // Why a TLS call failed, read from OpenSSL by TlsTransport.
 struct TlsFailure {
   long verifyResult = 0;          // SSL_get_verify_result: X509_V_OK or the chain's fault
@@ -61,8 +68,9 @@ struct TlsFailure {
 
 // `where`: what was being done and to whom, e.g. "EVALSHA on 127.0.0.1:6379". Never a password.
 [[noreturn]] void throwSystemError(int error, const std::string& where);
-// `nothingReceived`: the server closed before sending a byte, as a TLS port does to a plain client.
-[[noreturn]] void throwClosedError(const std::string& where, bool nothingReceived = false);
+// `tlsPortHint`: the server closed a plain TCP connection in its handshake before sending a byte,
+// as a TLS port does to a plain client (a server that shut down under a later command did not).
+[[noreturn]] void throwClosedError(const std::string& where, bool tlsPortHint = false);
 [[noreturn]] void throwForkedError(const std::string& where);
 [[noreturn]] void throwTimeoutError(const std::string& where);
 [[noreturn]] void throwTlsError(const TlsFailure& failure, const std::string& where);

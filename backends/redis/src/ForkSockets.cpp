@@ -2,6 +2,7 @@
 #include "ForkSockets.h"
 
 #include <pthread.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <mutex>
@@ -48,6 +49,19 @@ struct ForkSocketList {
 void ForkSocket::track(int& fd) {
   ForkSocketList& list = ForkSocketList::instance();
   std::lock_guard<std::mutex> guard(list.mutex);
+  link(list, fd);
+}
+
+// The list's mutex is held across fork() (the prepare handler): a socket opened under it is in the
+// list before any child can be made.
+void ForkSocket::open(int& fd, int domain, int type) {
+  ForkSocketList& list = ForkSocketList::instance();
+  std::lock_guard<std::mutex> guard(list.mutex);
+  fd = ::socket(domain, type, 0);
+  if (fd >= 0) link(list, fd);
+}
+
+void ForkSocket::link(ForkSocketList& list, int& fd) {
   fd_ = &fd;
   next_ = list.head;
   if (next_ != nullptr) next_->previous_ = this;

@@ -12,6 +12,8 @@
 
 namespace dlock::detail {
 
+struct ForkSocketList;
+
 class ForkSocket {
  public:
   ForkSocket() = default;
@@ -22,9 +24,13 @@ class ForkSocket {
   // Closes the socket `fd` and sets `fd` to -1 (so its owner neither closes it again nor uses a
   // number the child may reuse) in any child forked from now on, until this object is destroyed.
   void track(int& fd);
+  // Opens a socket into `fd` (::socket(domain, type, 0)) and tracks it as one step: no child can be
+  // forked between the two, even while a long connect follows. `fd` is -1 (errno set) on failure.
+  void open(int& fd, int domain, int type);
 
  private:
   friend struct ForkSocketList;
+  void link(ForkSocketList& list, int& fd);  // with the list's mutex held
   int* fd_ = nullptr;  // guarded by the list's mutex, as are the links
   ForkSocket* previous_ = nullptr;
   ForkSocket* next_ = nullptr;

@@ -12,6 +12,7 @@
 #include "ConnectionPool.h"
 #include "Errors.h"
 #include "dlock/LockError.h"
+#include "dlock/detail/CallBudget.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock::detail {
@@ -170,7 +171,7 @@ std::unique_ptr<IReleaseWatch> PubSubConnection::watch(const std::string& name) 
     wake();
   }
   // Wait for the confirmation, but not past a failed connect: a dead server fails fast.
-  const auto deadline = Steady::now() + confirmTimeout_;
+  const auto deadline = Steady::now() + CallBudget::cap(confirmTimeout_);
   const std::uint64_t failuresBefore = connectFailures_;
   channel.changed.wait_until(guard, deadline, [&] {
     return channel.confirmed || !channel.error.empty() || stopping_ || connectFailures_ != failuresBefore;

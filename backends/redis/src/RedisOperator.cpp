@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "ClientKill.h"
 #include "Errors.h"
 #include "ScriptCall.h"
 #include "RedisOperatorOptions.h"
@@ -68,6 +69,7 @@ auto run(Topology& topology, Call& call, std::uint16_t slot, Send&& send, Finish
     const Route route = nextRoute(topology, call, slot, via);
     Failure failure = Failure::NoConnection;
     std::string why;
+    std::optional<ClientIdentity> unsettled;  // a connection that failed under the command
     {
       std::optional<ConnectionPool::Handle> handle;
       try {
@@ -82,6 +84,7 @@ auto run(Topology& topology, Call& call, std::uint16_t slot, Send&& send, Finish
         } catch (const ConnectionError& error) {
           failure = handle->reused() && (*handle)->broken() && !(*handle)->timedOut() ? Failure::Stale : Failure::Io;
           why = error.what();
+          if (failure == Failure::Io && (*handle)->broken()) unsettled = (*handle)->identity();
         }
         if (reply) {
           if (reply->type != REDIS_REPLY_ERROR) return finish(**handle, *reply, route);
@@ -108,6 +111,9 @@ auto run(Topology& topology, Call& call, std::uint16_t slot, Send&& send, Finish
         }
       }
     }  // the connection goes back (or, broken, away) before the topology looks again
+    // The command may still be on its way (held on the path, queued at the server): closed there,
+    // none of it can run after this call gives up, nor overtake the caller's cancel.
+    if (unsettled) (void)closeOnServer(route.node->pool(), *unsettled);
     const Verdict verdict = failure == Failure::Stale ? Verdict{} : topology.afterFailure(route, failure);
     call.note += verdict.note;
     if (retry(topology, call, route, call.policy.afterFailure(failure, verdict.next))) continue;

@@ -18,7 +18,8 @@ namespace {
 bool mentions(std::string_view text, std::string_view word) { return text.find(word) != std::string_view::npos; }
 
 // What the user should change, for a refusal the server gave; empty when dlock cannot tell.
-std::string fixForRefusal(std::string_view error) {
+// `overUnix`: the URI is a unix:// one, which names its database as ?db=N.
+std::string fixForRefusal(std::string_view error, bool overUnix) {
   const bool auth = mentions(error, "NOAUTH") || mentions(error, "WRONGPASS") || mentions(error, "invalid password") ||
                     mentions(error, "invalid username-password");
   if (auth && mentions(error, "confirmed by the sentinels")) {  // the sentinels' refusal, not the master's
@@ -37,10 +38,12 @@ std::string fixForRefusal(std::string_view error) {
   }
   if (mentions(error, "NOPERM")) {
     return "the ACL user may not run a command dlock needs (NOPERM): grant it PING, EVALSHA, EVAL, SCRIPT, "
-           "PUBLISH and SUBSCRIBE (SPUBLISH, SSUBSCRIBE on a cluster)";
+           "PUBLISH and SUBSCRIBE (SPUBLISH, SSUBSCRIBE on a cluster), and CLIENT INFO and CLIENT KILL (to close "
+           "a timed-out acquire's connection)";
   }
   if (mentions(error, "DB index is out of range")) {
-    return "the server has no such database: check the /db at the end of the URI";
+    return overUnix ? "the server has no such database: check db= in the URI (unix:///path/redis.sock?db=N)"
+                : "the server has no such database: check the /db at the end of the URI";
   }
   return {};
 }
@@ -58,24 +61,27 @@ void RedisOperator::probe() {
   using namespace detail;
   Topology& topology = this->topology();
   const std::string where = topology.describe();
+  bool overUnix = false;  // the node is reached over a Unix socket
   try {
     // One try, no retries: route() does the topology's discovery (the sentinels' master, the
     // cluster's slot map), and a PING on the node it names checks the connection, AUTH and SELECT.
     const Route route = topology.route(0);
     if (route.node == nullptr) throw ConnectionError("dlock: " + route.missing);
+    overUnix = !route.node->connectionOptions().unixSocket.empty();
     const ReplyPtr reply = route.node->pool().run([](Connection& connection) { return connection.command({"PING"}); });
     if (reply->type == REDIS_REPLY_ERROR) throwReplyError(*reply, "PING on " + route.node->address());
   } catch (const ServerUnavailableError&) {
     // LOADING, MASTERDOWN, ...: reachable and authenticated, only not serving yet. Calls wait for it.
     return;
   } catch (const BackendError& error) {
-    const std::string fix = fixForRefusal(error.what());
+    const std::string fix = fixForRefusal(error.what(), overUnix);
     throw BackendError("dlock: connect to " + where + " failed: " + (fix.empty() ? "" : fix + " (") +
                        std::string(cause(error)) + (fix.empty() ? "" : ")"));
+  } catch (const TlsFailureError& error) {
+    throw ConnectionError("dlock: connect to " + where + " failed: " + std::string(cause(error)));  // names its fix
   } catch (const ConnectionError& error) {
-    throw ConnectionError("dlock: connect to " + where + " failed: " + std::string(cause(error)) +
-                          "; check the host and port in the URI and that the server is up (lazy_connect=true "
-                          "defers this check to the first call)");
+    throw ConnectionError("dlock: connect to " + where + " failed: " + std::string(cause(error)) + "; check the " +
+                          (overUnix ? "socket path" : "host and port") + " in the URI and that the server is up");
   }
 }
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "dlock/detail/CallBudget.h"
+
 namespace dlock::detail {
 
 namespace {
@@ -18,7 +20,10 @@ constexpr milliseconds kMaxPause{100};
 }  // namespace
 
 RetryPolicy::RetryPolicy(milliseconds budget)
-    : budget_(budget), deadline_(Steady::now() + budget), backoff_(kFirstPause, kMaxPause) {}
+    : budget_(budget),
+      // A call inside a timed wait retries no longer than the wait has left (CallBudget.h).
+      deadline_(std::min(Steady::now() + budget, CallBudget::current())),
+      backoff_(kFirstPause, kMaxPause) {}
 
 RetryPolicy::Step RetryPolicy::withinBudget(Step step) {
   const auto now = Steady::now();

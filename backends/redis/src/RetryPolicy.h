@@ -46,7 +46,8 @@ class RetryPolicy {
 
   static constexpr unsigned kMaxRedirects = 16;
 
-  // `budget`: how long after the first try a retry may still start.
+  // `budget`: how long after the first try a retry may still start; never past the deadline of the
+  // wait the call runs inside (CallBudget.h), nor are its pauses.
   explicit RetryPolicy(std::chrono::milliseconds budget);
 
   // After an error reply the topology judged `next`. `asking`: the redirection is an ASK (a

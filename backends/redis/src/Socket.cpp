@@ -27,18 +27,20 @@ int remainingMs(Steady::time_point deadline) {
   return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
 }
 
-// A non-blocking connect to `address`, finished by `deadline`; the connected fd, or -1 with
-// `error` set (ETIMEDOUT when the deadline passed).
-int connectTo(int family, const sockaddr* address, socklen_t length, Steady::time_point deadline, int& error) {
-  const int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+// A non-blocking connect to `address`, finished by `deadline`; the connected socket, or null with
+// `error` set (ETIMEDOUT when the deadline passed). The socket is fork-tracked from its creation:
+// a child forked during a long connect closes its copy too.
+std::unique_ptr<Socket> connectTo(int family, const sockaddr* address, socklen_t length, Steady::time_point deadline,
+                                  int& error) {
+  auto socket = std::make_unique<Socket>(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK);
+  const int fd = socket->fd();
   if (fd < 0) {
     error = errno;
-    return -1;
+    return nullptr;
   }
   if (::connect(fd, address, length) != 0 && errno != EINPROGRESS) {
     error = errno;
-    ::close(fd);
-    return -1;
+    return nullptr;
   }
   pollfd pending{fd, POLLOUT, 0};
   int ready = 0;
@@ -54,16 +56,13 @@ int connectTo(int family, const sockaddr* address, socklen_t length, Steady::tim
   } else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) {
     error = errno;
   }
-  if (error != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
+  if (error != 0) return nullptr;
+  return socket;
 }
 
 void setOption(int fd, int level, int name, int value) { (void)::setsockopt(fd, level, name, &value, sizeof value); }
 
-int connectUnix(const ConnectionOptions& options, Steady::time_point deadline) {
+std::unique_ptr<Socket> connectUnix(const ConnectionOptions& options, Steady::time_point deadline) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   // The kernel reads the path up to a NUL (and one at the start names the abstract namespace).
@@ -76,12 +75,12 @@ int connectUnix(const ConnectionOptions& options, Steady::time_point deadline) {
   }
   std::memcpy(address.sun_path, options.unixSocket.data(), options.unixSocket.size());
   int error = 0;
-  const int fd = connectTo(AF_UNIX, reinterpret_cast<const sockaddr*>(&address), sizeof address, deadline, error);
-  if (fd < 0) throwSystemError(error, "connect to " + options.unixSocket);
-  return fd;
+  auto socket = connectTo(AF_UNIX, reinterpret_cast<const sockaddr*>(&address), sizeof address, deadline, error);
+  if (!socket) throwSystemError(error, "connect to " + options.unixSocket);
+  return socket;
 }
 
-int connectTcp(const ConnectionOptions& options, Steady::time_point deadline) {
+std::unique_ptr<Socket> connectTcp(const ConnectionOptions& options, Steady::time_point deadline) {
   // getaddrinfo reads the name up to a NUL: "good\0.evil" would resolve "good".
   if (options.host.find('\0') != std::string::npos) throw ConfigError("dlock: the host name holds a NUL byte");
   addrinfo hints{};
@@ -96,8 +95,9 @@ int connectTcp(const ConnectionOptions& options, Steady::time_point deadline) {
   std::unique_ptr<addrinfo, void (*)(addrinfo*)> addresses(found, ::freeaddrinfo);
   int error = EHOSTUNREACH;  // if the name has no address of a stream socket's family
   for (const addrinfo* each = found; each != nullptr; each = each->ai_next) {
-    const int fd = connectTo(each->ai_family, each->ai_addr, each->ai_addrlen, deadline, error);
-    if (fd >= 0) {
+    auto socket = connectTo(each->ai_family, each->ai_addr, each->ai_addrlen, deadline, error);
+    if (socket) {
+      const int fd = socket->fd();
       setOption(fd, IPPROTO_TCP, TCP_NODELAY, 1);
       if (options.keepAlive) {
         // As hiredis's redisKeepAlive: probes after 15 s idle, every 5 s, 3 of them.
@@ -106,7 +106,7 @@ int connectTcp(const ConnectionOptions& options, Steady::time_point deadline) {
         setOption(fd, IPPROTO_TCP, TCP_KEEPINTVL, 5);
         setOption(fd, IPPROTO_TCP, TCP_KEEPCNT, 3);
       }
-      return fd;
+      return socket;
     }
     if (error == ETIMEDOUT) break;  // the one connect timeout is spent
   }
@@ -116,11 +116,12 @@ int connectTcp(const ConnectionOptions& options, Steady::time_point deadline) {
 }  // namespace
 
 std::unique_ptr<Socket> Socket::connect(const ConnectionOptions& options, Steady::time_point deadline) {
-  const int fd = options.unixSocket.empty() ? connectTcp(options, deadline) : connectUnix(options, deadline);
-  return std::make_unique<Socket>(fd);
+  return options.unixSocket.empty() ? connectTcp(options, deadline) : connectUnix(options, deadline);
 }
 
 Socket::Socket(int fd) : fd_{fd} { forkSocket_.track(fd_.value); }
+
+Socket::Socket(int domain, int type) : fd_{-1} { forkSocket_.open(fd_.value, domain, type); }
 
 Socket::~Socket() = default;
 

@@ -22,6 +22,9 @@ class Socket {
                                          std::chrono::steady_clock::time_point deadline);
 
   explicit Socket(int fd);
+  // A new socket (::socket(domain, type, 0)), tracked for fork from its creation; fd() < 0 (errno
+  // set) when it could not be made.
+  Socket(int domain, int type);
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
   ~Socket();

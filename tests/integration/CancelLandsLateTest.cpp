@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// An acquire its client gave up can never take the key, however long its bytes wait on the path:
+// the timed-out connection is closed on the server's side (CLIENT KILL) before the cancel, so the
+// server discards the acquire when it arrives, even after the cancel's tombstone has expired.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "FairScripts.h"
+#include "LinkProxy.h"
+#include "RedisClient.h"
+#include "RedisProcess.h"
+#include "Scripts.h"
+#include "TestHelpers.h"
+#include "dlock/LockError.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+
+using namespace std::chrono_literals;
+using dlock::test::LinkProxy;
+using dlock::test::RedisClient;
+using dlock::test::RedisProcess;
+
+namespace {
+
+// The keys of `key` other than its fencing counter: the lock, a tombstone, a fair queue.
+long long keysBesidesFence(RedisClient& admin, const std::string& key) {
+  long long count = 0;
+  for (const auto& name : admin.ok({"KEYS", "dlock:{" + key + "}*"}).elements) {
+    if (name.str != "dlock:{" + key + "}:fence") ++count;
+  }
+  return count;
+}
+
+// tryLock(key) once while the proxy holds the connection that sends `marker` (the acquire's
+// script): it times out and is cancelled. The held acquire is let through only after everything the
+// cancel left (its tombstone) has expired; by then its connection must be closed on the server.
+void checkHeldAcquireNeverLands(bool fair, const std::string& marker) {
+  RedisProcess server;
+  RedisClient admin(server.host(), server.port());
+  LinkProxy proxy(server.host(), server.port());
+  const auto backend = dlock::connect(proxy.uri() + "?command_timeout=500ms");
+  const auto lock = dlock::LockBuilder().backend(backend).fair(fair).build();
+  REQUIRE(lock->tryLock("warm-up"));  // loads the scripts: the held EVALSHA is the acquire itself
+  lock->unlock("warm-up");
+
+  proxy.holdClientsSending(marker);
+  // No reply: the acquire is held (the proxy's connection may already be closed by the cleanup).
+  REQUIRE_THROWS_WITH_AS((void)lock->tryLock("k"), doctest::Contains("timed out"), dlock::ConnectionError);
+  // The cancel's tombstone (command_timeout + retry budget) ends; the acquire still waits.
+  REQUIRE(dlock::test::eventually([&] { return keysBesidesFence(admin, "k") == 0; }));
+  // The server closed the held connection: nothing of it is forwarded after this.
+  const bool closedOnServer = proxy.waitUntilNoneHeld(dlock::test::kEventBudget);
+  proxy.release();
+  if (!closedOnServer) {  // show what the late acquire does
+    CHECK_FALSE(dlock::test::eventually([&] { return admin.ok({"EXISTS", "dlock:{k}"}).integer == 1; }, 5s));
+  }
+  CHECK(closedOnServer);
+  CHECK(admin.ok({"EXISTS", "dlock:{k}"}).integer == 0);
+  const bool free = lock->tryLock("k");  // the key is free for the next caller
+  CHECK(free);
+  if (free) lock->unlock("k");
+}
+
+}  // namespace
+
+TEST_SUITE("CancelLandsLate") {
+  TEST_CASE("an acquire held on the path past its cancel's tombstone never takes the key (default lock)") {
+    checkHeldAcquireNeverLands(false, dlock::detail::acquireScript().sha);
+  }
+
+  TEST_CASE("a fair join held on the path past its leave never takes the key or a place (fair lock)") {
+    checkHeldAcquireNeverLands(true, dlock::detail::fairAcquireScript(false).sha);
+  }
+}
