@@ -872,8 +872,12 @@ TEST_SUITE("Cli") {
     Cli unreachable({"--uri", nobody, "k", "--", "true"});
     CHECK(unreachable.wait() == 125);
     CHECK_FALSE(unreachable.err().empty());
+    // The hint names a fix the command has: it has no lazy_connect.
+    CHECK(unreachable.err().find("check the host and port") != std::string::npos);
+    CHECK(unreachable.err().find("lazy_connect") == std::string::npos);
     Cli unreachableStatus({"--uri", nobody, "status", "k"});
     CHECK(unreachableStatus.wait() == 125);
+    CHECK(unreachableStatus.err().find("lazy_connect") == std::string::npos);
   }
 
   TEST_CASE("a password holding URI syntax ('/', '?', semicolon, '@') is kept out of every message, whole and in part") {

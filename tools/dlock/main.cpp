@@ -41,6 +41,13 @@ using namespace dlock::cli;
 using std::chrono::milliseconds;
 using Steady = std::chrono::steady_clock;
 
+// The backend of URI, checked now; its errors do not suggest lazy_connect, which the command lacks.
+std::shared_ptr<dlock::IOperator> connectBackend(const std::string& uri) {
+  dlock::ConnectOptions options;
+  options.suggestLazy = false;
+  return dlock::connect(uri, options);
+}
+
 // Writes formatted log lines to stderr with the secrets masked.
 class ScrubbingStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
@@ -108,7 +115,7 @@ std::string utcText(std::chrono::system_clock::time_point when) {
 }
 
 int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<std::string>& secrets) {
-  const dlock::LeaseInfo info = dlock::connect(options.uri)->inspect(options.key);
+  const dlock::LeaseInfo info = connectBackend(options.uri)->inspect(options.key);
   std::string text;
   text += "key:           " + dlock::detail::quoteKey(options.key) + "\n";
   text += "backend:       " + dlock::redactUri(options.uri) + "\n";
@@ -222,7 +229,7 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
   const std::string uri = dlock::redactUri(options.uri);
   // One tolerance of an outage for the library's waits (--fair) and dlock's own (in slices).
   const milliseconds outageTolerance = dlock::LockOptions().outageTolerance;
-  const std::shared_ptr<dlock::IOperator> backend = dlock::connect(options.uri);
+  const std::shared_ptr<dlock::IOperator> backend = connectBackend(options.uri);
   dlock::LockBuilder builder;
   builder.backend(backend).watchdogLease(options.ttl).fair(options.fair).outageTolerance(outageTolerance);
   // The fair lock records no owner label yet: `dlock status` shows its lease and token only.
