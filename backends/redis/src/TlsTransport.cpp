@@ -14,6 +14,8 @@
 
 #include "Errors.h"
 #include "dlock/LockError.h"
+#include "dlock/detail/Fork.h"
+#include "dlock/detail/ForkGate.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock::detail {
@@ -25,6 +27,18 @@ struct ContextDeleter {
   void operator()(SSL_CTX* context) const noexcept { SSL_CTX_free(context); }
 };
 using ContextPtr = std::unique_ptr<SSL_CTX, ContextDeleter>;
+
+// OpenSSL is not fork-safe: its one-time initialisation, its caches' locks and the C library's
+// time-zone lock (a certificate check calls gmtime) may be held at a fork by a thread the child
+// does not have, and the child's own TLS set-up then waits for ever (seen in OPENSSL_init_crypto
+// under SSL_CTX_new, and in __tz_convert under X509_verify_cert). Each set-up step holds this
+// gate: a context and its SSL made, one handshake step (CPU only; the waits for the network are
+// outside it). Made after the log's gate (Log.h is included above), so fork() closes it first.
+struct TlsGate {
+  static void beforeFork() {}
+};
+using TlsForkGate = ForkGate<TlsGate>;
+const MadeAtLoad kTlsGateMadeAtLoad([] { (void)TlsForkGate::instance(); });
 
 // ConfigError unless `path` is a readable file; names the option and the path, never the contents.
 void requireReadable(const char* option, const std::string& path, bool directory = false) {
@@ -95,8 +109,11 @@ std::unique_ptr<TlsTransport> TlsTransport::connect(std::unique_ptr<Socket> sock
   const std::string address = options.address();
   const std::string name = tls.serverName.empty() ? options.host : tls.serverName;
   if (name.find('\0') != std::string::npos) throw ConfigError("dlock: TLS: the server name holds a NUL byte");
-  ContextPtr context = makeContext(tls);
-  SSL* ssl = SSL_new(context.get());  // holds its own reference to the context
+  SSL* ssl = [&tls] {
+    const TlsForkGate::Shared open;
+    ContextPtr context = makeContext(tls);
+    return SSL_new(context.get());  // holds its own reference to the context
+  }();
   if (ssl == nullptr) throw std::bad_alloc();
   auto transport = std::make_unique<TlsTransport>(std::move(socket), ssl, address, name, !tls.certFile.empty());
   if (SSL_set_fd(ssl, transport->fd()) != 1) throw std::bad_alloc();
@@ -117,7 +134,11 @@ std::unique_ptr<TlsTransport> TlsTransport::connect(std::unique_ptr<Socket> sock
   const char* const what = "TLS handshake with";
   while (true) {
     ERR_clear_error();
-    const IoProgress step = transport->progress(SSL_do_handshake(ssl), what);
+    const int result = [ssl] {
+      const TlsForkGate::Shared open;
+      return SSL_do_handshake(ssl);
+    }();
+    const IoProgress step = transport->progress(result, what);
     if (step.closed) {
       TlsFailure closed;
       closed.closed = true;

@@ -18,8 +18,6 @@
 // Thread safety: thread-safe.
 #pragma once
 
-#include <pthread.h>
-
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -28,6 +26,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "dlock/detail/ForkGate.h"
+
 namespace dlock::detail {
 
 inline constexpr const char* kLoggerName = "dlock";
@@ -35,50 +35,14 @@ inline constexpr const char* kLoggerName = "dlock";
 inline std::atomic<bool> loggerWanted{false};  // a Log was made: a part of dlock that logs exists
 inline spdlog::logger& dlockLogger();
 
-// The gate every dlock message holds shared while in the sinks; fork() holds it exclusively.
-// Writer-preferring, so a stream of messages cannot hold a fork off for ever. Made at load (see
-// logForkGateMadeAtLoad), so its fork handlers run around every fork.
-class LogForkGate {
- public:
-  static LogForkGate& instance() {
-    static LogForkGate gate;
-    return gate;
+// The gate every dlock message holds shared while in the sinks; fork() holds it exclusively,
+// after looking the logger up (see lookUpLogger).
+struct LogGate {
+  static void beforeFork() {
+    if (loggerWanted.load(std::memory_order_acquire)) (void)dlockLogger();
   }
-  LogForkGate(const LogForkGate&) = delete;
-  LogForkGate& operator=(const LogForkGate&) = delete;
-
-  class Shared {
-   public:
-    Shared() { (void)::pthread_rwlock_rdlock(&instance().lock_); }
-    ~Shared() { (void)::pthread_rwlock_unlock(&instance().lock_); }
-    Shared(const Shared&) = delete;
-    Shared& operator=(const Shared&) = delete;
-  };
-
- private:
-  LogForkGate() {
-    initialize();
-    // Prepare runs in the forking thread; the parent releases what it took. The child makes the
-    // gate anew instead: an unlock there would hand the gate to the parent's waiting threads,
-    // which the child does not have, and leave it closed to its own.
-    (void)::pthread_atfork(
-        [] {
-          if (loggerWanted.load(std::memory_order_acquire)) (void)dlockLogger();  // see lookUpLogger
-          (void)::pthread_rwlock_wrlock(&instance().lock_);
-        },
-        [] { (void)::pthread_rwlock_unlock(&instance().lock_); }, [] { instance().initialize(); });
-  }
-  void initialize() {
-    pthread_rwlockattr_t attributes;
-    (void)::pthread_rwlockattr_init(&attributes);
-    (void)::pthread_rwlockattr_setkind_np(&attributes, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    (void)::pthread_rwlock_init(&lock_, &attributes);
-    (void)::pthread_rwlockattr_destroy(&attributes);
-  }
-  ~LogForkGate() = default;  // never destroyed while messages are written: the lock stays valid
-
-  pthread_rwlock_t lock_;
 };
+using LogForkGate = ForkGate<LogGate>;
 
 // The gate and its handlers exist before any thread of the application could fork: a child must
 // not find the gate's own one-time initialisation half done by a parent thread (MadeAtLoad).
