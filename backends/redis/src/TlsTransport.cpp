@@ -2,6 +2,7 @@
 #include "TlsTransport.h"
 
 #include <arpa/inet.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -11,6 +12,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <optional>
 
 #include "Errors.h"
 #include "dlock/LockError.h"
@@ -28,17 +30,51 @@ struct ContextDeleter {
 };
 using ContextPtr = std::unique_ptr<SSL_CTX, ContextDeleter>;
 
-// OpenSSL is not fork-safe: its one-time initialisation, its caches' locks and the C library's
-// time-zone lock (a certificate check calls gmtime) may be held at a fork by a thread the child
-// does not have, and the child's own TLS set-up then waits for ever (seen in OPENSSL_init_crypto
-// under SSL_CTX_new, and in __tz_convert under X509_verify_cert). Each set-up step holds this
-// gate: a context and its SSL made, one handshake step (CPU only; the waits for the network are
-// outside it). Made after the log's gate (Log.h is included above), so fork() closes it first.
+// OpenSSL is not fork-safe: its one-time initialisation, the lock under which it registers each
+// thread's first call, its caches' locks and the C library's time-zone lock (a certificate check
+// calls gmtime) may be held at a fork by a thread the child does not have, and the child's own TLS
+// set-up then waits for ever (seen in OPENSSL_init_crypto and ERR_set_mark under SSL_CTX_new, and
+// in __tz_convert under X509_verify_cert). So every set-up step, and any thread's first call into
+// OpenSSL, holds this gate: CPU only, the waits for the network are outside it. Made after the
+// log's gate (Log.h is included above), so fork() closes it first; nothing logs inside it.
 struct TlsGate {
   static void beforeFork() {}
 };
 using TlsForkGate = ForkGate<TlsGate>;
 const MadeAtLoad kTlsGateMadeAtLoad([] { (void)TlsForkGate::instance(); });
+
+// A stretch of OpenSSL calls: inside the gate when it sets up a connection, or when it holds this
+// thread's first call. Never nested inside another set-up stretch. A thread that called OpenSSL
+// leaves it inside the gate too: OpenSSL's own exit handler (a thread-specific key's destructor)
+// takes the same process-wide lock as a first call, so it is run ahead of it, by the destructor of
+// a thread_local (those run first).
+class InsideOpenSsl {
+ public:
+  enum Kind { kUse, kSetUp };
+  explicit InsideOpenSsl(Kind kind = kUse) {
+    bool& known = thread().known;
+    if (kind == kSetUp || !known) gate_.emplace();
+    known = true;  // a destructor run inside this stretch takes no second hold
+  }
+
+ private:
+  struct Thread {
+    bool known = false;
+    Thread() = default;
+    Thread(const Thread&) = delete;
+    Thread& operator=(const Thread&) = delete;
+    ~Thread() {
+      if (!known) return;
+      const TlsForkGate::Shared gate;
+      OPENSSL_thread_stop();
+    }
+  };
+  static Thread& thread() {
+    static thread_local Thread self;
+    return self;
+  }
+  std::optional<TlsForkGate::Shared> gate_;
+};
 
 // ConfigError unless `path` is a readable file; names the option and the path, never the contents.
 void requireReadable(const char* option, const std::string& path, bool directory = false) {
@@ -109,41 +145,42 @@ std::unique_ptr<TlsTransport> TlsTransport::connect(std::unique_ptr<Socket> sock
   const std::string address = options.address();
   const std::string name = tls.serverName.empty() ? options.host : tls.serverName;
   if (name.find('\0') != std::string::npos) throw ConfigError("dlock: TLS: the server name holds a NUL byte");
-  SSL* ssl = [&tls] {
-    const TlsForkGate::Shared open;
+  if (!tls.verify) logger()->warn("dlock: TLS to {} without certificate verification (tls_verify=none)", address);
+  std::unique_ptr<TlsTransport> transport;
+  SSL* ssl = nullptr;
+  {
+    const InsideOpenSsl inside(InsideOpenSsl::kSetUp);
     ContextPtr context = makeContext(tls);
-    return SSL_new(context.get());  // holds its own reference to the context
-  }();
-  if (ssl == nullptr) throw std::bad_alloc();
-  auto transport = std::make_unique<TlsTransport>(std::move(socket), ssl, address, name, !tls.certFile.empty());
-  if (SSL_set_fd(ssl, transport->fd()) != 1) throw std::bad_alloc();
-  if (tls.verify) {
-    X509_VERIFY_PARAM* verify = SSL_get0_param(ssl);
-    if (isIpAddress(name)) {
-      if (X509_VERIFY_PARAM_set1_ip_asc(verify, name.c_str()) != 1) throw std::bad_alloc();
-    } else {
-      X509_VERIFY_PARAM_set_hostflags(verify, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-      if (X509_VERIFY_PARAM_set1_host(verify, name.c_str(), name.size()) != 1) throw std::bad_alloc();
+    ssl = SSL_new(context.get());  // holds its own reference to the context
+    if (ssl == nullptr) throw std::bad_alloc();
+    transport = std::make_unique<TlsTransport>(std::move(socket), ssl, address, name, !tls.certFile.empty());
+    if (SSL_set_fd(ssl, transport->fd()) != 1) throw std::bad_alloc();
+    if (tls.verify) {
+      X509_VERIFY_PARAM* verify = SSL_get0_param(ssl);
+      if (isIpAddress(name)) {
+        if (X509_VERIFY_PARAM_set1_ip_asc(verify, name.c_str()) != 1) throw std::bad_alloc();
+      } else {
+        X509_VERIFY_PARAM_set_hostflags(verify, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        if (X509_VERIFY_PARAM_set1_host(verify, name.c_str(), name.size()) != 1) throw std::bad_alloc();
+      }
     }
-  } else {
-    logger()->warn("dlock: TLS to {} without certificate verification (tls_verify=none)", address);
+    // SNI takes a DNS name only (RFC 6066).
+    if (!isIpAddress(name) && SSL_set_tlsext_host_name(ssl, name.c_str()) != 1) throw std::bad_alloc();
+    SSL_set_connect_state(ssl);
   }
-  // SNI takes a DNS name only (RFC 6066).
-  if (!isIpAddress(name) && SSL_set_tlsext_host_name(ssl, name.c_str()) != 1) throw std::bad_alloc();
-  SSL_set_connect_state(ssl);
   const char* const what = "TLS handshake with";
   while (true) {
-    ERR_clear_error();
-    const int result = [ssl] {
-      const TlsForkGate::Shared open;
-      return SSL_do_handshake(ssl);
+    const IoProgress step = [&] {  // one step inside the gate; the wait for the network outside
+      const InsideOpenSsl inside(InsideOpenSsl::kSetUp);
+      ERR_clear_error();
+      const IoProgress made = transport->progress(SSL_do_handshake(ssl), what);
+      if (made.closed) {
+        TlsFailure closed;
+        closed.closed = true;
+        throwTlsError(closed, std::string(what) + " " + address);
+      }
+      return made;
     }();
-    const IoProgress step = transport->progress(result, what);
-    if (step.closed) {
-      TlsFailure closed;
-      closed.closed = true;
-      throwTlsError(closed, std::string(what) + " " + address);
-    }
     if (step.waitFor == 0) return transport;
     if (!waitReady(transport->fd(), step.waitFor, deadline, what, address)) {
       TlsFailure late;
@@ -162,6 +199,7 @@ TlsTransport::TlsTransport(std::unique_ptr<Socket> socket, ssl_st* ssl, std::str
       clientCertificate_(clientCertificate) {}
 
 TlsTransport::~TlsTransport() {
+  const InsideOpenSsl inside;
   // A close_notify, best effort and without waiting; not in a forked child (fd -1).
   if (!failed_ && fd() >= 0 && SSL_is_init_finished(ssl_.get()) == 1) {
     (void)SSL_shutdown(ssl_.get());
@@ -205,6 +243,7 @@ bool TlsTransport::buffered() const noexcept { return fd() >= 0 && SSL_has_pendi
 
 IoProgress TlsTransport::read(char* buffer, std::size_t size) {
   if (fd() < 0) throwForkedError("reading from " + address_);
+  const InsideOpenSsl inside;
   ERR_clear_error();
   errno = 0;
   const int got = SSL_read(ssl_.get(), buffer, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
@@ -214,6 +253,7 @@ IoProgress TlsTransport::read(char* buffer, std::size_t size) {
 
 IoProgress TlsTransport::write(const char* data, std::size_t size) {
   if (fd() < 0) throwForkedError("writing to " + address_);
+  const InsideOpenSsl inside;
   ERR_clear_error();
   errno = 0;
   const int sent = SSL_write(ssl_.get(), data, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
