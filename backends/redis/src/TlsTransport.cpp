@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <optional>
 
 #include "Errors.h"
 #include "dlock/LockError.h"
@@ -30,41 +29,35 @@ struct ContextDeleter {
 };
 using ContextPtr = std::unique_ptr<SSL_CTX, ContextDeleter>;
 
-// OpenSSL is not fork-safe: its one-time initialisation, the lock under which it registers each
-// thread's first call, its caches' locks and the C library's time-zone lock (a certificate check
-// calls gmtime) may be held at a fork by a thread the child does not have, and the child's own TLS
-// set-up then waits for ever (seen in OPENSSL_init_crypto and ERR_set_mark under SSL_CTX_new, and
-// in __tz_convert under X509_verify_cert). So every set-up step, and any thread's first call into
-// OpenSSL, holds this gate: CPU only, the waits for the network are outside it. Made after the
-// log's gate (Log.h is included above), so fork() closes it first; nothing logs inside it.
+// OpenSSL is not fork-safe: its one-time initialisation, its process-wide locks (the one under
+// which it registers a thread's first call, ex_data's, its caches') and the C library's time-zone
+// lock (a certificate check calls gmtime) may be held at a fork by a thread the child does not
+// have, and the child's own TLS set-up then waits for ever (seen in OPENSSL_init_crypto,
+// ERR_set_mark and X509_STORE_new under SSL_CTX_new, and in __tz_convert under X509_verify_cert).
+// So every call dlock makes into OpenSSL holds this gate (InsideOpenSsl): CPU only, on
+// non-blocking sockets, the waits for the network outside it. Made after the log's gate (Log.h is
+// included above), so fork() closes it first; nothing logs inside it.
 struct TlsGate {
   static void beforeFork() {}
 };
 using TlsForkGate = ForkGate<TlsGate>;
 const MadeAtLoad kTlsGateMadeAtLoad([] { (void)TlsForkGate::instance(); });
 
-// A stretch of OpenSSL calls: inside the gate when it sets up a connection, or when it holds this
-// thread's first call. Never nested inside another set-up stretch. A thread that called OpenSSL
-// leaves it inside the gate too: OpenSSL's own exit handler (a thread-specific key's destructor)
-// takes the same process-wide lock as a first call, so it is run ahead of it, by the destructor of
-// a thread_local (those run first).
+// A stretch of OpenSSL calls, inside the gate; never nested. A thread that made one also leaves
+// OpenSSL inside the gate: OpenSSL's own exit handler (a thread-specific key's destructor) takes
+// the registration lock, so it is run ahead of it, by a thread_local's destructor (those run first).
 class InsideOpenSsl {
  public:
-  enum Kind { kUse, kSetUp };
-  explicit InsideOpenSsl(Kind kind = kUse) {
-    bool& known = thread().known;
-    if (kind == kSetUp || !known) gate_.emplace();
-    known = true;  // a destructor run inside this stretch takes no second hold
-  }
+  InsideOpenSsl() { thread().called = true; }
 
  private:
   struct Thread {
-    bool known = false;
+    bool called = false;
     Thread() = default;
     Thread(const Thread&) = delete;
     Thread& operator=(const Thread&) = delete;
     ~Thread() {
-      if (!known) return;
+      if (!called) return;
       const TlsForkGate::Shared gate;
       OPENSSL_thread_stop();
     }
@@ -73,7 +66,7 @@ class InsideOpenSsl {
     static thread_local Thread self;
     return self;
   }
-  std::optional<TlsForkGate::Shared> gate_;
+  const TlsForkGate::Shared gate_;
 };
 
 // ConfigError unless `path` is a readable file; names the option and the path, never the contents.
@@ -149,7 +142,7 @@ std::unique_ptr<TlsTransport> TlsTransport::connect(std::unique_ptr<Socket> sock
   std::unique_ptr<TlsTransport> transport;
   SSL* ssl = nullptr;
   {
-    const InsideOpenSsl inside(InsideOpenSsl::kSetUp);
+    const InsideOpenSsl inside;
     ContextPtr context = makeContext(tls);
     ssl = SSL_new(context.get());  // holds its own reference to the context
     if (ssl == nullptr) throw std::bad_alloc();
@@ -171,7 +164,7 @@ std::unique_ptr<TlsTransport> TlsTransport::connect(std::unique_ptr<Socket> sock
   const char* const what = "TLS handshake with";
   while (true) {
     const IoProgress step = [&] {  // one step inside the gate; the wait for the network outside
-      const InsideOpenSsl inside(InsideOpenSsl::kSetUp);
+      const InsideOpenSsl inside;
       ERR_clear_error();
       const IoProgress made = transport->progress(SSL_do_handshake(ssl), what);
       if (made.closed) {
@@ -205,6 +198,7 @@ TlsTransport::~TlsTransport() {
     (void)SSL_shutdown(ssl_.get());
   }
   ERR_clear_error();
+  ssl_.reset();  // here, inside the gate (it frees the context too)
 }
 
 IoProgress TlsTransport::progress(int result, const char* what) {
@@ -239,6 +233,7 @@ IoProgress TlsTransport::progress(int result, const char* what) {
   throwTlsError(failure, std::string(what) + " " + address_);
 }
 
+// SSL_has_pending reads this SSL's own buffers: no lock, so no gate.
 bool TlsTransport::buffered() const noexcept { return fd() >= 0 && SSL_has_pending(ssl_.get()) == 1; }
 
 IoProgress TlsTransport::read(char* buffer, std::size_t size) {
