@@ -129,12 +129,6 @@ class ForkLocal {
   mutable std::atomic<Entry*> current_{nullptr};
 };
 
-// A mutex for state a forked child must go on using (a lock's lost handler, which the child's new
-// watchdog inherits): a pthread_atfork prepare handler locks every ForkSafeMutex of the process,
-// the parent and child handlers unlock them, so the child never finds one held by a thread it does
-// not have. Only for leaf mutexes, held briefly: never wait, take another ForkSafeMutex, or make or
-// destroy one while holding it (fork() would wait for it, and it for fork()).
-// Owner: the object it guards. Thread safety: thread-safe (a Lockable).
 class ForkSafeMutex;
 
 // Every ForkSafeMutex of the process. Constant-initialised (no guard for a child to find taken)
@@ -145,6 +139,12 @@ struct ForkSafeMutexRegistry {
 };
 inline ForkSafeMutexRegistry forkSafeMutexes;
 
+// A mutex for state a forked child must go on using (a lock's lost handler, which the child's new
+// watchdog inherits): a pthread_atfork prepare handler locks every ForkSafeMutex of the process,
+// the parent and child handlers unlock them, so the child never finds one held by a thread it does
+// not have. Only for leaf mutexes, held briefly: never wait, take another ForkSafeMutex, or make or
+// destroy one while holding it (fork() would wait for it, and it for fork()).
+// Owner: the object it guards. Thread safety: thread-safe (a Lockable).
 class ForkSafeMutex {
  public:
   ForkSafeMutex() {

@@ -51,12 +51,14 @@ inline const bool logForkGateMadeAtLoad = (LogForkGate::instance(), true);
 // The `dlock` logger: the application's if it registered one, else a stderr logger at `warn`.
 // Looked up once, inside the gate: a fork waits for a lookup in progress and none starts while
 // a fork is made, so a child never finds loggerLookupMutex, the registry's mutex or the registry
-// half written by a lookup of dlock's. Once a Log exists, the forking thread looks it
-// up before the fork (prepare), so a child does not ask spdlog's registry, whose mutex another
-// thread of the application may hold at the fork. (Looking it up at load instead would miss a
+// half written by a lookup of dlock's. Once a Log exists, the forking thread looks it up before
+// the fork (prepare), so a child does not ask spdlog's registry, whose mutex another thread of
+// the application may hold at the fork. (Looking it up at load instead would miss a
 // logger the application registers in main(); a process without any Log never looks it up.)
 inline std::atomic<spdlog::logger*> lookedUpLogger{nullptr};
 inline std::mutex loggerLookupMutex;  // taken inside the gate only
+// Never destroyed: dlock may log from threads still running while statics are destroyed.
+inline std::shared_ptr<spdlog::logger>* keptLogger = nullptr;  // guarded by loggerLookupMutex
 
 inline spdlog::logger& lookUpLogger() {
   const LogForkGate::Shared gate;
@@ -71,10 +73,9 @@ inline spdlog::logger& lookUpLogger() {
       found = spdlog::get(kLoggerName);  // the application registered it meanwhile
     }
   }
-  // Kept for ever: dlock may log from threads still running while statics are destroyed.
-  spdlog::logger* kept = (new std::shared_ptr<spdlog::logger>(std::move(found)))->get();
-  lookedUpLogger.store(kept, std::memory_order_release);
-  return *kept;
+  keptLogger = new std::shared_ptr<spdlog::logger>(std::move(found));
+  lookedUpLogger.store(keptLogger->get(), std::memory_order_release);
+  return **keptLogger;
 }
 
 inline spdlog::logger& dlockLogger() {
