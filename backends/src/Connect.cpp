@@ -2,6 +2,7 @@
 #include "dlock/connect.h"
 
 #include "dlock/LockError.h"
+#include "dlock/detail/Fork.h"
 #include "dlock/uri.h"
 #include "uri/Probe.h"
 #include "uri/UriScheme.h"
@@ -15,6 +16,17 @@ const std::vector<const UriScheme*>& uriSchemes() {
       &redissClusterScheme(), &unixScheme(), &redlockScheme(), &memoryScheme()};
   return schemes;
 }
+
+namespace {
+
+// The table and every scheme in it (their options) made before any fork can matter: a child
+// connects through them (MadeAtLoad).
+const MadeAtLoad kSchemesMadeAtLoad([] {
+  (void)uriSchemes();
+  (void)uriOptions("");
+});
+
+}  // namespace
 
 std::shared_ptr<IOperator> connectParsed(const ParsedUri& uri, NodeTimeout nodeTimeout) {
   const UriScheme* scheme = findScheme(uri.scheme);

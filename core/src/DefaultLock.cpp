@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "dlock/LockError.h"
+#include "dlock/detail/Fork.h"
 
 namespace dlock {
 namespace {
@@ -25,6 +26,9 @@ DefaultLockSlot& slot() {
   (void)forkSafe;
   return instance;
 }
+
+// The slot and its fork handlers exist before any fork can matter (MadeAtLoad).
+const detail::MadeAtLoad kSlotMadeAtLoad([] { (void)slot(); });
 
 }  // namespace
 

@@ -21,7 +21,7 @@ struct ThreadHolds {
   std::vector<std::pair<std::uint64_t, KeyHolds>> locks;
   // The thread that called fork() goes on in the child with a copy of these holds: they are the
   // parent's, so the child forgets them (the parent keeps, renews and releases its own).
-  std::uint64_t forkGeneration = detail::watchForks();
+  std::uint64_t forkGeneration = detail::forkGeneration();
   // The last erased hold's map node, its key's buffer kept: a thread that locks and unlocks in a
   // loop allocates no node after the first.
   KeyHolds::node_type spare;

@@ -51,8 +51,6 @@ struct RandomBlock {
 };
 
 RandomBlock& threadBlock() {
-  static const std::uint64_t watched = detail::watchForks();
-  (void)watched;
   static thread_local RandomBlock block;
   return block;
 }

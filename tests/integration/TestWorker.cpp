@@ -26,6 +26,7 @@
 //                                       ambiguous T              the master changed during
 //                                                                tryLock: released, nothing written
 //                                       error T acquire|unlock TYPE MESSAGE   a dlock exception
+//   fork-first-call URI KEY THREADS START_US EVERY_US plain|fair   see ForkFirstCall.h
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +39,7 @@
 #include <string>
 #include <thread>
 
+#include "ForkFirstCall.h"
 #include "RedisClient.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
@@ -197,6 +199,10 @@ int main(int argc, char** argv) {
       return increment(argv[2], argv[3], argv[4], std::atoi(argv[5]), argv[6], argc == 8 ? argv[7] : "");
     }
     if (mode == "hold" && argc == 6) return hold(argv[2], argv[3], argv[4], std::atoll(argv[5]));
+    if (mode == "fork-first-call" && argc == 8) {
+      return dlock::test::forkAtFirstCalls(argv[2], argv[3], std::atoi(argv[4]), std::atol(argv[5]), std::atol(argv[6]),
+                                           std::string(argv[7]) == "fair");
+    }
     if (mode == "sentinel-increment" && argc == 10) {
       return sentinelIncrement(argv[2], argv[3], argv[4], argv[5], argv[6], std::atoll(argv[7]), argv[8], argv[9]);
     }

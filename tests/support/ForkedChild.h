@@ -53,8 +53,8 @@ class ForkedChild {
   }
 
   // Waits for the child's exit, at most `budget`: its exit status (128 + the signal when killed
-  // by one), or kHung after killing a child still running then.
-  int exitStatus(std::chrono::milliseconds budget) {
+  // by one), or kHung after killing a child still running then (`onHang` sees it first, alive).
+  int exitStatus(std::chrono::milliseconds budget, const std::function<void(pid_t)>& onHang = {}) {
     const auto deadline = std::chrono::steady_clock::now() + budget;
     while (pid_ > 0) {
       int status = 0;
@@ -64,6 +64,7 @@ class ForkedChild {
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       }
       if (std::chrono::steady_clock::now() >= deadline) {
+        if (onHang) onHang(pid_);
         (void)::kill(pid_, SIGKILL);
         (void)::waitpid(pid_, nullptr, 0);
         pid_ = -1;

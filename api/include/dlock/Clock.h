@@ -51,4 +51,10 @@ class SteadyClock final : public Clock {
   }
 };
 
+namespace detail {
+// The instance made while the program loads, so that a child forked while another thread made it
+// never waits on its guard; the function keeps the static for any static initialiser that runs first.
+inline const bool steadyClockMadeAtLoad = (SteadyClock::instance(), true);
+}  // namespace detail
+
 }  // namespace dlock

@@ -3,6 +3,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <new>
 
@@ -23,19 +24,20 @@ using Steady = std::chrono::steady_clock;
 // other sockets and pipes met the same trouble before, and dlock has always ignored it). As gRPC
 // does, ignore it process-wide — but only when the application left the default in place; a
 // handler or an explicit setting is respected.
+// An atomic flag, not a function-local static: a child forked while a parent thread ran this for
+// the first time would wait on the static's guard for ever. (A second first caller may go on
+// before the first has set the disposition: only the process's very first TLS write can race.)
 void ignoreSigpipeByDefault() {
-  static const bool done = [] {
-    struct sigaction current {};
-    if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL &&
-        (current.sa_flags & SA_SIGINFO) == 0) {
-      struct sigaction ignore {};
-      ignore.sa_handler = SIG_IGN;
-      ::sigemptyset(&ignore.sa_mask);
-      (void)::sigaction(SIGPIPE, &ignore, nullptr);
-    }
-    return true;
-  }();
-  (void)done;
+  static std::atomic<bool> done{false};
+  if (done.exchange(true, std::memory_order_acq_rel)) return;
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL &&
+      (current.sa_flags & SA_SIGINFO) == 0) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigemptyset(&ignore.sa_mask);
+    (void)::sigaction(SIGPIPE, &ignore, nullptr);
+  }
 }
 
 std::unique_ptr<Transport> open(const ConnectionOptions& options) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Digest.h — SHA-1 as hex (OpenSSL's EVP), for the EVALSHA digests of our scripts (computed
-// locally, so the first call needs no SCRIPT LOAD round trip) and derived hash tags. Not used for
-// anything security-related.
+// Digest.h — SHA-1 as hex, for the EVALSHA digests of our scripts (computed locally, so the
+// first call needs no SCRIPT LOAD round trip) and derived hash tags. Not used for anything
+// security-related. Self-contained (no OpenSSL): a forked child computes one without any lock.
 #pragma once
 
 #include <string>

@@ -2,6 +2,7 @@
 #include "FairScripts.h"
 
 #include "Digest.h"
+#include "dlock/detail/Fork.h"
 
 namespace dlock::detail {
 namespace {
@@ -164,5 +165,18 @@ const Script& fairLeaveScript(bool sharded) {
   static const Script cluster = makeScript("shardedFairLeave", fairQueuePrelude(publishOf(true)) + kLeaveBody);
   return sharded ? cluster : plain;
 }
+
+namespace {
+
+// Made while the library loads, as the other scripts are (Scripts.cpp).
+const MadeAtLoad kFairScriptsMadeAtLoad([] {
+  for (const bool sharded : {false, true}) {
+    (void)fairAcquireScript(sharded);
+    (void)fairReleaseScript(sharded);
+    (void)fairLeaveScript(sharded);
+  }
+});
+
+}  // namespace
 
 }  // namespace dlock::detail

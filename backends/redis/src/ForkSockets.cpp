@@ -7,6 +7,8 @@
 
 #include <mutex>
 
+#include "dlock/detail/Fork.h"
+
 namespace dlock::detail {
 
 // Every tracked socket of this process. The mutex is taken around fork() (prepare handler), so
@@ -45,6 +47,13 @@ struct ForkSocketList {
     mutex.unlock();
   }
 };
+
+namespace {
+
+// The list and its fork handlers exist before any fork can matter (MadeAtLoad).
+const MadeAtLoad kListMadeAtLoad([] { (void)ForkSocketList::instance(); });
+
+}  // namespace
 
 void ForkSocket::track(int& fd) {
   ForkSocketList& list = ForkSocketList::instance();

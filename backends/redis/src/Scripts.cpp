@@ -3,6 +3,7 @@
 
 #include "Digest.h"
 #include "ScriptSources.h"
+#include "dlock/detail/Fork.h"
 
 namespace dlock::detail {
 namespace {
@@ -170,6 +171,19 @@ return current
 )lua");
   return script;
 }
+
+namespace {
+
+// Every script and its digest made while the library loads: a child forked while a parent thread
+// made one would wait for ever on its guard (MadeAtLoad).
+const MadeAtLoad kScriptsMadeAtLoad([] {
+  for (const auto script : {&acquireScript, &acquireRecordingOwnerScript, &releaseScript, &shardedReleaseScript,
+                            &extendScript, &extendManyScript, &inspectScript, &raiseFenceScript}) {
+    (void)script();
+  }
+});
+
+}  // namespace
 
 ReplyPtr runScript(Connection& connection, const Script& script, const Argv& keys, const Argv& args) {
   const std::string keyCount = std::to_string(keys.size());

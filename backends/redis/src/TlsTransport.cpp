@@ -2,6 +2,7 @@
 #include "TlsTransport.h"
 
 #include <arpa/inet.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -14,6 +15,8 @@
 
 #include "Errors.h"
 #include "dlock/LockError.h"
+#include "dlock/detail/Fork.h"
+#include "dlock/detail/ForkGate.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock::detail {
@@ -25,6 +28,46 @@ struct ContextDeleter {
   void operator()(SSL_CTX* context) const noexcept { SSL_CTX_free(context); }
 };
 using ContextPtr = std::unique_ptr<SSL_CTX, ContextDeleter>;
+
+// OpenSSL is not fork-safe: its one-time initialisation, its process-wide locks (the one under
+// which it registers a thread's first call, ex_data's, its caches') and the C library's time-zone
+// lock (a certificate check calls gmtime) may be held at a fork by a thread the child does not
+// have, and the child's own TLS set-up then waits for ever (seen in OPENSSL_init_crypto,
+// ERR_set_mark and X509_STORE_new under SSL_CTX_new, and in __tz_convert under X509_verify_cert).
+// So every call dlock makes into OpenSSL holds this gate (InsideOpenSsl): CPU only, on
+// non-blocking sockets, the waits for the network outside it. Made after the log's gate (Log.h is
+// included above), so fork() closes it first; nothing logs inside it.
+struct TlsGate {
+  static void beforeFork() {}
+};
+using TlsForkGate = ForkGate<TlsGate>;
+const MadeAtLoad kTlsGateMadeAtLoad([] { (void)TlsForkGate::instance(); });
+
+// A stretch of OpenSSL calls, inside the gate; never nested. A thread that made one also leaves
+// OpenSSL inside the gate: OpenSSL's own exit handler (a thread-specific key's destructor) takes
+// the registration lock, so it is run ahead of it, by a thread_local's destructor (those run first).
+class InsideOpenSsl {
+ public:
+  InsideOpenSsl() { thread().called = true; }
+
+ private:
+  struct Thread {
+    bool called = false;
+    Thread() = default;
+    Thread(const Thread&) = delete;
+    Thread& operator=(const Thread&) = delete;
+    ~Thread() {
+      if (!called) return;
+      const TlsForkGate::Shared gate;
+      OPENSSL_thread_stop();
+    }
+  };
+  static Thread& thread() {
+    static thread_local Thread self;
+    return self;
+  }
+  const TlsForkGate::Shared gate_;
+};
 
 // ConfigError unless `path` is a readable file; names the option and the path, never the contents.
 void requireReadable(const char* option, const std::string& path, bool directory = false) {
@@ -95,34 +138,42 @@ std::unique_ptr<TlsTransport> TlsTransport::connect(std::unique_ptr<Socket> sock
   const std::string address = options.address();
   const std::string name = tls.serverName.empty() ? options.host : tls.serverName;
   if (name.find('\0') != std::string::npos) throw ConfigError("dlock: TLS: the server name holds a NUL byte");
-  ContextPtr context = makeContext(tls);
-  SSL* ssl = SSL_new(context.get());  // holds its own reference to the context
-  if (ssl == nullptr) throw std::bad_alloc();
-  auto transport = std::make_unique<TlsTransport>(std::move(socket), ssl, address, name, !tls.certFile.empty());
-  if (SSL_set_fd(ssl, transport->fd()) != 1) throw std::bad_alloc();
-  if (tls.verify) {
-    X509_VERIFY_PARAM* verify = SSL_get0_param(ssl);
-    if (isIpAddress(name)) {
-      if (X509_VERIFY_PARAM_set1_ip_asc(verify, name.c_str()) != 1) throw std::bad_alloc();
-    } else {
-      X509_VERIFY_PARAM_set_hostflags(verify, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-      if (X509_VERIFY_PARAM_set1_host(verify, name.c_str(), name.size()) != 1) throw std::bad_alloc();
+  if (!tls.verify) logger()->warn("dlock: TLS to {} without certificate verification (tls_verify=none)", address);
+  std::unique_ptr<TlsTransport> transport;
+  SSL* ssl = nullptr;
+  {
+    const InsideOpenSsl inside;
+    ContextPtr context = makeContext(tls);
+    ssl = SSL_new(context.get());  // holds its own reference to the context
+    if (ssl == nullptr) throw std::bad_alloc();
+    transport = std::make_unique<TlsTransport>(std::move(socket), ssl, address, name, !tls.certFile.empty());
+    if (SSL_set_fd(ssl, transport->fd()) != 1) throw std::bad_alloc();
+    if (tls.verify) {
+      X509_VERIFY_PARAM* verify = SSL_get0_param(ssl);
+      if (isIpAddress(name)) {
+        if (X509_VERIFY_PARAM_set1_ip_asc(verify, name.c_str()) != 1) throw std::bad_alloc();
+      } else {
+        X509_VERIFY_PARAM_set_hostflags(verify, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        if (X509_VERIFY_PARAM_set1_host(verify, name.c_str(), name.size()) != 1) throw std::bad_alloc();
+      }
     }
-  } else {
-    logger()->warn("dlock: TLS to {} without certificate verification (tls_verify=none)", address);
+    // SNI takes a DNS name only (RFC 6066).
+    if (!isIpAddress(name) && SSL_set_tlsext_host_name(ssl, name.c_str()) != 1) throw std::bad_alloc();
+    SSL_set_connect_state(ssl);
   }
-  // SNI takes a DNS name only (RFC 6066).
-  if (!isIpAddress(name) && SSL_set_tlsext_host_name(ssl, name.c_str()) != 1) throw std::bad_alloc();
-  SSL_set_connect_state(ssl);
   const char* const what = "TLS handshake with";
   while (true) {
-    ERR_clear_error();
-    const IoProgress step = transport->progress(SSL_do_handshake(ssl), what);
-    if (step.closed) {
-      TlsFailure closed;
-      closed.closed = true;
-      throwTlsError(closed, std::string(what) + " " + address);
-    }
+    const IoProgress step = [&] {  // one step inside the gate; the wait for the network outside
+      const InsideOpenSsl inside;
+      ERR_clear_error();
+      const IoProgress made = transport->progress(SSL_do_handshake(ssl), what);
+      if (made.closed) {
+        TlsFailure closed;
+        closed.closed = true;
+        throwTlsError(closed, std::string(what) + " " + address);
+      }
+      return made;
+    }();
     if (step.waitFor == 0) return transport;
     if (!waitReady(transport->fd(), step.waitFor, deadline, what, address)) {
       TlsFailure late;
@@ -141,11 +192,13 @@ TlsTransport::TlsTransport(std::unique_ptr<Socket> socket, ssl_st* ssl, std::str
       clientCertificate_(clientCertificate) {}
 
 TlsTransport::~TlsTransport() {
+  const InsideOpenSsl inside;
   // A close_notify, best effort and without waiting; not in a forked child (fd -1).
   if (!failed_ && fd() >= 0 && SSL_is_init_finished(ssl_.get()) == 1) {
     (void)SSL_shutdown(ssl_.get());
   }
   ERR_clear_error();
+  ssl_.reset();  // here, inside the gate (it frees the context too)
 }
 
 IoProgress TlsTransport::progress(int result, const char* what) {
@@ -180,10 +233,12 @@ IoProgress TlsTransport::progress(int result, const char* what) {
   throwTlsError(failure, std::string(what) + " " + address_);
 }
 
+// SSL_has_pending reads this SSL's own buffers: no lock, so no gate.
 bool TlsTransport::buffered() const noexcept { return fd() >= 0 && SSL_has_pending(ssl_.get()) == 1; }
 
 IoProgress TlsTransport::read(char* buffer, std::size_t size) {
   if (fd() < 0) throwForkedError("reading from " + address_);
+  const InsideOpenSsl inside;
   ERR_clear_error();
   errno = 0;
   const int got = SSL_read(ssl_.get(), buffer, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
@@ -193,6 +248,7 @@ IoProgress TlsTransport::read(char* buffer, std::size_t size) {
 
 IoProgress TlsTransport::write(const char* data, std::size_t size) {
   if (fd() < 0) throwForkedError("writing to " + address_);
+  const InsideOpenSsl inside;
   ERR_clear_error();
   errno = 0;
   const int sent = SSL_write(ssl_.get(), data, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fork.h — how dlock objects inherited across fork() become the child's own.
 //
-//   forkGeneration()       the number of fork()s that led to this process from the first one
-//                          that watched (a pthread_atfork child handler adds one); one atomic load
-//   watchForks()           registers that handler (once per process) and returns forkGeneration()
+//   forkGeneration()       the number of fork()s that led to this process (a pthread_atfork
+//                          child handler registered at load adds one); one atomic load
 //   ForkLocal<T>           a T of this process: in a child, the inherited T is left behind at its
 //                          first use (or destruction) there, and a new one is made
 //   abandonAfterFork(p)    keeps `p` reachable for ever and never touches it again
 //   ForkSafeMutex          a leaf mutex that fork() never catches held: prepare/parent/child
 //                          handlers take and give back every one, so a child may use what it guards
+//   MadeAtLoad             runs one-time initialisation while the program loads, before any fork
 //
 // fork() copies the parent's memory but only the calling thread. In the child the parent's other
 // threads (watchdog, subscriber, node workers) do not exist; a mutex one of them held stays locked,
@@ -40,15 +40,24 @@ inline std::atomic<std::uint64_t> forkGenerationCounter{0};
   return forkGenerationCounter.load(std::memory_order_acquire);
 }
 
-// Call before relying on forkGeneration(): in a process that never called it, a fork goes unseen.
-inline std::uint64_t watchForks() noexcept {
-  // The child handler runs in the child only, before fork() returns there: the parent's
-  // generation never changes.
-  static const int registered =
-      ::pthread_atfork(nullptr, nullptr, [] { forkGenerationCounter.fetch_add(1, std::memory_order_acq_rel); });
-  (void)registered;
-  return forkGeneration();
-}
+// Runs `make` while the program (or the shared library) loads, before main() and before any
+// thread of the application could fork. For one-time initialisation behind a function-local
+// static or std::call_once on a path a forked child takes: a child forked while a parent thread
+// is inside it would wait for ever on its guard, taken by a thread the child does not have.
+// Keep the static in its function (any static initialiser may call it first, in any order) and
+// make it here too, so that after load its guard is never taken again:
+//   const MadeAtLoad kScriptsMadeAtLoad([] { (void)acquireScript(); });
+struct MadeAtLoad {
+  template <class Make>
+  explicit MadeAtLoad(Make make) {
+    make();
+  }
+};
+
+// The child handler runs in the child only, before fork() returns there: the parent's
+// generation never changes. Registered at load (MadeAtLoad's reason), in every process.
+inline const int forkGenerationWatched =
+    ::pthread_atfork(nullptr, nullptr, [] { forkGenerationCounter.fetch_add(1, std::memory_order_acq_rel); });
 
 struct AbandonedAfterFork {
   const void* object;
@@ -76,8 +85,7 @@ class ForkLocal {
 
   // Makes the first T at once, so its constructor's errors reach the caller.
   explicit ForkLocal(Factory make) : make_(std::move(make)) {
-    const std::uint64_t generation = watchForks();
-    current_.store(new Entry{generation, make_()}, std::memory_order_release);
+    current_.store(new Entry{forkGeneration(), make_()}, std::memory_order_release);
   }
   ForkLocal(const ForkLocal&) = delete;
   ForkLocal& operator=(const ForkLocal&) = delete;
@@ -121,6 +129,16 @@ class ForkLocal {
   mutable std::atomic<Entry*> current_{nullptr};
 };
 
+class ForkSafeMutex;
+
+// Every ForkSafeMutex of the process. Constant-initialised (no guard for a child to find taken)
+// and trivially destroyed (a fork at exit still finds it).
+struct ForkSafeMutexRegistry {
+  std::mutex mutex;               // held from prepare to parent/child: no mutex is made meanwhile
+  ForkSafeMutex* first = nullptr;  // guarded by mutex
+};
+inline ForkSafeMutexRegistry forkSafeMutexes;
+
 // A mutex for state a forked child must go on using (a lock's lost handler, which the child's new
 // watchdog inherits): a pthread_atfork prepare handler locks every ForkSafeMutex of the process,
 // the parent and child handlers unlock them, so the child never finds one held by a thread it does
@@ -151,18 +169,8 @@ class ForkSafeMutex {
   bool try_lock() { return mutex_.try_lock(); }  // NOLINT(readability-identifier-naming)
 
  private:
-  struct Registry {
-    std::mutex mutex;               // held from prepare to parent/child: no mutex is made meanwhile
-    ForkSafeMutex* first = nullptr;  // guarded by mutex
-  };
-  static Registry& registry() {
-    static Registry* all = [] {
-      auto* made = new Registry();  // never destroyed: a fork at exit still finds it
-      (void)::pthread_atfork(&lockAll, &unlockAll, &unlockAll);
-      return made;
-    }();
-    return *all;
-  }
+  using Registry = ForkSafeMutexRegistry;
+  static Registry& registry() { return forkSafeMutexes; }
   static void lockAll() {
     Registry& all = registry();
     all.mutex.lock();
@@ -173,6 +181,9 @@ class ForkSafeMutex {
     for (ForkSafeMutex* each = all.first; each != nullptr; each = each->next_) each->mutex_.unlock();
     all.mutex.unlock();
   }
+
+  // Registered at load, before any ForkSafeMutex exists (MadeAtLoad's reason).
+  static inline const int handlers_ = ::pthread_atfork(&lockAll, &unlockAll, &unlockAll);
 
   std::mutex mutex_;
   ForkSafeMutex* previous_ = nullptr;  // guarded by the registry's mutex
