@@ -69,7 +69,7 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
   // that cannot be removed ends with its waiter lease.
   const auto leave = [&]() noexcept {
     if (!queued) return;  // never queued, and no attempt left in doubt
-    cleanUp(callDeadline(deadline, outage),
+    cleanup_->runWithin(callDeadline(deadline, outage),
             [fair = fair_, backend = backend_, log = log_, key = std::string(key), token, ttl,
              waiterLease = options_.waiterLease]() noexcept {
               try {

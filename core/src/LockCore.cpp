@@ -44,7 +44,7 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wa
       log_(logger()),
       counters_(std::make_shared<LockCounters>()),
       waiters_([] { return std::make_shared<WaiterQueue>(); }),
-      yields_([] { return std::make_shared<Yields>(); }),
+      contended_([] { return std::make_shared<ContendedReleases>(); }),
       cleanup_([] { return std::make_shared<CleanupLane>(); }),
       watchdog_([this] { return makeWatchdog(); }) {}
 
@@ -57,17 +57,13 @@ AcquireResult LockCore::attempt(std::string_view key, const std::string& token, 
   const std::uint64_t number = counters_->attempts.fetch_add(1, std::memory_order_relaxed);
   // The round trip only sizes the yield after a contended release, so one attempt in
   // kRoundTripSampling is timed: two clock reads are a tenth of the memory backend's cycle.
-  const bool timed = number % kRoundTripSampling == 0;
+  const bool timed = number % ContendedReleases::kRoundTripSampling == 0;
   try {
     const SteadyTime start = timed ? std::chrono::steady_clock::now() : SteadyTime{};
     AcquireResult result = recorder_ != nullptr
                                ? recorder_->lockRecordingOwner(key, token, ttl, ownerLabel(*options_.ownerLabel))
                                : backend_->lock(key, token, ttl);
-    if (timed) {
-      const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
-      const std::int64_t previous = roundTripNanos_.load(std::memory_order_relaxed);
-      roundTripNanos_.store(previous == 0 ? took.count() : (previous * 3 + took.count()) / 4, std::memory_order_relaxed);
-    }
+    if (timed) contended_->sampleRoundTrip(std::chrono::steady_clock::now() - start);
     if (!result.acquired && log_->should_log(spdlog::level::debug)) {
       log_->debug("dlock: {} on {} is held by another owner for {} ms more", quoteKey(key), backend_->describe(),
                   result.holderTtl.count());
@@ -80,7 +76,7 @@ AcquireResult LockCore::attempt(std::string_view key, const std::string& token, 
     // still, queued on a busy server behind this cancel. Cancel the token: the key is deleted if
     // it carries it, and an acquire with it arriving later is refused; the caller's next attempt
     // uses a new token. If the cancel fails too, the lease, if any, ends at its TTL.
-    cleanUp(CallBudget::current(), [backend = backend_, log = log_, key = std::string(key), token, ttl]() noexcept {
+    cleanup_->runWithin(CallBudget::current(), [backend = backend_, log = log_, key = std::string(key), token, ttl]() noexcept {
       try {
         (void)backend->cancel(key, token);
         return true;
@@ -234,7 +230,7 @@ void LockCore::release(LeaseState& lease) {
     throwLost(lease, true, result.released ? "had ended before unlock" : "had expired or was taken");
   }
   lease.transition(LeasePhase::Releasing, LeasePhase::Released);
-  if (result.notified > 0) noteContendedRelease(lease.key);
+  if (result.notified > 0) contended_->note(lease.key);
   if (log_->should_log(spdlog::level::debug)) {
     log_->debug("dlock: released {} on {}{}", quoteKey(lease.key), backend_->describe(),
                 result.releasedEarlier ? " (by an earlier try whose reply was lost)" : "");
@@ -275,61 +271,16 @@ bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
   return false;
 }
 
-void LockCore::cleanUp(CallBudget::TimePoint deadline, CleanupLane::Task task) {
-  // Now, within what is left of the wait's budget (at the least CallBudget's floor: a healthy
-  // server answers well within it), so that the caller returns with the queue left, the key free.
-  {
-    const CallBudget budget(deadline);
-    if (task()) return;
-  }
-  // Failed, for want of time perhaps (a hung or slow server): once more, with the backend's own
-  // timeouts, on the lane, so that the caller is not held past its deadline.
-  cleanup_->post(std::move(task));
-}
-
 void LockCore::throwInherited(const LeaseState& lease) const {
   throw NotOwnerError("dlock: unlock " + quoteKey(lease.key) + " on " + backend_->describe() +
                       ": acquired by the parent process before fork(); only the parent can release it");
 }
 
-void LockCore::noteContendedRelease(std::string_view key) {
-  // Two round trips: the release message reaches the waiter, and its acquire reaches the server.
-  const auto roundTrip = std::chrono::nanoseconds(roundTripNanos_.load(std::memory_order_relaxed));
-  const auto window = std::clamp<std::chrono::nanoseconds>(2 * roundTrip, std::chrono::microseconds(50),
-                                                           std::chrono::milliseconds(5));
-  const SteadyTime until = std::chrono::steady_clock::now() + window;
-  Yields& yields = *yields_;
-  std::lock_guard<std::mutex> guard(yields.mutex);
-  if (yields.until.size() > 1024) {
-    const SteadyTime now = std::chrono::steady_clock::now();
-    for (auto it = yields.until.begin(); it != yields.until.end();) {
-      it = it->second <= now ? yields.until.erase(it) : std::next(it);
-    }
-  }
-  // (yields.pending is refreshed below, after the insert.)
-  const auto it = yields.until.find(key);
-  if (it == yields.until.end()) {
-    yields.until.emplace(std::string(key), until);
-  } else {
-    it->second = until;
-  }
-  yields.pending.store(yields.until.size(), std::memory_order_release);
-}
-
 void LockCore::yieldAfterContendedRelease(std::string_view key, Deadline deadline) {
-  Yields& yields = *yields_;
-  if (yields.pending.load(std::memory_order_acquire) == 0) return;  // the uncontended path
-  SteadyTime until;
-  {
-    std::lock_guard<std::mutex> guard(yields.mutex);
-    const auto it = yields.until.find(key);
-    if (it == yields.until.end()) return;
-    until = it->second;
-    yields.until.erase(it);
-    yields.pending.store(yields.until.size(), std::memory_order_release);
-  }
-  until = std::min(until, deadline);
-  if (until > std::chrono::steady_clock::now()) std::this_thread::sleep_until(until);
+  const std::optional<SteadyTime> until = contended_->take(key);
+  if (!until) return;
+  const SteadyTime end = std::min(*until, deadline);
+  if (end > std::chrono::steady_clock::now()) std::this_thread::sleep_until(end);
 }
 
 std::shared_ptr<Watchdog> LockCore::makeWatchdog() {

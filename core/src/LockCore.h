@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <map>
 #include <optional>
 #include <string_view>
 
 #include "CleanupLane.h"
+#include "ContendedReleases.h"
 #include "FairBackend.h"
 #include "LeaseState.h"
 #include "LockCounters.h"
@@ -76,15 +76,10 @@ class LockCore {
   [[noreturn]] void throwLost(LeaseState& lease, bool releasing, const char* what);
   std::shared_ptr<Watchdog> makeWatchdog();
   void logFailedAttempt(std::string_view key, const std::exception& error) const;
-  // Fairness: after a release that reached waiters, this process holds back from the key for
-  // about two round trips, so a waiter can take it instead of the releaser barging back in.
+  // Fairness: after a release that reached waiters, this process holds back from the key
+  // (ContendedReleases.h).
   void yieldAfterContendedRelease(std::string_view key, Deadline deadline);
-  void noteContendedRelease(std::string_view key);
   [[noreturn]] void throwInherited(const LeaseState& lease) const;
-  // Runs a cancel or a queue leave (`task`, true when done) now, within what is left before
-  // `deadline` (a CallBudget deadline; max for none), and again on the cleanup lane when that
-  // failed: cleanup never holds the caller past its deadline (plus CallBudget's floor).
-  void cleanUp(CallBudget::TimePoint deadline, CleanupLane::Task task);
 
   const std::uint64_t id_;
   const std::shared_ptr<IOperator> backend_;
@@ -97,14 +92,7 @@ class LockCore {
   const std::shared_ptr<LockCounters> counters_;  // shared with the watchdog
 
   ForkLocal<WaiterQueue> waiters_;  // a forked child queues only its own threads
-  static constexpr std::uint64_t kRoundTripSampling = 8;
-  std::atomic<std::int64_t> roundTripNanos_{0};  // smoothed duration of a sampled acquire attempt
-  struct Yields {
-    std::atomic<std::size_t> pending{0};  // until.size(), readable without the mutex
-    std::mutex mutex;
-    std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> until;  // guarded by mutex
-  };
-  ForkLocal<Yields> yields_;  // a forked child's own: a parent's thread may have held the mutex
+  ForkLocal<ContendedReleases> contended_;  // a forked child's own: a parent's thread may have held its mutex
 
   // The lost handler as the lock was given it, for the watchdog a forked child makes (whose first
   // use may come at any moment after a fork: hence a mutex the fork never catches held).
