@@ -37,7 +37,7 @@ milliseconds remainingUntil(ILock::Deadline deadline, SteadyTime now) {
 
 std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const std::string& token, milliseconds ttl,
                                                   bool renewed, Deadline deadline) {
-  IFairOperator& queue = fair_->queue();
+  IFairOperator& queue = capabilities_.fair->queue();
   const bool once = deadline == kTryOnce;
   const milliseconds waiterLease = once ? milliseconds(0) : options_.waiterLease;
   std::unique_ptr<IGrantWatch> grants;
@@ -70,7 +70,7 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
   const auto leave = [&]() noexcept {
     if (!queued) return;  // never queued, and no attempt left in doubt
     cleanup_->runWithin(callDeadline(deadline, outage),
-            [fair = fair_, backend = backend_, log = log_, key = std::string(key), token, ttl,
+            [fair = capabilities_.fair, backend = backend_, log = log_, key = std::string(key), token, ttl,
              waiterLease = options_.waiterLease]() noexcept {
               try {
                 if (fair->queue().leaveQueue(key, token, ttl)) {
@@ -111,7 +111,7 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
   };
 
   // A key waited for lately: listen before the first attempt, so a queued attempt needs no second.
-  if (!once && fair_->contended().lately(key)) {
+  if (!once && capabilities_.fair->contended().lately(key)) {
     try {
       const CallBudget budget(callDeadline(deadline, outage));
       grants = queue.watchGrants(key, token);
@@ -157,7 +157,7 @@ std::shared_ptr<LeaseState> LockCore::acquireFair(std::string_view key, const st
       continue;  // the claim ended between the two calls: ask again
     }
     queued = !once;
-    if (queued) fair_->contended().note(key);
+    if (queued) capabilities_.fair->contended().note(key);
     waitingSinceBackend = result.backendMillis;
     const SteadyTime now = std::chrono::steady_clock::now();
     if (!waitingSince) waitingSince = now;

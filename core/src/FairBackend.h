@@ -26,7 +26,7 @@ namespace dlock::detail {
 class FairBackend final : public IOperator {
  public:
   // The fair backend over `backend`; ConfigError, saying why, when it has no fair queue.
-  static std::shared_ptr<IOperator> wrap(const std::shared_ptr<IOperator>& backend, const LockOptions& options) {
+  static std::shared_ptr<FairBackend> wrap(const std::shared_ptr<IOperator>& backend, const LockOptions& options) {
     auto* queue = dynamic_cast<IFairOperator*>(backend.get());
     if (queue == nullptr) {
       throw ConfigError("dlock: LockBuilder: fair(true) needs one waiter queue per key on one server; " +

@@ -32,12 +32,11 @@ milliseconds remainingUntil(ILock::Deadline deadline, SteadyTime now) {
 
 }  // namespace
 
-LockCore::LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wait, std::shared_ptr<Clock> clock,
-                   LockOptions options)
+LockCore::LockCore(std::shared_ptr<IOperator> backend, LockCapabilities capabilities, std::shared_ptr<IWait> wait,
+                   std::shared_ptr<Clock> clock, LockOptions options)
     : id_(nextLockId()),
       backend_(std::move(backend)),
-      recorder_(options.ownerLabel ? dynamic_cast<IOwnerRecorder*>(backend_.get()) : nullptr),
-      fair_(dynamic_cast<FairBackend*>(backend_.get())),
+      capabilities_(std::move(capabilities)),
       wait_(std::move(wait)),
       clock_(std::move(clock)),
       options_(std::move(options)),
@@ -60,8 +59,8 @@ AcquireResult LockCore::attempt(std::string_view key, const std::string& token, 
   const bool timed = number % ContendedReleases::kRoundTripSampling == 0;
   try {
     const SteadyTime start = timed ? std::chrono::steady_clock::now() : SteadyTime{};
-    AcquireResult result = recorder_ != nullptr
-                               ? recorder_->lockRecordingOwner(key, token, ttl, ownerLabel(*options_.ownerLabel))
+    AcquireResult result = capabilities_.ownerRecorder
+                               ? capabilities_.ownerRecorder->lockRecordingOwner(key, token, ttl, ownerLabel(*options_.ownerLabel))
                                : backend_->lock(key, token, ttl);
     if (timed) contended_->sampleRoundTrip(std::chrono::steady_clock::now() - start);
     if (!result.acquired && log_->should_log(spdlog::level::debug)) {
@@ -105,7 +104,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
   const bool renewed = !leaseTime.has_value();
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
   std::string token = generateToken();
-  if (fair_ != nullptr) return acquireFair(key, token, ttl, renewed, deadline);
+  if (capabilities_.fair) return acquireFair(key, token, ttl, renewed, deadline);
 
   if (deadline != kTryOnce) yieldAfterContendedRelease(key, deadline);
 

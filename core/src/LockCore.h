@@ -14,15 +14,14 @@
 
 #include "CleanupLane.h"
 #include "ContendedReleases.h"
-#include "FairBackend.h"
 #include "LeaseState.h"
+#include "LockCapabilities.h"
 #include "LockCounters.h"
 #include "WaiterQueue.h"
 #include "Watchdog.h"
 #include "dlock/Clock.h"
 #include "dlock/ILock.h"
 #include "dlock/IOperator.h"
-#include "dlock/IOwnerRecorder.h"
 #include "dlock/IWait.h"
 #include "dlock/LockOptions.h"
 #include "dlock/detail/CallBudget.h"
@@ -36,8 +35,9 @@ class LockCore {
   using Deadline = ILock::Deadline;
   static constexpr Deadline kTryOnce = Deadline::min();
 
-  LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wait, std::shared_ptr<Clock> clock,
-           LockOptions options);
+  // `capabilities`: what LockBuilder::build found the backend offers and the options ask for.
+  LockCore(std::shared_ptr<IOperator> backend, LockCapabilities capabilities, std::shared_ptr<IWait> wait,
+           std::shared_ptr<Clock> clock, LockOptions options);
   LockCore(const LockCore&) = delete;
   LockCore& operator=(const LockCore&) = delete;
   ~LockCore();
@@ -83,8 +83,7 @@ class LockCore {
 
   const std::uint64_t id_;
   const std::shared_ptr<IOperator> backend_;
-  IOwnerRecorder* const recorder_;  // the backend's, when an owner label is asked for; else null
-  FairBackend* const fair_;  // backend_ when the lock is fair, else null
+  const LockCapabilities capabilities_;
   const std::shared_ptr<IWait> wait_;
   const std::shared_ptr<Clock> clock_;
   const LockOptions options_;
