@@ -1,33 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "LockCore.h"
 
-#include <algorithm>
 #include <atomic>
-#include <thread>
 #include <utility>
 
-#include "OutageRetry.h"
-#include "OwnerLabel.h"
+#include "DefaultAttempt.h"
+#include "FairAttempt.h"
+#include "WaitLoop.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
-#include "dlock/core/Token.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock::detail {
 namespace {
 
 using std::chrono::milliseconds;
-using SteadyTime = std::chrono::steady_clock::time_point;
 
 std::uint64_t nextLockId() {
   static std::atomic<std::uint64_t> counter{0};
   return counter.fetch_add(1, std::memory_order_relaxed) + 1;
-}
-
-milliseconds remainingUntil(ILock::Deadline deadline, SteadyTime now) {
-  if (deadline == ILock::Deadline::max()) return milliseconds::max();
-  if (now >= deadline) return milliseconds(0);
-  return std::chrono::ceil<milliseconds>(deadline - now);
 }
 
 }  // namespace
@@ -52,147 +43,37 @@ LockCore::~LockCore() {
   cleanup_->stop();
 }
 
-AcquireResult LockCore::attempt(std::string_view key, const std::string& token, milliseconds ttl) {
-  const std::uint64_t number = counters_->attempts.fetch_add(1, std::memory_order_relaxed);
-  // The round trip only sizes the yield after a contended release, so one attempt in
-  // kRoundTripSampling is timed: two clock reads are a tenth of the memory backend's cycle.
-  const bool timed = number % ContendedReleases::kRoundTripSampling == 0;
-  try {
-    const SteadyTime start = timed ? std::chrono::steady_clock::now() : SteadyTime{};
-    AcquireResult result = capabilities_.ownerRecorder
-                               ? capabilities_.ownerRecorder->lockRecordingOwner(key, token, ttl, ownerLabel(*options_.ownerLabel))
-                               : backend_->lock(key, token, ttl);
-    if (timed) contended_->sampleRoundTrip(std::chrono::steady_clock::now() - start);
-    if (!result.acquired && log_->should_log(spdlog::level::debug)) {
-      log_->debug("dlock: {} on {} is held by another owner for {} ms more", quoteKey(key), backend_->describe(),
-                  result.holderTtl.count());
-    }
-    return result;
-  } catch (const std::exception& error) {
-    logFailedAttempt(key, error);
-    // Any failure may come after the key was set: the command landed before its connection
-    // failed, or a later step of the acquire was refused (Sentinel's WAIT); or it may land later
-    // still, queued on a busy server behind this cancel. Cancel the token: the key is deleted if
-    // it carries it, and an acquire with it arriving later is refused; the caller's next attempt
-    // uses a new token. If the cancel fails too, the lease, if any, ends at its TTL.
-    cleanup_->runWithin(CallBudget::current(), [backend = backend_, log = log_, key = std::string(key), token, ttl]() noexcept {
-      try {
-        (void)backend->cancel(key, token);
-        return true;
-      } catch (...) {
-        try {
-          log->debug("dlock: could not clean up {} after a failed acquire; the lease, if any, ends in {} ms",
-                     quoteKey(key), ttl.count());
-        } catch (...) {
-        }
-        return false;
-      }
-    });
-    throw;
-  }
-}
-
-void LockCore::logFailedAttempt(std::string_view key, const std::exception& error) const {
-  if (log_->should_log(spdlog::level::debug)) {
-    log_->debug("dlock: acquiring {} on {} failed: {}", quoteKey(key), backend_->describe(), error.what());
-  }
-}
-
 std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline deadline,
                                               std::optional<milliseconds> leaseTime) {
   if (!leaseTime) leaseTime = options_.leaseTime;
   const bool renewed = !leaseTime.has_value();
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
-  std::string token = generateToken();
-  if (capabilities_.fair) return acquireFair(key, token, ttl, renewed, deadline);
-
-  if (deadline != kTryOnce) yieldAfterContendedRelease(key, deadline);
-
-  std::unique_ptr<IReleaseWatch> releases;
-  std::optional<WaiterQueue::Ticket> ticket;
-  std::optional<SteadyTime> waitingSince;
-  const auto stopWaiting = [&](SteadyTime now) {
-    if (waitingSince) {
-      counters_->waitMillis.fetch_add(std::chrono::duration_cast<milliseconds>(now - *waitingSince).count(),
-                                      std::memory_order_relaxed);
-    }
-  };
-  const auto timedOut = [&]() -> std::shared_ptr<LeaseState> {
-    stopWaiting(std::chrono::steady_clock::now());
-    counters_->failedTries.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
-  };
-
-  // A ConnectionError inside a wait is retried within the wait's budget (see OutageRetry.h);
-  // tryLock(key), which tries once, throws at once.
-  std::optional<OutageRetry> outage;
-  SteadyTime attemptSent;  // of the attempt whose failure is being ridden out
-  const auto rideOut = [&](const ConnectionError& error) {
-    if (deadline == kTryOnce) throw;
-    if (!outage) outage.emplace(deadline, options_.outageTolerance, attemptSent);
-    outage->pauseOrThrow(error, "dlock: lock " + quoteKey(key) + " on " + backend_->describe());
-    counters_->outageRetries.fetch_add(1, std::memory_order_relaxed);
-    if (log_->should_log(spdlog::level::debug)) {
-      log_->debug("dlock: retrying {} on {} after: {}", quoteKey(key), backend_->describe(), error.what());
-    }
-  };
-
-  for (unsigned failures = 0;;) {
-    const Clock::time_point sentAt = clock_->now();
-    attemptSent = std::chrono::steady_clock::now();
-    AcquireResult result;
-    try {
-      const CallBudget budget(callDeadline(deadline, outage));
-      result = attempt(key, token, ttl);
-    } catch (const ConnectionError& error) {
-      rideOut(error);
-      token = generateToken();  // the failed attempt's token was cancelled
-      continue;
-    }
-    outage.reset();  // answered: a later outage gets a budget of its own
-    if (result.acquired) {
-      if (waitingSince) stopWaiting(std::chrono::steady_clock::now());
-      counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
-      auto lease = std::make_shared<LeaseState>(std::string(key), std::move(token), result.fencingToken, ttl, renewed,
-                                                sentAt + knownValidity(result.validity, ttl));
-      if (renewed) watchdog_->add(lease);
-      if (log_->should_log(spdlog::level::debug)) {
-        log_->debug("dlock: acquired {} on {} (fencing token {})", quoteKey(key), backend_->describe(),
-                    result.fencingToken);
-      }
-      return lease;
-    }
-    ++failures;
-    const SteadyTime now = std::chrono::steady_clock::now();
-    if (!waitingSince) waitingSince = now;
-    if (deadline == kTryOnce || now >= deadline) return timedOut();
-    if (!ticket) {
-      // Queue behind this process's other waiters for the key; only the head talks to the backend.
-      ticket.emplace(*waiters_, key);
-      if (!ticket->waitForTurn(deadline)) return timedOut();
-      continue;  // our turn: the key may be free by now
-    }
-    if (!releases && wait_->wantsReleaseWatch()) {
-      try {
-        attemptSent = std::chrono::steady_clock::now();
-        const CallBudget budget(callDeadline(deadline, outage));
-        releases = backend_->watch(key);
-      } catch (const ConnectionError& error) {
-        rideOut(error);
-        continue;
-      }
-      // Subscribed after the failed attempt: try again at once, or a release in between is missed.
-      if (releases) continue;
-    }
-    WaitContext context;
-    context.key = key;
-    context.attempt = failures;
-    context.remaining = remainingUntil(deadline, now);
-    context.holderTtl = result.holderTtl;
-    context.waitingSince = *waitingSince;
-    context.releases = releases.get();
-    wait_->wait(context);
+  // A ConnectionError inside a wait is retried within the wait's budget; tryLock(key), which
+  // tries once, throws at once.
+  WaitPolicy policy(deadline, options_.outageTolerance);
+  WaitLoop loop(key, *backend_, *counters_);
+  const AttemptTools tools{backend_, *clock_, cleanup_, key, ttl};
+  if (capabilities_.fair) {
+    FairAttempt attempt(tools, *capabilities_.fair, policy.once() ? milliseconds(0) : options_.waiterLease);
+    const std::optional<Held> held = loop.run(attempt, policy);
+    return held ? holding(key, attempt, *held, ttl, renewed) : nullptr;
   }
+  DefaultAttempt attempt(tools, {*wait_, waiters_, *contended_, capabilities_.ownerRecorder.get(), options_.ownerLabel});
+  const std::optional<Held> held = loop.run(attempt, policy);
+  return held ? holding(key, attempt, *held, ttl, renewed) : nullptr;
+}
+
+std::shared_ptr<LeaseState> LockCore::holding(std::string_view key, Attempt& attempt, const Held& held,
+                                              milliseconds ttl, bool renewed) {
+  counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
+  auto lease = std::make_shared<LeaseState>(std::string(key), attempt.takeToken(), held.fencingToken, ttl, renewed,
+                                            held.sentAt + knownValidity(held.validity, ttl));
+  if (renewed) watchdog_->add(lease);
+  if (log_->should_log(spdlog::level::debug)) {
+    log_->debug("dlock: acquired {} on {} ({}fencing token {})", quoteKey(key), backend_->describe(), attempt.kind(),
+                held.fencingToken);
+  }
+  return lease;
 }
 
 void LockCore::release(LeaseState& lease) {
@@ -273,13 +154,6 @@ bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
 void LockCore::throwInherited(const LeaseState& lease) const {
   throw NotOwnerError("dlock: unlock " + quoteKey(lease.key) + " on " + backend_->describe() +
                       ": acquired by the parent process before fork(); only the parent can release it");
-}
-
-void LockCore::yieldAfterContendedRelease(std::string_view key, Deadline deadline) {
-  const std::optional<SteadyTime> until = contended_->take(key);
-  if (!until) return;
-  const SteadyTime end = std::min(*until, deadline);
-  if (end > std::chrono::steady_clock::now()) std::this_thread::sleep_until(end);
 }
 
 std::shared_ptr<Watchdog> LockCore::makeWatchdog() {

@@ -12,11 +12,13 @@
 #include <optional>
 #include <string_view>
 
+#include "Attempt.h"
 #include "CleanupLane.h"
 #include "ContendedReleases.h"
 #include "LeaseState.h"
 #include "LockCapabilities.h"
 #include "LockCounters.h"
+#include "WaitPolicy.h"
 #include "WaiterQueue.h"
 #include "Watchdog.h"
 #include "dlock/Clock.h"
@@ -24,7 +26,6 @@
 #include "dlock/IOperator.h"
 #include "dlock/IWait.h"
 #include "dlock/LockOptions.h"
-#include "dlock/detail/CallBudget.h"
 #include "dlock/detail/Fork.h"
 #include "dlock/detail/Log.h"
 
@@ -33,7 +34,7 @@ namespace dlock::detail {
 class LockCore {
  public:
   using Deadline = ILock::Deadline;
-  static constexpr Deadline kTryOnce = Deadline::min();
+  static constexpr Deadline kTryOnce = WaitPolicy::kTryOnce;
 
   // `capabilities`: what LockBuilder::build found the backend offers and the options ask for.
   LockCore(std::shared_ptr<IOperator> backend, LockCapabilities capabilities, std::shared_ptr<IWait> wait,
@@ -42,8 +43,8 @@ class LockCore {
   LockCore& operator=(const LockCore&) = delete;
   ~LockCore();
 
-  // Acquires `key` for a new token, waiting until `deadline` with the wait strategy; nullptr on
-  // timeout. Throws what the backend throws; then nothing is held.
+  // Acquires `key` for a new token, waiting until `deadline` (the wait loop, WaitLoop.h, over the
+  // lock's attempt); nullptr on timeout. Throws what the backend throws; then nothing is held.
   std::shared_ptr<LeaseState> acquire(std::string_view key, Deadline deadline,
                                       std::optional<std::chrono::milliseconds> leaseTime);
 
@@ -68,17 +69,12 @@ class LockCore {
   LockCounters& counters() noexcept { return *counters_; }
 
  private:
-  AcquireResult attempt(std::string_view key, const std::string& token, std::chrono::milliseconds ttl);
-  // acquire() of a fair lock (FairAcquire.cpp): every waiter joins the backend's queue.
-  std::shared_ptr<LeaseState> acquireFair(std::string_view key, const std::string& token, std::chrono::milliseconds ttl,
-                                          bool renewed, Deadline deadline);
+  // The lease of what `attempt` holds: watched by the watchdog when `renewed`.
+  std::shared_ptr<LeaseState> holding(std::string_view key, Attempt& attempt, const Held& held,
+                                      std::chrono::milliseconds ttl, bool renewed);
   // LockLostError for `lease`, moving it from Releasing to Lost when `releasing` (and counting it).
   [[noreturn]] void throwLost(LeaseState& lease, bool releasing, const char* what);
   std::shared_ptr<Watchdog> makeWatchdog();
-  void logFailedAttempt(std::string_view key, const std::exception& error) const;
-  // Fairness: after a release that reached waiters, this process holds back from the key
-  // (ContendedReleases.h).
-  void yieldAfterContendedRelease(std::string_view key, Deadline deadline);
   [[noreturn]] void throwInherited(const LeaseState& lease) const;
 
   const std::uint64_t id_;
