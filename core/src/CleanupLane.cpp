@@ -5,6 +5,18 @@
 
 namespace dlock::detail {
 
+void CleanupLane::runWithin(CallBudget::TimePoint deadline, Task task) {
+  // Now, within what is left of the wait's budget (at the least CallBudget's floor: a healthy
+  // server answers well within it), so that the caller returns with the queue left, the key free.
+  {
+    const CallBudget budget(deadline);
+    if (task()) return;
+  }
+  // Failed, for want of time perhaps (a hung or slow server): once more, with the backend's own
+  // timeouts, on the lane, so that the caller is not held past its deadline.
+  post(std::move(task));
+}
+
 void CleanupLane::post(Task task) {
   {
     std::lock_guard<std::mutex> guard(mutex_);

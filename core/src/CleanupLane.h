@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include "dlock/detail/CallBudget.h"
+
 namespace dlock::detail {
 
 class CleanupLane {
@@ -23,6 +25,10 @@ class CleanupLane {
   CleanupLane& operator=(const CleanupLane&) = delete;
   ~CleanupLane() { stop(); }
 
+  // Runs `task` now within `deadline` (a CallBudget deadline; max for none), and again on the
+  // lane when that failed: cleanup never holds the caller past its deadline (plus CallBudget's
+  // floor).
+  void runWithin(CallBudget::TimePoint deadline, Task task);
   // Queues `task`; after stop(), runs it on the calling thread instead.
   void post(Task task);
   // Runs the queued tasks to the end and joins the thread. Idempotent.

@@ -2,8 +2,8 @@
 // FairBackend.h — the backend of a fair lock: an IOperator over a backend's fair queue
 // (IFairOperator), so LockCore's release paths, the watchdog and the Lease handles hand the key
 // over without knowing it. lock() tries once without queueing; unlock() releases with hand-off;
-// renewals and the rest go to the backend as they are. LockCore's fair acquire
-// (FairAcquire.cpp) reaches the queue through queue().
+// renewals and the rest go to the backend as they are. The fair lock's attempt (FairAttempt.h)
+// reaches the queue through queue().
 // Owner: one LockCore (shared with its watchdog). Thread safety: thread-safe.
 #pragma once
 
@@ -26,7 +26,7 @@ namespace dlock::detail {
 class FairBackend final : public IOperator {
  public:
   // The fair backend over `backend`; ConfigError, saying why, when it has no fair queue.
-  static std::shared_ptr<IOperator> wrap(const std::shared_ptr<IOperator>& backend, const LockOptions& options) {
+  static std::shared_ptr<FairBackend> wrap(const std::shared_ptr<IOperator>& backend, const LockOptions& options) {
     auto* queue = dynamic_cast<IFairOperator*>(backend.get());
     if (queue == nullptr) {
       throw ConfigError("dlock: LockBuilder: fair(true) needs one waiter queue per key on one server; " +

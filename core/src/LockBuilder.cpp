@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "DistributedLock.h"
-#include "FairBackend.h"
+#include "LockCapabilities.h"
 #include "LockCore.h"
 #include "dlock/IOwnerRecorder.h"
 #include "dlock/LockError.h"
@@ -12,6 +12,24 @@
 #include "dlock/core/WaitStrategies.h"
 
 namespace dlock {
+namespace {
+
+// What the lock uses of `backend` beyond IOperator, found here once: ConfigError, saying why, for
+// what the options ask and the backend lacks.
+detail::LockCapabilities chooseCapabilities(const std::shared_ptr<IOperator>& backend, const LockOptions& options) {
+  detail::LockCapabilities capabilities;
+  if (options.ownerLabel) {
+    auto* recorder = dynamic_cast<IOwnerRecorder*>(backend.get());
+    if (recorder == nullptr) {
+      throw ConfigError("dlock: LockBuilder: " + backend->describe() + " cannot record an owner label");
+    }
+    capabilities.ownerRecorder = std::shared_ptr<IOwnerRecorder>(backend, recorder);
+  }
+  if (options.fair) capabilities.fair = detail::FairBackend::wrap(backend, options);
+  return capabilities;
+}
+
+}  // namespace
 
 LockBuilder& LockBuilder::backend(std::shared_ptr<IOperator> backend) {
   backend_ = std::move(backend);
@@ -89,9 +107,6 @@ std::shared_ptr<ILock> LockBuilder::build() const {
     if (options_.fair) {
       throw ConfigError("dlock: LockBuilder: a fair lock records no owner label yet; drop ownerLabel() or fair()");
     }
-    if (dynamic_cast<IOwnerRecorder*>(backend_.get()) == nullptr) {
-      throw ConfigError("dlock: LockBuilder: " + backend_->describe() + " cannot record an owner label");
-    }
   }
   // The rules every entry point applies, reported as a bad option.
   try {
@@ -101,11 +116,12 @@ std::shared_ptr<ILock> LockBuilder::build() const {
   } catch (const InvalidArgumentError& error) {
     throw ConfigError(error.what());
   }
-  std::shared_ptr<IOperator> backend = backend_;
-  if (options_.fair) backend = detail::FairBackend::wrap(backend_, options_);
+  detail::LockCapabilities capabilities = chooseCapabilities(backend_, options_);
+  std::shared_ptr<IOperator> backend = capabilities.fair ? capabilities.fair : backend_;  // a fair lock's releases hand off
   auto wait = wait_ ? wait_ : std::make_shared<NotifyWait>();
   auto clock = clock_ ? clock_ : SteadyClock::instance();
-  auto core = std::make_shared<detail::LockCore>(std::move(backend), std::move(wait), std::move(clock), options_);
+  auto core = std::make_shared<detail::LockCore>(std::move(backend), std::move(capabilities), std::move(wait),
+                                                 std::move(clock), options_);
   return std::make_shared<detail::DistributedLock>(std::move(core));
 }
 

@@ -1,50 +1,40 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "LockCore.h"
 
-#include <algorithm>
 #include <atomic>
-#include <thread>
 #include <utility>
 
-#include "OutageRetry.h"
-#include "OwnerLabel.h"
+#include "DefaultAttempt.h"
+#include "FairAttempt.h"
+#include "WaitLoop.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
-#include "dlock/core/Token.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock::detail {
 namespace {
 
 using std::chrono::milliseconds;
-using SteadyTime = std::chrono::steady_clock::time_point;
 
 std::uint64_t nextLockId() {
   static std::atomic<std::uint64_t> counter{0};
   return counter.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-milliseconds remainingUntil(ILock::Deadline deadline, SteadyTime now) {
-  if (deadline == ILock::Deadline::max()) return milliseconds::max();
-  if (now >= deadline) return milliseconds(0);
-  return std::chrono::ceil<milliseconds>(deadline - now);
-}
-
 }  // namespace
 
-LockCore::LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wait, std::shared_ptr<Clock> clock,
-                   LockOptions options)
+LockCore::LockCore(std::shared_ptr<IOperator> backend, LockCapabilities capabilities, std::shared_ptr<IWait> wait,
+                   std::shared_ptr<Clock> clock, LockOptions options)
     : id_(nextLockId()),
       backend_(std::move(backend)),
-      recorder_(options.ownerLabel ? dynamic_cast<IOwnerRecorder*>(backend_.get()) : nullptr),
-      fair_(dynamic_cast<FairBackend*>(backend_.get())),
+      capabilities_(std::move(capabilities)),
       wait_(std::move(wait)),
       clock_(std::move(clock)),
       options_(std::move(options)),
       log_(logger()),
       counters_(std::make_shared<LockCounters>()),
       waiters_([] { return std::make_shared<WaiterQueue>(); }),
-      yields_([] { return std::make_shared<Yields>(); }),
+      contended_([] { return std::make_shared<ContendedReleases>(); }),
       cleanup_([] { return std::make_shared<CleanupLane>(); }),
       watchdog_([this] { return makeWatchdog(); }) {}
 
@@ -53,151 +43,37 @@ LockCore::~LockCore() {
   cleanup_->stop();
 }
 
-AcquireResult LockCore::attempt(std::string_view key, const std::string& token, milliseconds ttl) {
-  const std::uint64_t number = counters_->attempts.fetch_add(1, std::memory_order_relaxed);
-  // The round trip only sizes the yield after a contended release, so one attempt in
-  // kRoundTripSampling is timed: two clock reads are a tenth of the memory backend's cycle.
-  const bool timed = number % kRoundTripSampling == 0;
-  try {
-    const SteadyTime start = timed ? std::chrono::steady_clock::now() : SteadyTime{};
-    AcquireResult result = recorder_ != nullptr
-                               ? recorder_->lockRecordingOwner(key, token, ttl, ownerLabel(*options_.ownerLabel))
-                               : backend_->lock(key, token, ttl);
-    if (timed) {
-      const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
-      const std::int64_t previous = roundTripNanos_.load(std::memory_order_relaxed);
-      roundTripNanos_.store(previous == 0 ? took.count() : (previous * 3 + took.count()) / 4, std::memory_order_relaxed);
-    }
-    if (!result.acquired && log_->should_log(spdlog::level::debug)) {
-      log_->debug("dlock: {} on {} is held by another owner for {} ms more", quoteKey(key), backend_->describe(),
-                  result.holderTtl.count());
-    }
-    return result;
-  } catch (const std::exception& error) {
-    logFailedAttempt(key, error);
-    // Any failure may come after the key was set: the command landed before its connection
-    // failed, or a later step of the acquire was refused (Sentinel's WAIT); or it may land later
-    // still, queued on a busy server behind this cancel. Cancel the token: the key is deleted if
-    // it carries it, and an acquire with it arriving later is refused; the caller's next attempt
-    // uses a new token. If the cancel fails too, the lease, if any, ends at its TTL.
-    cleanUp(CallBudget::current(), [backend = backend_, log = log_, key = std::string(key), token, ttl]() noexcept {
-      try {
-        (void)backend->cancel(key, token);
-        return true;
-      } catch (...) {
-        try {
-          log->debug("dlock: could not clean up {} after a failed acquire; the lease, if any, ends in {} ms",
-                     quoteKey(key), ttl.count());
-        } catch (...) {
-        }
-        return false;
-      }
-    });
-    throw;
-  }
-}
-
-void LockCore::logFailedAttempt(std::string_view key, const std::exception& error) const {
-  if (log_->should_log(spdlog::level::debug)) {
-    log_->debug("dlock: acquiring {} on {} failed: {}", quoteKey(key), backend_->describe(), error.what());
-  }
-}
-
 std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline deadline,
                                               std::optional<milliseconds> leaseTime) {
   if (!leaseTime) leaseTime = options_.leaseTime;
   const bool renewed = !leaseTime.has_value();
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
-  std::string token = generateToken();
-  if (fair_ != nullptr) return acquireFair(key, token, ttl, renewed, deadline);
-
-  if (deadline != kTryOnce) yieldAfterContendedRelease(key, deadline);
-
-  std::unique_ptr<IReleaseWatch> releases;
-  std::optional<WaiterQueue::Ticket> ticket;
-  std::optional<SteadyTime> waitingSince;
-  const auto stopWaiting = [&](SteadyTime now) {
-    if (waitingSince) {
-      counters_->waitMillis.fetch_add(std::chrono::duration_cast<milliseconds>(now - *waitingSince).count(),
-                                      std::memory_order_relaxed);
-    }
-  };
-  const auto timedOut = [&]() -> std::shared_ptr<LeaseState> {
-    stopWaiting(std::chrono::steady_clock::now());
-    counters_->failedTries.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
-  };
-
-  // A ConnectionError inside a wait is retried within the wait's budget (see OutageRetry.h);
-  // tryLock(key), which tries once, throws at once.
-  std::optional<OutageRetry> outage;
-  SteadyTime attemptSent;  // of the attempt whose failure is being ridden out
-  const auto rideOut = [&](const ConnectionError& error) {
-    if (deadline == kTryOnce) throw;
-    if (!outage) outage.emplace(deadline, options_.outageTolerance, attemptSent);
-    outage->pauseOrThrow(error, "dlock: lock " + quoteKey(key) + " on " + backend_->describe());
-    counters_->outageRetries.fetch_add(1, std::memory_order_relaxed);
-    if (log_->should_log(spdlog::level::debug)) {
-      log_->debug("dlock: retrying {} on {} after: {}", quoteKey(key), backend_->describe(), error.what());
-    }
-  };
-
-  for (unsigned failures = 0;;) {
-    const Clock::time_point sentAt = clock_->now();
-    attemptSent = std::chrono::steady_clock::now();
-    AcquireResult result;
-    try {
-      const CallBudget budget(callDeadline(deadline, outage));
-      result = attempt(key, token, ttl);
-    } catch (const ConnectionError& error) {
-      rideOut(error);
-      token = generateToken();  // the failed attempt's token was cancelled
-      continue;
-    }
-    outage.reset();  // answered: a later outage gets a budget of its own
-    if (result.acquired) {
-      if (waitingSince) stopWaiting(std::chrono::steady_clock::now());
-      counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
-      auto lease = std::make_shared<LeaseState>(std::string(key), std::move(token), result.fencingToken, ttl, renewed,
-                                                sentAt + knownValidity(result.validity, ttl));
-      if (renewed) watchdog_->add(lease);
-      if (log_->should_log(spdlog::level::debug)) {
-        log_->debug("dlock: acquired {} on {} (fencing token {})", quoteKey(key), backend_->describe(),
-                    result.fencingToken);
-      }
-      return lease;
-    }
-    ++failures;
-    const SteadyTime now = std::chrono::steady_clock::now();
-    if (!waitingSince) waitingSince = now;
-    if (deadline == kTryOnce || now >= deadline) return timedOut();
-    if (!ticket) {
-      // Queue behind this process's other waiters for the key; only the head talks to the backend.
-      ticket.emplace(*waiters_, key);
-      if (!ticket->waitForTurn(deadline)) return timedOut();
-      continue;  // our turn: the key may be free by now
-    }
-    if (!releases && wait_->wantsReleaseWatch()) {
-      try {
-        attemptSent = std::chrono::steady_clock::now();
-        const CallBudget budget(callDeadline(deadline, outage));
-        releases = backend_->watch(key);
-      } catch (const ConnectionError& error) {
-        rideOut(error);
-        continue;
-      }
-      // Subscribed after the failed attempt: try again at once, or a release in between is missed.
-      if (releases) continue;
-    }
-    WaitContext context;
-    context.key = key;
-    context.attempt = failures;
-    context.remaining = remainingUntil(deadline, now);
-    context.holderTtl = result.holderTtl;
-    context.waitingSince = *waitingSince;
-    context.releases = releases.get();
-    wait_->wait(context);
+  // A ConnectionError inside a wait is retried within the wait's budget; tryLock(key), which
+  // tries once, throws at once.
+  WaitPolicy policy(deadline, options_.outageTolerance);
+  WaitLoop loop(key, *backend_, *counters_);
+  const AttemptTools tools{backend_, *clock_, cleanup_, key, ttl};
+  if (capabilities_.fair) {
+    FairAttempt attempt(tools, *capabilities_.fair, policy.once() ? milliseconds(0) : options_.waiterLease);
+    const std::optional<Held> held = loop.run(attempt, policy);
+    return held ? holding(key, attempt, *held, ttl, renewed) : nullptr;
   }
+  DefaultAttempt attempt(tools, {*wait_, waiters_, *contended_, capabilities_.ownerRecorder.get(), options_.ownerLabel});
+  const std::optional<Held> held = loop.run(attempt, policy);
+  return held ? holding(key, attempt, *held, ttl, renewed) : nullptr;
+}
+
+std::shared_ptr<LeaseState> LockCore::holding(std::string_view key, Attempt& attempt, const Held& held,
+                                              milliseconds ttl, bool renewed) {
+  counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
+  auto lease = std::make_shared<LeaseState>(std::string(key), attempt.takeToken(), held.fencingToken, ttl, renewed,
+                                            held.sentAt + knownValidity(held.validity, ttl));
+  if (renewed) watchdog_->add(lease);
+  if (log_->should_log(spdlog::level::debug)) {
+    log_->debug("dlock: acquired {} on {} ({}fencing token {})", quoteKey(key), backend_->describe(), attempt.kind(),
+                held.fencingToken);
+  }
+  return lease;
 }
 
 void LockCore::release(LeaseState& lease) {
@@ -234,7 +110,7 @@ void LockCore::release(LeaseState& lease) {
     throwLost(lease, true, result.released ? "had ended before unlock" : "had expired or was taken");
   }
   lease.transition(LeasePhase::Releasing, LeasePhase::Released);
-  if (result.notified > 0) noteContendedRelease(lease.key);
+  if (result.notified > 0) contended_->note(lease.key);
   if (log_->should_log(spdlog::level::debug)) {
     log_->debug("dlock: released {} on {}{}", quoteKey(lease.key), backend_->describe(),
                 result.releasedEarlier ? " (by an earlier try whose reply was lost)" : "");
@@ -275,61 +151,9 @@ bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
   return false;
 }
 
-void LockCore::cleanUp(CallBudget::TimePoint deadline, CleanupLane::Task task) {
-  // Now, within what is left of the wait's budget (at the least CallBudget's floor: a healthy
-  // server answers well within it), so that the caller returns with the queue left, the key free.
-  {
-    const CallBudget budget(deadline);
-    if (task()) return;
-  }
-  // Failed, for want of time perhaps (a hung or slow server): once more, with the backend's own
-  // timeouts, on the lane, so that the caller is not held past its deadline.
-  cleanup_->post(std::move(task));
-}
-
 void LockCore::throwInherited(const LeaseState& lease) const {
   throw NotOwnerError("dlock: unlock " + quoteKey(lease.key) + " on " + backend_->describe() +
                       ": acquired by the parent process before fork(); only the parent can release it");
-}
-
-void LockCore::noteContendedRelease(std::string_view key) {
-  // Two round trips: the release message reaches the waiter, and its acquire reaches the server.
-  const auto roundTrip = std::chrono::nanoseconds(roundTripNanos_.load(std::memory_order_relaxed));
-  const auto window = std::clamp<std::chrono::nanoseconds>(2 * roundTrip, std::chrono::microseconds(50),
-                                                           std::chrono::milliseconds(5));
-  const SteadyTime until = std::chrono::steady_clock::now() + window;
-  Yields& yields = *yields_;
-  std::lock_guard<std::mutex> guard(yields.mutex);
-  if (yields.until.size() > 1024) {
-    const SteadyTime now = std::chrono::steady_clock::now();
-    for (auto it = yields.until.begin(); it != yields.until.end();) {
-      it = it->second <= now ? yields.until.erase(it) : std::next(it);
-    }
-  }
-  // (yields.pending is refreshed below, after the insert.)
-  const auto it = yields.until.find(key);
-  if (it == yields.until.end()) {
-    yields.until.emplace(std::string(key), until);
-  } else {
-    it->second = until;
-  }
-  yields.pending.store(yields.until.size(), std::memory_order_release);
-}
-
-void LockCore::yieldAfterContendedRelease(std::string_view key, Deadline deadline) {
-  Yields& yields = *yields_;
-  if (yields.pending.load(std::memory_order_acquire) == 0) return;  // the uncontended path
-  SteadyTime until;
-  {
-    std::lock_guard<std::mutex> guard(yields.mutex);
-    const auto it = yields.until.find(key);
-    if (it == yields.until.end()) return;
-    until = it->second;
-    yields.until.erase(it);
-    yields.pending.store(yields.until.size(), std::memory_order_release);
-  }
-  until = std::min(until, deadline);
-  if (until > std::chrono::steady_clock::now()) std::this_thread::sleep_until(until);
 }
 
 std::shared_ptr<Watchdog> LockCore::makeWatchdog() {

@@ -9,23 +9,23 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <map>
 #include <optional>
 #include <string_view>
 
+#include "Attempt.h"
 #include "CleanupLane.h"
-#include "FairBackend.h"
+#include "ContendedReleases.h"
 #include "LeaseState.h"
+#include "LockCapabilities.h"
 #include "LockCounters.h"
+#include "WaitPolicy.h"
 #include "WaiterQueue.h"
 #include "Watchdog.h"
 #include "dlock/Clock.h"
 #include "dlock/ILock.h"
 #include "dlock/IOperator.h"
-#include "dlock/IOwnerRecorder.h"
 #include "dlock/IWait.h"
 #include "dlock/LockOptions.h"
-#include "dlock/detail/CallBudget.h"
 #include "dlock/detail/Fork.h"
 #include "dlock/detail/Log.h"
 
@@ -34,16 +34,17 @@ namespace dlock::detail {
 class LockCore {
  public:
   using Deadline = ILock::Deadline;
-  static constexpr Deadline kTryOnce = Deadline::min();
+  static constexpr Deadline kTryOnce = WaitPolicy::kTryOnce;
 
-  LockCore(std::shared_ptr<IOperator> backend, std::shared_ptr<IWait> wait, std::shared_ptr<Clock> clock,
-           LockOptions options);
+  // `capabilities`: what LockBuilder::build found the backend offers and the options ask for.
+  LockCore(std::shared_ptr<IOperator> backend, LockCapabilities capabilities, std::shared_ptr<IWait> wait,
+           std::shared_ptr<Clock> clock, LockOptions options);
   LockCore(const LockCore&) = delete;
   LockCore& operator=(const LockCore&) = delete;
   ~LockCore();
 
-  // Acquires `key` for a new token, waiting until `deadline` with the wait strategy; nullptr on
-  // timeout. Throws what the backend throws; then nothing is held.
+  // Acquires `key` for a new token, waiting until `deadline` (the wait loop, WaitLoop.h, over the
+  // lock's attempt); nullptr on timeout. Throws what the backend throws; then nothing is held.
   std::shared_ptr<LeaseState> acquire(std::string_view key, Deadline deadline,
                                       std::optional<std::chrono::milliseconds> leaseTime);
 
@@ -68,28 +69,17 @@ class LockCore {
   LockCounters& counters() noexcept { return *counters_; }
 
  private:
-  AcquireResult attempt(std::string_view key, const std::string& token, std::chrono::milliseconds ttl);
-  // acquire() of a fair lock (FairAcquire.cpp): every waiter joins the backend's queue.
-  std::shared_ptr<LeaseState> acquireFair(std::string_view key, const std::string& token, std::chrono::milliseconds ttl,
-                                          bool renewed, Deadline deadline);
+  // The lease of what `attempt` holds: watched by the watchdog when `renewed`.
+  std::shared_ptr<LeaseState> holding(std::string_view key, Attempt& attempt, const Held& held,
+                                      std::chrono::milliseconds ttl, bool renewed);
   // LockLostError for `lease`, moving it from Releasing to Lost when `releasing` (and counting it).
   [[noreturn]] void throwLost(LeaseState& lease, bool releasing, const char* what);
   std::shared_ptr<Watchdog> makeWatchdog();
-  void logFailedAttempt(std::string_view key, const std::exception& error) const;
-  // Fairness: after a release that reached waiters, this process holds back from the key for
-  // about two round trips, so a waiter can take it instead of the releaser barging back in.
-  void yieldAfterContendedRelease(std::string_view key, Deadline deadline);
-  void noteContendedRelease(std::string_view key);
   [[noreturn]] void throwInherited(const LeaseState& lease) const;
-  // Runs a cancel or a queue leave (`task`, true when done) now, within what is left before
-  // `deadline` (a CallBudget deadline; max for none), and again on the cleanup lane when that
-  // failed: cleanup never holds the caller past its deadline (plus CallBudget's floor).
-  void cleanUp(CallBudget::TimePoint deadline, CleanupLane::Task task);
 
   const std::uint64_t id_;
   const std::shared_ptr<IOperator> backend_;
-  IOwnerRecorder* const recorder_;  // the backend's, when an owner label is asked for; else null
-  FairBackend* const fair_;  // backend_ when the lock is fair, else null
+  const LockCapabilities capabilities_;
   const std::shared_ptr<IWait> wait_;
   const std::shared_ptr<Clock> clock_;
   const LockOptions options_;
@@ -97,14 +87,7 @@ class LockCore {
   const std::shared_ptr<LockCounters> counters_;  // shared with the watchdog
 
   ForkLocal<WaiterQueue> waiters_;  // a forked child queues only its own threads
-  static constexpr std::uint64_t kRoundTripSampling = 8;
-  std::atomic<std::int64_t> roundTripNanos_{0};  // smoothed duration of a sampled acquire attempt
-  struct Yields {
-    std::atomic<std::size_t> pending{0};  // until.size(), readable without the mutex
-    std::mutex mutex;
-    std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> until;  // guarded by mutex
-  };
-  ForkLocal<Yields> yields_;  // a forked child's own: a parent's thread may have held the mutex
+  ForkLocal<ContendedReleases> contended_;  // a forked child's own: a parent's thread may have held its mutex
 
   // The lost handler as the lock was given it, for the watchdog a forked child makes (whose first
   // use may come at any moment after a fork: hence a mutex the fork never catches held).

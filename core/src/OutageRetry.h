@@ -5,20 +5,18 @@
 // (lock(key)) LockOptions::outageTolerance from the first failure. A pause that would end past
 // the budget is cut to end at it, and one last attempt is made there: a wait never gives up while
 // it has budget left, nor on a failure remembered from before. After that last attempt the
-// ConnectionError names the last cause and how long it tried. One per wait.
+// ConnectionError names the last cause and how long it tried. One per outage, kept by WaitPolicy.
 // Owner: the waiting call. Thread safety: not thread-safe.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <string>
 #include <thread>
 
 #include "dlock/ILock.h"
 #include "dlock/LockError.h"
 #include "dlock/detail/Backoff.h"
-#include "dlock/detail/CallBudget.h"
 
 namespace dlock::detail {
 
@@ -57,15 +55,5 @@ class OutageRetry {
   Backoff backoff_{std::chrono::milliseconds(10), std::chrono::milliseconds(500)};
   unsigned failures_ = 0;
 };
-
-// The deadline a backend call made inside a wait must meet (CallBudget): the wait's own when it
-// has one; for a wait without one, its outage budget's once an outage began; none for a single
-// try (tryLock(key) gets the command timeout, as any call outside a wait).
-[[nodiscard]] inline CallBudget::TimePoint callDeadline(ILock::Deadline waitDeadline,
-                                                        const std::optional<OutageRetry>& outage) noexcept {
-  if (waitDeadline == ILock::Deadline::min()) return CallBudget::TimePoint::max();
-  if (waitDeadline != ILock::Deadline::max()) return waitDeadline;
-  return outage ? outage->deadline() : CallBudget::TimePoint::max();
-}
 
 }  // namespace dlock::detail

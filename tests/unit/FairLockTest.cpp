@@ -302,7 +302,8 @@ class PausingFairOperator final : public dlock::test::ForwardingOperator, public
   std::atomic<bool> paused{false};
   std::atomic<int> attempts{0};
   std::atomic<int> failingExtends{0};
-  dlock::test::Event heard;    // a hand-off reached the paused waiter
+  dlock::test::Event listening;  // the waiter is listening for its hand-off while paused
+  dlock::test::Event heard;      // a hand-off reached the paused waiter
   dlock::test::Event resumed;
 
  private:
@@ -311,6 +312,18 @@ class PausingFairOperator final : public dlock::test::ForwardingOperator, public
     Watch(PausingFairOperator& owner, std::unique_ptr<dlock::IGrantWatch> inner)
         : owner_(owner), inner_(std::move(inner)) {}
     dlock::Grant waitForGrant(std::chrono::milliseconds timeout) override {
+      if (owner_.paused.load()) {
+        // Paused, the waiter listens until its hand-off comes: a try of its own in between would
+        // find the key handed over and take it without hearing the message.
+        owner_.listening.set();
+        dlock::Grant grant;
+        while (grant.kind == dlock::Grant::Kind::None) grant = inner_->waitForGrant(timeout);
+        if (grant.kind == dlock::Grant::Kind::Granted) {
+          owner_.heard.set();
+          (void)owner_.resumed.wait();  // the message sits unread while the waiter is paused
+        }
+        return grant;
+      }
       dlock::Grant grant = inner_->waitForGrant(timeout);
       if (grant.kind == dlock::Grant::Kind::Granted && owner_.paused.load()) {
         owner_.heard.set();
@@ -350,6 +363,7 @@ TEST_SUITE("FairLock") {
     REQUIRE(waitForQueue(op, "f", 1));
     REQUIRE_FALSE(op.fairLock("f", kC, 10s, 5s).acquired);  // C waits behind W
     pausing->pause();
+    REQUIRE(pausing->listening.wait());
     REQUIRE(op.fairUnlock("f", kA).notified == 1);  // handed to W for a claim of its place's rest
     REQUIRE(pausing->heard.wait());
     f.clock->advance(2500ms);  // W stays paused; the claim runs out

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// DefaultAttempt.h — the default lock's attempt: one SET-if-free per try, with a new token after a
+// try that was cut off (cancelled at once, as it may have landed or land yet). Waiting threads of
+// one process queue in the lock's WaiterQueue, so only the head polls the backend; between tries
+// the user's IWait strategy waits, on a release watch when it wants one. An acquisition right after
+// a contended release of ours holds back first (ContendedReleases).
+// Owner: one acquire call. Thread safety: not thread-safe.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "Attempt.h"
+#include "ContendedReleases.h"
+#include "WaiterQueue.h"
+#include "dlock/IOwnerRecorder.h"
+#include "dlock/IWait.h"
+
+namespace dlock::detail {
+
+class DefaultAttempt final : public Attempt {
+ public:
+  // The default lock's own parts, beside AttemptTools.
+  struct Parts {
+    IWait& wait;
+    const ForkLocal<WaiterQueue>& waiters;  // reached only when the key is taken
+    ContendedReleases& contended;
+    IOwnerRecorder* recorder;                   // when an owner label is recorded; else null
+    const std::optional<std::string>& ownerLabel;  // LockOptions::ownerLabel
+  };
+
+  DefaultAttempt(const AttemptTools& tools, const Parts& parts);
+
+  [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> holdBackUntil() override {
+    return parts_.contended.take(tools_.key);
+  }
+  [[nodiscard]] WaiterQueue* processQueue() noexcept override { return &*parts_.waiters; }
+
+  TryResult tryAcquire(const WaitState& state) override;
+  bool join(const WaitState& state) override;
+  std::optional<Held> await(const WaitState& state, const Pause& pause) override;
+  void leave(const WaitState& /*state*/) noexcept override {}  // a cut-off try was cancelled at once
+
+  [[nodiscard]] std::string takeToken() noexcept override { return std::move(token_); }
+  [[nodiscard]] const char* kind() const noexcept override { return ""; }
+
+ private:
+  AcquireResult send();
+  void cancelCutOff();
+
+  const AttemptTools tools_;
+  const Parts parts_;
+  std::string token_;
+  bool cutOff_ = false;  // the last try was cut off: its token is cancelled, the next try needs another
+  std::unique_ptr<IReleaseWatch> releases_;
+};
+
+}  // namespace dlock::detail

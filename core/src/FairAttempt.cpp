@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "FairAttempt.h"
+
+#include "dlock/LockError.h"
+#include "dlock/Validation.h"
+#include "dlock/core/Token.h"
+#include "dlock/detail/Log.h"
+
+namespace dlock::detail {
+
+using std::chrono::milliseconds;
+
+FairAttempt::FairAttempt(const AttemptTools& tools, FairBackend& fair, milliseconds waiterLease)
+    : tools_(tools),
+      fair_(fair),
+      waiterLease_(waiterLease),
+      token_(generateToken()),
+      // A key waited for lately: listen before the first try, so a queued try needs no second.
+      listenFirst_(waiterLease_.count() > 0 && fair_.contended().lately(tools_.key)) {}
+
+TryResult FairAttempt::tryAcquire(const WaitState& state) {
+  askAgain_ = false;
+  if (listenFirst_) {
+    listenFirst_ = false;
+    try {
+      grants_ = fair_.queue().watchGrants(tools_.key, token_);
+    } catch (const LockError& error) {
+      // join() subscribes again, or the try below meets the trouble.
+      logger()->debug("dlock: listening for a hand-off of {} failed: {}", quoteKey(tools_.key), error.what());
+    }
+  }
+  const Clock::time_point sentAt = tools_.clock.now();
+  const FairAcquireResult result = fair_.queue().fairLock(tools_.key, token_, tools_.ttl, waiterLease_);
+  if (result.acquired) {
+    // Ours at `sentAt` for `validFor`, the server says. A claim shorter than the ttl is extended
+    // first; if the extend gets no answer, the claim stands and the watchdog renews it before it
+    // ends (the lease's deadline is nearer than its next tick).
+    const milliseconds validFor = knownValidity(result.validity, tools_.ttl);
+    if (validFor >= tools_.ttl) return Held{result.fencingToken, sentAt, validFor};
+    Clock::time_point extendSent;
+    const std::optional<bool> ours = extendClaim(extendSent);
+    if (!ours) return Held{result.fencingToken, sentAt, validFor};
+    if (*ours) return Held{result.fencingToken, extendSent, tools_.ttl};
+    // The claim ended between the two calls: ask again at once (join), as one still waiting.
+    askAgain_ = true;
+    return Waiting{milliseconds(0), state.last.backendMillis, true};
+  }
+  const bool queued = waiterLease_.count() > 0;
+  if (queued) fair_.contended().note(tools_.key);
+  return Waiting{result.holderTtl, result.backendMillis, queued};
+}
+
+std::optional<bool> FairAttempt::extendClaim(Clock::time_point& sentAt) {
+  sentAt = tools_.clock.now();
+  try {
+    return tools_.backend->extend(tools_.key, token_, tools_.ttl);
+  } catch (const ConnectionError& error) {
+    logger()->debug("dlock: extending the claim on {} failed: {}", quoteKey(tools_.key), error.what());
+    return std::nullopt;
+  }
+}
+
+bool FairAttempt::join(const WaitState& /*state*/) {
+  if (askAgain_) return true;
+  if (grants_) return false;
+  grants_ = fair_.queue().watchGrants(tools_.key, token_);
+  return true;  // listening only from now: ask again, or a hand-off in between goes unheard
+}
+
+std::optional<Held> FairAttempt::await(const WaitState& state, const Pause& pause) {
+  Grant grant = grants_->waitForGrant(pause.sleep);
+  while (grant.kind == Grant::Kind::Granted && grant.backendMillis < state.last.backendMillis) {
+    grant = grants_->waitForGrant(milliseconds(0));  // answered an earlier try: dropped
+  }
+  if (grant.kind != Grant::Kind::Granted) return std::nullopt;
+  // Handed to us, the message says; the key is ours only if the server says so now.
+  Clock::time_point extendSent;
+  std::optional<bool> ours;
+  {
+    const CallBudget budget(pause.callDeadline);
+    ours = extendClaim(extendSent);
+  }
+  if (ours.value_or(false)) return Held{grant.fencingToken, extendSent, tools_.ttl};
+  // Not ours (the claim ran out while we were away) or no answer: the next try asks again.
+  const Log log = logger();
+  if (log->should_log(spdlog::level::debug)) {
+    log->debug("dlock: a hand-off of {} on {} was {}; asking again", quoteKey(tools_.key), tools_.backend->describe(),
+               ours ? "no longer ours" : "not confirmed");
+  }
+  return std::nullopt;
+}
+
+void FairAttempt::leave(const WaitState& state) noexcept {
+  if (!state.leftOnServer) return;  // never queued, and no try left in doubt
+  // Out of the queue for good: now within the wait's budget (the loop's CallBudget), else on the
+  // cleanup lane. A place that cannot be removed ends with its waiter lease. `backend` (the fair
+  // backend itself) keeps `fair` alive on the lane.
+  tools_.cleanup->runWithin(CallBudget::current(), [backend = tools_.backend, fair = &fair_, key = std::string(tools_.key), token = token_,
+                                                   ttl = tools_.ttl, waiterLease = waiterLease_]() noexcept {
+    try {
+      if (fair->queue().leaveQueue(key, token, ttl)) {
+        logger()->debug("dlock: {} was handed over as the wait for it ended; passed on", quoteKey(key));
+      }
+      return true;
+    } catch (const std::exception& error) {
+      try {
+        logger()->debug("dlock: leaving the queue of {} failed ({}); the place ends within {} ms", quoteKey(key),
+                        error.what(), waiterLease.count());
+      } catch (...) {
+      }
+      return false;
+    }
+  });
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
+// LockCapabilities.h — what a lock uses of its backend beyond IOperator, chosen once when the lock
+// is built (LockBuilder::build: asking for one the backend lacks is a ConfigError there) and
+// handed to LockCore as a value, never looked up per call.
+// Thread safety: a plain value; what it points to is thread-safe.
+#pragma once
+
+#include <memory>
+
+#include "FairBackend.h"
+#include "dlock/IOwnerRecorder.h"
+
+namespace dlock::detail {
+
+struct LockCapabilities {
+  std::shared_ptr<FairBackend> fair;              // the fair queue (then also the lock's backend); null: not fair
+  std::shared_ptr<IOwnerRecorder> ownerRecorder;  // when an owner label is recorded; else null
+};
+
+}  // namespace dlock::detail

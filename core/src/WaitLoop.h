@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// WaitLoop.h — the one wait of the library: drives an Attempt (Attempt.h) through tries, joins and
+// pauses until it holds the key or its policy (WaitPolicy.h) says the wait is over.
+//
+//   try ── held ───────────────────────────────────────────────────────────▶ Held
+//    │ └─ waiting ─ over? ── yes ─ leave ──────────────────────────────────▶ nullopt (timed out)
+//    │               └ no ─ first time: queue behind this process's waiters, then try
+//    │                      join: listening began now ─ try again
+//    │                      await (a pause) ─ handed over ────────────────▶ Held
+//    │                                       └ else ─ try again
+//    └─ ConnectionError ─ a wait: the policy's outage pause, then try again (past its budget: leave, throw)
+//                         a single try: leave, throw; another error: leave, throw
+//
+// Every backend call runs inside the policy's CallBudget. Counts tries, outage retries, failed
+// tries and the time spent waiting (LockCounters); the caller counts acquisitions.
+// Owner: one acquire call. Thread safety: not thread-safe.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "Attempt.h"
+#include "LockCounters.h"
+#include "WaitPolicy.h"
+#include "dlock/IOperator.h"
+
+namespace dlock::detail {
+
+class WaitLoop {
+ public:
+  WaitLoop(std::string_view key, const IOperator& backend, LockCounters& counters) noexcept
+      : key_(key), backend_(backend), counters_(counters) {}
+
+  // Held when `attempt` took the key; nullopt when `policy` ended the wait first. Throws what the
+  // backend throws (ConnectionError once the outage budget is spent); the attempt left then.
+  std::optional<Held> run(Attempt& attempt, WaitPolicy& policy);
+
+ private:
+  // One try; nullopt when it was cut off and the outage is ridden out (try again).
+  std::optional<TryResult> tryOnce(Attempt& attempt, WaitPolicy& policy, WaitState& state);
+  // join() within the budget; true when a try is due before pausing.
+  bool joinNow(Attempt& attempt, WaitPolicy& policy, const WaitState& state);
+  void rideOut(Attempt& attempt, WaitPolicy& policy, const WaitState& state, const ConnectionError& error);
+  static void leave(Attempt& attempt, const WaitPolicy& policy, const WaitState& state) noexcept;
+  std::optional<Held> timedOut(Attempt& attempt, const WaitPolicy& policy, const WaitState& state);
+  void stopWaiting(const WaitState& state) noexcept;
+  void logFailure(const std::exception& error) const;
+
+  const std::string_view key_;
+  const IOperator& backend_;
+  LockCounters& counters_;
+};
+
+}  // namespace dlock::detail

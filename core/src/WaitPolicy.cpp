@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "WaitPolicy.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace dlock::detail {
+
+using std::chrono::milliseconds;
+
+milliseconds WaitPolicy::remaining(SteadyTime now) const noexcept {
+  if (deadline_ == Deadline::max()) return milliseconds::max();
+  if (now >= deadline_) return milliseconds(0);
+  return std::chrono::ceil<milliseconds>(deadline_ - now);
+}
+
+void WaitPolicy::rideOut(const ConnectionError& error, const std::string& what) {
+  if (!outage_) outage_.emplace(deadline_, outageTolerance_, sent_);
+  outage_->pauseOrThrow(error, what);
+}
+
+milliseconds WaitPolicy::pauseAfter(milliseconds holderTtl, milliseconds placeRenewal, SteadyTime now) const noexcept {
+  milliseconds pause = std::min(remaining(now), placeRenewal);
+  if (holderTtl.count() > 0) pause = std::min(pause, holderTtl + milliseconds(1));
+  return std::max(pause, milliseconds(1));
+}
+
+void WaitPolicy::holdBack(SteadyTime until) const {
+  if (once()) return;
+  until = std::min(until, deadline_);
+  if (until > std::chrono::steady_clock::now()) std::this_thread::sleep_until(until);
+}
+
+}  // namespace dlock::detail

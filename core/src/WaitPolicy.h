@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+// WaitPolicy.h — every pause of one wait, taken from the caller's deadline (DESIGN.md, "One wait
+// loop"):
+//
+//   pause                         until                                        by
+//   hold back after our release   the window noted at the release, cut at      holdBack
+//                                 the deadline
+//   for our turn in the process   the deadline (WaiterQueue)                   deadline()
+//   between two tries             the deadline, the waiter place's renewal,    pauseAfter; the default
+//                                 the holder's lease end (+1 ms)               lock's IWait gets `remaining`
+//   riding out an outage          OutageRetry's back-off, cut at its budget    rideOut
+//
+// and the deadline every backend call inside the wait must meet (CallBudget): the wait's own when
+// it has one; for lock(key) without one, the outage budget's once an outage began; none for a
+// single try (tryLock(key) gets the command timeout, as any call outside a wait).
+// Pauses apart from it, each bounded by what it is given: an IWait's sleep (cut to `remaining`;
+// NotifyWait's step back of at most 150 µs after a release is not), a watch's re-subscription
+// pause (cut to the wait's pause), and the backends' own schedules: a command's retries and the
+// pool's reconnect back-off (within the CallBudget set here), Sentinel's promotion poll and
+// Redlock's quorum of watches (their own threads and node timeouts), shared by every wait.
+// Owner: the waiting call. Thread safety: not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "OutageRetry.h"
+#include "dlock/ILock.h"
+#include "dlock/LockError.h"
+#include "dlock/detail/CallBudget.h"
+
+namespace dlock::detail {
+
+class WaitPolicy {
+ public:
+  using Deadline = ILock::Deadline;
+  using SteadyTime = std::chrono::steady_clock::time_point;
+  static constexpr Deadline kTryOnce = Deadline::min();  // tryLock(key): one try, no wait
+
+  // `deadline`: the caller's (kTryOnce, ILock::kNoDeadline for none); `outageTolerance` bounds
+  // an outage in a wait without one (LockOptions::outageTolerance).
+  WaitPolicy(Deadline deadline, std::chrono::milliseconds outageTolerance) noexcept
+      : deadline_(deadline), outageTolerance_(outageTolerance) {}
+
+  [[nodiscard]] bool once() const noexcept { return deadline_ == kTryOnce; }
+  [[nodiscard]] Deadline deadline() const noexcept { return deadline_; }
+  // No wait left at `now`: a single try, or the deadline has come.
+  [[nodiscard]] bool over(SteadyTime now) const noexcept { return once() || now >= deadline_; }
+  // Until the deadline from `now`, rounded up; milliseconds::max() for none.
+  [[nodiscard]] std::chrono::milliseconds remaining(SteadyTime now) const noexcept;
+
+  // The budget of a backend call made now (see above); its send time starts an outage's tolerance
+  // if it fails. Held for the call's length: `const CallBudget budget = policy.call();`.
+  [[nodiscard]] CallBudget call() {
+    sent_ = std::chrono::steady_clock::now();
+    return CallBudget(callDeadline());
+  }
+  [[nodiscard]] CallBudget::TimePoint callDeadline() const noexcept {
+    if (once()) return CallBudget::TimePoint::max();
+    if (deadline_ != Deadline::max()) return deadline_;
+    return outage_ ? outage_->deadline() : CallBudget::TimePoint::max();
+  }
+
+  // After a call inside the wait failed with `error`: pauses (OutageRetry's back-off, the last
+  // attempt at the budget's end) and returns when another try is due, or throws ConnectionError
+  // naming `what` once the budget is spent. A single try is not retried: call it only in a wait.
+  void rideOut(const ConnectionError& error, const std::string& what);
+  // A call was answered: a later outage gets a budget of its own.
+  void answered() noexcept { outage_.reset(); }
+
+  // The pause between two tries, at most `remaining(now)`, cut to `placeRenewal` (how often a
+  // place in a server queue must be renewed; max for none) and to 1 ms past `holderTtl` (0 for
+  // unknown: the holder may die holding the key, and the next try finds it free); at least 1 ms.
+  [[nodiscard]] std::chrono::milliseconds pauseAfter(std::chrono::milliseconds holderTtl,
+                                                     std::chrono::milliseconds placeRenewal, SteadyTime now) const noexcept;
+
+  // Sleeps until `until`, cut at the deadline (a single try never holds back).
+  void holdBack(SteadyTime until) const;
+
+ private:
+  const Deadline deadline_;
+  const std::chrono::milliseconds outageTolerance_;
+  std::optional<OutageRetry> outage_;  // from a call's failure to the next answer
+  SteadyTime sent_;                    // of the last call made through call()
+};
+
+}  // namespace dlock::detail
