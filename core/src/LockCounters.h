@@ -12,18 +12,17 @@
 
 namespace dlock::detail {
 
-// The waits of acquire calls that found the key held: their total and a histogram. It keeps an
-// atomic's fetch_add/load, so the acquire loops' `waitMillis.fetch_add(ms, order)` records one
-// wait, total and bucket.
+// The waits of acquire calls that found the key held: their total and a histogram.
 class WaitRecorder {
  public:
-  void fetch_add(std::int64_t millis, std::memory_order order) noexcept {
-    total_.fetch_add(millis, order);
+  // Records one wait of `millis`, in the total and in its bucket.
+  void record(std::int64_t millis) noexcept {
+    total_.fetch_add(millis, std::memory_order_relaxed);
     const auto& bounds = WaitHistogram::kBoundsMillis;
     const auto bucket = static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), millis) - bounds.begin());
-    buckets_[bucket].fetch_add(1, order);
+    buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
   }
-  [[nodiscard]] std::int64_t load(std::memory_order order) const noexcept { return total_.load(order); }
+  [[nodiscard]] std::int64_t total() const noexcept { return total_.load(std::memory_order_relaxed); }
 
   [[nodiscard]] WaitHistogram histogram() const noexcept {
     WaitHistogram histogram;
@@ -38,11 +37,12 @@ class WaitRecorder {
 
 struct LockCounters {
   std::atomic<std::uint64_t> acquisitions{0};
+  std::atomic<std::uint64_t> handOffs{0};
   std::atomic<std::uint64_t> reentries{0};
   std::atomic<std::uint64_t> failedTries{0};
   std::atomic<std::uint64_t> attempts{0};
   std::atomic<std::uint64_t> outageRetries{0};
-  WaitRecorder waitMillis;
+  WaitRecorder waits;
   std::atomic<std::uint64_t> renewals{0};
   std::atomic<std::uint64_t> renewalRoundTrips{0};
   std::atomic<std::uint64_t> renewalFailures{0};
@@ -51,12 +51,13 @@ struct LockCounters {
   [[nodiscard]] LockStats snapshot() const {
     LockStats stats;
     stats.acquisitions = acquisitions.load(std::memory_order_relaxed);
+    stats.handOffs = handOffs.load(std::memory_order_relaxed);
     stats.reentries = reentries.load(std::memory_order_relaxed);
     stats.failedTries = failedTries.load(std::memory_order_relaxed);
     stats.attempts = attempts.load(std::memory_order_relaxed);
     stats.outageRetries = outageRetries.load(std::memory_order_relaxed);
-    stats.waitTime = std::chrono::milliseconds(waitMillis.load(std::memory_order_relaxed));
-    stats.waits = waitMillis.histogram();
+    stats.waitTime = std::chrono::milliseconds(waits.total());
+    stats.waits = waits.histogram();
     stats.renewals = renewals.load(std::memory_order_relaxed);
     stats.renewalRoundTrips = renewalRoundTrips.load(std::memory_order_relaxed);
     stats.renewalFailures = renewalFailures.load(std::memory_order_relaxed);

@@ -18,6 +18,8 @@ struct Counter {
 
 constexpr Counter kCounters[] = {
     {"dlock_acquisitions_total", "Successful acquisitions; reentrant ones not counted.", &LockStats::acquisitions},
+    {"dlock_hand_offs_total", "Acquisitions that followed a wait for a key another owner held.",
+     &LockStats::handOffs},
     {"dlock_reentries_total", "Acquisitions of a key the thread already held.", &LockStats::reentries},
     {"dlock_failed_tries_total", "Acquire calls that timed out.", &LockStats::failedTries},
     {"dlock_attempts_total", "Acquire commands sent to the backend, failed ones included.", &LockStats::attempts},

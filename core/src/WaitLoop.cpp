@@ -21,7 +21,7 @@ std::optional<Held> WaitLoop::run(Attempt& attempt, WaitPolicy& policy) {
     const std::optional<TryResult> result = tryOnce(attempt, policy, state);
     if (!result) continue;  // cut off; the outage's pause is over
     if (const Held* held = std::get_if<Held>(&*result)) {
-      stopWaiting(state);
+      stopWaiting(state, true);
       return *held;
     }
     const SteadyTime now = std::chrono::steady_clock::now();
@@ -41,7 +41,7 @@ std::optional<Held> WaitLoop::run(Attempt& attempt, WaitPolicy& policy) {
     const Pause pause{policy.remaining(pausing),
                       policy.pauseAfter(state.last.holderTtl, attempt.placeRenewal(), pausing), policy.callDeadline()};
     if (std::optional<Held> held = attempt.await(state, pause)) {
-      stopWaiting(state);
+      stopWaiting(state, true);
       return held;
     }
   }
@@ -105,15 +105,16 @@ void WaitLoop::leave(Attempt& attempt, const WaitPolicy& policy, const WaitState
 
 std::optional<Held> WaitLoop::timedOut(Attempt& attempt, const WaitPolicy& policy, const WaitState& state) {
   leave(attempt, policy, state);
-  stopWaiting(state);
+  stopWaiting(state, false);
   counters_.failedTries.fetch_add(1, std::memory_order_relaxed);
   return std::nullopt;
 }
 
-void WaitLoop::stopWaiting(const WaitState& state) noexcept {
+void WaitLoop::stopWaiting(const WaitState& state, bool held) noexcept {
   if (!state.waitingSince) return;
   const auto waited = std::chrono::steady_clock::now() - *state.waitingSince;
-  counters_.waitMillis.fetch_add(std::chrono::duration_cast<milliseconds>(waited).count(), std::memory_order_relaxed);
+  counters_.waits.record(std::chrono::duration_cast<milliseconds>(waited).count());
+  if (held) counters_.handOffs.fetch_add(1, std::memory_order_relaxed);
 }
 
 void WaitLoop::logFailure(const std::exception& error) const {

@@ -43,7 +43,8 @@ class WaitLoop {
   void rideOut(Attempt& attempt, WaitPolicy& policy, const WaitState& state, const ConnectionError& error);
   static void leave(Attempt& attempt, const WaitPolicy& policy, const WaitState& state) noexcept;
   std::optional<Held> timedOut(Attempt& attempt, const WaitPolicy& policy, const WaitState& state);
-  void stopWaiting(const WaitState& state) noexcept;
+  // Records the wait that ended (a hand-off when it ended `held`).
+  void stopWaiting(const WaitState& state, bool held) noexcept;
   void logFailure(const std::exception& error) const;
 
   const std::string_view key_;

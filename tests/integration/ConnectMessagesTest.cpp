@@ -47,7 +47,7 @@ RedisProcess::Options tlsServer(const TlsCertificates::Pair& certificate, const 
 }  // namespace
 
 TEST_SUITE("ConnectMessages") {
-  TEST_CASE("a closed port: check the host and port; lazy_connect only for a caller that can defer the check") {
+  TEST_CASE("a closed port: check the host and port, and lazy_connect only for a caller that can defer the check") {
     const std::string nobody = "redis://127.0.0.1:" + std::to_string(dlock::test::freeLoopbackPort());
     const std::string library = connectFailure<dlock::ConnectionError>(nobody);
     CAPTURE(library);

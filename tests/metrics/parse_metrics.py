@@ -15,7 +15,7 @@ except ImportError:
              " (Debian: apt-get install python3-prometheus-client)")
 
 ODD = 'pay "eu"\\west\nline'
-COUNTERS = {"dlock_acquisitions": 2, "dlock_reentries": 1, "dlock_failed_tries": 1, "dlock_attempts": 3,
+COUNTERS = {"dlock_acquisitions": 2, "dlock_hand_offs": 0, "dlock_reentries": 1, "dlock_failed_tries": 1, "dlock_attempts": 3,
             "dlock_outage_retries": 0, "dlock_renewals": 0, "dlock_renewal_round_trips": 0,
             "dlock_renewal_failures": 0, "dlock_lost_leases": 0}
 

@@ -69,11 +69,29 @@ TEST_SUITE("Metrics") {
     CHECK(hasLine(text, "dlock_attempts_total{lock=\"orders\"} 3"));
     CHECK(hasLine(text, "dlock_lost_leases_total{lock=\"orders\"} 1"));
     CHECK(hasLine(text, "dlock_outage_retries_total{lock=\"orders\"} 0"));
+    CHECK(hasLine(text, "dlock_hand_offs_total{lock=\"orders\"} 0"));  // the waiting try never held
     // The other thread's try found the key held: one wait, of no time, in the first bucket.
     CHECK(hasLine(text, "# TYPE dlock_wait_seconds histogram"));
     CHECK(hasLine(text, "dlock_wait_seconds_bucket{lock=\"orders\",le=\"0.001\"} 1"));
     CHECK(hasLine(text, "dlock_wait_seconds_bucket{lock=\"orders\",le=\"+Inf\"} 1"));
     CHECK(hasLine(text, "dlock_wait_seconds_count{lock=\"orders\"} 1"));
+  }
+
+  TEST_CASE("an acquisition after a wait for another owner's key counts as a hand-off, and one without a wait does not") {
+    auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).leaseTime(30s).build();
+    REQUIRE(lock->tryLock("k"));
+    std::thread waiter([&] {
+      lock->lock("k");
+      lock->unlock("k");
+    });
+    // Released once the waiter is seen waiting (its first try failed), so that it waits for a hand-off.
+    while (lock->stats().attempts < 2) std::this_thread::yield();
+    lock->unlock("k");
+    waiter.join();
+    const dlock::LockStats stats = lock->stats();
+    CHECK(stats.acquisitions == 2);
+    CHECK(stats.handOffs == 1);
+    CHECK(hasLine(dlock::formatMetrics(*lock), "dlock_hand_offs_total{lock=\"default\"} 1"));
   }
 
   TEST_CASE("a wait that timed out is counted in the bucket its duration falls in") {
@@ -115,7 +133,7 @@ TEST_SUITE("Metrics") {
     CHECK(hasLine(text, "dlock_acquisitions_total{lock=\"pay \\\"eu\\\"\\\\west\\n2\"} 0"));
   }
 
-  TEST_CASE("several locks share each family's HELP and TYPE; two with one name are a ConfigError") {
+  TEST_CASE("several locks share each family's HELP and TYPE, and two with one name are a ConfigError") {
     auto backend = std::make_shared<dlock::MemoryOperator>();
     auto orders = dlock::LockBuilder().backend(backend).name("orders").build();
     auto payments = dlock::LockBuilder().backend(backend).name("payments").build();

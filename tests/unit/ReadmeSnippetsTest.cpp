@@ -225,7 +225,7 @@ TEST_SUITE("Readme") {
     CHECK_FALSE(lock->isHeld("invoice:7"));
   }
 
-  TEST_CASE("destroying a lock that holds a key releases nothing; the lease ends it") {
+  TEST_CASE("destroying a lock that holds a key releases nothing: the lease ends it") {
     auto clock = std::make_shared<dlock::VirtualClock>();
     auto backend = std::make_shared<dlock::MemoryOperator>(clock);
     destroyWhileHolding(backend);

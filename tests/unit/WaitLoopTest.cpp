@@ -205,7 +205,7 @@ TEST_SUITE("WaitPolicy") {
     CHECK(forever.callDeadline() == dlock::detail::CallBudget::TimePoint::max());
   }
 
-  TEST_CASE("pauses are cut to the time left, at least 1 ms; a single try and a past deadline hold nothing back") {
+  TEST_CASE("pauses are cut to the time left, at least 1 ms, and a single try and a past deadline hold nothing back") {
     const auto now = std::chrono::steady_clock::now();
     const WaitPolicy soon(now + 30ms, 1s);
     CHECK(soon.pauseAfter(0ms, std::chrono::milliseconds::max(), now) == 30ms);

@@ -28,6 +28,7 @@ struct WaitHistogram {
 struct LockStats {
   std::string name;                        // the lock's name (LockBuilder::name), its metrics' label
   std::uint64_t acquisitions = 0;          // successful acquisitions; reentrant ones not counted
+  std::uint64_t handOffs = 0;              // the acquisitions that followed a wait for a key held by another
   std::uint64_t reentries = 0;             // acquisitions of a key this thread already held
   std::uint64_t failedTries = 0;           // tryLock/acquire calls that timed out
   std::uint64_t attempts = 0;              // acquire calls to the backend, failed ones included
