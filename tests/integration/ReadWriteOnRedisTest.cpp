@@ -12,7 +12,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "ReadWriteScenarios.h"
 #include "RedisClient.h"
@@ -54,55 +53,13 @@ struct ReadWriteServer {
     const long long until = serverNow(client) + step.count();
     REQUIRE(dlock::test::eventually([&] { return serverNow(client) > until; }, step + dlock::test::kEventBudget));
   };
+  std::function<long long()> calls = [this] { return commandsSent(client); };
 };
 
 }  // namespace
 
 TEST_SUITE("ReadWriteOnRedis") {
-  TEST_CASE_FIXTURE(ReadWriteServer, "readers share, and a writer excludes readers and writers") {
-    rw::readersShareAndAWriterExcludes(readWrite, "share");
-  }
-
-  TEST_CASE_FIXTURE(ReadWriteServer, "a reader arriving while a writer waits queues behind it") {
-    rw::aReaderArrivingWhileAWriterWaitsQueues(readWrite, "preference");
-  }
-
-  TEST_CASE_FIXTURE(ReadWriteServer, "a release admits every reader at the head at once, and stops at a writer") {
-    rw::aReleaseAdmitsEveryReaderAtTheHead(readWrite, "heads");
-  }
-
-  TEST_CASE_FIXTURE(ReadWriteServer, "a downgrade keeps its place: a queued writer waits for its read hold") {
-    SUBCASE("in one call") { rw::aDowngradeKeepsItsPlace(readWrite, "down", true); }
-    SUBCASE("a read taken while writing, then the write released") { rw::aDowngradeKeepsItsPlace(readWrite, "down", false); }
-  }
-
-  TEST_CASE_FIXTURE(ReadWriteServer, "an upgrade is refused at once unless the token is the sole reader") {
-    rw::anUpgradeIsRefusedUnlessSoleReader(readWrite, "up");
-  }
-
-  TEST_CASE_FIXTURE(ReadWriteServer, "holds and waiter places end by the server's clock") {
-    rw::holdsAndPlacesEndByTheBackendsClock(readWrite, "expiry", passTime);
-  }
-
-  TEST_CASE_FIXTURE(ReadWriteServer, "an acquire is idempotent for its token, and a lost grant is found by the recheck") {
-    rw::anAcquireIsIdempotentForItsToken(readWrite, "again");
-  }
-
-  TEST_CASE_FIXTURE(ReadWriteServer, "a leave releases a grant that raced it and leaves a tombstone") {
-    rw::aLeaveReleasesARacingGrantAndLeavesATombstone(readWrite, "leave");
-  }
-
-  TEST_CASE_FIXTURE(ReadWriteServer, "a release checks the owner, and a retried release is answered by its record") {
-    rw::aReleaseChecksTheOwnerAndAnswersRetriesFromItsRecord(readWrite, "owner");
-  }
-
-  TEST_CASE_FIXTURE(ReadWriteServer, "a batch renewal renews each token's own hold of its mode only") {
-    rw::aBatchRenewsEachTokensOwnHold(readWrite, "batch");
-  }
-
-  TEST_CASE_FIXTURE(ReadWriteServer, "bad input is an InvalidArgumentError with nothing sent") {
-    rw::badInputIsRefusedBeforeAnythingIsSent(readWrite, [this] { return commandsSent(client); });
-  }
+  DLOCK_READ_WRITE_CASES(ReadWriteServer, " on Redis")
 
   TEST_CASE_FIXTURE(ReadWriteServer, "each admitted waiter hears its grant on its process's channel, and nobody else is told") {
     REQUIRE(readWrite.acquireWrite("heard", rw::kW1, 10s, 5s).acquired);
@@ -127,18 +84,6 @@ TEST_SUITE("ReadWriteOnRedis") {
     REQUIRE(pong.elements.size() == 2);
     CHECK(pong.elements[0].str == "pong");
     CHECK(client.ok({"ZCARD", "dlock:{heard}:rw:readers"}).integer == 2);
-  }
-
-  TEST_CASE_FIXTURE(ReadWriteServer, "a grant watch wakes the waiter it names when a release admits it") {
-    REQUIRE(readWrite.acquireWrite("wake", rw::kW1, 10s, 5s).acquired);
-    REQUIRE_FALSE(readWrite.acquireRead("wake", rw::kR1, 10s, 5s).acquired);
-    auto watch = readWrite.watchReadWriteGrants("wake", rw::kR1);
-    dlock::Grant grant;
-    std::thread waiter([&] { grant = watch->waitForGrant(30s); });
-    REQUIRE(readWrite.releaseWrite("wake", rw::kW1).notified == 1);
-    waiter.join();
-    CHECK(grant.kind == dlock::Grant::Kind::Granted);
-    CHECK(grant.lease > 0ms);
   }
 
   TEST_CASE_FIXTURE(ReadWriteServer, "after 300 names read, written, waited for, downgraded and left, no key is without a TTL") {

@@ -3,7 +3,8 @@
 // so the memory operator (tests/unit/ReadWriteOperatorTest.cpp) and a real redis-server
 // (tests/integration/ReadWriteOnRedisTest.cpp) run the same cases. Each takes the operator and a
 // name of its own; `passTime(d)` returns once the backend's clock has moved on by at least `d`
-// (a virtual clock advanced; a server's TIME waited for).
+// (a virtual clock advanced; a server's TIME waited for). DLOCK_READ_WRITE_CASES makes them the
+// test cases of a suite.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <thread>
 
 #include "dlock/IReadWriteOperator.h"
 #include "dlock/LockError.h"
@@ -304,6 +306,20 @@ inline void aBatchRenewsEachTokensOwnHold(IReadWriteOperator& rw, const std::str
   CHECK(rw.releaseWrite(other, kW1).released);
 }
 
+// A waiter blocked on its grant watch wakes when a release admits it.
+inline void aWatchWakesItsWaiterWhenAdmitted(IReadWriteOperator& rw, const std::string& name) {
+  REQUIRE(rw.acquireWrite(name, kW1, 10s, 5s).acquired);
+  REQUIRE_FALSE(rw.acquireRead(name, kR1, 10s, 5s).acquired);
+  auto watch = rw.watchReadWriteGrants(name, kR1);
+  Grant grant;
+  std::thread waiter([&] { grant = watch->waitForGrant(30s); });
+  const ReleaseResult release = rw.releaseWrite(name, kW1);
+  waiter.join();
+  CHECK(release.notified == 1);
+  CHECK(grant.kind == Grant::Kind::Granted);
+  CHECK(grant.lease > 0ms);
+}
+
 // Bad input is an InvalidArgumentError, thrown before anything is sent (`calls` counts what was).
 inline void badInputIsRefusedBeforeAnythingIsSent(IReadWriteOperator& rw, const std::function<long long()>& calls) {
   const long long before = calls();
@@ -330,3 +346,47 @@ inline void badInputIsRefusedBeforeAnythingIsSent(IReadWriteOperator& rw, const 
 }
 
 }  // namespace dlock::test::rw
+
+// The cases above as test cases of `Fixture`, whose members are `readWrite` (the operator),
+// `passTime` and `calls` (what the backend has been sent); `where` (" on memory", " on Redis")
+// keeps each suite's names its own in ctest.
+#define DLOCK_READ_WRITE_CASES(Fixture, where)                                                                   \
+  TEST_CASE_FIXTURE(Fixture, "readers share, and a writer excludes readers and writers" where) {                \
+    ::dlock::test::rw::readersShareAndAWriterExcludes(readWrite, "share");                                      \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "a reader arriving while a writer waits queues behind it" where) {                 \
+    ::dlock::test::rw::aReaderArrivingWhileAWriterWaitsQueues(readWrite, "preference");                         \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "a release admits every reader at the head at once, and stops at a writer" where) { \
+    ::dlock::test::rw::aReleaseAdmitsEveryReaderAtTheHead(readWrite, "heads");                                  \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "a downgrade in one call keeps its place: a queued writer waits for its read" where) { \
+    ::dlock::test::rw::aDowngradeKeepsItsPlace(readWrite, "down", true);                                        \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "a read taken while writing, then the write released, keeps the place" where) {    \
+    ::dlock::test::rw::aDowngradeKeepsItsPlace(readWrite, "down", false);                                       \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "an upgrade is refused at once unless the token is the sole reader" where) {       \
+    ::dlock::test::rw::anUpgradeIsRefusedUnlessSoleReader(readWrite, "up");                                     \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "holds and waiter places end by the backend's clock" where) {                      \
+    ::dlock::test::rw::holdsAndPlacesEndByTheBackendsClock(readWrite, "expiry", passTime);                      \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "an acquire is idempotent for its token; a lost grant is found by the recheck" where) { \
+    ::dlock::test::rw::anAcquireIsIdempotentForItsToken(readWrite, "again");                                    \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "a leave releases a grant that raced it and leaves a tombstone" where) {           \
+    ::dlock::test::rw::aLeaveReleasesARacingGrantAndLeavesATombstone(readWrite, "leave");                       \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "a release checks the owner; a retried release is answered by its record" where) { \
+    ::dlock::test::rw::aReleaseChecksTheOwnerAndAnswersRetriesFromItsRecord(readWrite, "owner");                \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "a batch renewal renews each token's own hold of its mode only" where) {           \
+    ::dlock::test::rw::aBatchRenewsEachTokensOwnHold(readWrite, "batch");                                       \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "a waiter blocked on its grant watch wakes when a release admits it" where) {    \
+    ::dlock::test::rw::aWatchWakesItsWaiterWhenAdmitted(readWrite, "wake");                                     \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "bad input is an InvalidArgumentError with nothing sent" where) {                  \
+    ::dlock::test::rw::badInputIsRefusedBeforeAnythingIsSent(readWrite, calls);                                 \
+  }

@@ -156,6 +156,15 @@ std::uint32_t MemoryReadWrite::admit(std::string_view name, Name& state, Clock::
   return admitted;
 }
 
+std::uint32_t MemoryReadWrite::handOn(std::unique_lock<std::mutex>& guard, std::string_view name, Name& state,
+                                      Clock::time_point now) {
+  state.queue.prune(now, {});
+  const std::uint32_t admitted = admit(name, state, now, {});
+  guard.unlock();
+  if (admitted > 0) granted_.notify_all();
+  return admitted;
+}
+
 FairAcquireResult MemoryReadWrite::acquire(std::string_view name, std::string_view token, ReadWriteMode mode,
                                            milliseconds ttl, milliseconds waiterLease) {
   std::unique_lock<std::mutex> guard(mutex_);
@@ -234,10 +243,7 @@ ReleaseResult MemoryReadWrite::release(std::string_view name, std::string_view t
   }
   state.remember(token, letterOf(mode), ends, now);  // as long as the hold would have lasted
   result.released = true;
-  state.queue.prune(now, {});
-  result.notified = admit(name, state, now, {});
-  guard.unlock();
-  if (result.notified > 0) granted_.notify_all();
+  result.notified = handOn(guard, name, state, now);
   return result;
 }
 
@@ -249,10 +255,7 @@ bool MemoryReadWrite::downgrade(std::string_view name, std::string_view token, m
   if (!state.writes(token)) return state.reads(token) != nullptr;  // a retry whose first try ran
   state.readers[std::string(token)] = now + ttl;
   state.writer.reset();
-  state.queue.prune(now, {});
-  const std::uint32_t admitted = admit(name, state, now, {});
-  guard.unlock();
-  if (admitted > 0) granted_.notify_all();
+  (void)handOn(guard, name, state, now);
   return true;
 }
 
@@ -312,10 +315,7 @@ bool MemoryReadWrite::leave(std::string_view name, std::string_view token, ReadW
     state.readers.erase(state.readers.find(token));
     released = true;
   }
-  state.queue.prune(now, {});
-  const std::uint32_t admitted = admit(name, state, now, {});  // also a name whose holder's lease ran out
-  guard.unlock();
-  if (admitted > 0) granted_.notify_all();
+  (void)handOn(guard, name, state, now);  // also a name whose holder's lease ran out
   return released;
 }
 

@@ -51,6 +51,9 @@ class MemoryReadWrite : public std::enable_shared_from_this<MemoryReadWrite> {
   // Admits the head of `state`'s queue as far as its turn has come; `self` (the caller's token,
   // or empty) is admitted for its whole ttl and not told. Returns how many were admitted.
   std::uint32_t admit(std::string_view name, Name& state, Clock::time_point now, std::string_view self);
+  // After a hold went: drops ended places, admits whoever's turn came, and wakes their watches
+  // once `guard` is released. Returns how many were admitted.
+  std::uint32_t handOn(std::unique_lock<std::mutex>& guard, std::string_view name, Name& state, Clock::time_point now);
 
   const std::shared_ptr<Clock> clock_;
   std::mutex mutex_;
