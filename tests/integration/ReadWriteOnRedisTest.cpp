@@ -86,10 +86,10 @@ TEST_SUITE("ReadWriteOnRedis") {
     CHECK(client.ok({"ZCARD", "dlock:{heard}:rw:readers"}).integer == 2);
   }
 
-  TEST_CASE_FIXTURE(ReadWriteServer, "after 300 names read, written, waited for, downgraded and left, no key is without a TTL") {
+  TEST_CASE_FIXTURE(ReadWriteServer, "after 300 names read, written, waited for, downgraded, left and held, no key is without a TTL") {
     for (int i = 0; i < 300; ++i) {
       const std::string name = "many:" + std::to_string(i);
-      switch (i % 5) {
+      switch (i % 6) {
         case 0:  // readers, a writer queued behind them, one reader leaves
           REQUIRE(readWrite.acquireRead(name, rw::kR1, 10s, 5s).acquired);
           REQUIRE_FALSE(readWrite.acquireWrite(name, rw::kW1, 10s, 5s).acquired);
@@ -110,6 +110,9 @@ TEST_SUITE("ReadWriteOnRedis") {
           REQUIRE(readWrite.tryUpgrade(name, rw::kR1, 10s).acquired);
           REQUIRE(readWrite.extendReadWrite({name, rw::kR1, dlock::ReadWriteMode::Write}, 20s));
           REQUIRE(readWrite.releaseWrite(name, rw::kR1).released);
+          break;
+        case 4:  // one reader, left so
+          REQUIRE(readWrite.acquireRead(name, rw::kR1, 10s, 5s).acquired);
           break;
         default:  // held and waited for, left so
           REQUIRE(readWrite.acquireRead(name, rw::kR1, 10s, 5s).acquired);
