@@ -21,7 +21,8 @@ Script makeScript(const char* name, std::string source) {
 // ttl and no message (its reply says it); anyone else a claim lease (its ttl, or the rest of its
 // waiter lease if less) and a message on its process's channel. `vacating` ('w' or 'r') is the
 // caller's hold that goes right after: admit runs first, so that a refused PUBLISH (an ACL) fails
-// before anything has changed. The fence of a writer is raised before anything hands it over.
+// while the caller still holds (only ended holds and places are gone by then). The fence of a
+// writer is raised before anything hands it over.
 // Returns how many were admitted, and whether a writer was.
 std::string readWritePrelude(const char* publish) {
   return fairQueuePrelude(publish) + R"lua(
