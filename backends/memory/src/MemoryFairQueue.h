@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // MemoryFairQueue.h — the waiters of one key of the memory operator's fair lock, in arrival
 // order, each with its waiter lease on the operator's clock; and the hand-offs that the grant
-// watches of this key have not heard yet. The memory twin of FairScripts.h's queue.
+// watches of this key have not heard yet. The memory twin of FairScripts.h's queue; the
+// read-write lock's queue too (MemoryReadWrite.h), whose waiters say whether they read.
 // Owner: one MemoryOperator key. Thread safety: not thread-safe (the operator's mutex guards it).
 #pragma once
 
@@ -25,6 +26,7 @@ class MemoryFairQueue {
     std::string token;
     std::chrono::milliseconds ttl;  // the lease it gets when handed the key
     Clock::time_point leaseEnds;    // its waiter lease
+    bool reader = false;            // a read-write lock's waiter for a read hold
   };
 
   // Drops waiters whose waiter lease has ended by `now`, but `keep`.
@@ -40,17 +42,20 @@ class MemoryFairQueue {
   [[nodiscard]] bool empty() const { return waiters_.empty(); }
   [[nodiscard]] std::size_t size() const { return waiters_.size(); }
   [[nodiscard]] bool heads(std::string_view token) const { return !waiters_.empty() && waiters_.front().token == token; }
+  [[nodiscard]] const Waiter* front() const { return waiters_.empty() ? nullptr : &waiters_.front(); }
+  [[nodiscard]] const std::deque<Waiter>& waiters() const { return waiters_; }
   void popFront() { waiters_.pop_front(); }
 
   // Joins the end of the queue, or renews the waiter lease of a place held already; returns the
   // place (1 is next).
-  std::uint32_t join(std::string_view token, std::chrono::milliseconds ttl, Clock::time_point leaseEnds) {
+  std::uint32_t join(std::string_view token, std::chrono::milliseconds ttl, Clock::time_point leaseEnds,
+                     bool reader = false) {
     const auto it = std::find_if(waiters_.begin(), waiters_.end(), [&](const Waiter& w) { return w.token == token; });
     if (it != waiters_.end()) {
       it->leaseEnds = leaseEnds;
       return static_cast<std::uint32_t>(it - waiters_.begin()) + 1;
     }
-    waiters_.push_back(Waiter{std::string(token), ttl, leaseEnds});
+    waiters_.push_back(Waiter{std::string(token), ttl, leaseEnds, reader});
     return static_cast<std::uint32_t>(waiters_.size());
   }
 

@@ -13,6 +13,7 @@
 #include "dlock/detail/Fork.h"
 #include "dlock/Validation.h"
 #include "MemoryFairQueue.h"
+#include "MemoryReadWrite.h"
 
 namespace dlock {
 
@@ -86,9 +87,10 @@ struct MemoryOperator::State {
     bool held_ = false;
   };
 
-  explicit State(std::shared_ptr<Clock> c) : clock(std::move(c)) {}
+  explicit State(std::shared_ptr<Clock> c) : clock(std::move(c)), readWrite(std::make_shared<detail::MemoryReadWrite>(clock)) {}
 
   const std::shared_ptr<Clock> clock;
+  const std::shared_ptr<detail::MemoryReadWrite> readWrite;  // read-write locks, with their own mutex
   mutable std::mutex mutex;
   std::condition_variable released;                       // notified on every release
   std::map<std::string, KeyState, std::less<>> keys;      // guarded by mutex
@@ -188,6 +190,8 @@ MemoryOperator::MemoryOperator(std::shared_ptr<Clock> clock)
     : holder_(std::make_shared<Holder>(clock ? std::move(clock) : SteadyClock::instance())) {}
 
 MemoryOperator::State& MemoryOperator::state() const { return *holder_->state; }
+
+detail::MemoryReadWrite& MemoryOperator::readWrite() const { return *state().readWrite; }
 
 MemoryOperator::~MemoryOperator() = default;
 
@@ -331,6 +335,7 @@ void MemoryOperator::forgetLeases() {
     entry.releasedBy.clear();
     entry.fair.clearWaiters();
   }
+  state().readWrite->forget();
 }
 
 std::uint64_t MemoryOperator::calls() const noexcept { return state().calls.load(std::memory_order_relaxed); }

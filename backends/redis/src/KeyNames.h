@@ -46,6 +46,16 @@ class KeyNames {
   [[nodiscard]] std::string grantChannel(std::string_view listener) const {
     return grantChannel().append(":").append(listener);
   }
+  // The read-write lock's keys (ReadWriteScripts.h), named apart from the exclusive lock's.
+  [[nodiscard]] std::string rwWriter() const { return companion("rw:writer"); }
+  [[nodiscard]] std::string rwReaders() const { return companion("rw:readers"); }
+  [[nodiscard]] std::string rwQueue() const { return companion("rw:queue"); }
+  [[nodiscard]] std::string rwLeases() const { return companion("rw:leases"); }
+  [[nodiscard]] std::string rwFence() const { return companion("rw:fence"); }
+  [[nodiscard]] std::string rwRecord(std::string_view token) const {
+    return companion(std::string("rw:released:").append(token));
+  }
+  [[nodiscard]] std::string rwGrantChannel() const { return companion("rw:granted"); }
   [[nodiscard]] std::uint16_t slot() const noexcept { return hashSlot(lock_); }
 
  private:

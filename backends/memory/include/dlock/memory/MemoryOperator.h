@@ -9,8 +9,9 @@
 // release whose first try ran is told so (ReleaseResult::releasedEarlier). On a VirtualClock, lease expiry is tested in
 // microseconds. Faults can be injected: failNextCalls(n) makes the next n calls throw
 // ConnectionError; setLatency(d) delays every call by d of real time. An owner label
-// (IOwnerRecorder) lives in the lease, with the system clock's time of the acquisition. Used in a child after
-// fork(), it is a new, empty one there.
+// (IOwnerRecorder) lives in the lease, with the system clock's time of the acquisition. Read-write
+// locks (IReadWriteOperator) keep the Redis scripts' decisions too. Used in a child after fork(),
+// it is a new, empty one there.
 // Owner: shared. Thread safety: thread-safe.
 #pragma once
 
@@ -26,14 +27,19 @@
 #include "dlock/IFairOperator.h"
 #include "dlock/IOperator.h"
 #include "dlock/IOwnerRecorder.h"
+#include "dlock/IReadWriteOperator.h"
 
 namespace dlock {
+namespace detail {
+class MemoryReadWrite;
+}  // namespace detail
 
 class MemoryOperator final : public IOperator,
                              public IFenceRaiser,
                              public ILeaseInspector,
                              public IOwnerRecorder,
-                             public IFairOperator {
+                             public IFairOperator,
+                             public IReadWriteOperator {
  public:
   explicit MemoryOperator(std::shared_ptr<Clock> clock = SteadyClock::instance());
   ~MemoryOperator() override;
@@ -65,7 +71,7 @@ class MemoryOperator final : public IOperator,
   void failNextCalls(unsigned count);
   // Fault injection: every call first sleeps `latency` (real time). Zero turns it off.
   void setLatency(std::chrono::milliseconds latency);
-  // Fault injection: forgets every lease, every release record and every fair queue, as a Redis
+  // Fault injection: forgets every lease, every release record and every queue, as a Redis
   // server restarted without persistence does. Fencing counters are kept: the Redis counter's clock floor keeps
   // tokens rising after such a restart, and this one keeps them rising too.
   void forgetLeases();
@@ -87,6 +93,20 @@ class MemoryOperator final : public IOperator,
   // Counts the call and plays the injected latency and failures; returns state().
   State& beforeCall();
   [[nodiscard]] State& state() const;  // this process's (see Holder)
+
+  // The read-write locks (MemoryReadWrite.cpp), each call counted and faulted as the others.
+  FairAcquireResult doAcquire(std::string_view name, std::string_view token, ReadWriteMode mode,
+                              std::chrono::milliseconds ttl, std::chrono::milliseconds waiterLease) override;
+  ReleaseResult doRelease(std::string_view name, std::string_view token, ReadWriteMode mode) override;
+  bool doDowngrade(std::string_view name, std::string_view token, std::chrono::milliseconds ttl) override;
+  FairAcquireResult doTryUpgrade(std::string_view name, std::string_view token, std::chrono::milliseconds ttl) override;
+  bool doExtend(const ReadWriteLease& lease, std::chrono::milliseconds ttl) override;
+  std::vector<ExtendResult> doExtendAll(const std::vector<ReadWriteLease>& leases,
+                                        std::chrono::milliseconds ttl) override;
+  bool doLeave(std::string_view name, std::string_view token, ReadWriteMode mode, std::chrono::milliseconds ttl) override;
+  std::unique_ptr<IGrantWatch> doWatch(std::string_view name, std::string_view token) override;
+  ReadWriteInfo doInspect(std::string_view name) override;
+  [[nodiscard]] detail::MemoryReadWrite& readWrite() const;  // this process's
 
   std::shared_ptr<Holder> holder_;
 };

@@ -15,6 +15,7 @@
 #include "dlock/IFairOperator.h"
 #include "dlock/IOperator.h"
 #include "dlock/IOwnerRecorder.h"
+#include "dlock/IReadWriteOperator.h"
 
 namespace dlock {
 namespace detail {
@@ -26,7 +27,8 @@ class RedisOperator : public IOperator,
                       public IFenceRaiser,
                       public ILeaseInspector,
                       public IOwnerRecorder,
-                      public IFairOperator {
+                      public IFairOperator,
+                      public IReadWriteOperator {
  public:
   ~RedisOperator() override;
 
@@ -50,6 +52,7 @@ class RedisOperator : public IOperator,
   bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   std::unique_ptr<IGrantWatch> watchGrants(std::string_view key, std::string_view token) override;
   [[nodiscard]] std::string fairUnsupported() const override;
+  [[nodiscard]] std::string readWriteUnsupported() const override;
 
   // Checks the backend now (RedisProbe.cpp): its discovery, a connection, AUTH, SELECT and a PING.
   // dlock::connect() calls it unless told to connect lazily. BackendError when the server refuses
@@ -75,6 +78,19 @@ class RedisOperator : public IOperator,
   // lock(), recording `label` when given.
   AcquireResult acquire(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
                         const std::string_view* label);
+
+  // The read-write locks (RedisReadWriteOperator.cpp, ReadWriteScripts.h).
+  FairAcquireResult doAcquire(std::string_view name, std::string_view token, ReadWriteMode mode,
+                              std::chrono::milliseconds ttl, std::chrono::milliseconds waiterLease) override;
+  ReleaseResult doRelease(std::string_view name, std::string_view token, ReadWriteMode mode) override;
+  bool doDowngrade(std::string_view name, std::string_view token, std::chrono::milliseconds ttl) override;
+  FairAcquireResult doTryUpgrade(std::string_view name, std::string_view token, std::chrono::milliseconds ttl) override;
+  bool doExtend(const ReadWriteLease& lease, std::chrono::milliseconds ttl) override;
+  std::vector<ExtendResult> doExtendAll(const std::vector<ReadWriteLease>& leases,
+                                        std::chrono::milliseconds ttl) override;
+  bool doLeave(std::string_view name, std::string_view token, ReadWriteMode mode, std::chrono::milliseconds ttl) override;
+  std::unique_ptr<IGrantWatch> doWatch(std::string_view name, std::string_view token) override;
+  ReadWriteInfo doInspect(std::string_view name) override;
 
   struct State;
   std::unique_ptr<State> state_;
