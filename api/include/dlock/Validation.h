@@ -96,6 +96,20 @@ inline void checkLeaseTime(std::chrono::milliseconds lease, const char* what, co
   }
 }
 
+// A token as backends store it beside others in one value (a queue place, a message): 1 to
+// kMaxTokenBytes letters, digits or '-' (hex, a UUID). Nobody guesses one; its bytes are plain.
+inline constexpr std::size_t kMaxTokenBytes = 128;
+inline void checkToken(std::string_view token, const char* operation) {
+  bool plain = !token.empty() && token.size() <= kMaxTokenBytes;
+  for (const char c : token) {
+    plain = plain && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-');
+  }
+  if (!plain) {
+    throw InvalidArgumentError(std::string("dlock: ") + operation + ": the token " + quoteText(token, 40) +
+                               " is not 1 to " + std::to_string(kMaxTokenBytes) + " letters, digits or '-'");
+  }
+}
+
 // A fencing counter to raise to: at most kMaxFencingToken.
 inline void checkFencingToken(std::uint64_t token, const char* operation) {
   if (token > kMaxFencingToken) {

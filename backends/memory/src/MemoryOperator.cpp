@@ -13,6 +13,7 @@
 #include "dlock/detail/Fork.h"
 #include "dlock/Validation.h"
 #include "MemoryFairQueue.h"
+#include "MemorySemaphore.h"
 
 namespace dlock {
 
@@ -86,9 +87,11 @@ struct MemoryOperator::State {
     bool held_ = false;
   };
 
-  explicit State(std::shared_ptr<Clock> c) : clock(std::move(c)) {}
+  explicit State(std::shared_ptr<Clock> c)
+      : clock(std::move(c)), semaphores(std::make_shared<detail::MemorySemaphores>(clock)) {}
 
   const std::shared_ptr<Clock> clock;
+  const std::shared_ptr<detail::MemorySemaphores> semaphores;  // with their own mutex
   mutable std::mutex mutex;
   std::condition_variable released;                       // notified on every release
   std::map<std::string, KeyState, std::less<>> keys;      // guarded by mutex
@@ -188,6 +191,8 @@ MemoryOperator::MemoryOperator(std::shared_ptr<Clock> clock)
     : holder_(std::make_shared<Holder>(clock ? std::move(clock) : SteadyClock::instance())) {}
 
 MemoryOperator::State& MemoryOperator::state() const { return *holder_->state; }
+
+detail::MemorySemaphores& MemoryOperator::semaphores() const { return *state().semaphores; }
 
 MemoryOperator::~MemoryOperator() = default;
 
@@ -331,6 +336,7 @@ void MemoryOperator::forgetLeases() {
     entry.releasedBy.clear();
     entry.fair.clearWaiters();
   }
+  state().semaphores->forget();
 }
 
 std::uint64_t MemoryOperator::calls() const noexcept { return state().calls.load(std::memory_order_relaxed); }

@@ -9,8 +9,9 @@
 // release whose first try ran is told so (ReleaseResult::releasedEarlier). On a VirtualClock, lease expiry is tested in
 // microseconds. Faults can be injected: failNextCalls(n) makes the next n calls throw
 // ConnectionError; setLatency(d) delays every call by d of real time. An owner label
-// (IOwnerRecorder) lives in the lease, with the system clock's time of the acquisition. Used in a child after
-// fork(), it is a new, empty one there.
+// (IOwnerRecorder) lives in the lease, with the system clock's time of the acquisition. Semaphores
+// (ISemaphoreOperator) keep the Redis scripts' decisions too. Used in a child after fork(), it is a
+// new, empty one there.
 // Owner: shared. Thread safety: thread-safe.
 #pragma once
 
@@ -26,14 +27,19 @@
 #include "dlock/IFairOperator.h"
 #include "dlock/IOperator.h"
 #include "dlock/IOwnerRecorder.h"
+#include "dlock/ISemaphoreOperator.h"
 
 namespace dlock {
+namespace detail {
+class MemorySemaphores;
+}  // namespace detail
 
 class MemoryOperator final : public IOperator,
                              public IFenceRaiser,
                              public ILeaseInspector,
                              public IOwnerRecorder,
-                             public IFairOperator {
+                             public IFairOperator,
+                             public ISemaphoreOperator {
  public:
   explicit MemoryOperator(std::shared_ptr<Clock> clock = SteadyClock::instance());
   ~MemoryOperator() override;
@@ -87,6 +93,18 @@ class MemoryOperator final : public IOperator,
   // Counts the call and plays the injected latency and failures; returns state().
   State& beforeCall();
   [[nodiscard]] State& state() const;  // this process's (see Holder)
+
+  // The semaphores (MemorySemaphore.cpp), each call counted and faulted as the others.
+  SemaphoreAcquireResult doAcquirePermits(std::string_view name, std::string_view token, std::uint32_t permits,
+                                          std::uint32_t capacity, std::chrono::milliseconds lease,
+                                          std::chrono::milliseconds waiterLease) override;
+  ReleaseResult doReleasePermits(std::string_view name, std::string_view token) override;
+  bool doExtendPermits(std::string_view name, std::string_view token, std::chrono::milliseconds lease) override;
+  bool doLeavePermitQueue(std::string_view name, std::string_view token) override;
+  std::unique_ptr<IGrantWatch> doWatchPermitGrants(std::string_view name, std::string_view token) override;
+  std::uint32_t doResizeSemaphore(std::string_view name, std::uint32_t capacity) override;
+  SemaphoreInfo doInspectSemaphore(std::string_view name) override;
+  [[nodiscard]] detail::MemorySemaphores& semaphores() const;  // this process's
 
   std::shared_ptr<Holder> holder_;
 };
