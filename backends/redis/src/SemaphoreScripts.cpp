@@ -52,6 +52,7 @@ local function chunked(command, key, list)
 end
 local function stateOf(s, token)
   if s.states[token] ~= nil then return s.states[token] end
+  if token == s.token then return s.mine end
   return redis.call('HGET', H, token)
 end
 local function deadlineOf(s, token)
@@ -103,9 +104,9 @@ local function load(nowMs, micros, token, keyLife, channel)
   if token then fields[7] = token end
   local m = redis.call('HMGET', H, unpack(fields))
   local s = {cap = tonumber(m[1]), used = tonumber(m[2]) or 0, fence = m[3] or '0', waiting = tonumber(m[4]) or 0,
-             next = tonumber(m[5]), expires = tonumber(m[6]) or 0, mine = m[7], nowMs = nowMs, micros = micros,
-             keyLife = tonumber(keyLife), channel = channel, states = {}, deadlines = {}, order = {}, latest = 0,
-             dirty = false, admit = false, newQueue = false}
+             next = tonumber(m[5]), expires = tonumber(m[6]) or 0, token = token, mine = m[7], nowMs = nowMs,
+             micros = micros, keyLife = tonumber(keyLife), channel = channel, states = {}, deadlines = {}, order = {},
+             latest = 0, dirty = false, admit = false, newQueue = false}
   if s.next and s.next <= nowMs then reclaim(s, token) end
   s.empty = not s.next  -- the deadlines' key is gone: a ZADD makes it anew, without a TTL
   return s
