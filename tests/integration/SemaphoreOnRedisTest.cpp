@@ -155,6 +155,34 @@ TEST_SUITE("SemaphoreOnRedis") {
     CHECK(semaphore.inspectSemaphore("ttl").inUse == 2);
   }
 
+  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: the keys live the fence TTL past the last call, never less than a lease") {
+    auto hourly = dlock::connect(server.uri() + "?fence_ttl=1h");
+    REQUIRE(semaphoreOf(hourly).acquirePermits("life", sem::kA, 1, 1, 10s, 0ms).acquired);
+    const long long pttl = client.ok({"PTTL", key("life", "state")}).integer;
+    CHECK(pttl > std::chrono::milliseconds(59min).count());
+    CHECK(pttl <= std::chrono::milliseconds(1h).count());
+    CHECK(client.ok({"PTTL", key("life", "deadlines")}).integer == pttl);
+    // Forgotten once idle past it: the next user stores its own capacity, and tokens still rise.
+    const std::uint64_t before = semaphoreOf(hourly).acquirePermits("life", sem::kA, 1, 1, 10s, 0ms).fencingToken;
+    (void)client.ok({"DEL", key("life", "state"), key("life", "deadlines")});  // what the TTL does an hour later
+    const dlock::SemaphoreAcquireResult after = semaphore.acquirePermits("life", sem::kB, 2, 2, 10s, 0ms);
+    CHECK(after.acquired);
+    CHECK(after.fencingToken > before);  // floored at the server's clock in µs
+  }
+
+  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: fencing tokens are exact in 64 bits and stop at 2^63 - 1 before anything is written") {
+    REQUIRE(semaphore.acquirePermits("fence", sem::kA, 1, 3, 10s, 0ms).acquired);
+    (void)client.ok({"HSET", key("fence", "state"), "#fence", "9007199254740993"});  // 2^53 + 1: no double holds it
+    CHECK(semaphore.acquirePermits("fence", sem::kB, 1, 3, 10s, 0ms).fencingToken == 9007199254740994ULL);
+    (void)client.ok({"HSET", key("fence", "state"), "#fence", std::to_string(dlock::kMaxFencingToken - 1)});
+    CHECK(semaphore.acquirePermits("fence", sem::kC, 1, 3, 10s, 0ms).fencingToken == dlock::kMaxFencingToken);
+    REQUIRE(semaphore.releasePermits("fence", sem::kC).released);
+    CHECK_THROWS_AS((void)semaphore.acquirePermits("fence", sem::kD, 1, 3, 10s, 0ms), dlock::BackendError);
+    const dlock::SemaphoreInfo info = semaphore.inspectSemaphore("fence");
+    CHECK(info.inUse == 2);  // the refused grant took nothing
+    CHECK(info.holders.size() == 2);
+  }
+
   TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: each admitted waiter is told on its process's grant channel") {
     REQUIRE(semaphore.acquirePermits("told", sem::kA, 3, 3, 10s, 0ms).acquired);
     for (const std::string& waiter : {sem::kB, sem::kC}) {
