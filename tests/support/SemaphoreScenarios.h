@@ -66,6 +66,11 @@ inline void aSmallRequestNeverPassesALargeOneAtTheHead(ISemaphoreOperator& sem, 
   CHECK_FALSE(small.acquired);
   CHECK(small.position == 2);
   CHECK(sem.inspectSemaphore(name).inUse == 2);
+  // Room for the small request but not the large one at the head admits nobody: admission stops
+  // at the first waiter that does not fit, and the small one's own call does not pass it.
+  CHECK(sem.resizeSemaphore(name, 4) == 0);
+  CHECK_FALSE(sem.acquirePermits(name, kC, 1, 4, 10s, 5s).acquired);
+  CHECK(sem.resizeSemaphore(name, 3) == 0);
   auto largeHears = sem.watchPermitGrants(name, kB);
   auto smallHears = sem.watchPermitGrants(name, kC);
   const ReleaseResult release = sem.releasePermits(name, kA);
