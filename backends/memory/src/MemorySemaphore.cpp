@@ -134,6 +134,18 @@ MemorySemaphores::Semaphore& MemorySemaphores::find(std::string_view name) {
   return *it->second;
 }
 
+// Every writing call: under the mutex, on the clock's now, after reclaiming what is due (but the
+// place of `keep`); the watches are notified after the mutex is given back when `decide` admitted.
+template <class Decide>
+auto MemorySemaphores::decide(std::string_view name, std::string_view keep, Decide&& decide) {
+  NotifyOnExit notify{granted_};
+  std::lock_guard<std::mutex> guard(mutex_);
+  const Clock::time_point now = clock_->now();
+  Semaphore& semaphore = find(name);
+  semaphore.reclaim(now, keep);
+  return decide(semaphore, now, notify.any);  // `told`: some watch has a grant to hear
+}
+
 std::uint32_t MemorySemaphores::admit(Semaphore& semaphore, Clock::time_point now, std::string_view caller,
                                       milliseconds callerLease) {
   std::uint32_t admitted = 0;
@@ -156,116 +168,101 @@ std::uint32_t MemorySemaphores::admit(Semaphore& semaphore, Clock::time_point no
 
 SemaphoreAcquireResult MemorySemaphores::acquire(std::string_view name, std::string_view token, std::uint32_t permits,
                                                  std::uint32_t capacity, milliseconds lease, milliseconds waiterLease) {
-  NotifyOnExit notify{granted_};
-  std::lock_guard<std::mutex> guard(mutex_);
-  const Clock::time_point now = clock_->now();
-  Semaphore& semaphore = find(name);
-  semaphore.reclaim(now, token);
-  notify.any = admit(semaphore, now, token, lease) > 0;
-  SemaphoreAcquireResult result;
-  result.backendMillis = clockMillis(now);
-  Semaphore::Entry* mine = semaphore.entry(token);
-  if (mine != nullptr && mine->kind == Semaphore::Kind::Holding) {
-    result.acquired = true;
-    result.fencingToken = mine->fence;
-    result.validity = left(mine->ends, now);
-    return result;
-  }
-  // Not acquired: a grant to `token` heard later would answer an earlier attempt.
-  if (const auto it = semaphore.grants.find(token); it != semaphore.grants.end()) it->second.reset();
-  if (mine != nullptr && mine->kind != Semaphore::Kind::Waiting) return result;  // released or left: refused
-  if (semaphore.capacity == 0) semaphore.capacity = capacity;
-  if (semaphore.capacity != capacity) throwCapacityMismatch(name, "memory://", semaphore.capacity, capacity);
-  if (mine == nullptr) {
-    if (semaphore.queue.empty() && semaphore.used + permits <= semaphore.capacity) {
-      const std::uint64_t fence = semaphore.nextFence(name);
-      semaphore.tokens[std::string(token)] = Semaphore::Entry{Semaphore::Kind::Holding, permits, fence, {}, now + lease};
-      semaphore.used += permits;
+  return decide(name, token, [&](Semaphore& semaphore, Clock::time_point now, bool& told) {
+    told = admit(semaphore, now, token, lease) > 0;
+    SemaphoreAcquireResult result;
+    result.backendMillis = clockMillis(now);
+    Semaphore::Entry* mine = semaphore.entry(token);
+    if (mine != nullptr && mine->kind == Semaphore::Kind::Holding) {
       result.acquired = true;
-      result.fencingToken = fence;
+      result.fencingToken = mine->fence;
+      result.validity = left(mine->ends, now);
       return result;
     }
-    if (waiterLease.count() > 0) {
-      semaphore.tokens[std::string(token)] =
-          Semaphore::Entry{Semaphore::Kind::Waiting, permits, 0, lease, now + waiterLease};
-      semaphore.queue.emplace_back(token);
-      result.position = static_cast<std::uint32_t>(semaphore.queue.size());
+    // Not acquired: a grant to `token` heard later would answer an earlier attempt.
+    if (const auto it = semaphore.grants.find(token); it != semaphore.grants.end()) it->second.reset();
+    if (mine != nullptr && mine->kind != Semaphore::Kind::Waiting) return result;  // released or left: refused
+    if (semaphore.capacity == 0) semaphore.capacity = capacity;
+    if (semaphore.capacity != capacity) throwCapacityMismatch(name, "memory://", semaphore.capacity, capacity);
+    if (mine == nullptr) {
+      if (semaphore.queue.empty() && semaphore.used + permits <= semaphore.capacity) {
+        const std::uint64_t fence = semaphore.nextFence(name);
+        semaphore.tokens[std::string(token)] = Semaphore::Entry{Semaphore::Kind::Holding, permits, fence, {}, now + lease};
+        semaphore.used += permits;
+        result.acquired = true;
+        result.fencingToken = fence;
+        return result;
+      }
+      if (waiterLease.count() > 0) {
+        semaphore.tokens[std::string(token)] =
+            Semaphore::Entry{Semaphore::Kind::Waiting, permits, 0, lease, now + waiterLease};
+        semaphore.queue.emplace_back(token);
+        result.position = static_cast<std::uint32_t>(semaphore.queue.size());
+      }
+    } else {
+      if (waiterLease.count() > 0) mine->ends = now + waiterLease;
+      const auto at = std::find(semaphore.queue.begin(), semaphore.queue.end(), token);
+      result.position = static_cast<std::uint32_t>(at - semaphore.queue.begin()) + 1;
     }
-  } else {
-    if (waiterLease.count() > 0) mine->ends = now + waiterLease;
-    const auto at = std::find(semaphore.queue.begin(), semaphore.queue.end(), token);
-    result.position = static_cast<std::uint32_t>(at - semaphore.queue.begin()) + 1;
-  }
-  result.nextExpiry = semaphore.nextExpiry(now);
-  return result;
+    result.nextExpiry = semaphore.nextExpiry(now);
+    return result;
+  });
 }
 
 ReleaseResult MemorySemaphores::release(std::string_view name, std::string_view token) {
-  NotifyOnExit notify{granted_};
-  std::lock_guard<std::mutex> guard(mutex_);
-  const Clock::time_point now = clock_->now();
-  Semaphore& semaphore = find(name);
-  semaphore.reclaim(now, {});
-  ReleaseResult result;
-  Semaphore::Entry* mine = semaphore.entry(token);
-  if (mine != nullptr && mine->kind == Semaphore::Kind::Holding) {
-    semaphore.used -= mine->permits;
-    *mine = Semaphore::Entry{Semaphore::Kind::Released, 0, 0, {}, now + kRecordLife};
-    result.released = true;
-  } else {
-    result.released = result.releasedEarlier = mine != nullptr && mine->kind == Semaphore::Kind::Released;
-  }
-  const std::uint32_t admitted = admit(semaphore, now, {}, {});
-  notify.any = admitted > 0;
-  if (result.released && !result.releasedEarlier) result.notified = admitted;
-  return result;
+  return decide(name, {}, [&](Semaphore& semaphore, Clock::time_point now, bool& told) {
+    ReleaseResult result;
+    Semaphore::Entry* mine = semaphore.entry(token);
+    if (mine != nullptr && mine->kind == Semaphore::Kind::Holding) {
+      semaphore.used -= mine->permits;
+      *mine = Semaphore::Entry{Semaphore::Kind::Released, 0, 0, {}, now + kRecordLife};
+      result.released = true;
+    } else {
+      result.released = result.releasedEarlier = mine != nullptr && mine->kind == Semaphore::Kind::Released;
+    }
+    const std::uint32_t admitted = admit(semaphore, now, {}, {});
+    told = admitted > 0;
+    if (result.released && !result.releasedEarlier) result.notified = admitted;
+    return result;
+  });
 }
 
 bool MemorySemaphores::extend(std::string_view name, std::string_view token, milliseconds lease) {
-  NotifyOnExit notify{granted_};
-  std::lock_guard<std::mutex> guard(mutex_);
-  const Clock::time_point now = clock_->now();
-  Semaphore& semaphore = find(name);
-  semaphore.reclaim(now, {});
-  notify.any = admit(semaphore, now, {}, {}) > 0;
-  Semaphore::Entry* mine = semaphore.entry(token);
-  if (mine == nullptr || mine->kind != Semaphore::Kind::Holding) return false;
-  mine->ends = now + lease;
-  return true;
+  return decide(name, {}, [&](Semaphore& semaphore, Clock::time_point now, bool& told) {
+    told = admit(semaphore, now, {}, {}) > 0;
+    Semaphore::Entry* mine = semaphore.entry(token);
+    if (mine == nullptr || mine->kind != Semaphore::Kind::Holding) return false;
+    mine->ends = now + lease;
+    return true;
+  });
 }
 
 bool MemorySemaphores::leave(std::string_view name, std::string_view token) {
-  NotifyOnExit notify{granted_};
-  std::lock_guard<std::mutex> guard(mutex_);
-  const Clock::time_point now = clock_->now();
-  Semaphore& semaphore = find(name);
-  semaphore.reclaim(now, {});
-  Semaphore::Entry* mine = semaphore.entry(token);
-  bool released = false;
-  if (mine != nullptr && mine->kind == Semaphore::Kind::Waiting) {
-    semaphore.queue.erase(std::find(semaphore.queue.begin(), semaphore.queue.end(), token));
-  } else if (mine != nullptr && mine->kind == Semaphore::Kind::Holding) {
-    semaphore.used -= mine->permits;
-    released = true;
-  }
-  if (mine == nullptr) mine = &semaphore.tokens[std::string(token)];
-  if (mine->kind != Semaphore::Kind::Released && mine->kind != Semaphore::Kind::Left) {
-    *mine = Semaphore::Entry{Semaphore::Kind::Left, 0, 0, {}, now + kRecordLife};
-  }
-  notify.any = admit(semaphore, now, {}, {}) > 0;
-  return released;
+  return decide(name, {}, [&](Semaphore& semaphore, Clock::time_point now, bool& told) {
+    Semaphore::Entry* mine = semaphore.entry(token);
+    bool released = false;
+    if (mine != nullptr && mine->kind == Semaphore::Kind::Waiting) {
+      semaphore.queue.erase(std::find(semaphore.queue.begin(), semaphore.queue.end(), token));
+    } else if (mine != nullptr && mine->kind == Semaphore::Kind::Holding) {
+      semaphore.used -= mine->permits;
+      released = true;
+    }
+    if (mine == nullptr) mine = &semaphore.tokens[std::string(token)];
+    if (mine->kind != Semaphore::Kind::Released && mine->kind != Semaphore::Kind::Left) {
+      *mine = Semaphore::Entry{Semaphore::Kind::Left, 0, 0, {}, now + kRecordLife};
+    }
+    told = admit(semaphore, now, {}, {}) > 0;
+    return released;
+  });
 }
 
 std::uint32_t MemorySemaphores::resize(std::string_view name, std::uint32_t capacity) {
-  NotifyOnExit notify{granted_};
-  std::lock_guard<std::mutex> guard(mutex_);
-  const Clock::time_point now = clock_->now();
-  Semaphore& semaphore = find(name);
-  semaphore.reclaim(now, {});
-  semaphore.capacity = capacity;
-  const std::uint32_t admitted = admit(semaphore, now, {}, {});
-  notify.any = admitted > 0;
-  return admitted;
+  return decide(name, {}, [&](Semaphore& semaphore, Clock::time_point now, bool& told) {
+    semaphore.capacity = capacity;
+    const std::uint32_t admitted = admit(semaphore, now, {}, {});
+    told = admitted > 0;
+    return admitted;
+  });
 }
 
 SemaphoreInfo MemorySemaphores::inspect(std::string_view name) const {

@@ -52,6 +52,8 @@ class MemorySemaphores : public std::enable_shared_from_this<MemorySemaphores> {
   class Watch;
 
   Semaphore& find(std::string_view name);  // made when missing; mutex_ held
+  template <class Decide>
+  auto decide(std::string_view name, std::string_view keep, Decide&& decide);
   // Admits head waiters that fit (see the file comment); `caller` is admitted for `callerLease`
   // and not told (its reply tells it). Returns how many; mutex_ held, granted_ notified by the caller.
   std::uint32_t admit(Semaphore& semaphore, Clock::time_point now, std::string_view caller,

@@ -49,21 +49,6 @@ FairAcquireResult readFairAcquireReply(const redisReply& raw, const std::string&
   return result;
 }
 
-// {1, 1|0}, {2, 0} or {0, 0}.
-ReleaseResult readFairReleaseReply(const redisReply& raw, const std::string& where) {
-  const redisReply& reply = arrayOf(raw, 2, where);
-  const long long status = integerAt(reply, 0, where);
-  const long long handed = integerAt(reply, 1, where);
-  if (status < 0 || status > 2 || handed < 0 || handed > 1 || (status != 1 && handed != 0)) {
-    unexpectedReply(where, "status " + std::to_string(status));
-  }
-  ReleaseResult result;
-  result.released = status != 0;
-  result.releasedEarlier = status == 2;
-  result.notified = static_cast<std::uint32_t>(handed);
-  return result;
-}
-
 }  // namespace
 }  // namespace detail
 
@@ -107,7 +92,7 @@ ReleaseResult RedisOperator::fairUnlock(std::string_view key, std::string_view t
   ReleaseResult result;
   runScriptCall(topology, call, names.slot(), fairReleaseScript(topology.sharded()), {names.lock(), queue, leases, fence},
                 {token, channel, record, recordFloor, fenceTtl}, [&](const redisReply& reply, const std::string& node) {
-                  result = readFairReleaseReply(reply, describeCall("unlock", key, node));
+                  result = readQueueReleaseReply(reply, 1, describeCall("unlock", key, node));
                 });
   return result;
 }

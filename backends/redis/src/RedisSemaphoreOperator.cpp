@@ -76,21 +76,6 @@ SemaphoreAcquireResult readSemaphoreAcquireReply(const redisReply& raw, std::str
   return result;
 }
 
-// {1, admitted}, {2, 0} or {0, 0}.
-ReleaseResult readSemaphoreReleaseReply(const redisReply& raw, const std::string& where) {
-  const redisReply& reply = arrayOf(raw, 2, where);
-  const long long status = integerAt(reply, 0, where);
-  const long long admitted = integerAt(reply, 1, where);
-  if (status < 0 || status > 2 || admitted < 0 || admitted > kMaxSemaphorePermits || (status != 1 && admitted != 0)) {
-    unexpectedReply(where, "status " + std::to_string(status));
-  }
-  ReleaseResult result;
-  result.released = status != 0;
-  result.releasedEarlier = status == 2;
-  result.notified = static_cast<std::uint32_t>(admitted);
-  return result;
-}
-
 // An integer from 0 to `max`.
 std::uint32_t readBoundedInteger(const redisReply& reply, long long max, const std::string& where) {
   if (reply.type == REDIS_REPLY_ERROR) throwReplyError(reply, where);
@@ -175,7 +160,8 @@ ReleaseResult RedisOperator::doReleasePermits(std::string_view name, std::string
   runScriptCall(topology, call, names.names.slot(), semaphoreReleaseScript(topology.sharded()), names.keys(),
                 {token, names.channel, names.recordLife, names.keyLife},
                 [&](const redisReply& reply, const std::string& node) {
-                  result = readSemaphoreReleaseReply(reply, describeCall("releasePermits", name, node));
+                  result = readQueueReleaseReply(reply, kMaxSemaphorePermits,
+                                                 describeCall("releasePermits", name, node));
                 });
   return result;
 }

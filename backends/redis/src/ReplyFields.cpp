@@ -50,4 +50,18 @@ std::uint64_t decimalAt(const redisReply& reply, std::size_t index, std::uint64_
   return value;
 }
 
+ReleaseResult readQueueReleaseReply(const redisReply& raw, long long maxAdmitted, const std::string& where) {
+  const redisReply& reply = arrayOf(raw, 2, where);
+  const long long status = integerAt(reply, 0, where);
+  const long long admitted = integerAt(reply, 1, where);
+  if (status < 0 || status > 2 || admitted < 0 || admitted > maxAdmitted || (status != 1 && admitted != 0)) {
+    unexpectedReply(where, "status " + std::to_string(status));
+  }
+  ReleaseResult result;
+  result.released = status != 0;
+  result.releasedEarlier = status == 2;
+  result.notified = static_cast<std::uint32_t>(admitted);
+  return result;
+}
+
 }  // namespace dlock::detail

@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "dlock/IOperator.h"
+
 namespace dlock::detail {
 
 // "lock 'k' on 127.0.0.1:6379": where a reply came from, for error messages.
@@ -29,5 +31,9 @@ const redisReply& arrayOf(const redisReply& reply, std::size_t size, const std::
 long long integerAt(const redisReply& reply, std::size_t index, const std::string& where);
 // A decimal string element from 0 to `max`.
 std::uint64_t decimalAt(const redisReply& reply, std::size_t index, std::uint64_t max, const std::string& where);
+
+// A queue release's reply: {1, admitted (0 to `maxAdmitted`)} released now, {2, 0} released
+// earlier by this token (its record), {0, 0} not ours. `notified` is the admitted count.
+ReleaseResult readQueueReleaseReply(const redisReply& reply, long long maxAdmitted, const std::string& where);
 
 }  // namespace dlock::detail

@@ -99,7 +99,9 @@ local function reclaim(s, keep)
   s.next = tonumber(first[2])
   s.dirty = true
 end
-local function load(nowMs, micros, token, keyLife, channel)
+-- The semaphore for this call, reclaimed; `token`'s state (if any) read with its counts.
+local function load(token, keyLife, channel)
+  local nowMs, micros = serverNow()
   local fields = {'#capacity', '#used', '#fence', '#waiting', '#next', '#expires'}
   if token then fields[7] = token end
   local m = redis.call('HMGET', H, unpack(fields))
@@ -110,6 +112,10 @@ local function load(nowMs, micros, token, keyLife, channel)
   if s.next and s.next <= nowMs then reclaim(s, token) end
   s.empty = not s.next  -- the deadlines' key is gone: a ZADD makes it anew, without a TTL
   return s
+end
+local function free(s, permits)
+  s.used = s.used - permits
+  s.admit = true
 end
 local function nextFence(s)
   local last = tonumber(s.fence)
@@ -190,10 +196,10 @@ end
 // same grant, so a retried acquire (its reply lost) settles it. A waiter's own call checks the
 // head again, so a queue is never left stuck by a missed admission.
 constexpr const char* kAcquireBody = R"lua(
-local nowMs, micros = serverNow()
 local token, permits, capacity = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local lease, waiterLease = tonumber(ARGV[4]), tonumber(ARGV[5])
-local s = load(nowMs, micros, token, ARGV[8], ARGV[6])
+local s = load(token, ARGV[8], ARGV[6])
+local nowMs = s.nowMs
 if parse(s.mine) == 'w' then s.admit = true end
 admit(s, token, lease)
 local kind, held, fence = parse(stateOf(s, token))
@@ -223,14 +229,12 @@ return finish(s, {0, nextExpiry(), stamp(nowMs), (redis.call('LPOS', Q, token) o
 // The record outlives every try of this call (record-ms: the client's command timeout and retry
 // budget), so a retry whose first try ran is told so; none means not released by us.
 constexpr const char* kReleaseBody = R"lua(
-local nowMs, micros = serverNow()
 local token = ARGV[1]
-local s = load(nowMs, micros, token, ARGV[4], ARGV[2])
+local s = load(token, ARGV[4], ARGV[2])
 local kind, held = parse(s.mine)
 if kind == 'h' then
-  s.used = s.used - held
-  s.admit = true
-  setState(s, token, 'r', nowMs + tonumber(ARGV[3]))
+  free(s, held)
+  setState(s, token, 'r', s.nowMs + tonumber(ARGV[3]))
   return finish(s, {1, admit(s)})
 end
 admit(s)
@@ -240,12 +244,11 @@ return finish(s, {0, 0})
 
 // Renews the token's own hold only; a lease that ended was reclaimed above, so it answers 0.
 constexpr const char* kExtendBody = R"lua(
-local nowMs, micros = serverNow()
 local token = ARGV[1]
-local s = load(nowMs, micros, token, ARGV[4], ARGV[3])
+local s = load(token, ARGV[4], ARGV[3])
 admit(s)
 if parse(s.mine) ~= 'h' then return finish(s, 0) end
-setDeadline(s, token, nowMs + tonumber(ARGV[2]))
+setDeadline(s, token, s.nowMs + tonumber(ARGV[2]))
 return finish(s, 1)
 )lua";
 
@@ -253,9 +256,8 @@ return finish(s, 1)
 // tombstone (unless a release wrote its record) that refuses an attempt of this token still on
 // its way to a busy server.
 constexpr const char* kLeaveBody = R"lua(
-local nowMs, micros = serverNow()
 local token = ARGV[1]
-local s = load(nowMs, micros, token, ARGV[4], ARGV[2])
+local s = load(token, ARGV[4], ARGV[2])
 local kind, held = parse(s.mine)
 local released = 0
 if kind == 'w' then
@@ -263,19 +265,17 @@ if kind == 'w' then
   s.waiting = s.waiting - 1
   s.admit = true
 elseif kind == 'h' then
-  s.used = s.used - held
-  s.admit = true
+  free(s, held)
   released = 1
 end
-if kind ~= 'r' and kind ~= 't' then setState(s, token, 't', nowMs + tonumber(ARGV[3])) end
+if kind ~= 'r' and kind ~= 't' then setState(s, token, 't', s.nowMs + tonumber(ARGV[3])) end
 admit(s)
 return finish(s, released)
 )lua";
 
 // Holders keep their permits (a smaller capacity admits nobody until enough are released).
 constexpr const char* kResizeBody = R"lua(
-local nowMs, micros = serverNow()
-local s = load(nowMs, micros, nil, ARGV[3], ARGV[2])
+local s = load(nil, ARGV[3], ARGV[2])
 local capacity = tonumber(ARGV[1])
 if s.cap ~= capacity then
   s.cap = capacity
