@@ -78,53 +78,7 @@ struct RedisSemaphoreFixture {
 }  // namespace
 
 TEST_SUITE("SemaphoreOnRedis") {
-  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: permits are admitted up to the capacity") {
-    sem::permitsAreAdmittedUpToTheCapacity(semaphore, "admit");
-  }
-
-  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: a small request never passes a large one at the head") {
-    sem::aSmallRequestNeverPassesALargeOneAtTheHead(semaphore, "fifo");
-  }
-
-  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: a release of 3 permits admits 3 waiters of 1 in one script") {
-    sem::aReleaseOfThreeAdmitsThreeWaiters(semaphore, "three");
-  }
-
-  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: permits end by the server's clock, not a client's running ahead") {
-    sem::permitsEndByTheBackendsClock(semaphore, "expiry", passTime);
-  }
-
-  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: a waiter whose place ran out is skipped") {
-    sem::aWaiterWhosePlaceRanOutIsSkipped(semaphore, "dead", passTime);
-  }
-
-  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: another capacity is a ConfigError naming both") {
-    sem::anotherCapacityIsAConfigErrorNamingBoth(semaphore, "capacity");
-  }
-
-  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: a resize is explicit, and holders keep their permits") {
-    sem::aResizeIsExplicitAndHoldersKeepTheirPermits(semaphore, "resize");
-  }
-
-  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: an acquire is idempotent for its token") {
-    sem::anAcquireIsIdempotentForItsToken(semaphore, "again");
-  }
-
-  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: a retried release is decided by the release record") {
-    sem::aRetriedReleaseIsDecidedByTheRecord(semaphore, "record");
-  }
-
-  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: a leave releases a grant that raced it") {
-    sem::aLeaveReleasesAGrantThatRacedIt(semaphore, "race");
-  }
-
-  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: a leave leaves a tombstone") {
-    sem::aLeaveLeavesATombstone(semaphore, "tombstone");
-  }
-
-  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: the batch extend renews each token's own hold") {
-    sem::theBatchExtendRenewsEachTokensOwnHold(semaphore, "batch");
-  }
+  DLOCK_SEMAPHORE_SCENARIOS(RedisSemaphoreFixture, "Redis semaphore: ")
 
   TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: bad input is an InvalidArgumentError and nothing is sent") {
     (void)client.ok({"CONFIG", "RESETSTAT"});

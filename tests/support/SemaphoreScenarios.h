@@ -3,7 +3,8 @@
 // the memory operator (tests/unit/SemaphoreOperatorTest.cpp) and a real redis-server
 // (tests/integration/SemaphoreOnRedisTest.cpp) run the same cases. Each takes the operator and a
 // name of its own; `passTime(d)` returns once the backend's clock has moved on by at least `d`
-// (a virtual clock advanced; a server's TIME waited for).
+// (a virtual clock advanced; a server's TIME waited for). DLOCK_SEMAPHORE_SCENARIOS(Fixture, "Prefix: ")
+// registers every case for a fixture with `semaphore` and `passTime` members.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -292,3 +293,42 @@ inline void theBatchExtendRenewsEachTokensOwnHold(ISemaphoreOperator& sem, const
 }
 
 }  // namespace dlock::test::sem
+
+// One test case per scenario, each on its own name, for `Fixture` (its `semaphore` and `passTime`).
+#define DLOCK_SEMAPHORE_SCENARIOS(Fixture, prefix) \
+  TEST_CASE_FIXTURE(Fixture, prefix "permits are admitted up to the capacity, and a try without a place is not queued") { \
+    dlock::test::sem::permitsAreAdmittedUpToTheCapacity(semaphore, "admit"); \
+  } \
+  TEST_CASE_FIXTURE(Fixture, prefix "a small request never passes a large one at the head of the queue") { \
+    dlock::test::sem::aSmallRequestNeverPassesALargeOneAtTheHead(semaphore, "fifo"); \
+  } \
+  TEST_CASE_FIXTURE(Fixture, prefix "a release of 3 permits admits 3 waiters of 1 in one step") { \
+    dlock::test::sem::aReleaseOfThreeAdmitsThreeWaiters(semaphore, "three"); \
+  } \
+  TEST_CASE_FIXTURE(Fixture, prefix "permits end by the backend's clock, not a client's running ahead") { \
+    dlock::test::sem::permitsEndByTheBackendsClock(semaphore, "expiry", passTime); \
+  } \
+  TEST_CASE_FIXTURE(Fixture, prefix "a waiter whose place ran out is skipped") { \
+    dlock::test::sem::aWaiterWhosePlaceRanOutIsSkipped(semaphore, "dead", passTime); \
+  } \
+  TEST_CASE_FIXTURE(Fixture, prefix "another capacity is a ConfigError naming both, and the stored one stands") { \
+    dlock::test::sem::anotherCapacityIsAConfigErrorNamingBoth(semaphore, "capacity"); \
+  } \
+  TEST_CASE_FIXTURE(Fixture, prefix "a resize is explicit: a larger capacity admits, a smaller one lets holders keep theirs") { \
+    dlock::test::sem::aResizeIsExplicitAndHoldersKeepTheirPermits(semaphore, "resize"); \
+  } \
+  TEST_CASE_FIXTURE(Fixture, prefix "an acquire is idempotent for its token, and a grant whose message was lost is found") { \
+    dlock::test::sem::anAcquireIsIdempotentForItsToken(semaphore, "again"); \
+  } \
+  TEST_CASE_FIXTURE(Fixture, prefix "a retried release is decided by the release record, and the token is spent") { \
+    dlock::test::sem::aRetriedReleaseIsDecidedByTheRecord(semaphore, "record"); \
+  } \
+  TEST_CASE_FIXTURE(Fixture, prefix "a leave releases a grant that raced it and hands it on") { \
+    dlock::test::sem::aLeaveReleasesAGrantThatRacedIt(semaphore, "race"); \
+  } \
+  TEST_CASE_FIXTURE(Fixture, prefix "a leave leaves a tombstone that refuses a late attempt of the token") { \
+    dlock::test::sem::aLeaveLeavesATombstone(semaphore, "tombstone"); \
+  } \
+  TEST_CASE_FIXTURE(Fixture, prefix "the batch extend renews each token's own hold") { \
+    dlock::test::sem::theBatchExtendRenewsEachTokensOwnHold(semaphore, "batch"); \
+  }

@@ -27,53 +27,7 @@ struct MemorySemaphoreFixture {
 }  // namespace
 
 TEST_SUITE("SemaphoreOperator") {
-  TEST_CASE_FIXTURE(MemorySemaphoreFixture, "permits are admitted up to the capacity, and a try without a place is not queued") {
-    sem::permitsAreAdmittedUpToTheCapacity(semaphore, "admit");
-  }
-
-  TEST_CASE_FIXTURE(MemorySemaphoreFixture, "a small request never passes a large one at the head of the queue") {
-    sem::aSmallRequestNeverPassesALargeOneAtTheHead(semaphore, "fifo");
-  }
-
-  TEST_CASE_FIXTURE(MemorySemaphoreFixture, "a release of 3 permits admits 3 waiters of 1 in one step") {
-    sem::aReleaseOfThreeAdmitsThreeWaiters(semaphore, "three");
-  }
-
-  TEST_CASE_FIXTURE(MemorySemaphoreFixture, "permits end by the backend's clock, not a client's running ahead") {
-    sem::permitsEndByTheBackendsClock(semaphore, "expiry", passTime);
-  }
-
-  TEST_CASE_FIXTURE(MemorySemaphoreFixture, "a waiter whose place ran out is skipped") {
-    sem::aWaiterWhosePlaceRanOutIsSkipped(semaphore, "dead", passTime);
-  }
-
-  TEST_CASE_FIXTURE(MemorySemaphoreFixture, "another capacity is a ConfigError naming both, and the stored one stands") {
-    sem::anotherCapacityIsAConfigErrorNamingBoth(semaphore, "capacity");
-  }
-
-  TEST_CASE_FIXTURE(MemorySemaphoreFixture, "a resize is explicit: a larger capacity admits, a smaller one lets holders keep theirs") {
-    sem::aResizeIsExplicitAndHoldersKeepTheirPermits(semaphore, "resize");
-  }
-
-  TEST_CASE_FIXTURE(MemorySemaphoreFixture, "an acquire is idempotent for its token, and a grant whose message was lost is found") {
-    sem::anAcquireIsIdempotentForItsToken(semaphore, "again");
-  }
-
-  TEST_CASE_FIXTURE(MemorySemaphoreFixture, "a retried release is decided by the release record, and the token is spent") {
-    sem::aRetriedReleaseIsDecidedByTheRecord(semaphore, "record");
-  }
-
-  TEST_CASE_FIXTURE(MemorySemaphoreFixture, "a leave releases a grant that raced it and hands it on") {
-    sem::aLeaveReleasesAGrantThatRacedIt(semaphore, "race");
-  }
-
-  TEST_CASE_FIXTURE(MemorySemaphoreFixture, "a leave leaves a tombstone that refuses a late attempt of the token") {
-    sem::aLeaveLeavesATombstone(semaphore, "tombstone");
-  }
-
-  TEST_CASE_FIXTURE(MemorySemaphoreFixture, "the batch extend renews each token's own hold") {
-    sem::theBatchExtendRenewsEachTokensOwnHold(semaphore, "batch");
-  }
+  DLOCK_SEMAPHORE_SCENARIOS(MemorySemaphoreFixture, "")
 
   TEST_CASE_FIXTURE(MemorySemaphoreFixture, "bad input is an InvalidArgumentError and reaches no backend") {
     const std::uint64_t before = backend->calls();

@@ -187,7 +187,8 @@ SemaphoreAcquireResult MemorySemaphores::acquire(std::string_view name, std::str
     if (mine == nullptr) {
       if (semaphore.queue.empty() && semaphore.used + permits <= semaphore.capacity) {
         const std::uint64_t fence = semaphore.nextFence(name);
-        semaphore.tokens[std::string(token)] = Semaphore::Entry{Semaphore::Kind::Holding, permits, fence, {}, now + lease};
+        semaphore.tokens[std::string(token)] =
+            Semaphore::Entry{Semaphore::Kind::Holding, permits, fence, {}, now + lease};
         semaphore.used += permits;
         result.acquired = true;
         result.fencingToken = fence;

@@ -47,7 +47,9 @@ class KeyNames {
     return grantChannel().append(":").append(listener);
   }
   // The semaphore's keys and grant channel (SemaphoreScripts.h): `:sem:<part>`.
-  [[nodiscard]] std::string semaphore(std::string_view part) const { return companion(std::string("sem:").append(part)); }
+  [[nodiscard]] std::string semaphore(std::string_view part) const {
+    return companion(std::string("sem:").append(part));
+  }
   [[nodiscard]] std::uint16_t slot() const noexcept { return hashSlot(lock_); }
 
  private:

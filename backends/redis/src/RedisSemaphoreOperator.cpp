@@ -173,7 +173,8 @@ bool RedisOperator::doExtendPermits(std::string_view name, std::string_view toke
   Call call("extendPermits", name, operatorOptions().retryBudget);
   bool extended = false;
   runScriptCall(topology, call, names.names.slot(), semaphoreExtendScript(topology.sharded()), names.keys(),
-                {token, leaseText, names.channel, names.keyLife}, [&](const redisReply& reply, const std::string& node) {
+                {token, leaseText, names.channel, names.keyLife},
+                [&](const redisReply& reply, const std::string& node) {
                   extended = readBoundedInteger(reply, 1, describeCall("extendPermits", name, node)) == 1;
                 });
   return extended;
@@ -200,7 +201,8 @@ std::uint32_t RedisOperator::doResizeSemaphore(std::string_view name, std::uint3
   std::uint32_t admitted = 0;
   runScriptCall(topology, call, names.names.slot(), semaphoreResizeScript(topology.sharded()), names.keys(),
                 {capacityText, names.channel, names.keyLife}, [&](const redisReply& reply, const std::string& node) {
-                  admitted = readBoundedInteger(reply, kMaxSemaphorePermits, describeCall("resizeSemaphore", name, node));
+                  admitted = readBoundedInteger(reply, kMaxSemaphorePermits,
+                                                describeCall("resizeSemaphore", name, node));
                 });
   return admitted;
 }

@@ -143,7 +143,8 @@ local function admit(s, keep, keepLease)
       if head ~= keep then claim = math.min(lease, deadlineOf(s, head) - s.nowMs) end
       local fence = nextFence(s)
       if head ~= keep then
-        redis.call(PUBLISH, s.channel .. ':' .. listener, head .. '|' .. fence .. '|' .. stamp(s.nowMs) .. '|' .. stamp(claim))
+        local message = head .. '|' .. fence .. '|' .. stamp(s.nowMs) .. '|' .. stamp(claim)
+        redis.call(PUBLISH, s.channel .. ':' .. listener, message)
       end
       s.used = s.used + permits
       setState(s, head, 'h|' .. permits .. '|' .. fence, s.nowMs + claim)
