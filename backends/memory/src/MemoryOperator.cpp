@@ -14,6 +14,7 @@
 #include "dlock/Validation.h"
 #include "MemoryFairQueue.h"
 #include "MemoryReadWrite.h"
+#include "MemorySemaphore.h"
 
 namespace dlock {
 
@@ -87,10 +88,14 @@ struct MemoryOperator::State {
     bool held_ = false;
   };
 
-  explicit State(std::shared_ptr<Clock> c) : clock(std::move(c)), readWrite(std::make_shared<detail::MemoryReadWrite>(clock)) {}
+  explicit State(std::shared_ptr<Clock> c)
+      : clock(std::move(c)),
+        readWrite(std::make_shared<detail::MemoryReadWrite>(clock)),
+        semaphores(std::make_shared<detail::MemorySemaphores>(clock)) {}
 
   const std::shared_ptr<Clock> clock;
-  const std::shared_ptr<detail::MemoryReadWrite> readWrite;  // read-write locks, with their own mutex
+  const std::shared_ptr<detail::MemoryReadWrite> readWrite;    // read-write locks, with their own mutex
+  const std::shared_ptr<detail::MemorySemaphores> semaphores;  // semaphores, with their own mutex
   mutable std::mutex mutex;
   std::condition_variable released;                       // notified on every release
   std::map<std::string, KeyState, std::less<>> keys;      // guarded by mutex
@@ -192,6 +197,8 @@ MemoryOperator::MemoryOperator(std::shared_ptr<Clock> clock)
 MemoryOperator::State& MemoryOperator::state() const { return *holder_->state; }
 
 detail::MemoryReadWrite& MemoryOperator::readWrite() const { return *state().readWrite; }
+
+detail::MemorySemaphores& MemoryOperator::semaphores() const { return *state().semaphores; }
 
 MemoryOperator::~MemoryOperator() = default;
 
@@ -336,6 +343,7 @@ void MemoryOperator::forgetLeases() {
     entry.fair.clearWaiters();
   }
   state().readWrite->forget();
+  state().semaphores->forget();
 }
 
 std::uint64_t MemoryOperator::calls() const noexcept { return state().calls.load(std::memory_order_relaxed); }

@@ -56,6 +56,10 @@ class KeyNames {
     return companion(std::string("rw:released:").append(token));
   }
   [[nodiscard]] std::string rwGrantChannel() const { return companion("rw:granted"); }
+  // The semaphore's keys and grant channel (SemaphoreScripts.h): `:sem:<part>`.
+  [[nodiscard]] std::string semaphore(std::string_view part) const {
+    return companion(std::string("sem:").append(part));
+  }
   [[nodiscard]] std::uint16_t slot() const noexcept { return hashSlot(lock_); }
 
  private:

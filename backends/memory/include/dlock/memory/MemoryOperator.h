@@ -10,8 +10,8 @@
 // microseconds. Faults can be injected: failNextCalls(n) makes the next n calls throw
 // ConnectionError; setLatency(d) delays every call by d of real time. An owner label
 // (IOwnerRecorder) lives in the lease, with the system clock's time of the acquisition. Read-write
-// locks (IReadWriteOperator) keep the Redis scripts' decisions too. Used in a child after fork(),
-// it is a new, empty one there.
+// locks (IReadWriteOperator) and semaphores (ISemaphoreOperator) keep the Redis scripts' decisions
+// too. Used in a child after fork(), it is a new, empty one there.
 // Owner: shared. Thread safety: thread-safe.
 #pragma once
 
@@ -28,10 +28,12 @@
 #include "dlock/IOperator.h"
 #include "dlock/IOwnerRecorder.h"
 #include "dlock/IReadWriteOperator.h"
+#include "dlock/ISemaphoreOperator.h"
 
 namespace dlock {
 namespace detail {
 class MemoryReadWrite;
+class MemorySemaphores;
 }  // namespace detail
 
 class MemoryOperator final : public IOperator,
@@ -39,7 +41,8 @@ class MemoryOperator final : public IOperator,
                              public ILeaseInspector,
                              public IOwnerRecorder,
                              public IFairOperator,
-                             public IReadWriteOperator {
+                             public IReadWriteOperator,
+                             public ISemaphoreOperator {
  public:
   explicit MemoryOperator(std::shared_ptr<Clock> clock = SteadyClock::instance());
   ~MemoryOperator() override;
@@ -107,6 +110,17 @@ class MemoryOperator final : public IOperator,
   std::unique_ptr<IGrantWatch> doWatch(std::string_view name, std::string_view token) override;
   ReadWriteInfo doInspect(std::string_view name) override;
   [[nodiscard]] detail::MemoryReadWrite& readWrite() const;  // this process's
+  // The semaphores (MemorySemaphore.cpp), each call counted and faulted as the others.
+  SemaphoreAcquireResult doAcquirePermits(std::string_view name, std::string_view token, std::uint32_t permits,
+                                          std::uint32_t capacity, std::chrono::milliseconds lease,
+                                          std::chrono::milliseconds waiterLease) override;
+  ReleaseResult doReleasePermits(std::string_view name, std::string_view token) override;
+  bool doExtendPermits(std::string_view name, std::string_view token, std::chrono::milliseconds lease) override;
+  bool doLeavePermitQueue(std::string_view name, std::string_view token) override;
+  std::unique_ptr<IGrantWatch> doWatchPermitGrants(std::string_view name, std::string_view token) override;
+  std::uint32_t doResizeSemaphore(std::string_view name, std::uint32_t capacity) override;
+  SemaphoreInfo doInspectSemaphore(std::string_view name) override;
+  [[nodiscard]] detail::MemorySemaphores& semaphores() const;  // this process's
 
   std::shared_ptr<Holder> holder_;
 };
