@@ -10,6 +10,8 @@
 //                     an in-doubt release counted as released)
 //   no-deadline       the lock runs on a clock ten times slower than real time: leases never end
 //                     locally before the server's (no effective local deadline)
+//   late-deadline     the server is asked for a lease 40 ms shorter than the lock counts on: the
+//                     lease's local deadline is 40 ms late (the audit's case)
 //   no-notice         the client ignores onLockLost and isHeld() and records a release that threw
 //                     LockLostError as ok (Client.cpp): only the store and the other clients'
 //                     records can show its losses

@@ -16,8 +16,12 @@
 //                      store refused its fenced write) was told to its holder before its release
 //                      returned; a release that returned ok afterwards is an untold loss whatever
 //                      came later. A nemesis kill excuses the holder only if it came first.
-//   8 exclusion        no such loss while the holder's own lease was still valid (not yet told,
-//                      within noticeSlack) unless the scenario names the cause that permits it
+//   8 exclusion        judged from evidence, not notices: a hold is valid only while its last
+//                      acquisition or renewal the backend confirmed, counted from when it was SENT,
+//                      has validity left (Hold::evidence, LeaseRecorder.h). Fails when the lock
+//                      vouched for a lease (a look that found it held, a write) outside that, or
+//                      another process took the key while it was valid, unless a fault with the
+//                      scenario's named cause covers that overlap (its window, its process)
 //   9 faults on holders at least one fault hit a holder as the scenario means (FaultHits.h)
 //  10 fair order       a fair lock's grants in queue order, none to a waiter that left
 //                      (FairOrder.h); passes, saying so, for the default lock
@@ -79,10 +83,6 @@ struct CheckerInput {
   // that names it means them to go back, and a run where none did shows nothing: check 3 fails.
   std::string fenceRegressionCause;
   FaultExpectation faults;
-  // How late a holder may record that its lease ended and still count as told before another
-  // process's acquisition: it checks isHeld() every few ms during a hold (Client.cpp), and the
-  // record can wait for a CPU on a loaded machine.
-  std::chrono::milliseconds noticeSlack{50};
   // The clients ran a fair lock (LockBuilder::fair): check 10 replays its queue from the server's
   // record, where there is one (`serverRecord`: one server, ServerObserver.h); elsewhere it says
   // that the order went unchecked.
@@ -112,8 +112,10 @@ struct Report {
   long long lostUntold = 0;
   long long lostHolderKilled = 0;  // lost after the nemesis killed the holder: nobody to tell
   long long lostExpiredFirst = 0;  // the holder knew its lease had ended before the other acquired
-  long long overlapsWhileValid = 0;   // lost while the holder's lease was still valid for it
-  long long exclusionViolations = 0;  // ... in a scenario that names no cause
+  long long overlapsWhileValid = 0;   // lost while the evidence showed the holder's lease valid
+  long long overlapsExcused = 0;      // ... inside a fault with the scenario's named cause
+  long long vouchedPastEvidence = 0;  // the lock vouched for a lease the evidence no longer covered
+  long long exclusionViolations = 0;  // overlaps not excused, and vouching past the evidence
   long long storeRefusedHolds = 0;    // holds whose fenced write the store refused
   long long serverSets = 0;           // lock-key SETs in the server's own record (ServerObserver.h)
   long long lossesSeenByServer = 0;   // losses whose first evidence was that record
