@@ -1,25 +1,48 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "BrokenOperator.h"
 
+#include <algorithm>
 #include <stdexcept>
+
+#include "RawServer.h"
 
 namespace dlock::nemesis {
 
 const std::vector<std::string>& brokenVariants() {
-  static const std::vector<std::string> variants = {"renewal",   "fence-repeat", "in-doubt-released", "no-deadline",
-                                                    "no-notice", "late-deadline"};
+  static const std::vector<std::string> variants = {
+      "renewal",   "fence-repeat",  "in-doubt-released", "no-deadline",         "no-notice",
+      "late-deadline", "lost-reply-acquired", "fair-grant-unconfirmed", "release-deletes", "takes-held-key"};
   return variants;
 }
 
-BrokenOperator::BrokenOperator(std::shared_ptr<IOperator> inner, std::string variant)
+bool breaksServerSide(const std::string& variant) { return variant == "release-deletes" || variant == "takes-held-key"; }
+
+BrokenOperator::BrokenOperator(std::shared_ptr<IOperator> inner, std::string variant, const std::string& uri)
     : inner_(std::move(inner)), variant_(std::move(variant)) {
-  if (variant_ != "renewal" && variant_ != "fence-repeat" && variant_ != "in-doubt-released" &&
-      variant_ != "late-deadline") {
+  const auto& known = brokenVariants();
+  if (variant_ == "no-deadline" || variant_ == "no-notice" || std::find(known.begin(), known.end(), variant_) == known.end()) {
     throw std::invalid_argument("BrokenOperator: no operator variant '" + variant_ + "'");
   }
+  if (breaksServerSide(variant_)) raw_ = std::make_unique<RawServer>(uri);
+}
+
+BrokenOperator::~BrokenOperator() = default;
+
+IFairOperator& BrokenOperator::queue() const {
+  auto* queue = dynamic_cast<IFairOperator*>(inner_.get());
+  if (queue == nullptr) throw ConfigError("dlock: " + inner_->describe() + " has no fair queue");
+  return *queue;
+}
+
+std::string BrokenOperator::fairUnsupported() const {
+  auto* queue = dynamic_cast<IFairOperator*>(inner_.get());
+  return queue == nullptr ? inner_->describe() + " has no fair queue" : queue->fairUnsupported();
 }
 
 namespace {
+
+// release-deletes, takes-held-key: a key with less than this left counts as free.
+constexpr std::chrono::milliseconds kNearlyFree{300};
 
 // late-deadline: the server is asked for this much less than the lock counts on.
 constexpr std::chrono::milliseconds kLate{40};
@@ -39,7 +62,19 @@ AcquireResult BrokenOperator::lock(std::string_view key, std::string_view token,
     result.validity = widened(result.validity, ttl);
     return result;
   }
+  if (variant_ == "lost-reply-acquired") {
+    try {
+      return inner_->lock(key, token, ttl);
+    } catch (const ConnectionError&) {
+      return AcquireResult{true, 0, {}, {}};  // no reply, counted as taken
+    }
+  }
   AcquireResult result = inner_->lock(key, token, ttl);
+  if (variant_ == "takes-held-key" && !result.acquired && result.holderTtl.count() > 0 && result.holderTtl < kNearlyFree) {
+    if (const auto fence = raw_->take(std::string(key), std::string(token), ttl.count())) {
+      return AcquireResult{true, *fence, {}, {}};
+    }
+  }
   if (variant_ != "fence-repeat" || !result.acquired) return result;
   const std::lock_guard<std::mutex> guard(mutex_);
   auto previous = previousToken_.find(key);
@@ -53,6 +88,10 @@ AcquireResult BrokenOperator::lock(std::string_view key, std::string_view token,
 
 ReleaseResult BrokenOperator::unlock(std::string_view key, std::string_view token) {
   ReleaseResult result = inner_->unlock(key, token);
+  if (variant_ == "release-deletes" && !result.released) {
+    const auto left = raw_->pttl(std::string(key));
+    if (left && *left > 0 && *left < kNearlyFree.count() && raw_->remove(std::string(key))) result.released = true;
+  }
   if (variant_ == "in-doubt-released" && !result.released) {
     result.released = true;  // as if the server had shown an earlier try ran: no evidence behind it
   }
@@ -62,6 +101,10 @@ ReleaseResult BrokenOperator::unlock(std::string_view key, std::string_view toke
 bool BrokenOperator::extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
   if (variant_ == "renewal") return true;
   if (variant_ == "late-deadline") return inner_->extend(key, token, shorter(ttl));
+  if (variant_ == "fair-grant-unconfirmed") {
+    (void)inner_->extend(key, token, ttl);  // the fair lock extends only a claim here
+    return true;
+  }
   return inner_->extend(key, token, ttl);
 }
 

@@ -15,6 +15,13 @@
 //   no-notice         the client ignores onLockLost and isHeld() and records a release that threw
 //                     LockLostError as ok (Client.cpp): only the store and the other clients'
 //                     records can show its losses
+//   lost-reply-acquired  an acquire whose reply was lost (ConnectionError) counts as taken
+//   fair-grant-unconfirmed  a fair claim's extend answers true whatever the server said: a
+//                     hand-off taken without the server's word (defect 1 as a switch)
+// and two that break the server's side, below the lease evidence (LeaseRecorder.h), as a wrong
+// script would (single server only: RawServer.h):
+//   release-deletes   a release that finds the key not ours deletes it when under 300 ms are left
+//   takes-held-key    an acquire that finds the key held with under 300 ms left takes it
 //
 // (The release without an owner check is the CMake option DLOCK_BREAK_RELEASE_CHECK, a build of
 // its own: see scripts/nemesis.)
@@ -22,6 +29,7 @@
 #pragma once
 
 #include <dlock/Clock.h>
+#include <dlock/IFairOperator.h>
 #include <dlock/IOperator.h>
 
 #include <map>
@@ -32,12 +40,18 @@
 
 namespace dlock::nemesis {
 
+class RawServer;
+
 // The variants that wrap the operator or the clock; "" and "no-notice" need neither.
 [[nodiscard]] const std::vector<std::string>& brokenVariants();
+// Whether `variant` breaks the server's side: it goes under the lease evidence, not over it.
+[[nodiscard]] bool breaksServerSide(const std::string& variant);
 
-class BrokenOperator final : public IOperator {
+class BrokenOperator final : public IOperator, public IFairOperator {
  public:
-  BrokenOperator(std::shared_ptr<IOperator> inner, std::string variant);
+  // `uri`: the lock server's, for the variants that break the server's side.
+  BrokenOperator(std::shared_ptr<IOperator> inner, std::string variant, const std::string& uri = "");
+  ~BrokenOperator() override;
 
   AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   ReleaseResult unlock(std::string_view key, std::string_view token) override;
@@ -47,9 +61,25 @@ class BrokenOperator final : public IOperator {
   std::unique_ptr<IReleaseWatch> watch(std::string_view key) override { return inner_->watch(key); }
   [[nodiscard]] std::string describe() const override { return inner_->describe() + " (broken: " + variant_ + ")"; }
 
+  FairAcquireResult fairLock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                             std::chrono::milliseconds waiterLease) override {
+    return queue().fairLock(key, token, ttl, waiterLease);
+  }
+  ReleaseResult fairUnlock(std::string_view key, std::string_view token) override { return queue().fairUnlock(key, token); }
+  bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
+    return queue().leaveQueue(key, token, ttl);
+  }
+  std::unique_ptr<IGrantWatch> watchGrants(std::string_view key, std::string_view token) override {
+    return queue().watchGrants(key, token);
+  }
+  [[nodiscard]] std::string fairUnsupported() const override;
+
  private:
+  IFairOperator& queue() const;
+
   std::shared_ptr<IOperator> inner_;
   std::string variant_;
+  std::unique_ptr<RawServer> raw_;
   std::mutex mutex_;
   std::map<std::string, std::uint64_t, std::less<>> previousToken_;  // guarded by mutex_
 };

@@ -11,6 +11,7 @@
 #include "FairOrder.h"
 #include "Holds.h"
 #include "KeyNames.h"
+#include "ServerWrites.h"
 
 namespace dlock::nemesis {
 namespace {
@@ -565,6 +566,25 @@ void checkFairness(const CheckerInput& input, Report& report) {
   }
 }
 
+// Check 11.
+void checkServerWrites(const CheckerInput& input, Report& report) {
+  CheckResult& check = report.checks[10];
+  const ServerWritesResult writes = dlock::nemesis::checkServerWrites(input.history);
+  report.serverWritesJudged = writes.judged;
+  report.serverWriteViolations = writes.violations;
+  const std::string counts = std::to_string(writes.judged) + " deletes and sets of a known key in the server's record";
+  if (writes.violations > 0) {
+    fail(check, std::to_string(writes.violations) + " deleted or overwrote another holder's live key, of " + counts +
+                    "; first: " + writes.first);
+  } else if (!input.serverRecord) {
+    check.reason = "no server record on this topology";
+  } else if (writes.judged == 0) {
+    fail(check, "vacuous: " + counts);
+  } else {
+    check.reason = counts + ", each by its holder or after its expiry";
+  }
+}
+
 }  // namespace
 
 bool isFenceCounter(std::string_view redisKey, std::string_view prefix) {
@@ -596,7 +616,8 @@ Report check(const CheckerInput& input) {
   Report report;
   report.run = input.run;
   const char* names[] = {"fenced store", "unfenced updates", "fencing tokens",    "recovery",  "typed errors, no crash or hang",
-                         "TTLs",         "lost leases told", "exclusion",         "faults on holders", "fair order"};
+                         "TTLs",         "lost leases told", "exclusion",         "faults on holders", "fair order",
+                         "deletes and overwrites"};
   for (std::size_t i = 0; i < report.checks.size(); ++i) report.checks[i].name = names[i];
 
   const auto processes = byProcess(input.history);
@@ -617,6 +638,7 @@ Report check(const CheckerInput& input) {
   checkLostLeases(input, holds, report);
   checkFaultsOnHolders(input, report);
   checkFairness(input, report);
+  checkServerWrites(input, report);
   return report;
 }
 
@@ -702,7 +724,8 @@ std::string Report::json() const {
       << ", \"untold\": " << lostUntold << ", \"holderKilled\": " << lostHolderKilled
       << ", \"endedFirst\": " << lostExpiredFirst << "},\n  \"exclusionViolations\": " << exclusionViolations
       << ",\n  \"storeRefusedHolds\": " << storeRefusedHolds << ",\n  \"serverSets\": " << serverSets
-      << ",\n  \"lossesSeenByServer\": " << lossesSeenByServer << ",\n  \"faults\": {\"total\": " << faults
+      << ",\n  \"lossesSeenByServer\": " << lossesSeenByServer << ",\n  \"serverWrites\": {\"judged\": "
+      << serverWritesJudged << ", \"violations\": " << serverWriteViolations << "}" << ",\n  \"faults\": {\"total\": " << faults
       << ", \"onHolders\": " << faultsOnHolders << ", \"keyTaken\": " << faultsKeyTaken << "},\n"
       << "  \"recovery\": {\"recovered\": " << recoveryMs.size() << ", \"p50Ms\": " << ms(recoveryP50Ms)
       << ", \"maxMs\": " << ms(recoveryMaxMs) << ", \"violations\": " << recoveryViolations

@@ -25,6 +25,9 @@
 //   9 faults on holders at least one fault hit a holder as the scenario means (FaultHits.h)
 //  10 fair order       a fair lock's grants in queue order, none to a waiter that left
 //                      (FairOrder.h); passes, saying so, for the default lock
+//  11 deletes, overwrites  in the server's record, no lock key deleted or set for another owner
+//                      while its holder's lease lived, except by a command carrying the holder's
+//                      token (ServerWrites.h); vacuous where a record was due and judged nothing
 //
 // Evidence of a loss comes from outside the holder: the other process's acquisition, the
 // server's own record of the lock key set for another owner inside the section (process
@@ -135,8 +138,10 @@ struct Report {
 
   long long fairGrants = 0;           // grants replayed by check 10
   long long fairViolations = 0;       // ... out of queue order, or to a waiter that left
+  long long serverWritesJudged = 0;   // DELs and SETs check 11 judged
+  long long serverWriteViolations = 0;  // ... that deleted or overwrote a live key of another holder
 
-  std::array<CheckResult, 10> checks;
+  std::array<CheckResult, 11> checks;
 
   // True when any check failed.
   [[nodiscard]] bool failed() const;

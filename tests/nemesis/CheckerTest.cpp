@@ -101,7 +101,16 @@ CheckerInput cleanRun() {
   input.exits.resize(2);
   input.exits[0].process = "c1";
   input.exits[1].process = "c2";
+  input.serverRecord = false;  // no server record: check 11 has nothing to judge
   return input;
+}
+
+// The server's record (ServerObserver.h) of a lock-key command at `ms` on node "n1", run by a
+// caller with arguments `caller` that came `lagMs` before it.
+void serverWrite(CheckerInput& input, const std::string& op, std::int64_t ms, const std::string& value,
+                 std::uint64_t px, const std::string& caller, std::int64_t lagMs = 0) {
+  record(input, "server", Kind::Info, op, "k", px, ms, value);
+  input.history.back().message = "n1 " + std::to_string(lagMs * kMs) + " | " + caller;
 }
 
 }  // namespace
@@ -545,6 +554,7 @@ TEST_SUITE("Checker") {
     record(input, "server", Kind::Info, "server-set", "k", 0, 332, "o9");  // its own
     fault(input, "server SIGKILL, restart", 329, 330);  // the lost writes, touching c1's acquisition
     input.history.back().timeNs += kMs / 2;
+    record(input, "server", Kind::Info, "server-watch", "", 0, 336);  // the observer back after it
     cycle(input, "c2", "k", 10, 350);
     cycle(input, "c2", "k", 11, 440);  // seen past the recovery bound
     accept(input, "k", 10);
@@ -558,6 +568,52 @@ TEST_SUITE("Checker") {
     report = dlock::nemesis::check(own);
     CHECK(report.failedChecks() == "");
     CHECK(report.lossesSeenByServer == 0);
+  }
+
+  TEST_CASE("a lock key deleted or set for another owner while its holder's lease lived fails check 11, unless "
+            "the command carries the holder's token") {
+    auto input = cleanRun();
+    input.serverRecord = true;
+    serverWrite(input, "server-set", 110, "x1", 100, "EVALSHA acq 1 dlock:{k} x1 100");  // lives until 210
+    auto owner = input;
+    serverWrite(owner, "server-del", 150, "", 0, "EVALSHA rel 1 dlock:{k} x1");
+    auto report = dlock::nemesis::check(owner);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.serverWritesJudged == 1);
+    for (const std::string op : {"server-del", "server-set"}) {
+      CAPTURE(op);
+      auto other = input;
+      serverWrite(other, op, 150, op == "server-set" ? "x2" : "", 100, "EVALSHA acq 1 dlock:{k} x2 100");
+      report = dlock::nemesis::check(other);
+      CHECK(report.failedChecks() == "11");
+      CHECK(report.serverWriteViolations == 1);
+      CHECK(report.checks[10].reason.find("x1 held it with 60.000 ms left") != std::string::npos);
+      auto expired = input;  // the same after the key's expiry: nothing wrong
+      serverWrite(expired, op, 211, op == "server-set" ? "x2" : "", 100, "EVALSHA acq 1 dlock:{k} x2 100");
+      CHECK(dlock::nemesis::check(expired).failedChecks() == "");
+    }
+  }
+
+  TEST_CASE("check 11 counts a key's life from its holder's extends and from the script's call, and forgets what "
+            "ran unseen") {
+    auto input = cleanRun();
+    input.serverRecord = true;
+    serverWrite(input, "server-set", 110, "x1", 100, "EVALSHA acq 1 dlock:{k} x1 100", 4);  // from 106: until 206
+    auto early = input;
+    serverWrite(early, "server-del", 205, "", 0, "DEL dlock:{k}");
+    CHECK(dlock::nemesis::check(early).failedChecks() == "11");
+    auto late = input;
+    serverWrite(late, "server-del", 207, "", 0, "DEL dlock:{k}");
+    CHECK(dlock::nemesis::check(late).failedChecks() == "");
+    serverWrite(late, "server-expire", 200, "100", 0, "EVALSHA ext 1 dlock:{k} x1 100");  // until 300
+    CHECK(dlock::nemesis::check(late).failedChecks() == "11");
+    // The observer reconnected at 201 (a restart may have lost the key): the DEL is not judged.
+    record(late, "server", Kind::Info, "server-watch", "", 0, 201);
+    late.history.back().message = "n1";
+    const auto report = dlock::nemesis::check(late);
+    CHECK(report.serverWritesJudged == 0);
+    CHECK(report.serverWriteViolations == 0);
+    CHECK(report.checks[10].reason.find("vacuous") == 0);  // a record was due, and judged nothing
   }
 
   TEST_CASE("a MONITOR line gives its command's arguments, escapes undone") {

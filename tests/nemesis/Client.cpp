@@ -74,7 +74,7 @@ struct Args {
 constexpr const char* kUsage =
     "usage: dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T --lease-ms L "
     "--acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] "
-    "[--control FILE] [--broken renewal|fence-repeat|in-doubt-released|no-deadline|no-notice|late-deadline]\n"
+    "[--control FILE] [--broken VARIANT (BrokenOperator.h)]\n"
     "(see the top of tests/nemesis/Client.cpp)\n";
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -267,11 +267,16 @@ bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0;
 
 std::shared_ptr<dlock::ILock> buildLock(const Args& args, Recorder& recorder) {
   dlock::LockBuilder builder;
-  // The evidence of each lease sits next to the backend, under any broken variant.
-  std::shared_ptr<dlock::IOperator> backend = std::make_shared<dlock::nemesis::LeaseRecorder>(
-      dlock::connect(args.uri), [&recorder](Op op) { recorder.append(std::move(op)); });
-  if (args.broken == "renewal" || args.broken == "fence-repeat" || args.broken == "in-doubt-released" ||
-      args.broken == "late-deadline") {
+  // The evidence of each lease sits next to the backend, under any broken variant but those
+  // that break the server's side (BrokenOperator.h).
+  std::shared_ptr<dlock::IOperator> backend = dlock::connect(args.uri);
+  const bool operatorVariant = !args.broken.empty() && args.broken != "no-deadline" && args.broken != "no-notice";
+  if (operatorVariant && dlock::nemesis::breaksServerSide(args.broken)) {
+    backend = std::make_shared<dlock::nemesis::BrokenOperator>(backend, args.broken, args.uri);
+  }
+  backend = std::make_shared<dlock::nemesis::LeaseRecorder>(backend,
+                                                            [&recorder](Op op) { recorder.append(std::move(op)); });
+  if (operatorVariant && !dlock::nemesis::breaksServerSide(args.broken)) {
     backend = std::make_shared<dlock::nemesis::BrokenOperator>(backend, args.broken);
   }
   builder.backend(backend);

@@ -4,6 +4,7 @@
 #include <hiredis/hiredis.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <ctime>
 #include <stdexcept>
 #include <chrono>
@@ -57,6 +58,14 @@ std::optional<std::string> quoted(const std::string& line, std::size_t& at) {
   return std::nullopt;
 }
 
+// This host's wall clock minus its monotonic one, now (read at each line: NTP slews the wall
+// clock, and a run is long enough for a fixed offset to drift by milliseconds).
+std::int64_t wallMinusMonotonicNs(std::int64_t monotonicNow) {
+  timespec wall{};
+  clock_gettime(CLOCK_REALTIME, &wall);
+  return (static_cast<std::int64_t>(wall.tv_sec) * 1'000'000'000 + wall.tv_nsec) - monotonicNow;
+}
+
 }  // namespace
 
 std::optional<MonitorLine> parseMonitorLine(const std::string& line) {
@@ -68,6 +77,7 @@ std::optional<MonitorLine> parseMonitorLine(const std::string& line) {
     return std::nullopt;
   }
   MonitorLine parsed;
+  parsed.fromScript = line.compare(bracket - 3, 3, "lua") == 0;
   try {
     parsed.wallUs = std::stoll(line.substr(0, dot)) * 1'000'000 + std::stoll(line.substr(dot + 1, 6));
   } catch (const std::logic_error&) {
@@ -92,9 +102,6 @@ std::optional<MonitorLine> parseMonitorLine(const std::string& line) {
 ServerObserver::ServerObserver(std::vector<std::string> addresses, const std::vector<std::string>& keys,
                                const std::string& prefix, const std::string& historyPath)
     : writer_(historyPath) {
-  timespec wall{};
-  clock_gettime(CLOCK_REALTIME, &wall);
-  wallMinusMonotonicNs_ = (static_cast<std::int64_t>(wall.tv_sec) * 1'000'000'000 + wall.tv_nsec) - monotonicNs();
   for (const auto& key : keys) {
     names_.emplace_back(detail::KeyNames(prefix, key, false).lock(), key);
     names_.emplace_back(detail::KeyNames(prefix, key, true).lock(), key);
@@ -127,13 +134,20 @@ void ServerObserver::watch(const std::string& address) {
     }
     redisSetTimeout(context.get(), timeout);
     if (redisAppendCommand(context.get(), "MONITOR") != REDIS_OK) continue;
+    MonitorLine caller;
+    bool gap = true;  // what ran before this connection is unseen
     while (!stopping_) {
       void* raw = nullptr;
       if (redisGetReply(context.get(), &raw) != REDIS_OK) break;
       auto* reply = static_cast<redisReply*>(raw);
       if (reply->type == REDIS_REPLY_STATUS && reply->str != nullptr) {
         ++lines_;
-        if (auto line = parseMonitorLine(std::string(reply->str, reply->len))) record(*line);
+        if (auto line = parseMonitorLine(std::string(reply->str, reply->len))) {
+          if (!line->fromScript) caller = *line;
+          if (!record(address, *line, caller, gap)) {
+            gap = true;
+          }
+        }
       }
       freeReplyObject(reply);
     }
@@ -163,17 +177,33 @@ bool ServerObserver::recordQueue(const std::string& name, const std::vector<std:
   return false;
 }
 
-void ServerObserver::record(const MonitorLine& line) {
+bool ServerObserver::record(const std::string& address, const MonitorLine& line, const MonitorLine& caller,
+                            bool& gap) {
   const std::vector<std::string>& command = line.args;
-  if (command.size() < 2) return;
-  const std::int64_t at = line.wallUs * 1000 - wallMinusMonotonicNs_;
   const std::int64_t now = monotonicNs();
-  if (at > now + 1'000'000 || at < now - 10'000'000'000) return;  // the server's clock was moved
+  const std::int64_t at = line.wallUs * 1000 - wallMinusMonotonicNs(now);
+  if (at > now + 1'000'000 || at < now - 10'000'000'000) return false;  // the server's clock was moved
+  if (gap) {
+    // Whatever ran unseen (before a connection, while the clock was away) may have changed any
+    // key: the checker judges this server's keys afresh from here.
+    Op marker;
+    marker.process = "server";
+    marker.kind = Kind::Info;
+    marker.op = "server-watch";
+    marker.timeNs = at;
+    marker.message = address;
+    writer_.append(std::move(marker));
+    gap = false;
+  }
+  if (command.size() < 2) return true;
   std::string name = command[0];
   for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (recordQueue(name, command, at)) return;
-  const char* op = name == "SET" && command.size() >= 3 ? "server-set" : name == "DEL" ? "server-del" : nullptr;
-  if (op == nullptr) return;
+  if (recordQueue(name, command, at)) return true;
+  const char* op = name == "SET" && command.size() >= 3  ? "server-set"
+                   : name == "DEL"                         ? "server-del"
+                   : name == "PEXPIRE" && command.size() >= 3 ? "server-expire"
+                                                           : nullptr;
+  if (op == nullptr) return true;
   for (const auto& [redisKey, key] : names_) {
     if (command[1] != redisKey) continue;
     Op record;
@@ -182,10 +212,23 @@ void ServerObserver::record(const MonitorLine& line) {
     record.op = op;
     record.key = key;
     record.timeNs = at;
-    if (name == "SET") record.value = command[2];
+    if (name == "SET") {
+      record.value = command[2];
+      for (std::size_t i = 3; i + 1 < command.size(); ++i) {
+        std::string option = command[i];
+        for (char& c : option) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        if (option == "PX") record.token = std::strtoull(command[i + 1].c_str(), nullptr, 10);
+      }
+    } else if (name == "PEXPIRE") {
+      record.value = command[2];
+    }
+    const MonitorLine& by = line.fromScript ? caller : line;
+    record.message = address + " " + std::to_string((line.wallUs - by.wallUs) * 1000) + " |";
+    for (const std::string& arg : by.args) record.message += " " + arg;
     writer_.append(std::move(record));
-    return;
+    return true;
   }
+  return true;
 }
 
 }  // namespace dlock::nemesis

@@ -4,8 +4,16 @@
 // MONITOR, and every command on a lock key of the workload, the ones dlock's scripts run included
 // (`[0 lua]`), becomes a record of process `server` in observer.history:
 //
-//   server-set   key = the user key, value = the owner token written (SET ... NX PX)
-//   server-del   key = the user key (the release's DEL)
+//   server-set    key = the user key, value = the owner token written, token = its PX (ms)
+//   server-del    key = the user key (the release's DEL)
+//   server-watch  message = the server's address: from here on its stream is seen (a connection,
+//                 or the end of lines whose time could not be placed); what ran before is unseen
+//   server-expire key = the user key, value = the new TTL in ms (an extend's PEXPIRE)
+//   (those three: message = `<node> <lag> | <caller>`, the server's address, how many ns the
+//   command came after its caller, and the caller's arguments: the script call (EVALSHA sha n
+//   keys... args...) for a command a script ran, the command itself otherwise. A script's clock
+//   starts between its call and its first command: a lease set or extended by it started no
+//   earlier than time_ns - lag, and a key it found expired had expired by time_ns)
 //   server-enqueue, server-leave, server-unqueue   the fair lock's queue (FairOrder.h): RPUSH and
 //                LREM of the queue, ZREM of the waiter leases; value = the waiter's token
 //
@@ -37,6 +45,7 @@ namespace dlock::nemesis {
 struct MonitorLine {
   std::int64_t wallUs = 0;  // the server's timestamp
   std::vector<std::string> args;
+  bool fromScript = false;  // run by a script ("[0 lua]")
 };
 
 // One MONITOR line: its timestamp and its command's arguments, unquoted; nothing for a line that
@@ -58,7 +67,10 @@ class ServerObserver {
 
  private:
   void watch(const std::string& address);
-  void record(const MonitorLine& line);
+  // `caller` is the last command of a client on that server (a script's commands follow it).
+  // False when the line's time cannot be placed (the server's clock was moved); `gap` asks for a
+  // server-watch marker before the next record.
+  bool record(const std::string& address, const MonitorLine& line, const MonitorLine& caller, bool& gap);
   // A fair-queue command on a workload key, recorded; false when it is none.
   bool recordQueue(const std::string& name, const std::vector<std::string>& command, std::int64_t at);
 
@@ -66,7 +78,6 @@ class ServerObserver {
   // The fair lock's queue and waiter-lease keys: (redis key, user key).
   std::vector<std::pair<std::string, std::string>> queues_;
   std::vector<std::pair<std::string, std::string>> leases_;
-  std::int64_t wallMinusMonotonicNs_ = 0;  // this host's, at construction
   HistoryWriter writer_;
   std::atomic<bool> stopping_{false};
   std::atomic<long long> lines_{0};
