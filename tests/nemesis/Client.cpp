@@ -17,8 +17,9 @@
 // client checks isHeld() every few ms and records `invalid` once it is false: when its lease
 // ended for it (the checker's "both leases valid" needs it).
 //
-// --control FILE lets the runner ask for a long hold: when FILE exists, holding "LEASE MAX" (ms;
-// LEASE 0: the watchdog's), the next acquisition is of the first key, with that fixed lease;
+// --control FILE lets the runner ask for a long hold: when FILE exists, holding "LEASE MAX [WAIT]"
+// (ms; LEASE 0: the watchdog's; WAIT: the acquire's timeout, else --acquire-timeout-ms), the
+// next acquisition is of the first key, with that fixed lease;
 // once acquired the client renames FILE to FILE.holding, records `hold-start`, and holds until
 // the runner removes FILE.holding or MAX ms passed.
 // --broken VARIANT runs a deliberately broken lock (BrokenOperator.h).
@@ -249,6 +250,7 @@ void watchForHangs(Recorder& recorder, milliseconds bound, const std::atomic<boo
 struct HoldRequest {
   milliseconds lease{0};
   milliseconds max{0};
+  milliseconds acquireTimeout{0};  // 0: --acquire-timeout-ms
 };
 
 std::optional<HoldRequest> pendingRequest(const std::string& control) {
@@ -257,10 +259,11 @@ std::optional<HoldRequest> pendingRequest(const std::string& control) {
   if (file == nullptr) return std::nullopt;
   long long lease = 0;
   long long max = 0;
-  const int read = std::fscanf(file, "%lld %lld", &lease, &max);
+  long long timeout = 0;
+  const int read = std::fscanf(file, "%lld %lld %lld", &lease, &max, &timeout);
   std::fclose(file);
-  if (read != 2) return std::nullopt;  // being written: read it next time
-  return HoldRequest{milliseconds(lease), milliseconds(max)};
+  if (read < 2) return std::nullopt;  // being written: read it next time
+  return HoldRequest{milliseconds(lease), milliseconds(max), milliseconds(read == 3 ? timeout : 0)};
 }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
@@ -311,7 +314,9 @@ class Workload {
     const auto acquired = recorder_.step("acquire", key, 0, [&] {
       std::optional<milliseconds> leaseTime;
       if (request && request->lease.count() > 0) leaseTime = request->lease;
-      lease = lock_.acquire(key, dlock::AcquireOptions{args_.acquireTimeout, leaseTime});
+      const milliseconds timeout =
+          request && request->acquireTimeout.count() > 0 ? request->acquireTimeout : args_.acquireTimeout;
+      lease = lock_.acquire(key, dlock::AcquireOptions{timeout, leaseTime});
       if (!lease) return Outcome{Kind::Fail, "timeout", 0};
       // The owner token, for the checker to match with the server's record (ServerObserver.h).
       return Outcome{Kind::Ok, lease.token(), lease.fencingToken()};
