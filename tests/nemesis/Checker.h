@@ -5,8 +5,10 @@
 //
 //   1 fenced store     accepted tokens strictly increase per key; the count matches the list; every
 //                      write a client calls accepted is in the store's list
-//   2 unfenced updates successful unfenced SETs minus the final counter; fails where the scenario
-//                      names no cause that lets sections overlap
+//   2 unfenced updates per key, completed unfenced SETs minus the final counter: a loss fails unless
+//                      the scenario names a cause and a fault with it touched that key (check 8's
+//                      excused overlap, or a write of a paused process that landed after its
+//                      evidence ran out); a surplus fails beyond the writes in doubt
 //   3 fencing tokens   A ok before B invoked, same key: token(A) < token(B)
 //   4 recovery         after each fault-end, each live client acquires within the bound; a client
 //                      whose history ends before the bound could not be observed: fails too
@@ -107,7 +109,8 @@ struct Report {
   long long acquireFailures = 0;
   long long fencedAccepted = 0;
   long long fencedRejected = 0;
-  long long unfencedLostUpdates = 0;
+  long long unfencedLostUpdates = 0;  // keys short of their completed writes, summed
+  long long unfencedSurplus = 0;      // keys above them (writes whose error hid a landing), summed
   std::map<std::string, long long> unfencedLostByKey;
   long long fenceRegressions = 0;
   long long fencedStoreViolations = 0;
