@@ -567,17 +567,26 @@ void checkFaultsOnHolders(const CheckerInput& input, Report& report) {
     ++report.faults;
     if (hit.asExpected) ++report.faultsOnHolders;
     if (hit.holderHit && hit.taken) ++report.faultsKeyTaken;
-    if (!hit.asExpected && missed.empty()) {
-      missed = "'" + hit.window.name + "': " +
-               (!hit.holderHit ? "no holder inside its section"
-                               : std::string(hit.taken ? "key taken by " + hit.takenBy : "key not taken") +
+    if (hit.asExpected) continue;
+    ++report.faultMisses;
+    if (!missed.empty()) continue;
+    missed = "'" + hit.window.name + "': " +
+             (aimsAtWaiter(hit.window) ? std::string("its target was not waiting for the key")
+              : !hit.holderHit         ? std::string("no holder inside its section")
+                                       : std::string(hit.taken ? "key taken by " + hit.takenBy : "key not taken") +
                                      (hit.outlived ? ", hold outlived the fault" : ", hold ended within the fault"));
-    }
+  }
+  for (const Op& op : input.history) {
+    if (op.process != kNemesis || op.op != "fault-miss") continue;
+    ++report.faultMisses;
+    if (missed.empty()) missed = "a cycle whose fault never struck: " + op.value;
   }
   const std::string counts = std::to_string(report.faultsOnHolders) + " of " + std::to_string(report.faults) +
-                             " faults hit a holder as meant (" + std::to_string(report.faultsKeyTaken) + " with its key taken)";
-  if (input.faults.holderHit && report.faultsOnHolders == 0) {
-    fail(report.checks[8], "vacuous: " + counts + (missed.empty() ? "" : "; first miss: " + missed));
+                             " faults hit as meant (" + std::to_string(report.faultsKeyTaken) + " with the held key taken), " +
+                             std::to_string(report.faultMisses) + " missed" + (missed.empty() ? "" : " (first: " + missed + ")");
+  if (input.faults.holderHit && report.faultsOnHolders < input.cycles) {
+    fail(report.checks[8], (report.faultsOnHolders == 0 ? "vacuous: " : "") + counts + "; " +
+                               std::to_string(input.cycles) + " were to hit");
   } else {
     report.checks[8].reason = counts;
   }
@@ -657,7 +666,7 @@ Report check(const CheckerInput& input) {
   Report report;
   report.run = input.run;
   const char* names[] = {"fenced store", "unfenced updates", "fencing tokens",    "recovery",  "typed errors, no crash or hang",
-                         "TTLs",         "lost leases told", "exclusion",         "faults on holders", "fair order",
+                         "TTLs",         "lost leases told", "exclusion",         "faults hit",        "fair order",
                          "deletes and overwrites"};
   for (std::size_t i = 0; i < report.checks.size(); ++i) report.checks[i].name = names[i];
 
@@ -710,8 +719,8 @@ std::string Report::summary() const {
       << "fenced writes: " << fencedAccepted << " accepted, " << fencedRejected << " rejected\n"
       << "unfenced lost updates: " << unfencedLostUpdates << "\n"
       << "fence regressions: " << fenceRegressions << "\n"
-      << "faults: " << faults << ", " << faultsOnHolders << " on a holder as meant, " << faultsKeyTaken
-      << " with its key taken\n"
+      << "faults: " << faults << ", " << faultsOnHolders << " hit as meant, " << faultsKeyTaken
+      << " with the held key taken, " << faultMisses << " missed\n"
       << "lost leases: " << lostTold << " told, " << lostUntold << " untold, " << lostHolderKilled
       << " holder killed first, " << lostExpiredFirst << " ended for the holder first\n"
       << "losses while the holder's lease was valid: " << overlapsWhileValid << " (" << exclusionViolations
@@ -729,7 +738,7 @@ std::string Report::summary() const {
 }
 
 std::string Report::markdownHeader() {
-  return "| topology | scenario | seed | faults on holders/faults (key taken) | acquisitions ok/timeout/fail "
+  return "| topology | scenario | seed | faults hit/faults (key taken), missed | acquisitions ok/timeout/fail "
          "| fenced accepted/rejected | unfenced lost updates | fence regressions | lost told/untold/killed/ended first "
          "| exclusion violations | recovery p50/max ms | errors by type | verdict |\n"
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|";
@@ -738,7 +747,7 @@ std::string Report::markdownHeader() {
 std::string Report::markdownRow() const {
   std::ostringstream out;
   out << "| " << run.topology << " | " << run.scenario << " | " << run.seed << " | " << faultsOnHolders << "/" << faults
-      << " (" << faultsKeyTaken << ") | " << acquisitionsOk << "/"
+      << " (" << faultsKeyTaken << "), " << faultMisses << " | " << acquisitionsOk << "/"
       << acquireTimeouts << "/" << acquireFailures << " | " << fencedAccepted << "/" << fencedRejected << " | "
       << unfencedLostUpdates << " | " << fenceRegressions << " | " << lostTold << "/" << lostUntold << "/"
       << lostHolderKilled << "/" << lostExpiredFirst << " | " << exclusionViolations << " | "
@@ -769,7 +778,8 @@ std::string Report::json() const {
       << ",\n  \"storeRefusedHolds\": " << storeRefusedHolds << ",\n  \"serverSets\": " << serverSets
       << ",\n  \"lossesSeenByServer\": " << lossesSeenByServer << ",\n  \"serverWrites\": {\"judged\": "
       << serverWritesJudged << ", \"violations\": " << serverWriteViolations << "}" << ",\n  \"faults\": {\"total\": " << faults
-      << ", \"onHolders\": " << faultsOnHolders << ", \"keyTaken\": " << faultsKeyTaken << "},\n"
+      << ", \"onHolders\": " << faultsOnHolders << ", \"keyTaken\": " << faultsKeyTaken
+      << ", \"missed\": " << faultMisses << "},\n"
       << "  \"recovery\": {\"recovered\": " << recoveryMs.size() << ", \"p50Ms\": " << ms(recoveryP50Ms)
       << ", \"maxMs\": " << ms(recoveryMaxMs) << ", \"violations\": " << recoveryViolations
       << ", \"unobserved\": " << recoveryUnobserved << ", \"interrupted\": " << recoveryInterrupted << "},\n"

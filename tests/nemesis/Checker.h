@@ -24,7 +24,9 @@
 //                      vouched for a lease (a look that found it held, a write) outside that, or
 //                      another process took the key while it was valid, unless a fault with the
 //                      scenario's named cause covers that overlap (its window, its process)
-//   9 faults on holders at least one fault hit a holder as the scenario means (FaultHits.h)
+//   9 faults hit       every fault recorded with whether it hit its holder (or waiter) as the
+//                      scenario means (FaultHits.h), and every cycle whose fault never struck
+//                      (`fault-miss`); fails unless `cycles` faults hit as meant
 //  10 fair order       a fair lock's grants in queue order, none to a waiter that left
 //                      (FairOrder.h); passes, saying so, for the default lock
 //  11 deletes, overwrites  in the server's record, no lock key deleted or set for another owner
@@ -88,6 +90,7 @@ struct CheckerInput {
   // that names it means them to go back, and a run where none did shows nothing: check 3 fails.
   std::string fenceRegressionCause;
   FaultExpectation faults;
+  int cycles = 1;  // faults that must hit as meant (the runner's --cycles)
   // The clients ran a fair lock (LockBuilder::fair): check 10 replays its queue from the server's
   // record, where there is one (`serverRecord`: one server, ServerObserver.h); elsewhere it says
   // that the order went unchecked.
@@ -128,6 +131,7 @@ struct Report {
   long long faults = 0;
   long long faultsOnHolders = 0;      // faults that hit a holder as the scenario means
   long long faultsKeyTaken = 0;       // ... and the held key was taken during the hold
+  long long faultMisses = 0;          // faults that missed, and cycles whose fault never struck
   std::vector<double> recoveryMs;  // one per (fault-end, live client) that recovered
   double recoveryP50Ms = 0;
   double recoveryMaxMs = 0;

@@ -688,6 +688,35 @@ TEST_SUITE("Checker") {
     CHECK(dlock::nemesis::check(input).failedChecks() == "");
   }
 
+  TEST_CASE("every fault and every cycle whose fault never struck is counted; a run passes only with as many hits as "
+            "cycles") {
+    auto input = cleanRun();  // one fault hit (the pause), one did not (the partition aims at nobody)
+    record(input, "nemesis", Kind::Info, "fault-miss", "", 0, 200, "no client got inside a hold of the first key");
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.faultsOnHolders == 1);
+    CHECK(report.faultMisses == 2);
+    CHECK(report.markdownRow().find("| 1/2 (0), 2 |") != std::string::npos);
+    input.cycles = 2;
+    report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "9");
+    CHECK(report.checks[8].reason.find("2 were to hit") != std::string::npos);
+  }
+
+  TEST_CASE("a fault aimed at a waiter hits when its target was waiting for the key") {
+    auto input = cleanRun();
+    record(input, "c1", Kind::Invoke, "acquire", "k", 0, 320);
+    fault(input, "SIGSTOP c1 (waiter)", 321, 330, "c1", "k");
+    record(input, "c1", Kind::Fail, "acquire", "k", 0, 340, "timeout");
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.faultsOnHolders == 2);
+    auto late = cleanRun();
+    fault(late, "SIGSTOP c1 (waiter)", 321, 330, "c1", "k");  // c1 was not acquiring then
+    report = dlock::nemesis::check(late);
+    CHECK(report.faultsOnHolders == 1);
+    CHECK(report.faultMisses == 2);
+  }
+
   TEST_CASE("a fault that was to take the held key, or to be outlived by the hold, fails when it did not") {
     auto input = cleanRun();
     input.faults.taken = dlock::nemesis::FaultExpectation::Taken::yes;

@@ -198,6 +198,14 @@ std::vector<ClientExit> runWorkload(const Scenario& scenario, const Arguments& a
   };
   Fleet fleet(settings, args.clients);
   Run run(deployment, fleet, args.seed, timing, recordFault, [&] { sampler.sample(); });
+  run.onMiss([&](const std::string& why) {
+    Op op;
+    op.process = "nemesis";
+    op.kind = Kind::Info;
+    op.op = "fault-miss";
+    op.value = why;
+    nemesisLog.append(op);
+  });
   run.sleep(timing.warmup);
   int hits = 0;
   for (int cycle = 0; cycle < args.cycles + args.retries && hits < args.cycles; ++cycle) {
@@ -262,6 +270,7 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
   input.overlapCause = scenario.overlapsExplained;
   input.fenceRegressionCause = scenario.tokensBackExplained;
   input.faults = scenario.expect;
+  input.cycles = args.cycles;
   input.fair = scenario.fair;
   input.serverRecord = scenario.topology == "single";
   const Report report = check(input);
@@ -269,7 +278,8 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
   writeTimeline(dir + "/timeline.svg", input.history);
   std::printf("%s", report.summary().c_str());
   if (table != nullptr) *table << report.markdownRow() << "\n" << std::flush;
-  std::printf("[nemesis] %s: %lld of %lld faults on a holder; %s\n", name.c_str(), report.faultsOnHolders, report.faults,
+  std::printf("[nemesis] %s: %lld of %lld faults hit as meant, %lld missed; %s\n", name.c_str(), report.faultsOnHolders,
+              report.faults, report.faultMisses,
               report.failed() ? ("FAILED checks " + report.failedChecks()).c_str() : "passed");
   std::fflush(stdout);
   return !report.failed();

@@ -69,6 +69,9 @@ class Run {
   // Whether another client acquired the target's key after `sinceNs` (monotonic), waiting up to `budget`.
   bool waitTaken(const Target& target, std::int64_t sinceNs, std::chrono::milliseconds budget);
   void sleep(std::chrono::milliseconds duration);
+  // Records a cycle whose fault never struck (no client got where it was to be hit), and why.
+  void missed(const std::string& why);
+  void onMiss(std::function<void(const std::string& why)> recorder) { missRecorder_ = std::move(recorder); }
 
   // Records the fault's start (with its target), runs `inject`, waits `length`, samples, runs
   // `heal`, samples and records the end.
@@ -82,6 +85,7 @@ class Run {
   Timing timing_;
   FaultRecorder recorder_;
   Sampler sample_;
+  std::function<void(const std::string& why)> missRecorder_;
 };
 
 struct Scenario {

@@ -40,7 +40,12 @@ std::optional<Target> Run::holdLong(milliseconds lease, milliseconds max) {
     fleet_.requestHold(slot, lease, max);
     if (fleet_.waitHolding(slot, budget)) return Target{slot, fleet_.id(slot), fleet_.firstKey()};
   }
+  missed("no client got inside a hold of the first key");
   return std::nullopt;
+}
+
+void Run::missed(const std::string& why) {
+  if (missRecorder_) missRecorder_(why);
 }
 
 bool Run::waitTaken(const Target& target, std::int64_t sinceNs, milliseconds budget) {

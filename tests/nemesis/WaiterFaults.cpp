@@ -74,9 +74,15 @@ void waiterAroundHandOff(Run& run, WaiterFault fault, bool fair) {
   };
   // W first, then C behind it (on the fair lock, other clients may queue between them).
   fleet.requestHold(w, milliseconds(0), kWaiterHold, kWaiterWait);
-  if (!awaitWaiting(run, w, 1, fair)) return endAll();
-  fleet.requestHold(c, milliseconds(0), kWaiterHold, kWaiterWait);
-  if (!awaitWaiting(run, c, 2, fair)) return endAll();
+  bool waiting = awaitWaiting(run, w, 1, fair);
+  if (waiting) {
+    fleet.requestHold(c, milliseconds(0), kWaiterHold, kWaiterWait);
+    waiting = awaitWaiting(run, c, 2, fair);
+  }
+  if (!waiting) {
+    run.missed("the waiters were not both waiting for the key");
+    return endAll();
+  }
   const auto links = run.deployment<Deployment>().clientLinks(w);
   run.fault(
       faultName(fault, waiter.process), fault == WaiterFault::kill ? milliseconds(0) : kWaiterFault,
@@ -123,6 +129,7 @@ void staleReleaseNearExpiry(Run& run) {
         const std::size_t other = (holder->slot + 1) % fleet.size();
         fleet.requestHold(other, kOtherLease, kOtherLease * 2, run.timing().lease * 4);
         const bool taken = fleet.waitHolding(other, run.timing().lease * 6);
+        if (!taken) run.missed("no other client took the paused holder's key");
         if (taken) run.sleep(kOtherLease - kLeft);
         fleet.endHold(holder->slot);  // released at once when it resumes
         fleet.resume(holder->slot);
