@@ -11,11 +11,14 @@ namespace dlock::nemesis {
 const std::vector<std::string>& brokenVariants() {
   static const std::vector<std::string> variants = {
       "renewal",   "fence-repeat",  "in-doubt-released", "no-deadline",         "no-notice",
-      "late-deadline", "lost-reply-acquired", "fair-grant-unconfirmed", "release-deletes", "takes-held-key"};
+      "late-deadline", "lost-reply-acquired", "fair-grant-unconfirmed", "release-deletes", "takes-held-key",
+      "no-ttl", "stuck-after-error", "untyped-error", "refuses-first-key"};
   return variants;
 }
 
-bool breaksServerSide(const std::string& variant) { return variant == "release-deletes" || variant == "takes-held-key"; }
+bool breaksServerSide(const std::string& variant) {
+  return variant == "release-deletes" || variant == "takes-held-key" || variant == "no-ttl";
+}
 
 BrokenOperator::BrokenOperator(std::shared_ptr<IOperator> inner, std::string variant, const std::string& uri)
     : inner_(std::move(inner)), variant_(std::move(variant)) {
@@ -27,6 +30,18 @@ BrokenOperator::BrokenOperator(std::shared_ptr<IOperator> inner, std::string var
 }
 
 BrokenOperator::~BrokenOperator() = default;
+
+template <typename Call>
+auto BrokenOperator::guarded(Call&& call) -> decltype(call()) {
+  if (variant_ != "stuck-after-error") return call();
+  if (stuck_) throw ConnectionError("dlock: " + describe() + ": stuck since an earlier connection error");
+  try {
+    return call();
+  } catch (const ConnectionError&) {
+    stuck_ = true;
+    throw;
+  }
+}
 
 IFairOperator& BrokenOperator::queue() const {
   auto* queue = dynamic_cast<IFairOperator*>(inner_.get());
@@ -57,6 +72,20 @@ std::chrono::milliseconds widened(std::chrono::milliseconds validity, std::chron
 }  // namespace
 
 AcquireResult BrokenOperator::lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
+  if (variant_ == "refuses-first-key" && key == "nemesis-0") return AcquireResult{false, 0, {}, std::chrono::milliseconds(10)};
+  if (variant_ == "untyped-error") {
+    try {
+      return inner_->lock(key, token, ttl);
+    } catch (const ConnectionError& error) {
+      throw std::runtime_error(error.what());
+    }
+  }
+  if (variant_ == "no-ttl") {
+    const AcquireResult result = inner_->lock(key, token, ttl);
+    if (result.acquired) raw_->persist(std::string(key));
+    return result;
+  }
+  if (variant_ == "stuck-after-error") return guarded([&] { return inner_->lock(key, token, ttl); });
   if (variant_ == "late-deadline") {
     AcquireResult result = inner_->lock(key, token, shorter(ttl));
     result.validity = widened(result.validity, ttl);
@@ -87,7 +116,7 @@ AcquireResult BrokenOperator::lock(std::string_view key, std::string_view token,
 }
 
 ReleaseResult BrokenOperator::unlock(std::string_view key, std::string_view token) {
-  ReleaseResult result = inner_->unlock(key, token);
+  ReleaseResult result = guarded([&] { return inner_->unlock(key, token); });
   if (variant_ == "release-deletes" && !result.released) {
     const auto left = raw_->pttl(std::string(key));
     if (left && *left > 0 && *left < kNearlyFree.count() && raw_->remove(std::string(key))) result.released = true;
@@ -105,7 +134,7 @@ bool BrokenOperator::extend(std::string_view key, std::string_view token, std::c
     (void)inner_->extend(key, token, ttl);  // the fair lock extends only a claim here
     return true;
   }
-  return inner_->extend(key, token, ttl);
+  return guarded([&] { return inner_->extend(key, token, ttl); });
 }
 
 std::vector<ExtendResult> BrokenOperator::extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) {
@@ -115,7 +144,14 @@ std::vector<ExtendResult> BrokenOperator::extendAll(const std::vector<LeaseRef>&
     for (ExtendResult& result : results) result.validity = widened(result.validity, ttl);
     return results;
   }
-  return inner_->extendAll(leases, ttl);
+  return guarded([&] {
+    std::vector<ExtendResult> results = inner_->extendAll(leases, ttl);
+    // The default extendAll reports a connection error as unknown, not as a throw.
+    if (variant_ == "stuck-after-error" && std::any_of(results.begin(), results.end(), [](const ExtendResult& r) { return r.unknown; })) {
+      stuck_ = true;
+    }
+    return results;
+  });
 }
 
 }  // namespace dlock::nemesis

@@ -18,10 +18,15 @@
 //   lost-reply-acquired  an acquire whose reply was lost (ConnectionError) counts as taken
 //   fair-grant-unconfirmed  a fair claim's extend answers true whatever the server said: a
 //                     hand-off taken without the server's word (defect 1 as a switch)
+//   stuck-after-error after its first ConnectionError, every call fails with one (no recovery)
+//   untyped-error     a ConnectionError of an acquire surfaces as a std::runtime_error
+//   refuses-first-key the first key of the workload ("nemesis-0") is never granted: no fault
+//                     finds a holder of it
 // and two that break the server's side, below the lease evidence (LeaseRecorder.h), as a wrong
 // script would (single server only: RawServer.h):
 //   release-deletes   a release that finds the key not ours deletes it when under 300 ms are left
 //   takes-held-key    an acquire that finds the key held with under 300 ms left takes it
+//   no-ttl            an acquisition leaves the key without a TTL
 //
 // (The release without an owner check is the CMake option DLOCK_BREAK_RELEASE_CHECK, a build of
 // its own: see scripts/nemesis.)
@@ -32,6 +37,7 @@
 #include <dlock/IFairOperator.h>
 #include <dlock/IOperator.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,10 +82,14 @@ class BrokenOperator final : public IOperator, public IFairOperator {
 
  private:
   IFairOperator& queue() const;
+  // Runs `call`, as stuck-after-error breaks it.
+  template <typename Call>
+  auto guarded(Call&& call) -> decltype(call());
 
   std::shared_ptr<IOperator> inner_;
   std::string variant_;
   std::unique_ptr<RawServer> raw_;
+  std::atomic<bool> stuck_{false};  // stuck-after-error: a ConnectionError was seen
   std::mutex mutex_;
   std::map<std::string, std::uint64_t, std::less<>> previousToken_;  // guarded by mutex_
 };

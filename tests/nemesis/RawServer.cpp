@@ -80,6 +80,10 @@ bool RawServer::remove(const std::string& key) {
   return command({"DEL", detail::KeyNames(kPrefix, key, false).lock()}).has_value();
 }
 
+bool RawServer::persist(const std::string& key) {
+  return command({"PERSIST", detail::KeyNames(kPrefix, key, false).lock()}).has_value();
+}
+
 std::optional<std::uint64_t> RawServer::take(const std::string& key, const std::string& token, long long ttlMs) {
   const detail::KeyNames names(kPrefix, key, false);
   const auto reply = command({"EVAL", kTake, "2", names.lock(), names.fence(), token, std::to_string(ttlMs)});

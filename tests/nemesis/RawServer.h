@@ -29,6 +29,8 @@ class RawServer {
   std::optional<long long> pttl(const std::string& key);
   // DEL of the lock key whoever holds it; false when it could not be sent.
   bool remove(const std::string& key);
+  // PERSIST of the lock key (its TTL removed); false when it could not be sent.
+  bool persist(const std::string& key);
   // Sets the lock key for `token` for `ttlMs` whoever holds it, with a fencing token raised as
   // the acquire script raises it; that token, or nothing.
   std::optional<std::uint64_t> take(const std::string& key, const std::string& token, long long ttlMs);
