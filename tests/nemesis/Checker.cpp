@@ -11,6 +11,7 @@
 #include "FairOrder.h"
 #include "Holds.h"
 #include "KeyNames.h"
+#include "ServerRecord.h"
 #include "ServerWrites.h"
 
 namespace dlock::nemesis {
@@ -341,7 +342,7 @@ std::optional<LossEvidence> lossEvidence(const CheckerInput& input, const Hold& 
     break;
   }
   // The server's own record: the key set for another owner inside the section.
-  if (!hold.ownerToken.empty()) {
+  if (!hold.ownerToken.empty() && input.serverSetsShowLosses) {
     const auto after = std::upper_bound(index.serverSets.begin(), index.serverSets.end(), hold.acquireOkNs,
                                         [](std::int64_t at, const Op* set) { return at < set->timeNs; });
     for (auto it = after; it != index.serverSets.end() && (*it)->timeNs < sectionEnd; ++it) {
@@ -474,7 +475,8 @@ void checkLostLeases(const CheckerInput& input, const std::vector<Hold>& holds, 
     index.byToken.emplace(hold.token, &hold);
   }
   for (const Op& op : input.history) {
-    if (op.process != kServer || op.op != "server-set") continue;
+    // A line read late (the server's clock was moved) cannot place a loss.
+    if (op.process != kServer || op.op != "server-set" || !serverStamp(op).serverTimed) continue;
     const auto index = perKey.find(op.key);
     if (index != perKey.end()) index->second.serverSets.push_back(&op);
   }
@@ -600,7 +602,7 @@ void checkFairness(const CheckerInput& input, Report& report) {
     return;
   }
   if (!input.serverRecord) {
-    check.reason = "fair lock; its order is not checked on this topology (no server record: single server only)";
+    check.reason = "fair lock; no server record";
     return;
   }
   const FairOrderResult fair = checkFairOrder(input.history);

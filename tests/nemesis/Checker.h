@@ -91,11 +91,11 @@ struct CheckerInput {
   std::string fenceRegressionCause;
   FaultExpectation faults;
   int cycles = 1;  // faults that must hit as meant (the runner's --cycles)
-  // The clients ran a fair lock (LockBuilder::fair): check 10 replays its queue from the server's
-  // record, where there is one (`serverRecord`: one server, ServerObserver.h); elsewhere it says
-  // that the order went unchecked.
+  // The clients ran a fair lock (LockBuilder::fair): check 10 replays its queue from the servers'
+  // record (`serverRecord`: ServerObserver.h on every data node), node by node.
   bool fair = false;
   bool serverRecord = true;
+  bool serverSetsShowLosses = true;  // one server: its record's SET for another owner is a loss
 };
 
 struct CheckResult {

@@ -110,7 +110,8 @@ CheckerInput cleanRun() {
 void serverWrite(CheckerInput& input, const std::string& op, std::int64_t ms, const std::string& value,
                  std::uint64_t px, const std::string& caller, std::int64_t lagMs = 0) {
   record(input, "server", Kind::Info, op, "k", px, ms, value);
-  input.history.back().message = "n1 " + std::to_string(lagMs * kMs) + " | " + caller;
+  input.history.back().message =
+      "n1 " + std::to_string(lagMs * kMs) + " " + std::to_string(ms * 1000) + " h | " + caller;
 }
 
 }  // namespace
@@ -639,15 +640,26 @@ TEST_SUITE("Checker") {
     auto late = input;
     serverWrite(late, "server-del", 207, "", 0, "DEL dlock:{k}");
     CHECK(dlock::nemesis::check(late).failedChecks() == "");
-    serverWrite(late, "server-expire", 200, "100", 0, "EVALSHA ext 1 dlock:{k} x1 100");  // until 300
-    CHECK(dlock::nemesis::check(late).failedChecks() == "11");
+    // Records are judged in each server's stream order (the file's).
+    auto extended = input;
+    serverWrite(extended, "server-expire", 200, "100", 0, "EVALSHA ext 1 dlock:{k} x1 100");  // until 300
+    auto watched = extended;
+    serverWrite(extended, "server-del", 207, "", 0, "DEL dlock:{k}");
+    CHECK(dlock::nemesis::check(extended).failedChecks() == "11");
     // The observer reconnected at 201 (a restart may have lost the key): the DEL is not judged.
-    record(late, "server", Kind::Info, "server-watch", "", 0, 201);
-    late.history.back().message = "n1";
-    const auto report = dlock::nemesis::check(late);
+    record(watched, "server", Kind::Info, "server-watch", "", 0, 201);
+    watched.history.back().message = "n1";
+    serverWrite(watched, "server-del", 207, "", 0, "DEL dlock:{k}");
+    auto report = dlock::nemesis::check(watched);
     CHECK(report.serverWritesJudged == 0);
     CHECK(report.serverWriteViolations == 0);
     CHECK(report.checks[10].reason.find("vacuous") == 0);  // a record was due, and judged nothing
+    // A fault that moves the server's clock makes its keys unknown too.
+    auto clocked = extended;
+    fault(clocked, "server clock +3s", 202, 203);
+    std::rotate(clocked.history.end() - 3, clocked.history.end() - 2, clocked.history.end());  // the DEL after it
+    report = dlock::nemesis::check(clocked);
+    CHECK(report.serverWriteViolations == 0);
   }
 
   TEST_CASE("a MONITOR line gives its command's arguments, escapes undone") {
@@ -658,6 +670,11 @@ TEST_SUITE("Checker") {
     CHECK(args->args.size() == 5);
     CHECK(args->args.at(1) == "dlock:{k\"1}");
     CHECK(args->args.at(2) == std::string("a\0b\\", 4));
+    CHECK(args->fromScript);
+    const auto replicated = dlock::nemesis::parseMonitorLine(R"(1700000000.123456 [0 127.0.0.1:7392] "DEL" "k")");
+    REQUIRE(replicated.has_value());
+    CHECK(replicated->client == "127.0.0.1:7392");
+    CHECK_FALSE(replicated->fromScript);
     CHECK_FALSE(dlock::nemesis::parseMonitorLine("OK").has_value());
   }
 

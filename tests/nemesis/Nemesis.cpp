@@ -246,15 +246,9 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
   TtlSampler sampler(*deployment, input.keyPrefix + "*");
   std::vector<ClientExit> exits;
   {
-    // The server's own record, on links that bypass the proxies (a fault never touches them).
-    // Only one server is observed: a Redlock node outside the holder's quorum may rightly carry
-    // another owner's token, and a replica applies a SET when its stream arrives, later than its
-    // master did (ServerObserver.h).
-    std::unique_ptr<ServerObserver> observer;
-    if (scenario.topology == "single") {
-      observer = std::make_unique<ServerObserver>(deployment->dataAddresses(), keys, input.keyPrefix,
-                                                  dir + "/observer.history");
-    }
+    // The server's own record of every data node, on links that bypass the proxies (a fault
+    // never touches them): ServerObserver.h.
+    const ServerObserver observer(deployment->observedAddresses(), keys, input.keyPrefix, dir + "/observer.history");
     HistoryWriter nemesisLog(dir + "/nemesis.history");
     exits = runWorkload(scenario, args, timing, *deployment, settings, sampler, nemesisLog);
   }
@@ -272,7 +266,10 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
   input.faults = scenario.expect;
   input.cycles = args.cycles;
   input.fair = scenario.fair;
-  input.serverRecord = scenario.topology == "single";
+  input.serverRecord = true;
+  // Only where a key lives on one server is its SET for another owner a loss: a Redlock node
+  // outside the holder's quorum may rightly carry another owner's token (ServerObserver.h).
+  input.serverSetsShowLosses = scenario.topology == "single";
   const Report report = check(input);
   std::ofstream(dir + "/report.json") << report.json();
   writeTimeline(dir + "/timeline.svg", input.history);

@@ -4,105 +4,102 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <optional>
+
+#include "FaultHits.h"
+#include "ServerRecord.h"
 
 namespace dlock::nemesis {
 namespace {
 
 struct KeyModel {
-  std::string owner;        // "" when deleted
-  std::int64_t expiresNs = 0;
+  std::string owner;            // "" when deleted
+  std::int64_t expiresUs = 0;   // on the server's clock
 };
 
-// `<node> <lag> | <caller args>`, as ServerObserver writes it.
-std::string nodeOf(const std::string& message) { return message.substr(0, message.find(' ')); }
-
-// When the lease a command set or extended started at the earliest: its caller's time.
-std::int64_t leaseBase(const Op& op) {
-  const auto space = op.message.find(' ');
-  const auto bar = op.message.find(" |");
-  if (space == std::string::npos || bar == std::string::npos || bar <= space) return op.timeNs;
-  return op.timeNs - std::stoll(op.message.substr(space + 1, bar - space - 1));
+bool carries(const std::string& caller, const std::string& token) {
+  return !token.empty() && (" " + caller + " ").find(" " + token + " ") != std::string::npos;
 }
 
-std::string callerText(const std::string& message) {
-  const auto bar = message.find(" |");
-  const std::string text = bar == std::string::npos ? "" : message.substr(bar + 2);
-  return text.size() > 160 ? text.substr(0, 160) + "..." : text;
-}
+std::string callerText(const std::string& caller) { return caller.size() > 160 ? caller.substr(0, 160) + "..." : caller; }
 
-bool callerCarries(const std::string& message, const std::string& token) {
-  const auto bar = message.find(" |");
-  if (bar == std::string::npos || token.empty()) return false;
-  const std::string args = message.substr(bar + 2) + " ";
-  return args.find(" " + token + " ") != std::string::npos;
-}
-
-std::string msLeft(std::int64_t ns) {
+std::string msText(std::int64_t us) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.3f", static_cast<double>(ns) / 1e6);
+  std::snprintf(text, sizeof text, "%.3f", static_cast<double>(us) / 1e3);
   return text;
+}
+
+// The windows of faults that move a server's clock ("clock" in the name).
+std::vector<FaultWindow> clockWindows(const std::vector<Op>& history) {
+  std::vector<FaultWindow> windows;
+  for (const FaultWindow& window : faultWindows(history)) {
+    if (window.name.find("clock") != std::string::npos) windows.push_back(window);
+  }
+  return windows;
+}
+
+// Whether a clock fault was open at `atNs`, or opened or closed between `afterNs` and `atNs`.
+bool clockMoved(const std::vector<FaultWindow>& windows, std::int64_t afterNs, std::int64_t atNs) {
+  return std::any_of(windows.begin(), windows.end(), [&](const FaultWindow& w) {
+    const std::int64_t end = w.endNs.value_or(INT64_MAX);
+    return (w.startNs <= atNs && end > atNs) || (w.startNs > afterNs && w.startNs <= atNs) ||
+           (end > afterNs && end <= atNs);
+  });
 }
 
 }  // namespace
 
 ServerWritesResult checkServerWrites(const std::vector<Op>& history) {
-  std::vector<const Op*> records;
-  for (const Op& op : history) {
-    if (op.process == "nemesis" && (op.op == "fault-start" || op.op == "fault-end") &&
-        op.value.find("clock") != std::string::npos) {
-      records.push_back(&op);
-      continue;
-    }
-    if (op.process != "server") continue;
-    if (op.op == "server-set" || op.op == "server-del" || op.op == "server-expire" || op.op == "server-watch") {
-      records.push_back(&op);
-    }
-  }
-  std::stable_sort(records.begin(), records.end(), [](const Op* a, const Op* b) { return a->timeNs < b->timeNs; });
+  const std::vector<FaultWindow> clocks = clockWindows(history);
   ServerWritesResult result;
-  std::map<std::string, std::map<std::string, KeyModel>> nodes;  // node → key → model (absent: unknown)
-  int clockFaults = 0;  // open windows of faults that move a server's clock
-  for (const Op* op : records) {
-    if (op->process == "nemesis") {
-      // A server's clock moved: its keys may expire at any time until the fault ends.
-      clockFaults += op->op == "fault-start" ? 1 : -1;
-      nodes.clear();
+  struct Node {
+    std::map<std::string, KeyModel> keys;  // absent: unknown
+    std::int64_t lastNs = INT64_MIN;
+  };
+  std::map<std::string, Node> nodes;
+  // Each server's records in the order of its stream (the file's order, one writer per server);
+  // the expiry in the server's own clock, so a skew with this host's does not matter.
+  for (const Op& op : history) {
+    if (op.process != "server") continue;
+    const bool watch = op.op == "server-watch";
+    if (!watch && op.op != "server-set" && op.op != "server-del" && op.op != "server-expire") continue;
+    const ServerStamp stamp = serverStamp(op);
+    Node& node = nodes[stamp.node];
+    const bool moved = clockMoved(clocks, node.lastNs, op.timeNs);
+    node.lastNs = op.timeNs;
+    if (watch || moved) {
+      node.keys.clear();
       continue;
     }
-    if (op->op == "server-watch" || clockFaults > 0) {
-      nodes.erase(op->op == "server-watch" ? op->message : nodeOf(op->message));
-      continue;
-    }
-    auto& keys = nodes[nodeOf(op->message)];
-    const auto known = keys.find(op->key);
-    const bool live = known != keys.end() && !known->second.owner.empty() && op->timeNs < known->second.expiresNs;
-    const bool byOwner = live && callerCarries(op->message, known->second.owner);
-    if (op->op == "server-expire") {
+    auto& keys = node.keys;
+    const auto known = keys.find(op.key);
+    const bool live = known != keys.end() && !known->second.owner.empty() && stamp.serverUs < known->second.expiresUs;
+    const bool byOwner = live && carries(stamp.caller, known->second.owner);
+    // A lease set or extended by a script started no earlier than its call.
+    const std::int64_t baseUs = stamp.serverUs - stamp.lagNs / 1000;
+    if (op.op == "server-expire") {
       if (byOwner) {
-        known->second.expiresNs = leaseBase(*op) + std::stoll(op->value) * 1'000'000;
+        known->second.expiresUs = baseUs + std::stoll(op.value) * 1000;
       } else if (known != keys.end()) {
         keys.erase(known);  // an extend the model cannot place: judge the key afresh
       }
       continue;
     }
-    const bool overwrite = op->op == "server-set" && live && op->value != known->second.owner;
-    const bool judged = known != keys.end() && (op->op == "server-del" || op->op == "server-set");
-    if (judged) ++result.judged;
-    if ((op->op == "server-del" || overwrite) && live && !byOwner) {
+    if (known != keys.end()) ++result.judged;
+    const bool overwrite = op.op == "server-set" && live && op.value != known->second.owner;
+    if ((op.op == "server-del" || overwrite) && live && !byOwner) {
       ++result.violations;
       if (result.first.empty()) {
-        result.first = "key '" + op->key + "' on " + nodeOf(op->message) + ": " +
-                       (op->op == "server-del" ? "deleted" : "set for " + op->value) + " while " +
-                       known->second.owner + " held it with " + msLeft(known->second.expiresNs - op->timeNs) +
-                       " ms left, by a command without its token:" + callerText(op->message);
+        result.first = "key '" + op.key + "' on " + stamp.node + ": " +
+                       (op.op == "server-del" ? "deleted" : "set for " + op.value) + " while " +
+                       known->second.owner + " held it with " + msText(known->second.expiresUs - stamp.serverUs) +
+                       " ms left, by a command without its token: " + callerText(stamp.caller);
       }
     }
-    if (op->op == "server-set") {
-      const auto px = static_cast<std::int64_t>(op->token);
-      keys[op->key] = KeyModel{op->value, px > 0 ? leaseBase(*op) + px * 1'000'000 : INT64_MAX};
+    if (op.op == "server-set") {
+      const auto px = static_cast<std::int64_t>(op.token);
+      keys[op.key] = KeyModel{op.value, px > 0 ? baseUs + px * 1000 : INT64_MAX};
     } else {
-      keys[op->key] = KeyModel{};
+      keys[op.key] = KeyModel{};
     }
   }
   return result;
