@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Checker.h — turns a fault-testing run into a Report: its histories, the fenced store's final
 // state, the lock servers' keys without a TTL (sampled during and after the run) and each client's
-// exit. The ten checks:
+// exit. The eleven checks:
 //
 //   1 fenced store     accepted tokens strictly increase per key; the count matches the list; every
 //                      write a client calls accepted is in the store's list
@@ -23,7 +23,8 @@
 //                      has validity left (Hold::evidence, LeaseRecorder.h). Fails when the lock
 //                      vouched for a lease (a look that found it held, a write) outside that, or
 //                      another process took the key while it was valid, unless a fault with the
-//                      scenario's named cause covers that overlap (its window, its process)
+//                      scenario's named cause covers that overlap: a fault on the servers that
+//                      started by then, after which the evidence valid then was not renewed
 //   9 faults hit       every fault recorded with whether it hit its holder (or waiter) as the
 //                      scenario means (FaultHits.h), and every cycle whose fault never struck
 //                      (`fault-miss`); fails unless `cycles` faults hit as meant
@@ -33,9 +34,9 @@
 //                      while its holder's lease lived, except by a command carrying the holder's
 //                      token (ServerWrites.h); vacuous where a record was due and judged nothing
 //
-// Evidence of a loss comes from outside the holder: the other process's acquisition, the
-// server's own record of the lock key set for another owner inside the section (process
-// `server`, ServerObserver.h), and the store's own list of accepted tokens (a completed fenced
+// Evidence of a loss comes from outside the holder: the other process's acquisition, on one
+// server the server's own record of the lock key set for another owner inside the section
+// (process `server`, ServerObserver.h; `serverSetsShowLosses`), and the store's own list of accepted tokens (a completed fenced
 // write whose token is not in it was refused because a later holder had written).
 //
 // Plain functions over values; thread-compatible.

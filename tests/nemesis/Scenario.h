@@ -99,7 +99,7 @@ struct Scenario {
   FaultExpectation expect;  // what each fault means to do to its holder (check 9)
   std::function<std::unique_ptr<Deployment>(std::size_t clients)> deploy;
   std::function<void(Run&)> nemesis;
-  // The clients run the fair lock; check 10 replays its queue (single server only: FairOrder.h).
+  // The clients run the fair lock; check 10 replays its queue from the servers' record (FairOrder.h).
   bool fair = false;
   // The cause that makes fencing tokens go back here; empty where they must keep rising (check 3).
   std::string tokensBackExplained{};
