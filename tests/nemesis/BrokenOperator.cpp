@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "LeaseRecorder.h"
 #include "RawServer.h"
 
 namespace dlock::nemesis {
@@ -43,16 +44,9 @@ auto BrokenOperator::guarded(Call&& call) -> decltype(call()) {
   }
 }
 
-IFairOperator& BrokenOperator::queue() const {
-  auto* queue = dynamic_cast<IFairOperator*>(inner_.get());
-  if (queue == nullptr) throw ConfigError("dlock: " + inner_->describe() + " has no fair queue");
-  return *queue;
-}
+IFairOperator& BrokenOperator::queue() const { return fairQueueOf(*inner_); }
 
-std::string BrokenOperator::fairUnsupported() const {
-  auto* queue = dynamic_cast<IFairOperator*>(inner_.get());
-  return queue == nullptr ? inner_->describe() + " has no fair queue" : queue->fairUnsupported();
-}
+std::string BrokenOperator::fairUnsupported() const { return fairUnsupportedBy(*inner_); }
 
 namespace {
 

@@ -30,6 +30,17 @@ class RecordingGrantWatch final : public IGrantWatch {
 
 }  // namespace
 
+IFairOperator& fairQueueOf(IOperator& inner) {
+  auto* queue = dynamic_cast<IFairOperator*>(&inner);
+  if (queue == nullptr) throw ConfigError("dlock: " + inner.describe() + " has no fair queue");
+  return *queue;
+}
+
+std::string fairUnsupportedBy(const IOperator& inner) {
+  const auto* queue = dynamic_cast<const IFairOperator*>(&inner);
+  return queue == nullptr ? inner.describe() + " has no fair queue" : queue->fairUnsupported();
+}
+
 LeaseRecorder::LeaseRecorder(std::shared_ptr<IOperator> inner, Sink sink) : inner_(std::move(inner)), sink_(std::move(sink)) {}
 
 void LeaseRecorder::record(std::string_view key, std::string_view token, std::int64_t sentNs, milliseconds validity,
@@ -68,16 +79,9 @@ std::vector<ExtendResult> LeaseRecorder::extendAll(const std::vector<LeaseRef>& 
   return results;
 }
 
-IFairOperator& LeaseRecorder::queue() const {
-  auto* queue = dynamic_cast<IFairOperator*>(inner_.get());
-  if (queue == nullptr) throw ConfigError("dlock: " + inner_->describe() + " has no fair queue");
-  return *queue;
-}
+IFairOperator& LeaseRecorder::queue() const { return fairQueueOf(*inner_); }
 
-std::string LeaseRecorder::fairUnsupported() const {
-  auto* queue = dynamic_cast<IFairOperator*>(inner_.get());
-  return queue == nullptr ? inner_->describe() + " has no fair queue" : queue->fairUnsupported();
-}
+std::string LeaseRecorder::fairUnsupported() const { return fairUnsupportedBy(*inner_); }
 
 FairAcquireResult LeaseRecorder::fairLock(std::string_view key, std::string_view token, milliseconds ttl,
                                           milliseconds waiterLease) {

@@ -29,6 +29,11 @@
 
 namespace dlock::nemesis {
 
+// The fair queue of `inner`, for a wrapper that forwards it (ConfigError when it has none), and
+// why `inner` cannot serve a fair lock ("" when it can).
+[[nodiscard]] IFairOperator& fairQueueOf(IOperator& inner);
+[[nodiscard]] std::string fairUnsupportedBy(const IOperator& inner);
+
 class LeaseRecorder final : public IOperator, public IFairOperator, public ILeaseInspector {
  public:
   using Sink = std::function<void(Op)>;
