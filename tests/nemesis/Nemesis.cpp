@@ -216,8 +216,8 @@ std::vector<ClientExit> runWorkload(const Scenario& scenario, const Arguments& a
     const auto assessed = assessFaults(fleet.history(), scenario.expect);
     hits = static_cast<int>(std::count_if(assessed.begin(), assessed.end(), [](const FaultHit& hit) { return hit.asExpected; }));
     if (hits < args.cycles && scenario.expect.holderHit) {
-      std::printf("[nemesis] %s-%s: cycle %d: no fault hit a holder as meant yet\n", scenario.topology.c_str(),
-                  scenario.name.c_str(), cycle + 1);
+      std::printf("[nemesis] %s-%s: cycle %d: %d of %d faults hit as meant so far\n", scenario.topology.c_str(),
+                  scenario.name.c_str(), cycle + 1, hits, args.cycles);
       std::fflush(stdout);
     }
   }
