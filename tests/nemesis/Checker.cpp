@@ -465,9 +465,8 @@ void countLostUpdates(const CheckerInput& input, const std::vector<Hold>& holds,
   }
 }
 
-// Checks 7 and 8, hold by hold.
-void checkLostLeases(const CheckerInput& input, const std::vector<Hold>& holds, const std::vector<FaultWindow>& windows,
-                     std::set<std::string>& excusedKeys, Report& report) {
+// Each key's holds, server SETs and accepted tokens, indexed once.
+std::map<std::string, KeyIndex> indexByKey(const CheckerInput& input, const std::vector<Hold>& holds) {
   std::map<std::string, KeyIndex> perKey;
   for (const Hold& hold : holds) {
     KeyIndex& index = perKey[hold.key];
@@ -491,6 +490,13 @@ void checkLostLeases(const CheckerInput& input, const std::vector<Hold>& holds, 
       index.acceptedSet.insert(index.accepted.begin(), index.accepted.end());
     }
   }
+  return perKey;
+}
+
+// Checks 7 and 8, hold by hold; the keys where a named cause excused an overlap, for check 2.
+void checkLostLeases(const CheckerInput& input, const std::vector<Hold>& holds, const std::vector<FaultWindow>& windows,
+                     std::set<std::string>& excusedKeys, Report& report) {
+  std::map<std::string, KeyIndex> perKey = indexByKey(input, holds);
   std::string firstUntold;
   std::string firstOverlap;
   for (auto& [key, index] : perKey) {
