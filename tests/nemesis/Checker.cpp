@@ -725,14 +725,15 @@ std::string Report::summary() const {
       << "acquisitions: " << acquisitionsOk << " ok, " << acquireTimeouts << " timeouts, " << acquireFailures
       << " failures\n"
       << "fenced writes: " << fencedAccepted << " accepted, " << fencedRejected << " rejected\n"
-      << "unfenced lost updates: " << unfencedLostUpdates << "\n"
+      << "unfenced lost updates: " << unfencedLostUpdates << ", counted beyond the writes: " << unfencedSurplus << "\n"
       << "fence regressions: " << fenceRegressions << "\n"
       << "faults: " << faults << ", " << faultsOnHolders << " hit as meant, " << faultsKeyTaken
       << " with the held key taken, " << faultMisses << " missed\n"
       << "lost leases: " << lostTold << " told, " << lostUntold << " untold, " << lostHolderKilled
       << " holder killed first, " << lostExpiredFirst << " ended for the holder first\n"
-      << "losses while the holder's lease was valid: " << overlapsWhileValid << " (" << exclusionViolations
-      << " violations); seen first in the server's record: " << lossesSeenByServer << " (of " << serverSets
+      << "losses while the holder's evidence was valid: " << overlapsWhileValid << " (" << overlapsExcused
+      << " excused by a fault with the named cause); vouched past the evidence: " << vouchedPastEvidence
+      << "; exclusion violations: " << exclusionViolations << "; seen first in the server's record: " << lossesSeenByServer << " (of " << serverSets
       << " SETs it recorded); holds refused by the store: " << storeRefusedHolds << "\n"
       << "recovery: " << recoveryMs.size() << " recovered, p50 " << ms(recoveryP50Ms) << " ms, max "
       << ms(recoveryMaxMs) << " ms, " << recoveryViolations << " violations\n"
@@ -779,7 +780,8 @@ std::string Report::json() const {
       << ", \"timeouts\": " << acquireTimeouts << ", \"failures\": " << acquireFailures << "},\n"
       << "  \"fenced\": {\"accepted\": " << fencedAccepted << ", \"rejected\": " << fencedRejected
       << ", \"storeViolations\": " << fencedStoreViolations << "},\n"
-      << "  \"unfencedLostUpdates\": " << unfencedLostUpdates << ",\n  \"unfencedLostByKey\": " << counts(unfencedLostByKey)
+      << "  \"unfencedLostUpdates\": " << unfencedLostUpdates << ",\n  \"unfencedSurplus\": " << unfencedSurplus
+      << ",\n  \"unfencedLostByKey\": " << counts(unfencedLostByKey)
       << ",\n  \"fenceRegressions\": " << fenceRegressions << ",\n  \"lostLeases\": {\"told\": " << lostTold
       << ", \"untold\": " << lostUntold << ", \"holderKilled\": " << lostHolderKilled
       << ", \"endedFirst\": " << lostExpiredFirst << "},\n  \"exclusionViolations\": " << exclusionViolations
