@@ -206,7 +206,8 @@ std::vector<ClientExit> runWorkload(const Scenario& scenario, const Arguments& a
     op.value = why;
     nemesisLog.append(op);
   });
-  run.sleep(timing.warmup);
+  // Warm: every client has taken a key once (at most the warm-up's bound).
+  awaitRecovery(fleet, 0, timing.warmup);
   int hits = 0;
   for (int cycle = 0; cycle < args.cycles + args.retries && hits < args.cycles; ++cycle) {
     scenario.nemesis(run);

@@ -25,7 +25,7 @@ struct Timing {
   std::chrono::milliseconds acquireTimeout{1000};
   std::chrono::milliseconds holdMin{2};
   std::chrono::milliseconds holdMax{400};
-  std::chrono::milliseconds warmup{1500};
+  std::chrono::milliseconds warmup{1500};  // at most, until every client has acquired once
   std::chrono::milliseconds faultLength{2500};  // a partition or pause longer than the lease
   // After a fault heals every live client acquires again within this (check 4); the run goes on
   // this long after the last fault so that the check can see it.
