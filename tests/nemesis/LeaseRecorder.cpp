@@ -87,13 +87,24 @@ FairAcquireResult LeaseRecorder::fairLock(std::string_view key, std::string_view
                                           milliseconds waiterLease) {
   const std::int64_t sent = monotonicNs();
   FairAcquireResult result = queue().fairLock(key, token, ttl, waiterLease);
-  if (result.acquired) {
-    record(key, token, sent, validFor(result.validity, ttl), result.fencingToken);
-  } else {
+  {
     const std::lock_guard<std::mutex> guard(mutex_);
-    anchors_[{std::string(key), std::string(token)}] = Anchor{sent, result.backendMillis};
+    if (result.acquired) {
+      anchors_.erase({std::string(key), std::string(token)});
+    } else {
+      anchors_[{std::string(key), std::string(token)}] = Anchor{sent, result.backendMillis};
+    }
   }
+  if (result.acquired) record(key, token, sent, validFor(result.validity, ttl), result.fencingToken);
   return result;
+}
+
+bool LeaseRecorder::leaveQueue(std::string_view key, std::string_view token, milliseconds ttl) {
+  {
+    const std::lock_guard<std::mutex> guard(mutex_);
+    anchors_.erase({std::string(key), std::string(token)});  // the token is not used again
+  }
+  return queue().leaveQueue(key, token, ttl);
 }
 
 std::unique_ptr<IGrantWatch> LeaseRecorder::watchGrants(std::string_view key, std::string_view token) {

@@ -51,9 +51,7 @@ class LeaseRecorder final : public IOperator, public IFairOperator, public ILeas
   FairAcquireResult fairLock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
                              std::chrono::milliseconds waiterLease) override;
   ReleaseResult fairUnlock(std::string_view key, std::string_view token) override { return queue().fairUnlock(key, token); }
-  bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
-    return queue().leaveQueue(key, token, ttl);
-  }
+  bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   std::unique_ptr<IGrantWatch> watchGrants(std::string_view key, std::string_view token) override;
   [[nodiscard]] std::string fairUnsupported() const override;
 
