@@ -10,9 +10,23 @@
 //                     an in-doubt release counted as released)
 //   no-deadline       the lock runs on a clock ten times slower than real time: leases never end
 //                     locally before the server's (no effective local deadline)
+//   late-deadline     the server is asked for a lease 40 ms shorter than the lock counts on: the
+//                     lease's local deadline is 40 ms late (the audit's case)
 //   no-notice         the client ignores onLockLost and isHeld() and records a release that threw
 //                     LockLostError as ok (Client.cpp): only the store and the other clients'
 //                     records can show its losses
+//   lost-reply-acquired  an acquire whose reply was lost (ConnectionError) counts as taken
+//   fair-grant-unconfirmed  a fair claim's extend answers true whatever the server said: a
+//                     hand-off taken without the server's word (defect 1 as a switch)
+//   stuck-after-error after its first ConnectionError, every call fails with one (no recovery)
+//   untyped-error     a ConnectionError of an acquire surfaces as a std::runtime_error
+//   refuses-first-key the first key of the workload ("nemesis-0") is never granted: no fault
+//                     finds a holder of it
+// and two that break the server's side, below the lease evidence (LeaseRecorder.h), as a wrong
+// script would (single server only: RawServer.h):
+//   release-deletes   a release that finds the key not ours deletes it when under 300 ms are left
+//   takes-held-key    an acquire that finds the key held with under 300 ms left takes it
+//   no-ttl            an acquisition leaves the key without a TTL
 //
 // (The release without an owner check is the CMake option DLOCK_BREAK_RELEASE_CHECK, a build of
 // its own: see scripts/nemesis.)
@@ -20,8 +34,10 @@
 #pragma once
 
 #include <dlock/Clock.h>
+#include <dlock/IFairOperator.h>
 #include <dlock/IOperator.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,12 +46,18 @@
 
 namespace dlock::nemesis {
 
+class RawServer;
+
 // The variants that wrap the operator or the clock; "" and "no-notice" need neither.
 [[nodiscard]] const std::vector<std::string>& brokenVariants();
+// Whether `variant` breaks the server's side: it goes under the lease evidence, not over it.
+[[nodiscard]] bool breaksServerSide(const std::string& variant);
 
-class BrokenOperator final : public IOperator {
+class BrokenOperator final : public IOperator, public IFairOperator {
  public:
-  BrokenOperator(std::shared_ptr<IOperator> inner, std::string variant);
+  // `uri`: the lock server's, for the variants that break the server's side.
+  BrokenOperator(std::shared_ptr<IOperator> inner, std::string variant, const std::string& uri = "");
+  ~BrokenOperator() override;
 
   AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   ReleaseResult unlock(std::string_view key, std::string_view token) override;
@@ -45,9 +67,29 @@ class BrokenOperator final : public IOperator {
   std::unique_ptr<IReleaseWatch> watch(std::string_view key) override { return inner_->watch(key); }
   [[nodiscard]] std::string describe() const override { return inner_->describe() + " (broken: " + variant_ + ")"; }
 
+  FairAcquireResult fairLock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                             std::chrono::milliseconds waiterLease) override {
+    return queue().fairLock(key, token, ttl, waiterLease);
+  }
+  ReleaseResult fairUnlock(std::string_view key, std::string_view token) override { return queue().fairUnlock(key, token); }
+  bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
+    return queue().leaveQueue(key, token, ttl);
+  }
+  std::unique_ptr<IGrantWatch> watchGrants(std::string_view key, std::string_view token) override {
+    return queue().watchGrants(key, token);
+  }
+  [[nodiscard]] std::string fairUnsupported() const override;
+
  private:
+  IFairOperator& queue() const;
+  // Runs `call`, as stuck-after-error breaks it.
+  template <typename Call>
+  auto guarded(Call&& call) -> decltype(call());
+
   std::shared_ptr<IOperator> inner_;
   std::string variant_;
+  std::unique_ptr<RawServer> raw_;
+  std::atomic<bool> stuck_{false};  // stuck-after-error: a ConnectionError was seen
   std::mutex mutex_;
   std::map<std::string, std::uint64_t, std::less<>> previousToken_;  // guarded by mutex_
 };

@@ -16,6 +16,7 @@
 //
 // An exit is `<process>=<code>` or `<process>=sig<N>`, followed by `:nemesis` when the nemesis
 // killed it on purpose or `:deadline` when it was killed still running at the deadline.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -93,6 +94,9 @@ int main(int argc, char** argv) {
     input.faults.holderHit = args.count("--holder-faults") > 0 && args["--holder-faults"] == "required";
     if (args.count("--recovery-ms")) input.recoveryBound = std::chrono::milliseconds(std::stoll(args["--recovery-ms"]));
     input.history = readHistories(args["--histories"]);
+    // The server's record where the run has one (observer.history); a SET in it is a loss on one server.
+    input.serverRecord = std::any_of(input.history.begin(), input.history.end(), [](const Op& op) { return op.process == "server"; });
+    input.serverSetsShowLosses = input.run.topology == "single";
     FencedStore store(args["--store"]);
     input.store = store.snapshot(split(args["--keys"], ','));
     for (const auto& server : split(args["--lock-servers"], ',')) {

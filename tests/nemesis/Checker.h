@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Checker.h — turns a fault-testing run into a Report: its histories, the fenced store's final
 // state, the lock servers' keys without a TTL (sampled during and after the run) and each client's
-// exit. The ten checks:
+// exit. The eleven checks:
 //
 //   1 fenced store     accepted tokens strictly increase per key; the count matches the list; every
 //                      write a client calls accepted is in the store's list
-//   2 unfenced updates successful unfenced SETs minus the final counter; fails where the scenario
-//                      names no cause that lets sections overlap
+//   2 unfenced updates per key, completed unfenced SETs minus the final counter: a loss fails unless
+//                      the scenario names a cause and a fault with it touched that key (check 8's
+//                      excused overlap, or a write of a paused process that landed after its
+//                      evidence ran out); a surplus fails beyond the writes in doubt
 //   3 fencing tokens   A ok before B invoked, same key: token(A) < token(B)
 //   4 recovery         after each fault-end, each live client acquires within the bound; a client
 //                      whose history ends before the bound could not be observed: fails too
@@ -16,15 +18,25 @@
 //                      store refused its fenced write) was told to its holder before its release
 //                      returned; a release that returned ok afterwards is an untold loss whatever
 //                      came later. A nemesis kill excuses the holder only if it came first.
-//   8 exclusion        no such loss while the holder's own lease was still valid (not yet told,
-//                      within noticeSlack) unless the scenario names the cause that permits it
-//   9 faults on holders at least one fault hit a holder as the scenario means (FaultHits.h)
+//   8 exclusion        judged from evidence, not notices: a hold is valid only while its last
+//                      acquisition or renewal the backend confirmed, counted from when it was SENT,
+//                      has validity left (Hold::evidence, LeaseRecorder.h). Fails when the lock
+//                      vouched for a lease (a look that found it held, a write) outside that, or
+//                      another process took the key while it was valid, unless a fault with the
+//                      scenario's named cause covers that overlap: a fault on the servers that
+//                      started by then, after which the evidence valid then was not renewed
+//   9 faults hit       every fault recorded with whether it hit its holder (or waiter) as the
+//                      scenario means (FaultHits.h), and every cycle whose fault never struck
+//                      (`fault-miss`); fails unless `cycles` faults hit as meant
 //  10 fair order       a fair lock's grants in queue order, none to a waiter that left
 //                      (FairOrder.h); passes, saying so, for the default lock
+//  11 deletes, overwrites  in the server's record, no lock key deleted or set for another owner
+//                      while its holder's lease lived, except by a command carrying the holder's
+//                      token (ServerWrites.h); vacuous where a record was due and judged nothing
 //
-// Evidence of a loss comes from outside the holder: the other process's acquisition, the
-// server's own record of the lock key set for another owner inside the section (process
-// `server`, ServerObserver.h), and the store's own list of accepted tokens (a completed fenced
+// Evidence of a loss comes from outside the holder: the other process's acquisition, on one
+// server the server's own record of the lock key set for another owner inside the section
+// (process `server`, ServerObserver.h; `serverSetsShowLosses`), and the store's own list of accepted tokens (a completed fenced
 // write whose token is not in it was refused because a later holder had written).
 //
 // Plain functions over values; thread-compatible.
@@ -79,15 +91,12 @@ struct CheckerInput {
   // that names it means them to go back, and a run where none did shows nothing: check 3 fails.
   std::string fenceRegressionCause;
   FaultExpectation faults;
-  // How late a holder may record that its lease ended and still count as told before another
-  // process's acquisition: it checks isHeld() every few ms during a hold (Client.cpp), and the
-  // record can wait for a CPU on a loaded machine.
-  std::chrono::milliseconds noticeSlack{50};
-  // The clients ran a fair lock (LockBuilder::fair): check 10 replays its queue from the server's
-  // record, where there is one (`serverRecord`: one server, ServerObserver.h); elsewhere it says
-  // that the order went unchecked.
+  int cycles = 1;  // faults that must hit as meant (the runner's --cycles)
+  // The clients ran a fair lock (LockBuilder::fair): check 10 replays its queue from the servers'
+  // record (`serverRecord`: ServerObserver.h on every data node), node by node.
   bool fair = false;
   bool serverRecord = true;
+  bool serverSetsShowLosses = true;  // one server: its record's SET for another owner is a loss
 };
 
 struct CheckResult {
@@ -104,7 +113,8 @@ struct Report {
   long long acquireFailures = 0;
   long long fencedAccepted = 0;
   long long fencedRejected = 0;
-  long long unfencedLostUpdates = 0;
+  long long unfencedLostUpdates = 0;  // keys short of their completed writes, summed
+  long long unfencedSurplus = 0;      // keys above them (writes whose error hid a landing), summed
   std::map<std::string, long long> unfencedLostByKey;
   long long fenceRegressions = 0;
   long long fencedStoreViolations = 0;
@@ -112,14 +122,17 @@ struct Report {
   long long lostUntold = 0;
   long long lostHolderKilled = 0;  // lost after the nemesis killed the holder: nobody to tell
   long long lostExpiredFirst = 0;  // the holder knew its lease had ended before the other acquired
-  long long overlapsWhileValid = 0;   // lost while the holder's lease was still valid for it
-  long long exclusionViolations = 0;  // ... in a scenario that names no cause
+  long long overlapsWhileValid = 0;   // lost while the evidence showed the holder's lease valid
+  long long overlapsExcused = 0;      // ... inside a fault with the scenario's named cause
+  long long vouchedPastEvidence = 0;  // the lock vouched for a lease the evidence no longer covered
+  long long exclusionViolations = 0;  // overlaps not excused, and vouching past the evidence
   long long storeRefusedHolds = 0;    // holds whose fenced write the store refused
   long long serverSets = 0;           // lock-key SETs in the server's own record (ServerObserver.h)
   long long lossesSeenByServer = 0;   // losses whose first evidence was that record
   long long faults = 0;
   long long faultsOnHolders = 0;      // faults that hit a holder as the scenario means
   long long faultsKeyTaken = 0;       // ... and the held key was taken during the hold
+  long long faultMisses = 0;          // faults that missed, and cycles whose fault never struck
   std::vector<double> recoveryMs;  // one per (fault-end, live client) that recovered
   double recoveryP50Ms = 0;
   double recoveryMaxMs = 0;
@@ -133,8 +146,10 @@ struct Report {
 
   long long fairGrants = 0;           // grants replayed by check 10
   long long fairViolations = 0;       // ... out of queue order, or to a waiter that left
+  long long serverWritesJudged = 0;   // DELs and SETs check 11 judged
+  long long serverWriteViolations = 0;  // ... that deleted or overwrote a live key of another holder
 
-  std::array<CheckResult, 10> checks;
+  std::array<CheckResult, 11> checks;
 
   // True when any check failed.
   [[nodiscard]] bool failed() const;

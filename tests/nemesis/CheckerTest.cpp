@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Each check of the Checker fails on a hand-built history for exactly its reason, and a clean
 // history passes them all; each rule has a history that must fail and one that must pass. Times
-// are in milliseconds from 0; the recovery bound is 100 ms, the notice slack 5 ms.
+// are in milliseconds from 0; the recovery bound is 100 ms. A hold's owner token is "o<token>",
+// and each acquisition has its evidence (LeaseRecorder.h): sent at its invoke, valid 100 ms.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -34,11 +35,25 @@ void record(CheckerInput& input, const std::string& process, Kind kind, const st
   input.history.push_back(std::move(record));
 }
 
+// The backend confirmed an acquisition or renewal of (key, owner) sent at `ms`, valid `validMs`.
+void lease(CheckerInput& input, const std::string& process, const std::string& key, const std::string& owner,
+           std::int64_t ms, std::int64_t validMs) {
+  record(input, process, Kind::Info, "lease", key, 0, ms, std::to_string(validMs));
+  input.history.back().message = owner;
+}
+
+// An acquisition completed at `okMs`, sent at `okMs - 1` and valid `validMs` by its evidence.
+void acquired(CheckerInput& input, const std::string& process, const std::string& key, std::uint64_t token,
+              std::int64_t okMs, std::int64_t validMs = 100) {
+  record(input, process, Kind::Invoke, "acquire", key, 0, okMs - 1);
+  lease(input, process, key, "o" + std::to_string(token), okMs - 1, validMs);
+  record(input, process, Kind::Ok, "acquire", key, token, okMs, "o" + std::to_string(token));
+}
+
 // One whole iteration from `ms` on: acquire (invoke, ok at +1), fenced write, release (+5, +6).
 void cycle(CheckerInput& input, const std::string& process, const std::string& key, std::uint64_t token,
            std::int64_t ms, const std::string& releaseError = "") {
-  record(input, process, Kind::Invoke, "acquire", key, 0, ms);
-  record(input, process, Kind::Ok, "acquire", key, token, ms + 1);
+  acquired(input, process, key, token, ms + 1, 10);
   record(input, process, Kind::Invoke, "fenced-write", key, token, ms + 2);
   record(input, process, Kind::Ok, "fenced-write", key, token, ms + 3, "accepted");
   record(input, process, Kind::Invoke, "release", key, token, ms + 5);
@@ -69,10 +84,8 @@ void accept(CheckerInput& input, const std::string& key, std::uint64_t token) {
 CheckerInput cleanRun() {
   CheckerInput input;
   input.recoveryBound = std::chrono::milliseconds(100);
-  input.noticeSlack = std::chrono::milliseconds(5);
   cycle(input, "c1", "k", 1, 0);
-  record(input, "c2", Kind::Invoke, "acquire", "k", 0, 2);
-  record(input, "c2", Kind::Ok, "acquire", "k", 2, 7);
+  acquired(input, "c2", "k", 2, 7);
   record(input, "c2", Kind::Invoke, "release", "k", 2, 11);
   record(input, "c2", Kind::Ok, "release", "k", 2, 12);
   fault(input, "pause", 8, 10, "c2", "k");
@@ -88,7 +101,17 @@ CheckerInput cleanRun() {
   input.exits.resize(2);
   input.exits[0].process = "c1";
   input.exits[1].process = "c2";
+  input.serverRecord = false;  // no server record: check 11 has nothing to judge
   return input;
+}
+
+// The server's record (ServerObserver.h) of a lock-key command at `ms` on node "n1", run by a
+// caller with arguments `caller` that came `lagMs` before it.
+void serverWrite(CheckerInput& input, const std::string& op, std::int64_t ms, const std::string& value,
+                 std::uint64_t px, const std::string& caller, std::int64_t lagMs = 0) {
+  record(input, "server", Kind::Info, op, "k", px, ms, value);
+  input.history.back().message =
+      "n1 " + std::to_string(lagMs * kMs) + " " + std::to_string(ms * 1000) + " h | " + caller;
 }
 
 }  // namespace
@@ -126,16 +149,50 @@ TEST_SUITE("Checker") {
     CHECK(dlock::nemesis::check(input).failedChecks() == "1");
   }
 
-  TEST_CASE("unfenced lost updates fail where the scenario names no cause, and pass where it does") {
+  TEST_CASE("an unfenced loss fails unless a fault with the named cause touched that key: a paused writer's write "
+            "that landed after its evidence ran out") {
     auto input = cleanRun();
-    record(input, "c1", Kind::Ok, "write", "k", 1, 2, "1");
-    record(input, "c2", Kind::Ok, "write", "k", 2, 8, "1");
-    input.store["k"].counter = 1;
-    const auto report = dlock::nemesis::check(input);
+    // c1 holds k2 from 201 (valid until 211 by its evidence), writes from 209 to 215; c2 read the
+    // counter before that write landed and wrote after it: one update lost on k2.
+    acquired(input, "c1", "k2", 1, 201, 10);
+    record(input, "c1", Kind::Invoke, "write", "k2", 1, 209);
+    record(input, "c1", Kind::Ok, "write", "k2", 1, 215, "1");
+    record(input, "c1", Kind::Invoke, "release", "k2", 1, 216);
+    record(input, "c1", Kind::Fail, "release", "k2", 1, 217, "", "LockLostError");
+    acquired(input, "c2", "k2", 2, 212, 10);
+    record(input, "c2", Kind::Invoke, "write", "k2", 2, 213);
+    record(input, "c2", Kind::Ok, "write", "k2", 2, 216, "1");
+    record(input, "c2", Kind::Invoke, "release", "k2", 2, 218);
+    record(input, "c2", Kind::Ok, "release", "k2", 2, 219);
+    input.store["k2"] = {{}, 0, 0, 1};
+    auto report = dlock::nemesis::check(input);
     CHECK(report.unfencedLostUpdates == 1);
-    CHECK(report.unfencedLostByKey.at("k") == 1);
+    CHECK(report.unfencedLostByKey.at("k2") == 1);
     CHECK(report.failedChecks() == "2");
     input.overlapCause = "a paused process";
+    CHECK(dlock::nemesis::check(input).failedChecks() == "2");  // no pause touched that write
+    auto otherPause = input;
+    fault(otherPause, "SIGSTOP c2", 210, 214, "c2", "k2");  // the other process's
+    CHECK(dlock::nemesis::check(otherPause).failedChecks() == "2");
+    fault(input, "SIGSTOP c1", 210, 214, "c1", "k2");
+    report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.checks[1].reason.find("a paused process") != std::string::npos);
+  }
+
+  TEST_CASE("losses and surpluses of the unfenced counter are judged per key, never summed across keys") {
+    auto input = cleanRun();
+    record(input, "c1", Kind::Ok, "write", "a", 1, 2, "1");
+    record(input, "c1", Kind::Ok, "write", "a", 1, 3, "2");
+    input.store["a"] = {{}, 0, 0, 1};  // one lost on a
+    input.store["b"] = {{}, 0, 0, 1};  // one counted on b, no write completed there
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.unfencedLostUpdates == 1);
+    CHECK(report.unfencedSurplus == 1);
+    CHECK(report.failedChecks() == "2");
+    input.store["a"].counter = 2;
+    CHECK(dlock::nemesis::check(input).failedChecks() == "2");  // b alone
+    record(input, "c1", Kind::Fail, "write", "b", 1, 4, "", "StoreError");  // in doubt: it may have landed
     CHECK(dlock::nemesis::check(input).failedChecks() == "");
   }
 
@@ -346,13 +403,20 @@ TEST_SUITE("Checker") {
     }
   }
 
-  // c1 holds k from 501 until it invokes its release at 540; c2 acquires it at 511 (its whole
-  // cycle from 510, fenced write accepted).
+  void faultAround(CheckerInput& input, const std::string& name, const std::string& target = "") {
+    fault(input, name, 499, 500, target, target.empty() ? "" : "k");
+    input.history.back().timeNs += kMs / 2;
+  }
+
+  // c1 holds k from 501 (evidence: sent at 500, valid 100 ms) until it invokes its release at 540;
+  // c2 acquires it at 511 (its whole cycle from 510, fenced write accepted). A restart of the
+  // server from 505 to 508 touched it, where a test names it.
   CheckerInput overlapRun(const std::string& cause) {
     auto input = cleanRun();
     input.overlapCause = cause;
-    record(input, "c1", Kind::Invoke, "acquire", "k", 0, 500);
-    record(input, "c1", Kind::Ok, "acquire", "k", 7, 501);
+    // The fault the cause names, from 499 to 500.5 ms: it touched c1's acquisition (sent at 500).
+    if (!cause.empty()) faultAround(input, "server SIGKILL, restart");
+    acquired(input, "c1", "k", 7, 501);  // valid by its evidence until 600
     cycle(input, "c2", "k", 8, 510);
     accept(input, "k", 8);
     return input;
@@ -394,45 +458,93 @@ TEST_SUITE("Checker") {
     CHECK(report.lostUntold == 1);
   }
 
-  TEST_CASE("a loss while the holder's lease was valid fails the exclusion check unless the scenario names a cause") {
+  TEST_CASE("a loss while the evidence shows the holder's lease valid fails the exclusion check unless a fault with "
+            "the named cause covers it") {
     auto input = overlapRun("");
+    CHECK(input.overlapCause.empty());
     record(input, "c1", Kind::Info, "lost", "k", 7, 520);  // told in time, but after c2 acquired
     record(input, "c1", Kind::Invoke, "release", "k", 7, 540);
     record(input, "c1", Kind::Ok, "release", "k", 7, 541);
     auto report = dlock::nemesis::check(input);
     CHECK(report.failedChecks() == "8");
     CHECK(report.exclusionViolations == 1);
+    // A named cause alone excuses nothing: no fault touched that overlap.
     input.overlapCause = "a failover without replica acknowledgement";
+    CHECK(dlock::nemesis::check(input).failedChecks() == "8");
+    // A pause of the holder cannot let the server in while its evidence holds: no excuse either.
+    auto paused = input;
+    faultAround(paused, "SIGSTOP c1", "c1");
+    CHECK(dlock::nemesis::check(paused).failedChecks() == "8");
+    // A fault on the server that touched the evidence, before the overlap: excused.
+    faultAround(input, "server SIGKILL, restart");
     report = dlock::nemesis::check(input);
     CHECK(report.failedChecks() == "");
+    CHECK(report.overlapsExcused == 1);
     CHECK(report.lostTold == 1);
+    // ... but not an overlap whose evidence was sent after that fault ended.
+    auto renewed = overlapRun("");
+    renewed.overlapCause = "lost writes";
+    record(renewed, "c1", Kind::Invoke, "release", "k", 7, 540);
+    record(renewed, "c1", Kind::Fail, "release", "k", 7, 541, "", "LockLostError");
+    fault(renewed, "server SIGKILL, restart", 300, 320);
+    CHECK(dlock::nemesis::check(renewed).failedChecks().find('8') != std::string::npos);
   }
 
-  TEST_CASE("a holder that saw its lease end before the other acquired is no overlap") {
-    for (const std::int64_t seenAt : {509, 514, 530}) {  // before, within the slack, after it
-      CAPTURE(seenAt);
-      auto input = overlapRun("");
-      record(input, "c1", Kind::Info, "invalid", "k", 7, seenAt);
-      record(input, "c1", Kind::Invoke, "release", "k", 7, 540);
-      record(input, "c1", Kind::Fail, "release", "k", 7, 541, "", "LockLostError");
-      const auto report = dlock::nemesis::check(input);
-      CHECK(report.failedChecks() == (seenAt <= 516 ? "" : "8"));
-      CHECK(report.lostExpiredFirst == (seenAt <= 516 ? 1 : 0));
+  TEST_CASE("a holder whose evidence ran out before the other acquired is no overlap, whatever it was told") {
+    auto input = cleanRun();
+    acquired(input, "c1", "k", 7, 501, 9);  // valid until 509
+    cycle(input, "c2", "k", 8, 510);
+    accept(input, "k", 8);
+    record(input, "c1", Kind::Info, "invalid", "k", 7, 530, std::to_string(508 * kMs));  // last looked held at 508
+    record(input, "c1", Kind::Invoke, "release", "k", 7, 540);
+    record(input, "c1", Kind::Fail, "release", "k", 7, 541, "", "LockLostError");
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.lostExpiredFirst == 1);
+    CHECK(report.vouchedPastEvidence == 0);
+  }
+
+  TEST_CASE("a lock that vouched for a lease past its evidence fails the exclusion check, by any margin") {
+    // The audit's case: the local deadline 40 ms late; and one by a microsecond. A renewal's
+    // evidence counts from its send on, so the same looks pass when a renewal came in time.
+    for (const std::int64_t lateNs : {std::int64_t{40} * kMs, std::int64_t{1000}}) {
+      for (const bool renewed : {false, true}) {
+        CAPTURE(lateNs);
+        CAPTURE(renewed);
+        auto input = cleanRun();
+        acquired(input, "c1", "k", 7, 501, 9);  // valid until 509 ms
+        if (renewed) lease(input, "c1", "k", "o7", 505, 100);
+        record(input, "c1", Kind::Info, "invalid", "k", 7, 560, std::to_string(509 * kMs + lateNs));
+        record(input, "c1", Kind::Invoke, "release", "k", 7, 570);
+        record(input, "c1", Kind::Fail, "release", "k", 7, 571, "", "LockLostError");
+        const auto report = dlock::nemesis::check(input);
+        CHECK(report.failedChecks() == (renewed ? "" : "8"));
+        CHECK(report.vouchedPastEvidence == (renewed ? 0 : 1));
+        if (!renewed) CHECK(report.checks[7].reason.find("after its evidence ran out") != std::string::npos);
+      }
     }
   }
 
-  TEST_CASE("a holder told only by its failing release overlapped, even when the release came within the slack") {
-    auto input = overlapRun("");
-    record(input, "c1", Kind::Invoke, "release", "k", 7, 513);  // its section ran past c2's acquire at 511
-    record(input, "c1", Kind::Fail, "release", "k", 7, 514, "", "LockLostError");
-    auto report = dlock::nemesis::check(input);
+  TEST_CASE("a write dated past its hold's evidence, or a hold with no evidence at all, fails the exclusion check") {
+    auto input = cleanRun();
+    acquired(input, "c1", "k", 7, 501, 9);
+    record(input, "c1", Kind::Invoke, "write", "k", 7, 508);  // looked at 508: inside
+    record(input, "c1", Kind::Ok, "write", "k", 7, 512, "1");
+    record(input, "c1", Kind::Invoke, "release", "k", 7, 570);
+    record(input, "c1", Kind::Ok, "release", "k", 7, 571);
+    input.store["k"].counter = 1;
+    CHECK(dlock::nemesis::check(input).failedChecks() == "");
+    auto late = input;
+    late.history[late.history.size() - 4].timeNs = 510 * kMs;  // looked at 510: outside
+    CHECK(dlock::nemesis::check(late).failedChecks() == "8");
+    // An acquisition the backend never confirmed (a lost reply counted as taken): no evidence.
+    auto unconfirmed = input;
+    unconfirmed.history.erase(std::remove_if(unconfirmed.history.begin(), unconfirmed.history.end(),
+                                             [](const Op& op) { return op.op == "lease" && op.message == "o7"; }),
+                              unconfirmed.history.end());
+    const auto report = dlock::nemesis::check(unconfirmed);
     CHECK(report.failedChecks() == "8");
-    CHECK(report.lostExpiredFirst == 0);
-    CHECK(report.exclusionViolations == 1);
-    input.overlapCause = "a failover without replica acknowledgement";
-    report = dlock::nemesis::check(input);
-    CHECK(report.failedChecks() == "");
-    CHECK(report.lostTold == 1);  // told before its release returned: by the release itself
+    CHECK(report.checks[7].reason.find("no confirmed acquisition") != std::string::npos);
   }
 
   TEST_CASE("a fenced write the store refused is a loss even when no other acquisition was recorded") {
@@ -469,13 +581,19 @@ TEST_SUITE("Checker") {
   TEST_CASE("the server's record of the key set for another owner inside a section is a loss") {
     auto input = cleanRun();
     input.overlapCause = "lost writes";
-    // c1 holds k (owner token "t9") from 331 to 345 and says nothing of a loss; no client
+    // c1 holds k (owner token "o9") from 331 to 345 and says nothing of a loss; no client
     // recorded another acquisition, but the server set k for owner "x" at 340.
-    record(input, "c1", Kind::Invoke, "acquire", "k", 0, 330);
-    record(input, "c1", Kind::Ok, "acquire", "k", 9, 331, "t9");
+    acquired(input, "c1", "k", 9, 331);
     record(input, "c1", Kind::Invoke, "release", "k", 9, 345);
     record(input, "c1", Kind::Ok, "release", "k", 9, 346);
-    record(input, "server", Kind::Info, "server-set", "k", 0, 332, "t9");  // its own
+    record(input, "server", Kind::Info, "server-set", "k", 0, 332, "o9");  // its own
+    fault(input, "server SIGKILL, restart", 329, 330);  // the lost writes, touching c1's acquisition
+    input.history.back().timeNs += kMs / 2;
+    record(input, "server", Kind::Info, "server-watch", "", 0, 336);  // the observer back after it
+    cycle(input, "c2", "k", 10, 350);
+    cycle(input, "c2", "k", 11, 440);  // seen past the recovery bound
+    accept(input, "k", 10);
+    accept(input, "k", 11);
     auto own = input;
     record(input, "server", Kind::Info, "server-set", "k", 0, 340, "x");
     auto report = dlock::nemesis::check(input);
@@ -487,6 +605,63 @@ TEST_SUITE("Checker") {
     CHECK(report.lossesSeenByServer == 0);
   }
 
+  TEST_CASE("a lock key deleted or set for another owner while its holder's lease lived fails check 11, unless "
+            "the command carries the holder's token") {
+    auto input = cleanRun();
+    input.serverRecord = true;
+    serverWrite(input, "server-set", 110, "x1", 100, "EVALSHA acq 1 dlock:{k} x1 100");  // lives until 210
+    auto owner = input;
+    serverWrite(owner, "server-del", 150, "", 0, "EVALSHA rel 1 dlock:{k} x1");
+    auto report = dlock::nemesis::check(owner);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.serverWritesJudged == 1);
+    for (const std::string op : {"server-del", "server-set"}) {
+      CAPTURE(op);
+      auto other = input;
+      serverWrite(other, op, 150, op == "server-set" ? "x2" : "", 100, "EVALSHA acq 1 dlock:{k} x2 100");
+      report = dlock::nemesis::check(other);
+      CHECK(report.failedChecks() == "11");
+      CHECK(report.serverWriteViolations == 1);
+      CHECK(report.checks[10].reason.find("x1 held it with 60.000 ms left") != std::string::npos);
+      auto expired = input;  // the same after the key's expiry: nothing wrong
+      serverWrite(expired, op, 211, op == "server-set" ? "x2" : "", 100, "EVALSHA acq 1 dlock:{k} x2 100");
+      CHECK(dlock::nemesis::check(expired).failedChecks() == "");
+    }
+  }
+
+  TEST_CASE("check 11 counts a key's life from its holder's extends and from the script's call, and forgets what "
+            "ran unseen") {
+    auto input = cleanRun();
+    input.serverRecord = true;
+    serverWrite(input, "server-set", 110, "x1", 100, "EVALSHA acq 1 dlock:{k} x1 100", 4);  // from 106: until 206
+    auto early = input;
+    serverWrite(early, "server-del", 205, "", 0, "DEL dlock:{k}");
+    CHECK(dlock::nemesis::check(early).failedChecks() == "11");
+    auto late = input;
+    serverWrite(late, "server-del", 207, "", 0, "DEL dlock:{k}");
+    CHECK(dlock::nemesis::check(late).failedChecks() == "");
+    // Records are judged in each server's stream order (the file's).
+    auto extended = input;
+    serverWrite(extended, "server-expire", 200, "100", 0, "EVALSHA ext 1 dlock:{k} x1 100");  // until 300
+    auto watched = extended;
+    serverWrite(extended, "server-del", 207, "", 0, "DEL dlock:{k}");
+    CHECK(dlock::nemesis::check(extended).failedChecks() == "11");
+    // The observer reconnected at 201 (a restart may have lost the key): the DEL is not judged.
+    record(watched, "server", Kind::Info, "server-watch", "", 0, 201);
+    watched.history.back().message = "n1";
+    serverWrite(watched, "server-del", 207, "", 0, "DEL dlock:{k}");
+    auto report = dlock::nemesis::check(watched);
+    CHECK(report.serverWritesJudged == 0);
+    CHECK(report.serverWriteViolations == 0);
+    CHECK(report.checks[10].reason.find("vacuous") == 0);  // a record was due, and judged nothing
+    // A fault that moves the server's clock makes its keys unknown too.
+    auto clocked = extended;
+    fault(clocked, "server clock +3s", 202, 203);
+    std::rotate(clocked.history.end() - 3, clocked.history.end() - 2, clocked.history.end());  // the DEL after it
+    report = dlock::nemesis::check(clocked);
+    CHECK(report.serverWriteViolations == 0);
+  }
+
   TEST_CASE("a MONITOR line gives its command's arguments, escapes undone") {
     const auto args = dlock::nemesis::parseMonitorLine(
         R"(1700000000.123456 [0 lua] "SET" "dlock:{k\"1}" "a\x00b\\" "PX" "1000")");
@@ -495,6 +670,11 @@ TEST_SUITE("Checker") {
     CHECK(args->args.size() == 5);
     CHECK(args->args.at(1) == "dlock:{k\"1}");
     CHECK(args->args.at(2) == std::string("a\0b\\", 4));
+    CHECK(args->fromScript);
+    const auto replicated = dlock::nemesis::parseMonitorLine(R"(1700000000.123456 [0 127.0.0.1:7392] "DEL" "k")");
+    REQUIRE(replicated.has_value());
+    CHECK(replicated->client == "127.0.0.1:7392");
+    CHECK_FALSE(replicated->fromScript);
     CHECK_FALSE(dlock::nemesis::parseMonitorLine("OK").has_value());
   }
 
@@ -523,6 +703,35 @@ TEST_SUITE("Checker") {
     CHECK(report.faultsOnHolders == 0);
     input.faults.holderHit = false;  // a scenario whose fault does not aim at a holder
     CHECK(dlock::nemesis::check(input).failedChecks() == "");
+  }
+
+  TEST_CASE("every fault and every cycle whose fault never struck is counted; a run passes only with as many hits as "
+            "cycles") {
+    auto input = cleanRun();  // one fault hit (the pause), one did not (the partition aims at nobody)
+    record(input, "nemesis", Kind::Info, "fault-miss", "", 0, 200, "no client got inside a hold of the first key");
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.faultsOnHolders == 1);
+    CHECK(report.faultMisses == 2);
+    CHECK(report.markdownRow().find("| 1/2 (0), 2 |") != std::string::npos);
+    input.cycles = 2;
+    report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "9");
+    CHECK(report.checks[8].reason.find("2 were to hit") != std::string::npos);
+  }
+
+  TEST_CASE("a fault aimed at a waiter hits when its target was waiting for the key") {
+    auto input = cleanRun();
+    record(input, "c1", Kind::Invoke, "acquire", "k", 0, 320);
+    fault(input, "SIGSTOP c1 (waiter)", 321, 330, "c1", "k");
+    record(input, "c1", Kind::Fail, "acquire", "k", 0, 340, "timeout");
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.faultsOnHolders == 2);
+    auto late = cleanRun();
+    fault(late, "SIGSTOP c1 (waiter)", 321, 330, "c1", "k");  // c1 was not acquiring then
+    report = dlock::nemesis::check(late);
+    CHECK(report.faultsOnHolders == 1);
+    CHECK(report.faultMisses == 2);
   }
 
   TEST_CASE("a fault that was to take the held key, or to be outlived by the hold, fails when it did not") {

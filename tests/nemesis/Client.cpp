@@ -17,8 +17,9 @@
 // client checks isHeld() every few ms and records `invalid` once it is false: when its lease
 // ended for it (the checker's "both leases valid" needs it).
 //
-// --control FILE lets the runner ask for a long hold: when FILE exists, holding "LEASE MAX" (ms;
-// LEASE 0: the watchdog's), the next acquisition is of the first key, with that fixed lease;
+// --control FILE lets the runner ask for a long hold: when FILE exists, holding "LEASE MAX [WAIT]"
+// (ms; LEASE 0: the watchdog's; WAIT: the acquire's timeout, else --acquire-timeout-ms), the
+// next acquisition is of the first key, with that fixed lease;
 // once acquired the client renames FILE to FILE.holding, records `hold-start`, and holds until
 // the runner removes FILE.holding or MAX ms passed.
 // --broken VARIANT runs a deliberately broken lock (BrokenOperator.h).
@@ -44,6 +45,7 @@
 #include "Checker.h"
 #include "FencedStore.h"
 #include "History.h"
+#include "LeaseRecorder.h"
 
 namespace {
 
@@ -73,7 +75,7 @@ struct Args {
 constexpr const char* kUsage =
     "usage: dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T --lease-ms L "
     "--acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] "
-    "[--control FILE] [--broken renewal|fence-repeat|in-doubt-released|no-deadline|no-notice]\n"
+    "[--control FILE] [--broken VARIANT (BrokenOperator.h)]\n"
     "(see the top of tests/nemesis/Client.cpp)\n";
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -165,8 +167,9 @@ class Recorder {
   Recorder(dlock::nemesis::HistoryWriter& writer, std::string process) : writer_(writer), process_(std::move(process)) {}
 
   void record(Kind kind, const char* op, const std::string& key, std::uint64_t token, std::string value,
-              std::string errorType = "", std::string message = "") {
+              std::string errorType = "", std::string message = "", std::int64_t timeNs = 0) {
     Op record;
+    record.timeNs = timeNs;
     record.process = process_;
     record.kind = kind;
     record.op = op;
@@ -178,12 +181,18 @@ class Recorder {
     writer_.append(std::move(record));
   }
 
+  void append(Op op) {
+    op.process = process_;
+    writer_.append(std::move(op));
+  }
+
   // Runs `body` between its invoke record and its completion record. A typed error is recorded by
   // its type's name, anything else as "untyped" (with its typeid) or "unknown"; the run goes on.
-  // Returns the outcome, or nothing after an error.
+  // Returns the outcome, or nothing after an error. `invokeNs` (0: now) dates the invoke record.
   template <typename Body>
-  std::optional<Outcome> step(const char* op, const std::string& key, std::uint64_t token, Body&& body) {
-    record(Kind::Invoke, op, key, token, "");
+  std::optional<Outcome> step(const char* op, const std::string& key, std::uint64_t token, Body&& body,
+                              std::int64_t invokeNs = 0) {
+    record(Kind::Invoke, op, key, token, "", "", "", invokeNs);
     stepName = op;
     stepStartNs = dlock::nemesis::monotonicNs();
     std::optional<Outcome> outcome;
@@ -241,6 +250,7 @@ void watchForHangs(Recorder& recorder, milliseconds bound, const std::atomic<boo
 struct HoldRequest {
   milliseconds lease{0};
   milliseconds max{0};
+  milliseconds acquireTimeout{0};  // 0: --acquire-timeout-ms
 };
 
 std::optional<HoldRequest> pendingRequest(const std::string& control) {
@@ -249,18 +259,27 @@ std::optional<HoldRequest> pendingRequest(const std::string& control) {
   if (file == nullptr) return std::nullopt;
   long long lease = 0;
   long long max = 0;
-  const int read = std::fscanf(file, "%lld %lld", &lease, &max);
+  long long timeout = 0;
+  const int read = std::fscanf(file, "%lld %lld %lld", &lease, &max, &timeout);
   std::fclose(file);
-  if (read != 2) return std::nullopt;  // being written: read it next time
-  return HoldRequest{milliseconds(lease), milliseconds(max)};
+  if (read < 2) return std::nullopt;  // being written: read it next time
+  return HoldRequest{milliseconds(lease), milliseconds(max), milliseconds(read == 3 ? timeout : 0)};
 }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 std::shared_ptr<dlock::ILock> buildLock(const Args& args, Recorder& recorder) {
   dlock::LockBuilder builder;
+  // The evidence of each lease sits next to the backend, under any broken variant but those
+  // that break the server's side (BrokenOperator.h).
   std::shared_ptr<dlock::IOperator> backend = dlock::connect(args.uri);
-  if (args.broken == "renewal" || args.broken == "fence-repeat" || args.broken == "in-doubt-released") {
+  const bool operatorVariant = !args.broken.empty() && args.broken != "no-deadline" && args.broken != "no-notice";
+  if (operatorVariant && dlock::nemesis::breaksServerSide(args.broken)) {
+    backend = std::make_shared<dlock::nemesis::BrokenOperator>(backend, args.broken, args.uri);
+  }
+  backend = std::make_shared<dlock::nemesis::LeaseRecorder>(backend,
+                                                            [&recorder](Op op) { recorder.append(std::move(op)); });
+  if (operatorVariant && !dlock::nemesis::breaksServerSide(args.broken)) {
     backend = std::make_shared<dlock::nemesis::BrokenOperator>(backend, args.broken);
   }
   builder.backend(backend);
@@ -295,7 +314,9 @@ class Workload {
     const auto acquired = recorder_.step("acquire", key, 0, [&] {
       std::optional<milliseconds> leaseTime;
       if (request && request->lease.count() > 0) leaseTime = request->lease;
-      lease = lock_.acquire(key, dlock::AcquireOptions{args_.acquireTimeout, leaseTime});
+      const milliseconds timeout =
+          request && request->acquireTimeout.count() > 0 ? request->acquireTimeout : args_.acquireTimeout;
+      lease = lock_.acquire(key, dlock::AcquireOptions{timeout, leaseTime});
       if (!lease) return Outcome{Kind::Fail, "timeout", 0};
       // The owner token, for the checker to match with the server's record (ServerObserver.h).
       return Outcome{Kind::Ok, lease.token(), lease.fencingToken()};
@@ -316,12 +337,18 @@ class Workload {
       hold(lease, key, token, request ? request->max : milliseconds(holdFor_(random_)), holding);
       // As a careful user does: no unprotected write once the lease ended for its holder (the
       // fenced write still goes, for the store to refuse). The no-notice variant does not look.
+      // The write is dated from before the look: the lock vouched for the lease at that time or
+      // later, and the checker holds that time to the lease's evidence (LeaseRecorder.h).
+      const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
       if (args_.broken == "no-notice" || lease.isHeld()) {
         const long long next = std::stoll(read->value) + 1;
-        (void)recorder_.step("write", key, token, [&] {
-          store_.set(key, next);
-          return Outcome{Kind::Ok, std::to_string(next), 0};
-        });
+        (void)recorder_.step(
+            "write", key, token,
+            [&] {
+              store_.set(key, next);
+              return Outcome{Kind::Ok, std::to_string(next), 0};
+            },
+            lookedNs);
       }
     }
     (void)recorder_.step("fenced-write", key, token, [&] {
@@ -332,19 +359,28 @@ class Workload {
 
  private:
   // Sleeps `length` (or until `holding` is removed), checking every few ms whether the lease
-  // still holds for its holder and recording `invalid` once it does not.
+  // still holds for its holder and recording `invalid` once it does not. The last look that found
+  // it held is recorded (value of `invalid`, or of `held` at the end), dated from before that
+  // look: the checker holds it to the lease's evidence (LeaseRecorder.h).
   void hold(const dlock::Lease& lease, const std::string& key, std::uint64_t token, milliseconds length,
             const std::string& holding) {
     const auto end = steady_clock::now() + length;
     bool seenInvalid = args_.broken == "no-notice";  // that variant never looks
+    std::int64_t lastHeldNs = 0;
     while (!stopping && steady_clock::now() < end) {
       if (!holding.empty() && !exists(holding)) break;
-      if (!seenInvalid && !lease.isHeld()) {
-        recorder_.record(Kind::Info, "invalid", key, token, "");
-        seenInvalid = true;
+      if (!seenInvalid) {
+        const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
+        if (lease.isHeld()) {
+          lastHeldNs = lookedNs;
+        } else {
+          recorder_.record(Kind::Info, "invalid", key, token, std::to_string(lastHeldNs));
+          seenInvalid = true;
+        }
       }
       std::this_thread::sleep_for(std::min(milliseconds(2), duration_cast<milliseconds>(end - steady_clock::now()) + 1ms));
     }
+    if (!seenInvalid && lastHeldNs != 0) recorder_.record(Kind::Info, "held", key, token, std::to_string(lastHeldNs));
   }
 
   void release(dlock::Lease& lease, const std::string& key, std::uint64_t token) {

@@ -92,6 +92,12 @@ std::string ClusterDeployment::lockUri(std::size_t slot) const {
   return uri + "?" + clientQuery();
 }
 
+std::vector<std::string> ClusterDeployment::observedAddresses() const {
+  std::vector<std::string> addresses;
+  for (const auto& node : nodes_) addresses.push_back(node->host() + ":" + std::to_string(node->port()));
+  return addresses;
+}
+
 std::vector<std::string> ClusterDeployment::dataAddresses() const {
   std::vector<std::string> addresses;
   // Masters only: a replica answers the scan's PTTL with MOVED.

@@ -29,6 +29,7 @@ class ClusterDeployment : public Deployment {
   [[nodiscard]] std::string lockUri(std::size_t slot) const override;
   // The running masters' own addresses.
   [[nodiscard]] std::vector<std::string> dataAddresses() const override;
+  [[nodiscard]] std::vector<std::string> observedAddresses() const override;
   // The client's own proxies, one per node.
   [[nodiscard]] std::vector<test::LinkProxy*> clientLinks(std::size_t slot) override;
   // Every proxy passing, every node running, and the cluster stable (waitStable).

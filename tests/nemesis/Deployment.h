@@ -38,6 +38,9 @@ class Deployment {
   [[nodiscard]] virtual std::string lockUri(std::size_t slot) const = 0;
   // host:port of each data server the lock writes to, directly (the end-of-run key scan).
   [[nodiscard]] virtual std::vector<std::string> dataAddresses() const = 0;
+  // Every data server a lock key may live on during the run, whatever its role now (the server
+  // observers watch them all, ServerObserver.h).
+  [[nodiscard]] virtual std::vector<std::string> observedAddresses() const { return dataAddresses(); }
   // The proxies between the client in `slot` and the servers.
   [[nodiscard]] virtual std::vector<test::LinkProxy*> clientLinks(std::size_t slot) = 0;
   // Every client's.

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "ServerRecord.h"
+
 namespace dlock::nemesis {
 namespace {
 
@@ -20,20 +22,25 @@ std::string at(const Op& op) { return " at " + std::to_string(op.timeNs / 1'000'
 }  // namespace
 
 FairOrderResult checkFairOrder(const std::vector<Op>& history) {
-  std::vector<Op> record;
-  for (const Op& op : history) {
-    if (op.process == "server" && op.op.rfind("server-", 0) == 0) record.push_back(op);
-  }
-  // The observer writes in the server's order; equal stamps keep it (one script's commands).
-  std::stable_sort(record.begin(), record.end(), [](const Op& a, const Op& b) { return a.timeNs < b.timeNs; });
-
+  // Each server's records in the order of its stream (the file's order: one writer per server).
   FairOrderResult result;
-  std::map<std::string, KeyQueue> keys;
+  std::map<std::pair<std::string, std::string>, KeyQueue> keys;  // by (server, key)
   const auto violation = [&](const std::string& what) {
     if (result.violations++ == 0) result.first = what;
   };
-  for (const Op& op : record) {
-    KeyQueue& queue = keys[op.key];
+  for (const Op& op : history) {
+    if (op.process != "server" || op.op.rfind("server-", 0) != 0) continue;
+    const std::string node = serverStamp(op).node;
+    if (op.op == "server-watch") {
+      // What ran unseen on that server (before a connection) left its queues unknown: a model
+      // queue holds only the waiters seen joining it, and a hand-off to an unseen one is taken
+      // as the head's.
+      for (auto& [where, queue] : keys) {
+        if (where.first == node) queue = KeyQueue{};
+      }
+      continue;
+    }
+    KeyQueue& queue = keys[{node, op.key}];
     auto& waiters = queue.waiters;
     const auto position = std::find(waiters.begin(), waiters.end(), op.value);
     if (op.op == "server-enqueue") {
@@ -47,14 +54,13 @@ FairOrderResult checkFairOrder(const std::vector<Op>& history) {
       }
       queue.justUnqueued.clear();
     } else if (op.op == "server-unqueue") {
-      queue.justUnqueued.clear();
-      if (position == waiters.end()) continue;  // left already (a leave removes both entries)
+      queue.justUnqueued = op.value;
+      if (position == waiters.end()) continue;  // left already (a leave removes both), or unseen
       if (position != waiters.begin()) {
         violation("key '" + op.key + "': waiter " + op.value + " taken off the queue" + at(op) + " behind " +
                   std::to_string(position - waiters.begin()) + " waiter(s), the first " + waiters.front());
       }
       waiters.erase(position);
-      queue.justUnqueued = op.value;
     } else if (op.op == "server-set") {
       ++result.grants;
       if (queue.left.count(op.value) > 0) {

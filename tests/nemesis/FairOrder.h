@@ -11,8 +11,9 @@
 //     empty queue (a newcomer barged past the waiters), or
 //   - the key is set for a token that left the queue and did not join it again.
 // A waiter handed the key just before it died or gave up is no violation: the grant came first,
-// and its claim lease bounds the cost. Evidence only where the observer saw every command (one
-// server, no restart): see ServerObserver.h.
+// and its claim lease bounds the cost. Each server is replayed on its own, in its stream's order:
+// a replica shows no commands, so a promoted one starts with queues it has not seen filled, and
+// after a server-watch marker (a connection) the model knows only the waiters it sees join.
 // Plain functions over values; thread-compatible.
 #pragma once
 

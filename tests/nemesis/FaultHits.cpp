@@ -20,7 +20,24 @@ const Hold* heldAtStart(const std::vector<Hold>& holds, const FaultWindow& windo
   return nullptr;
 }
 
+// Whether the target was inside an acquire of the key (invoked, not completed) when the fault
+// started: a fault aimed at a waiter.
+bool waitingAtStart(const std::vector<Op>& history, const FaultWindow& window) {
+  bool waiting = false;
+  for (const Op& op : history) {
+    if (op.process != window.target || op.op != "acquire" || op.timeNs > window.startNs) continue;
+    if (op.kind == Kind::Invoke) {
+      waiting = op.key == window.targetKey;
+    } else {
+      waiting = false;
+    }
+  }
+  return waiting;
+}
+
 }  // namespace
+
+bool aimsAtWaiter(const FaultWindow& window) { return window.name.find("(waiter)") != std::string::npos; }
 
 std::vector<FaultWindow> faultWindows(const std::vector<Op>& history) {
   std::vector<FaultWindow> windows;
@@ -47,6 +64,12 @@ std::vector<FaultHit> assessFaults(const std::vector<Op>& history, const FaultEx
   for (const FaultWindow& window : faultWindows(history)) {
     FaultHit hit;
     hit.window = window;
+    if (aimsAtWaiter(window)) {
+      hit.waiterHit = !window.target.empty() && waitingAtStart(history, window);
+      hit.asExpected = hit.waiterHit;
+      hits.push_back(std::move(hit));
+      continue;
+    }
     const Hold* hold = window.target.empty() ? nullptr : heldAtStart(holds, window);
     if (hold != nullptr) {
       hit.holderHit = true;

@@ -5,6 +5,7 @@
 // another client while that hold was open. The runner retries a cycle whose fault missed; the
 // checker fails a run where no fault hit (check 9: a vacuous run proves nothing).
 //
+// A fault aimed at a waiter (WaiterFaults.h) hits when its target was waiting for the key.
 // The nemesis records each targeted fault as fault-start/fault-end with key = the target process
 // and message = the lock key it holds (History.h). Plain functions over values; thread-compatible.
 #pragma once
@@ -36,6 +37,7 @@ struct FaultWindow {
 
 struct FaultHit {
   FaultWindow window;
+  bool waiterHit = false;   // a fault on a waiter (aimsAtWaiter): the target was waiting for targetKey
   bool holderHit = false;   // the target held targetKey when the fault started
   bool outlived = false;    // ... and still when it ended
   bool taken = false;       // another process acquired targetKey while that hold was open
@@ -44,6 +46,10 @@ struct FaultHit {
 };
 
 [[nodiscard]] std::vector<FaultWindow> faultWindows(const std::vector<Op>& history);
+
+// A fault aimed at a waiter ("(waiter)" in its name, WaiterFaults.h): it hits when its target was
+// inside an acquire of the key, and means nothing else.
+[[nodiscard]] bool aimsAtWaiter(const FaultWindow& window);
 
 // One entry per fault window, in start order.
 [[nodiscard]] std::vector<FaultHit> assessFaults(const std::vector<Op>& history, const FaultExpectation& expectation);

@@ -12,7 +12,11 @@
 //               (the holder saw isHeld() turn false during its hold), hold-start (a long hold the
 //               nemesis asked for; value = its longest ms), hang, fault-start fault-end (value =
 //               the fault's name; key = the target process and message = the lock key it held,
-//               for a fault aimed at a holder)
+//               for a fault aimed at a holder or waiter), fault-miss (value = why a cycle's fault
+//               never struck), lease (LeaseRecorder.h: a confirmed acquisition or renewal, time_ns
+//               = its send, value = its validity in ms, message = the owner token), held (value =
+//               the time of the hold's last look that found the lease held; `invalid` carries it
+//               too)
 //   token       the fencing token, 0 when there is none
 //   value       the counter value read or written, accepted | rejected, timeout, a fault's name
 //   time_ns     CLOCK_MONOTONIC: comparable between the processes of one host

@@ -1,7 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "Holds.h"
 
+#include <algorithm>
+
 namespace dlock::nemesis {
+
+std::optional<std::int64_t> Hold::coveringSend(std::int64_t atNs) const {
+  std::optional<std::int64_t> send;
+  std::int64_t end = 0;
+  for (const auto& [sent, until] : evidence) {
+    if (sent > atNs) break;
+    if (until > atNs && until > end) {
+      end = until;
+      send = sent;
+    }
+  }
+  return send;
+}
+
+std::optional<std::int64_t> Hold::validUntil(std::int64_t atNs) const {
+  std::optional<std::int64_t> end;
+  for (const auto& [sent, until] : evidence) {
+    if (sent > atNs) break;
+    if (until > atNs && (!end || until > *end)) end = until;
+  }
+  return end;
+}
+
+bool Hold::validAt(std::int64_t atNs) const { return validUntil(atNs).has_value(); }
 
 std::map<std::string, std::vector<Op>> byProcess(const std::vector<Op>& history) {
   std::map<std::string, std::vector<Op>> processes;
@@ -33,6 +59,17 @@ std::vector<Hold> extractHolds(const std::vector<Op>& history) {
           open = holds.size();
           holds.push_back(std::move(hold));
         }
+      } else if ((op.op == "held" || op.op == "invalid") && open != kNone && holds[open].key == op.key &&
+                 holds[open].token == op.token && !op.value.empty() && op.value != "0") {
+        holds[open].vouchedNs.push_back(std::stoll(op.value));  // the last look that found it held
+      } else if (op.op == "write" && open != kNone && holds[open].token == op.token) {
+        auto& writes = holds[open].writes;
+        if (op.kind == Kind::Invoke) {
+          holds[open].vouchedNs.push_back(op.timeNs);
+          writes.emplace_back(op.timeNs, op.timeNs);
+        } else if (op.kind == Kind::Ok && !writes.empty()) {
+          writes.back().second = op.timeNs;
+        }
       } else if (op.op == "fenced-write" && op.kind == Kind::Ok && open != kNone && holds[open].token == op.token) {
         holds[open].fencedWriteEndNs = op.timeNs;
         holds[open].fencedWriteOutcome = op.value;
@@ -51,6 +88,18 @@ std::vector<Hold> extractHolds(const std::vector<Op>& history) {
         }
       }
     }
+    // The lease evidence is written when the backend answered (before the acquire's completion,
+    // or from the watchdog's thread): match it by key and owner token.
+    std::map<std::pair<std::string, std::string>, std::size_t> byOwner;
+    for (std::size_t i = first; i < holds.size(); ++i) byOwner.emplace(std::make_pair(holds[i].key, holds[i].ownerToken), i);
+    for (const Op& op : ops) {
+      if (op.op != "lease") continue;
+      const auto found = byOwner.find({op.key, op.message});
+      if (found == byOwner.end()) continue;
+      const std::int64_t validMs = std::stoll(op.value);
+      holds[found->second].evidence.emplace_back(op.timeNs, op.timeNs + validMs * 1'000'000);
+    }
+    for (std::size_t i = first; i < holds.size(); ++i) std::sort(holds[i].evidence.begin(), holds[i].evidence.end());
     // Lost notices come from the watchdog's thread, at any point, and `invalid` from the holder's
     // own check during its hold: match them by key and token.
     for (const Op& op : ops) {

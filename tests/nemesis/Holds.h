@@ -43,6 +43,22 @@ struct Hold {
   // answered (the checker trusts the store's own list of accepted tokens over it).
   std::optional<std::int64_t> fencedWriteEndNs;
   std::string fencedWriteOutcome;  // "accepted", "rejected", "" when it never completed
+  // The evidence that the lease held (LeaseRecorder.h): one [send, send + validity) per
+  // acquisition or renewal the backend confirmed, in send order. The only ground for "valid".
+  std::vector<std::pair<std::int64_t, std::int64_t>> evidence;
+  // The moments the lock vouched for the lease: its holder's last look that found it held
+  // (`held`, or the value of `invalid`) and each unfenced write, dated from before its look.
+  std::vector<std::int64_t> vouchedNs;
+  // The unfenced writes of this hold: (invoke, completion; the invoke when it never completed).
+  std::vector<std::pair<std::int64_t, std::int64_t>> writes;
+
+  // Whether the evidence shows the lease valid at `atNs`: some confirmed send at or before it,
+  // and its validity not yet run out.
+  [[nodiscard]] bool validAt(std::int64_t atNs) const;
+  // The end of the evidence interval that covers `atNs`, or nothing.
+  [[nodiscard]] std::optional<std::int64_t> validUntil(std::int64_t atNs) const;
+  // The send of the record that covers `atNs` for the longest, or nothing.
+  [[nodiscard]] std::optional<std::int64_t> coveringSend(std::int64_t atNs) const;
 };
 
 // The records grouped by process, each process's in its file order.

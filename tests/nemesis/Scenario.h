@@ -25,7 +25,7 @@ struct Timing {
   std::chrono::milliseconds acquireTimeout{1000};
   std::chrono::milliseconds holdMin{2};
   std::chrono::milliseconds holdMax{400};
-  std::chrono::milliseconds warmup{1500};
+  std::chrono::milliseconds warmup{1500};  // at most, until every client has acquired once
   std::chrono::milliseconds faultLength{2500};  // a partition or pause longer than the lease
   // After a fault heals every live client acquires again within this (check 4); the run goes on
   // this long after the last fault so that the check can see it.
@@ -69,6 +69,9 @@ class Run {
   // Whether another client acquired the target's key after `sinceNs` (monotonic), waiting up to `budget`.
   bool waitTaken(const Target& target, std::int64_t sinceNs, std::chrono::milliseconds budget);
   void sleep(std::chrono::milliseconds duration);
+  // Records a cycle whose fault never struck (no client got where it was to be hit), and why.
+  void missed(const std::string& why);
+  void onMiss(std::function<void(const std::string& why)> recorder) { missRecorder_ = std::move(recorder); }
 
   // Records the fault's start (with its target), runs `inject`, waits `length`, samples, runs
   // `heal`, samples and records the end.
@@ -82,6 +85,7 @@ class Run {
   Timing timing_;
   FaultRecorder recorder_;
   Sampler sample_;
+  std::function<void(const std::string& why)> missRecorder_;
 };
 
 struct Scenario {
@@ -95,7 +99,7 @@ struct Scenario {
   FaultExpectation expect;  // what each fault means to do to its holder (check 9)
   std::function<std::unique_ptr<Deployment>(std::size_t clients)> deploy;
   std::function<void(Run&)> nemesis;
-  // The clients run the fair lock; check 10 replays its queue (single server only: FairOrder.h).
+  // The clients run the fair lock; check 10 replays its queue from the servers' record (FairOrder.h).
   bool fair = false;
   // The cause that makes fencing tokens go back here; empty where they must keep rising (check 3).
   std::string tokensBackExplained{};

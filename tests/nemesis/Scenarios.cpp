@@ -15,6 +15,7 @@
 #include "RedisClient.h"
 #include "Scenario.h"
 #include "SentinelDeployment.h"
+#include "WaiterFaults.h"
 
 namespace dlock::nemesis {
 
@@ -39,7 +40,12 @@ std::optional<Target> Run::holdLong(milliseconds lease, milliseconds max) {
     fleet_.requestHold(slot, lease, max);
     if (fleet_.waitHolding(slot, budget)) return Target{slot, fleet_.id(slot), fleet_.firstKey()};
   }
+  missed("no client got inside a hold of the first key");
   return std::nullopt;
+}
+
+void Run::missed(const std::string& why) {
+  if (missRecorder_) missRecorder_(why);
 }
 
 bool Run::waitTaken(const Target& target, std::int64_t sinceNs, milliseconds budget) {
@@ -908,6 +914,19 @@ const std::vector<Scenario>& scenarios() {
        single(), killClients, true},
       {"single", "fair-resets", "fair lock: connection resets every 50-300 ms under a holder", "", kHit, single(), resets,
        true},
+      {"single", "waiter-pause", "a waiter SIGSTOPped as the holder releases; the next waiter holds the key when it resumes",
+       "", kHit, single(), [](Run& run) { waiterAroundHandOff(run, WaiterFault::pause, false); }},
+      {"single", "fair-waiter-pause",
+       "fair lock: the head waiter SIGSTOPped as the holder releases (the key handed to it), the claim runs out, the "
+       "next waiter holds the key when it resumes",
+       "", kHit, single(), [](Run& run) { waiterAroundHandOff(run, WaiterFault::pause, true); }, true},
+      {"single", "fair-waiter-mixed",
+       "fair lock: the head waiter SIGSTOPped, cut off or SIGKILLed as the holder releases, drawn from the seed", "",
+       kHit, single(), [](Run& run) { waiterMixed(run, true); }, true},
+      {"single", "stale-release",
+       "a holder SIGSTOPped past its lease; another takes the key for 1.5 s; the stale holder releases with ~250 ms of "
+       "it left",
+       "", kTaken, single(), staleReleaseNearExpiry},
       {"redlock", "overlapping-majorities", "the holder keeps nodes {a,b,c}, every other client {c,d,e}, for 2.5 leases",
        "", kKept, redlock, overlappingMajorities},
       {"redlock", "clock-bump-restart", "two nodes' clocks 3 leases ahead and a third restarted empty, under a holder",

@@ -3,7 +3,9 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <ctime>
 #include <stdexcept>
 #include <chrono>
@@ -57,6 +59,14 @@ std::optional<std::string> quoted(const std::string& line, std::size_t& at) {
   return std::nullopt;
 }
 
+// This host's wall clock minus its monotonic one, now (read at each line: NTP slews the wall
+// clock, and a run is long enough for a fixed offset to drift by milliseconds).
+std::int64_t wallMinusMonotonicNs(std::int64_t monotonicNow) {
+  timespec wall{};
+  clock_gettime(CLOCK_REALTIME, &wall);
+  return (static_cast<std::int64_t>(wall.tv_sec) * 1'000'000'000 + wall.tv_nsec) - monotonicNow;
+}
+
 }  // namespace
 
 std::optional<MonitorLine> parseMonitorLine(const std::string& line) {
@@ -68,6 +78,11 @@ std::optional<MonitorLine> parseMonitorLine(const std::string& line) {
     return std::nullopt;
   }
   MonitorLine parsed;
+  const auto open = line.find(' ', dot);  // "<stamp> [<db> <client>]"
+  if (open != std::string::npos && line.find(' ', open + 1) != std::string::npos && line.find(' ', open + 1) < bracket) {
+    parsed.client = line.substr(line.find(' ', open + 1) + 1, bracket - line.find(' ', open + 1) - 1);
+  }
+  parsed.fromScript = parsed.client == "lua";
   try {
     parsed.wallUs = std::stoll(line.substr(0, dot)) * 1'000'000 + std::stoll(line.substr(dot + 1, 6));
   } catch (const std::logic_error&) {
@@ -92,9 +107,6 @@ std::optional<MonitorLine> parseMonitorLine(const std::string& line) {
 ServerObserver::ServerObserver(std::vector<std::string> addresses, const std::vector<std::string>& keys,
                                const std::string& prefix, const std::string& historyPath)
     : writer_(historyPath) {
-  timespec wall{};
-  clock_gettime(CLOCK_REALTIME, &wall);
-  wallMinusMonotonicNs_ = (static_cast<std::int64_t>(wall.tv_sec) * 1'000'000'000 + wall.tv_nsec) - monotonicNs();
   for (const auto& key : keys) {
     names_.emplace_back(detail::KeyNames(prefix, key, false).lock(), key);
     names_.emplace_back(detail::KeyNames(prefix, key, true).lock(), key);
@@ -104,7 +116,8 @@ ServerObserver::ServerObserver(std::vector<std::string> addresses, const std::ve
       leases_.emplace_back(names.fairLeases(), key);
     }
   }
-  for (const auto& address : addresses) threads_.emplace_back([this, address] { watch(address); });
+  addresses_ = addresses;
+  for (const auto& address : addresses_) threads_.emplace_back([this, address] { watch(address); });
 }
 
 ServerObserver::~ServerObserver() {
@@ -119,6 +132,7 @@ void ServerObserver::watch(const std::string& address) {
   // A quiet second ends the connection too (hiredis: a context that reported an error is not
   // reused); a live workload is never quiet that long, and stopping_ is seen within it.
   const timeval timeout{1, 0};
+  Stream stream;
   while (!stopping_) {
     ContextPtr context(redisConnectWithTimeout(host.c_str(), port, timeout));
     if (!context || context->err) {
@@ -127,20 +141,24 @@ void ServerObserver::watch(const std::string& address) {
     }
     redisSetTimeout(context.get(), timeout);
     if (redisAppendCommand(context.get(), "MONITOR") != REDIS_OK) continue;
+    stream.gap = true;  // what ran before this connection is unseen
     while (!stopping_) {
       void* raw = nullptr;
       if (redisGetReply(context.get(), &raw) != REDIS_OK) break;
       auto* reply = static_cast<redisReply*>(raw);
       if (reply->type == REDIS_REPLY_STATUS && reply->str != nullptr) {
         ++lines_;
-        if (auto line = parseMonitorLine(std::string(reply->str, reply->len))) record(*line);
+        if (auto line = parseMonitorLine(std::string(reply->str, reply->len))) {
+          if (!line->fromScript) stream.caller = *line;
+          record(address, *line, stream);
+        }
       }
       freeReplyObject(reply);
     }
   }
 }
 
-bool ServerObserver::recordQueue(const std::string& name, const std::vector<std::string>& command, std::int64_t at) {
+bool ServerObserver::recordQueue(const std::string& name, const std::vector<std::string>& command, Op record) {
   // RPUSH queue entry, LREM queue 1 entry, ZREM leases entry; an entry is `token|ttl`.
   const bool push = name == "RPUSH" && command.size() == 3;
   const bool remove = name == "LREM" && command.size() == 4;
@@ -150,12 +168,8 @@ bool ServerObserver::recordQueue(const std::string& name, const std::vector<std:
   for (const auto& [redisKey, key] : names) {
     if (command[1] != redisKey) continue;
     const std::string& entry = command.back();
-    Op record;
-    record.process = "server";
-    record.kind = Kind::Info;
     record.op = push ? "server-enqueue" : remove ? "server-leave" : "server-unqueue";
     record.key = key;
-    record.timeNs = at;
     record.value = entry.substr(0, entry.find('|'));
     writer_.append(std::move(record));
     return true;
@@ -163,26 +177,62 @@ bool ServerObserver::recordQueue(const std::string& name, const std::vector<std:
   return false;
 }
 
-void ServerObserver::record(const MonitorLine& line) {
+void ServerObserver::record(const std::string& address, const MonitorLine& line, Stream& stream) {
+  const MonitorLine& caller = stream.caller;
+  bool& gap = stream.gap;
   const std::vector<std::string>& command = line.args;
-  if (command.size() < 2) return;
-  const std::int64_t at = line.wallUs * 1000 - wallMinusMonotonicNs_;
   const std::int64_t now = monotonicNs();
-  if (at > now + 1'000'000 || at < now - 10'000'000'000) return;  // the server's clock was moved
+  // On this host's clock: the server's stamp, unless its clock was moved (a clock fault); then
+  // the moment the line was read, tens of ms late but in the stream's order.
+  const std::int64_t stamped = line.wallUs * 1000 - wallMinusMonotonicNs(now);
+  const bool serverTimed = stamped <= now + 1'000'000 && stamped >= now - 10'000'000'000;
+  if (serverTimed != stream.serverTimed) gap = true;
+  stream.serverTimed = serverTimed;
+  Op record;
+  record.process = "server";
+  record.kind = Kind::Info;
+  record.timeNs = serverTimed ? stamped : now;
+  if (gap) {
+    // Whatever ran unseen (before a connection) may have changed any key, and a moved clock
+    // times the lines differently: the checker judges this server's keys afresh from here.
+    Op marker = record;
+    marker.op = "server-watch";
+    marker.message = address;
+    writer_.append(std::move(marker));
+    gap = false;
+  }
+  // A replica's stream from its master (straight or through a proxy) is not what this server ran
+  // as a master; where there are several servers, only scripts' commands count (dlock writes its
+  // keys only from scripts, and a master link replays them as plain commands).
+  const bool plainCounts =
+      addresses_.size() == 1 && std::find(addresses_.begin(), addresses_.end(), line.client) == addresses_.end();
+  if (command.size() < 2 || (!line.fromScript && !plainCounts)) return;
+  const MonitorLine& by = line.fromScript ? caller : line;
+  record.message = address + " " + std::to_string((line.wallUs - by.wallUs) * 1000) + " " +
+                   std::to_string(line.wallUs) + " " + (serverTimed ? "h" : "r") + " |";
+  for (const std::string& arg : by.args) record.message += " " + arg;
   std::string name = command[0];
   for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (recordQueue(name, command, at)) return;
-  const char* op = name == "SET" && command.size() >= 3 ? "server-set" : name == "DEL" ? "server-del" : nullptr;
+  if (recordQueue(name, command, record)) return;
+  const char* op = name == "SET" && command.size() >= 3       ? "server-set"
+                   : name == "DEL"                            ? "server-del"
+                   : name == "PEXPIRE" && command.size() >= 3 ? "server-expire"
+                                                              : nullptr;
   if (op == nullptr) return;
   for (const auto& [redisKey, key] : names_) {
     if (command[1] != redisKey) continue;
-    Op record;
-    record.process = "server";
-    record.kind = Kind::Info;
     record.op = op;
     record.key = key;
-    record.timeNs = at;
-    if (name == "SET") record.value = command[2];
+    if (name == "SET") {
+      record.value = command[2];
+      for (std::size_t i = 3; i + 1 < command.size(); ++i) {
+        std::string option = command[i];
+        for (char& c : option) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        if (option == "PX") record.token = std::strtoull(command[i + 1].c_str(), nullptr, 10);
+      }
+    } else if (name == "PEXPIRE") {
+      record.value = command[2];
+    }
     writer_.append(std::move(record));
     return;
   }

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// WaiterFaults.h — faults on WAITERS around a hand-off, and a stale release near another's
+// lease end (single server). A holder P is asked for a long hold of the first key; W and then C
+// are asked for it too, and wait (the fair lock: both in its queue, W ahead; the default lock:
+// both subscribed to its release message); W is paused, cut off or killed, and P releases: the
+// key goes to W (fair: a claim no longer than W's place) or to the next waiter. C then holds it
+// up to 3 s, and W comes back inside that hold: its acquire must not return while C holds the
+// key. The fault's target is W (a name with "waiter": FaultHits.h counts it hit when W was
+// waiting for the key when it started).
+#pragma once
+
+#include "Scenario.h"
+
+namespace dlock::nemesis {
+
+enum class WaiterFault { pause, partition, kill };
+
+void waiterAroundHandOff(Run& run, WaiterFault fault, bool fair);
+
+// One of pause, partition or kill per cycle, drawn from the seed.
+void waiterMixed(Run& run, bool fair);
+
+// A holder SIGSTOPped past its lease; another client takes the key with a fixed 1.5 s lease; the
+// stale holder resumes and releases when about 250 ms of that lease are left: its release must
+// leave the other's key alone.
+void staleReleaseNearExpiry(Run& run);
+
+}  // namespace dlock::nemesis
