@@ -11,7 +11,9 @@
 #include "FairScripts.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "ReadWriteScripts.h"
 #include "Scripts.h"
+#include "SemaphoreScripts.h"
 
 using dlock::detail::sha1Hex;
 
@@ -50,11 +52,19 @@ TEST_SUITE("ScriptDigest") {
         &dlock::detail::acquireScript(), &dlock::detail::acquireRecordingOwnerScript(),
         &dlock::detail::releaseScript(), &dlock::detail::shardedReleaseScript(),
         &dlock::detail::extendScript(),  &dlock::detail::extendManyScript(),
-        &dlock::detail::inspectScript(), &dlock::detail::raiseFenceScript()};
+        &dlock::detail::inspectScript(), &dlock::detail::raiseFenceScript(),
+        &dlock::detail::readWriteUpgradeScript(), &dlock::detail::readWriteExtendScript(),
+        &dlock::detail::readWriteInspectScript(), &dlock::detail::semaphoreInspectScript()};
     for (const bool sharded : {false, true}) {
-      scripts.push_back(&dlock::detail::fairAcquireScript(sharded));
-      scripts.push_back(&dlock::detail::fairReleaseScript(sharded));
-      scripts.push_back(&dlock::detail::fairLeaveScript(sharded));
+      for (const auto* script :
+           {&dlock::detail::fairAcquireScript(sharded), &dlock::detail::fairReleaseScript(sharded),
+            &dlock::detail::fairLeaveScript(sharded), &dlock::detail::readWriteAcquireScript(sharded),
+            &dlock::detail::readWriteReleaseScript(sharded), &dlock::detail::readWriteDowngradeScript(sharded),
+            &dlock::detail::readWriteLeaveScript(sharded), &dlock::detail::semaphoreAcquireScript(sharded),
+            &dlock::detail::semaphoreReleaseScript(sharded), &dlock::detail::semaphoreExtendScript(sharded),
+            &dlock::detail::semaphoreLeaveScript(sharded), &dlock::detail::semaphoreResizeScript(sharded)}) {
+        scripts.push_back(script);
+      }
     }
     for (const dlock::detail::Script* script : scripts) {
       INFO(script->name);
