@@ -2,6 +2,8 @@
 #include "BrokenOperator.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 
 #include "LeaseRecorder.h"
@@ -119,6 +121,31 @@ ReleaseResult BrokenOperator::unlock(std::string_view key, std::string_view toke
     result.released = true;  // as if the server had shown an earlier try ran: no evidence behind it
   }
   return result;
+}
+
+namespace {
+
+// fair-grant-unconfirmed's watch: every hand-off dated "now", so none is ever older than the
+// waiter's last attempt (the message outlives the attempt it answered).
+class CurrentLookingGrants final : public IGrantWatch {
+ public:
+  explicit CurrentLookingGrants(std::unique_ptr<IGrantWatch> inner) : inner_(std::move(inner)) {}
+  Grant waitForGrant(std::chrono::milliseconds timeout) override {
+    Grant grant = inner_->waitForGrant(timeout);
+    if (grant.kind == Grant::Kind::Granted) grant.backendMillis = std::numeric_limits<std::int64_t>::max();
+    return grant;
+  }
+
+ private:
+  std::unique_ptr<IGrantWatch> inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<IGrantWatch> BrokenOperator::watchGrants(std::string_view key, std::string_view token) {
+  std::unique_ptr<IGrantWatch> watch = queue().watchGrants(key, token);
+  if (variant_ != "fair-grant-unconfirmed") return watch;
+  return std::make_unique<CurrentLookingGrants>(std::move(watch));
 }
 
 bool BrokenOperator::extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {

@@ -16,8 +16,9 @@
 //                     LockLostError as ok (Client.cpp): only the store and the other clients'
 //                     records can show its losses
 //   lost-reply-acquired  an acquire whose reply was lost (ConnectionError) counts as taken
-//   fair-grant-unconfirmed  a fair claim's extend answers true whatever the server said: a
-//                     hand-off taken without the server's word (defect 1 as a switch)
+//   fair-grant-unconfirmed  a fair claim's extend answers true whatever the server said, and a
+//                     hand-off message is read as current whatever attempt it answered: a
+//                     hand-off taken without the server's word (defect 1's two faults as a switch)
 //   stuck-after-error after its first ConnectionError, every call fails with one (no recovery)
 //   untyped-error     a ConnectionError of an acquire surfaces as a std::runtime_error
 //   refuses-first-key the first key of the workload ("nemesis-0") is never granted: no fault
@@ -75,9 +76,7 @@ class BrokenOperator final : public IOperator, public IFairOperator {
   bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
     return queue().leaveQueue(key, token, ttl);
   }
-  std::unique_ptr<IGrantWatch> watchGrants(std::string_view key, std::string_view token) override {
-    return queue().watchGrants(key, token);
-  }
+  std::unique_ptr<IGrantWatch> watchGrants(std::string_view key, std::string_view token) override;
   [[nodiscard]] std::string fairUnsupported() const override;
 
  private:
