@@ -12,42 +12,25 @@
 #include "LinkProxy.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
+#include "TimedWait.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
-#include "dlock/detail/CallBudget.h"
 
 using namespace std::chrono_literals;
 using dlock::test::LinkProxy;
 using dlock::test::RedisProcess;
-using Steady = std::chrono::steady_clock;
+using dlock::test::timed;
+constexpr auto kAllowance = dlock::test::kWaitAllowance;
 
 namespace {
 
 // A command timeout far above the waits' budgets, so that a wait bounded by it is seen at once.
 const std::string kLongCommands = "?connect_timeout=2s&command_timeout=2s";
 
-// What a wait may take beyond its budget: its last attempt and its inline clean-up, each cut to
-// the floor, and the scheduler's wake-up latency on a loaded two-core machine (measured: the
-// overrun of these waits was 5-16 ms in 40 runs, sanitizer builds included).
-constexpr auto kAllowance = 2 * dlock::detail::CallBudget::kLastAttemptFloor + 40ms;
-
 std::shared_ptr<dlock::ILock> lockOn(const std::string& uri, bool fair,
                                      std::chrono::milliseconds outageTolerance = 30s) {
   return dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(5s).fair(fair).outageTolerance(outageTolerance).build();
-}
-
-// How long `wait` took, and whether it ended with a ConnectionError (else it returned).
-template <class Wait>
-std::pair<std::chrono::milliseconds, bool> timed(Wait&& wait) {
-  const auto start = Steady::now();
-  bool threw = false;
-  try {
-    wait();
-  } catch (const dlock::ConnectionError&) {
-    threw = true;
-  }
-  return {std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - start), threw};
 }
 
 // Warms the lock's connections, so the wait below meets the fault on a pooled one.
