@@ -705,7 +705,7 @@ TEST_SUITE("Checker") {
     CHECK(dlock::nemesis::check(input).failedChecks() == "");
   }
 
-  TEST_CASE("every fault and every cycle whose fault never struck is counted; a run passes only with as many hits as "
+  TEST_CASE("every fault and every cycle whose fault never struck is counted, and a run passes only with as many hits as "
             "cycles") {
     auto input = cleanRun();  // one fault hit (the pause), one did not (the partition aims at nobody)
     record(input, "nemesis", Kind::Info, "fault-miss", "", 0, 200, "no client got inside a hold of the first key");

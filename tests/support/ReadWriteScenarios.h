@@ -372,13 +372,13 @@ inline void badInputIsRefusedBeforeAnythingIsSent(IReadWriteOperator& rw, const 
   TEST_CASE_FIXTURE(Fixture, "holds and waiter places end by the backend's clock" where) {                      \
     ::dlock::test::rw::holdsAndPlacesEndByTheBackendsClock(readWrite, "expiry", passTime);                      \
   }                                                                                                              \
-  TEST_CASE_FIXTURE(Fixture, "an acquire is idempotent for its token; a lost grant is found by the recheck" where) { \
+  TEST_CASE_FIXTURE(Fixture, "an acquire is idempotent for its token, and a lost grant is found by the recheck" where) { \
     ::dlock::test::rw::anAcquireIsIdempotentForItsToken(readWrite, "again");                                    \
   }                                                                                                              \
   TEST_CASE_FIXTURE(Fixture, "a leave releases a grant that raced it and leaves a tombstone" where) {           \
     ::dlock::test::rw::aLeaveReleasesARacingGrantAndLeavesATombstone(readWrite, "leave");                       \
   }                                                                                                              \
-  TEST_CASE_FIXTURE(Fixture, "a release checks the owner; a retried release is answered by its record" where) { \
+  TEST_CASE_FIXTURE(Fixture, "a release checks the owner, and a retried release is answered by its record" where) { \
     ::dlock::test::rw::aReleaseChecksTheOwnerAndAnswersRetriesFromItsRecord(readWrite, "owner");                \
   }                                                                                                              \
   TEST_CASE_FIXTURE(Fixture, "a batch renewal renews each token's own hold of its mode only" where) {           \

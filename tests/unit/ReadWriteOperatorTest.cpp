@@ -31,7 +31,7 @@ struct MemoryReadWriteFixture {
 TEST_SUITE("ReadWriteOperator") {
   DLOCK_READ_WRITE_CASES(MemoryReadWriteFixture, " on memory")
 
-  TEST_CASE_FIXTURE(MemoryReadWriteFixture, "a writer's fence rises with each write; a reader gets the last write's") {
+  TEST_CASE_FIXTURE(MemoryReadWriteFixture, "a writer's fence rises with each write, and a reader gets the last write's") {
     CHECK(readWrite.acquireRead("fence", rw::kR1, 10s, 5s).fencingToken == 0);  // no write yet
     REQUIRE(readWrite.releaseRead("fence", rw::kR1).released);
     std::uint64_t last = 0;
