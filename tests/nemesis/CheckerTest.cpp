@@ -791,6 +791,29 @@ TEST_SUITE("FairOrder") {
     CHECK(report.checks[9].passed);
   }
 
+  TEST_CASE("a waiter whose place lease ended unrenewed is gone: a later grant past it passes, an earlier one fails") {
+    // Ops on one node with the server's clock (ms) in the message; the place's end from its ZADD.
+    const auto at = [](const std::string& op, const std::string& token, std::int64_t serverMs, std::uint64_t end = 0) {
+      Op record;
+      record.process = "server";
+      record.op = op;
+      record.key = "k";
+      record.value = token;
+      record.token = end;
+      record.timeNs = serverMs * kMs;
+      record.message = "127.0.0.1:7000 0 " + std::to_string(serverMs * 1000) + " h | EVALSHA acq";
+      return record;
+    };
+    for (const std::int64_t grantMs : {2000, 1999}) {
+      CAPTURE(grantMs);
+      std::vector<Op> history = {at("server-set", "A", 900), at("server-place-lease", "B", 1000, 2000),
+                                 at("server-enqueue", "B", 1000), at("server-set", "C", grantMs)};
+      // Its client cut off, B's place (till 2000) ended with the queue's keys, no command seen.
+      const auto result = dlock::nemesis::checkFairOrder(history);
+      CHECK(result.violations == (grantMs >= 2000 ? 0 : 1));
+    }
+  }
+
   TEST_CASE("a waiter served before the one ahead of it fails") {
     QueueRecord run;
     run.add("server-set", "A");

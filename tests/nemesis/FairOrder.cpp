@@ -14,8 +14,22 @@ namespace {
 struct KeyQueue {
   std::deque<std::string> waiters;
   std::set<std::string> left;
+  std::map<std::string, std::uint64_t> placeEnds;  // a waiter's place lease end (server ms), when seen
   std::string justUnqueued;  // taken off the head by the command before: the grant's heir
 };
+
+// Drops the waiters whose place lease had ended by `serverMs`: a place nobody renewed is gone from
+// the server without a command (the queue's keys expire with the longest place), so the model must
+// not count it ahead of a later grant.
+void dropEndedPlaces(KeyQueue& queue, std::uint64_t serverMs) {
+  auto& waiters = queue.waiters;
+  waiters.erase(std::remove_if(waiters.begin(), waiters.end(),
+                               [&](const std::string& waiter) {
+                                 const auto end = queue.placeEnds.find(waiter);
+                                 return end != queue.placeEnds.end() && end->second <= serverMs;
+                               }),
+                waiters.end());
+}
 
 std::string at(const Op& op) { return " at " + std::to_string(op.timeNs / 1'000'000) + " ms"; }
 
@@ -41,6 +55,12 @@ FairOrderResult checkFairOrder(const std::vector<Op>& history) {
       continue;
     }
     KeyQueue& queue = keys[{node, op.key}];
+    if (op.op == "server-place-lease") {
+      queue.placeEnds[op.value] = op.token;
+      continue;
+    }
+    const ServerStamp stamp = serverStamp(op);
+    if (stamp.serverTimed && stamp.serverUs > 0) dropEndedPlaces(queue, static_cast<std::uint64_t>(stamp.serverUs / 1000));
     auto& waiters = queue.waiters;
     const auto position = std::find(waiters.begin(), waiters.end(), op.value);
     if (op.op == "server-enqueue") {

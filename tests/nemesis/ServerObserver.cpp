@@ -159,18 +159,21 @@ void ServerObserver::watch(const std::string& address) {
 }
 
 bool ServerObserver::recordQueue(const std::string& name, const std::vector<std::string>& command, Op record) {
-  // RPUSH queue entry, LREM queue 1 entry, ZREM leases entry; an entry is `token|ttl`.
+  // RPUSH queue entry, LREM queue 1 entry, ZREM leases entry, ZADD leases expiry entry (a place
+  // joined or renewed: its lease's end, in the server's ms); an entry is `token|ttl`.
   const bool push = name == "RPUSH" && command.size() == 3;
   const bool remove = name == "LREM" && command.size() == 4;
   const bool unqueue = name == "ZREM" && command.size() == 3;
-  if (!push && !remove && !unqueue) return false;
-  const auto& names = unqueue ? leases_ : queues_;
+  const bool renew = name == "ZADD" && command.size() == 4;
+  if (!push && !remove && !unqueue && !renew) return false;
+  const auto& names = unqueue || renew ? leases_ : queues_;
   for (const auto& [redisKey, key] : names) {
     if (command[1] != redisKey) continue;
     const std::string& entry = command.back();
-    record.op = push ? "server-enqueue" : remove ? "server-leave" : "server-unqueue";
+    record.op = push ? "server-enqueue" : remove ? "server-leave" : unqueue ? "server-unqueue" : "server-place-lease";
     record.key = key;
     record.value = entry.substr(0, entry.find('|'));
+    if (renew) record.token = std::strtoull(command[2].c_str(), nullptr, 10);  // the place's end, server ms
     writer_.append(std::move(record));
     return true;
   }
