@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// On a Cluster too, an acquire its client gave up never takes the key, however long its bytes wait
-// on the path: the timed-out connection to the key's master is closed there (CLIENT KILL) before
-// the cancel. Every node sits behind a LinkProxy, and the ports the nodes hand out (CLUSTER SLOTS,
-// MOVED) are rewritten into the proxies', so the client's every link passes one.
+// On Sentinel and Cluster too, an acquire its client gave up never takes the key, however long its
+// bytes wait on the path: the timed-out connection to the key's master is closed there (CLIENT
+// KILL) before the cancel. Every server sits behind a LinkProxy, and the ports the servers hand out
+// (SENTINEL get-master-addr-by-name, CLUSTER SLOTS, MOVED) are rewritten into the proxies', so the
+// client's every link passes one.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "ClusterServers.h"
+#include "SentinelServers.h"
 #include "FairScripts.h"
 #include "LinkProxy.h"
 #include "RedisClient.h"
@@ -26,22 +28,32 @@ using namespace std::chrono_literals;
 using dlock::test::ClusterServers;
 using dlock::test::LinkProxy;
 using dlock::test::RedisClient;
+using dlock::test::SentinelServers;
 
 namespace {
+
+// A proxy per port, each rewriting every port into its proxy's in what the servers send back.
+std::vector<std::unique_ptr<LinkProxy>> proxiesFor(const std::vector<int>& ports) {
+  std::vector<std::unique_ptr<LinkProxy>> proxies;
+  std::vector<std::pair<std::string, std::string>> rewrites;
+  for (const int port : ports) {
+    proxies.push_back(std::make_unique<LinkProxy>("127.0.0.1", port));
+    rewrites.emplace_back(std::to_string(port), std::to_string(proxies.back()->port()));
+    REQUIRE_MESSAGE(rewrites.back().first.size() == rewrites.back().second.size(),
+                    "a server's port and its proxy's differ in length: a reply cannot be rewritten in place");
+  }
+  for (auto& proxy : proxies) proxy->rewriteReplies(rewrites);
+  return proxies;
+}
 
 struct ProxiedCluster {
   ClusterServers cluster;
   std::vector<std::unique_ptr<LinkProxy>> proxies;
 
   ProxiedCluster() {
-    std::vector<std::pair<std::string, std::string>> rewrites;
-    for (std::size_t i = 0; i < cluster.size(); ++i) {
-      proxies.push_back(std::make_unique<LinkProxy>("127.0.0.1", cluster.port(i)));
-      rewrites.emplace_back(std::to_string(cluster.port(i)), std::to_string(proxies.back()->port()));
-      REQUIRE_MESSAGE(rewrites.back().first.size() == rewrites.back().second.size(),
-                      "a node's port and its proxy's differ in length: a reply cannot be rewritten in place");
-    }
-    for (auto& proxy : proxies) proxy->rewriteReplies(rewrites);
+    std::vector<int> ports;
+    for (std::size_t i = 0; i < cluster.size(); ++i) ports.push_back(cluster.port(i));
+    proxies = proxiesFor(ports);
   }
   [[nodiscard]] std::string uri() const {
     return "redis+cluster://" + proxies[0]->address() + "," + proxies[1]->address() + "?command_timeout=500ms";
@@ -56,15 +68,15 @@ long long keysBesidesFence(RedisClient& owner, const std::string& key) {
   return count;
 }
 
-void checkHeldAcquireNeverLands(bool fair, const std::string& marker) {
-  ProxiedCluster set;
-  const std::size_t owner = set.cluster.slotOwners()[dlock::clusterKeyNames("dlock:", "k").slot];
-  RedisClient admin = set.cluster.client(owner);
-  const auto lock = dlock::LockBuilder().backend(dlock::connect(set.uri())).fair(fair).build();
+// tryLock(key) once through `uri` while `path` holds the connection that sends `marker` (the
+// acquire's script); `admin` reads the key's master. The held acquire is let through only after the
+// cancel's tombstone has expired; by then its connection must be closed on the server.
+void checkHeldAcquireNeverLands(const std::string& uri, LinkProxy& path, RedisClient& admin, bool fair,
+                                const std::string& marker) {
+  const auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).fair(fair).build();
   REQUIRE(lock->tryLock("k"));  // loads the scripts on the key's master: the held EVALSHA is the acquire
   lock->unlock("k");
 
-  LinkProxy& path = *set.proxies[owner];
   path.holdClientsSending(marker);
   REQUIRE_THROWS_AS((void)lock->tryLock("k"), dlock::ConnectionError);
   // The cancel's tombstone ends; the acquire still waits on the path.
@@ -85,7 +97,33 @@ void checkHeldAcquireNeverLands(bool fair, const std::string& marker) {
 
 TEST_SUITE("CancelLandsLateTopology") {
   TEST_CASE("Cluster: an acquire held on the path past its cancel never takes the key, default and fair") {
-    checkHeldAcquireNeverLands(false, dlock::detail::acquireScript().sha);
-    checkHeldAcquireNeverLands(true, dlock::detail::fairAcquireScript(true).sha);
+    for (const bool fair : {false, true}) {
+      CAPTURE(fair);
+      ProxiedCluster set;
+      const std::size_t owner = set.cluster.slotOwners()[dlock::clusterKeyNames("dlock:", "k").slot];
+      RedisClient admin = set.cluster.client(owner);
+      checkHeldAcquireNeverLands(set.uri(), *set.proxies[owner], admin, fair,
+                                 fair ? dlock::detail::fairAcquireScript(true).sha : dlock::detail::acquireScript().sha);
+    }
+  }
+
+  TEST_CASE("Sentinel: an acquire held on the path past its cancel never takes the key, default and fair") {
+    for (const bool fair : {false, true}) {
+      CAPTURE(fair);
+      SentinelServers set;
+      std::vector<int> ports;  // the data nodes, then the sentinels
+      for (std::size_t i = 0; i < 3; ++i) ports.push_back(set.dataPort(i));
+      for (std::size_t i = 0; i < 3; ++i) ports.push_back(set.sentinelPort(i));
+      const auto proxies = proxiesFor(ports);
+      std::string uri = set.uri("command_timeout=500ms");
+      for (std::size_t i = 0; i < 3; ++i) {
+        const std::string sentinel = "127.0.0.1:" + std::to_string(set.sentinelPort(i));
+        uri.replace(uri.find(sentinel), sentinel.size(), proxies[3 + i]->address());
+      }
+      const std::size_t master = set.nodeOfPort(set.masterPort());
+      RedisClient admin = set.dataClient(master);
+      checkHeldAcquireNeverLands(uri, *proxies[master], admin, fair,
+                                 fair ? dlock::detail::fairAcquireScript(false).sha : dlock::detail::acquireScript().sha);
+    }
   }
 }
