@@ -12,10 +12,11 @@
 
 namespace dlock::test {
 
-// What a wait may take beyond its budget: its last attempt and its inline clean-up, each cut to
-// CallBudget's floor, and the scheduler's wake-up latency on a loaded two-core machine (measured:
-// 5-34 ms over the budget in these tests' runs, sanitizer builds and a concurrent build included).
-inline constexpr auto kWaitAllowance = 2 * detail::CallBudget::kLastAttemptFloor + std::chrono::milliseconds(40);
+// What a wait may take beyond its budget: the server-side close of its timed-out connection, its
+// inline clean-up and that clean-up's own close, each cut to CallBudget's floor, and the
+// scheduler's wake-up latency on a loaded two-core machine. Measured over the budget: 0-42 ms in
+// the normal and ASan builds, 52 ms once in the TSan build with a fault-test run beside it.
+inline constexpr auto kWaitAllowance = 3 * detail::CallBudget::kLastAttemptFloor + std::chrono::milliseconds(60);
 
 template <class Wait>
 std::pair<std::chrono::milliseconds, bool> timed(Wait&& wait) {
