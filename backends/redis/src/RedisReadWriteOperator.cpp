@@ -200,7 +200,8 @@ std::vector<ExtendResult> RedisOperator::doExtendAll(const std::vector<ReadWrite
     keys.emplace_back(options, leases[i].name, sharded);
     bySlot[sharded ? keys.back().names.slot() : 0].push_back(i);
   }
-  for (const auto& [slot, members] : bySlot) {
+  for (const auto& [slot, slotMembers] : bySlot) {
+    const auto& members = slotMembers;  // a structured binding cannot be captured in C++17
     for (std::size_t start = 0; start < members.size(); start += kExtendChunk) {
       const std::size_t end = std::min(members.size(), start + kExtendChunk);
       Argv names;
