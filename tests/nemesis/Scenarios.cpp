@@ -924,8 +924,8 @@ const std::vector<Scenario>& scenarios() {
        "fair lock: the head waiter SIGSTOPped, cut off or SIGKILLed as the holder releases, drawn from the seed", "",
        kHit, single(), [](Run& run) { waiterMixed(run, true); }, true},
       {"single", "stale-release",
-       "a holder SIGSTOPped past its lease; another takes the key for 1.5 s; the stale holder releases with ~250 ms of "
-       "it left",
+       "a holder SIGSTOPped past its lease; another takes the key for 1.5 s; with ~250 ms of it left a third asks "
+       "for the key and the stale holder releases",
        "", kTaken, single(), staleReleaseNearExpiry},
       {"redlock", "overlapping-majorities", "the holder keeps nodes {a,b,c}, every other client {c,d,e}, for 2.5 leases",
        "", kKept, redlock, overlappingMajorities},

@@ -131,10 +131,17 @@ void staleReleaseNearExpiry(Run& run) {
         const bool taken = fleet.waitHolding(other, run.timing().lease * 6);
         if (!taken) run.missed("no other client took the paused holder's key");
         if (taken) run.sleep(kOtherLease - kLeft);
+        // A third client asks for the key now, with ~250 ms of the other's lease left: only a lock
+        // that takes a held key it thinks nearly free gets it before the other's lease ends.
+        const std::size_t third = (holder->slot + 2) % fleet.size();
+        if (taken && third != holder->slot && third != other) {
+          fleet.requestHold(third, kOtherLease, kOtherLease, kLeft * 4);
+        }
         fleet.endHold(holder->slot);  // released at once when it resumes
         fleet.resume(holder->slot);
         if (taken) run.sleep(kLeft * 2);
         fleet.endHold(other);
+        if (taken && third != holder->slot && third != other) fleet.endHold(third);
       },
       &*holder);
 }
