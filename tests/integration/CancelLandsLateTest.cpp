@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "FairScripts.h"
 #include "LinkProxy.h"
@@ -67,6 +68,34 @@ void checkHeldAcquireNeverLands(bool fair, const std::string& marker) {
 }  // namespace
 
 TEST_SUITE("CancelLandsLate") {
+  TEST_CASE("Redlock: acquires held on the path to every node past their cancel never take the key") {
+    std::vector<std::unique_ptr<RedisProcess>> servers;
+    std::vector<std::unique_ptr<LinkProxy>> proxies;
+    std::string uri = "redlock://";
+    for (int i = 0; i < 3; ++i) {
+      servers.push_back(std::make_unique<RedisProcess>());
+      proxies.push_back(std::make_unique<LinkProxy>(servers.back()->host(), servers.back()->port()));
+      uri += (i > 0 ? "," : "") + proxies.back()->address();
+    }
+    const auto lock = dlock::LockBuilder().backend(dlock::connect(uri + "?node_timeout=300ms&command_timeout=500ms")).build();
+    REQUIRE(lock->tryLock("warm-up"));  // loads the scripts: each held EVALSHA is an acquire
+    lock->unlock("warm-up");
+    for (auto& proxy : proxies) proxy->holdClientsSending(dlock::detail::acquireScript().sha);
+    CHECK_THROWS_AS((void)lock->tryLock("k"), dlock::ConnectionError);  // no node answered
+    std::vector<std::unique_ptr<RedisClient>> admins;
+    for (auto& server : servers) admins.push_back(std::make_unique<RedisClient>(server->host(), server->port()));
+    for (auto& admin : admins) REQUIRE(dlock::test::eventually([&] { return keysBesidesFence(*admin, "k") == 0; }));
+    bool closedOnServers = true;
+    for (auto& proxy : proxies) closedOnServers = proxy->waitUntilNoneHeld(dlock::test::kEventBudget) && closedOnServers;
+    for (auto& proxy : proxies) proxy->release();
+    if (!closedOnServers) {  // show what the late acquires do
+      CHECK_FALSE(dlock::test::eventually([&] { return admins[0]->ok({"EXISTS", "dlock:{k}"}).integer == 1; }, 5s));
+    }
+    CHECK(closedOnServers);
+    for (auto& admin : admins) CHECK(admin->ok({"EXISTS", "dlock:{k}"}).integer == 0);
+  }
+
+
   TEST_CASE("an acquire held on the path past its cancel's tombstone never takes the key (default lock)") {
     checkHeldAcquireNeverLands(false, dlock::detail::acquireScript().sha);
   }
