@@ -28,20 +28,6 @@ namespace sem = dlock::test::sem;
 
 namespace {
 
-// What `call` returns once it runs through a server that recovers (ConnectionError retried).
-template <class Call>
-auto onceRecovered(Call&& call) {
-  const auto deadline = std::chrono::steady_clock::now() + dlock::test::kEventBudget;
-  while (true) {
-    try {
-      return call();
-    } catch (const dlock::ConnectionError&) {
-      if (std::chrono::steady_clock::now() >= deadline) throw;
-      std::this_thread::sleep_for(50ms);
-    }
-  }
-}
-
 std::int64_t serverMillis(RedisClient& client) {
   const auto time = client.ok({"TIME"});
   return std::stoll(time.elements.at(0).str) * 1000 + std::stoll(time.elements.at(1).str) / 1000;
@@ -174,7 +160,7 @@ TEST_SUITE("SemaphoreOnRedis") {
     server.resume();
     // Whether the lost try ran or not, asking again with its token is one grant, counted once.
     const dlock::SemaphoreAcquireResult settled =
-        onceRecovered([&] { return hasty.acquirePermits("lost", sem::kB, 1, 2, 30s, 0ms); });
+        dlock::test::onceRecovered([&] { return hasty.acquirePermits("lost", sem::kB, 1, 2, 30s, 0ms); });
     CHECK(settled.acquired);
     CHECK(semaphore.inspectSemaphore("lost").inUse == 2);
     // Given up instead, it leaks nothing.
@@ -182,7 +168,7 @@ TEST_SUITE("SemaphoreOnRedis") {
     server.pause();
     CHECK_THROWS_AS((void)hasty.acquirePermits("lost", sem::kC, 1, 2, 30s, 0ms), dlock::ConnectionError);
     server.resume();
-    (void)onceRecovered([&] { return hasty.leavePermitQueue("lost", sem::kC); });
+    (void)dlock::test::onceRecovered([&] { return hasty.leavePermitQueue("lost", sem::kC); });
     CHECK(semaphore.inspectSemaphore("lost").inUse == 1);
     CHECK(semaphore.acquirePermits("lost", sem::kD, 1, 2, 30s, 0ms).acquired);
   }

@@ -5,7 +5,7 @@
 //                                     release records) carries a TTL
 //   kEventBudget                      how long to wait for an event that takes milliseconds
 //   eventually(condition[, budget])   polls `condition` until it holds; false when the budget ran out
-//   recovers(op)                      retries `op` while it throws ConnectionError (kEventBudget)
+//   onceRecovered(op), recovers(op)   retry `op` while it throws ConnectionError (kEventBudget)
 //   infoField(client, field)          a field of the server's INFO ("loading", "master_link_status")
 //   releaseSubscribers(client, key)   subscribers of a key's release channel (waiters asleep on it)
 //   inNanosleep(pid)                  true while the main thread of `pid` sleeps in nanosleep
@@ -64,19 +64,30 @@ bool eventually(Condition&& condition, std::chrono::milliseconds budget = kEvent
 }
 
 // Retries `operation` while it throws ConnectionError (the fault is not over, or the client is
-// still backing off), for at most `budget`; returns what it returned once it ran through, false
-// when the budget ran out. Call it once the fault has ended: it waits for the client, not the fault.
+// still backing off), for at most `budget`; returns what it returned once it ran through, and
+// rethrows the last ConnectionError when the budget ran out. Call it once the fault has ended: it
+// waits for the client, not the fault.
 template <class Operation>
-bool recovers(Operation&& operation, std::chrono::milliseconds budget = kEventBudget) {
+auto onceRecovered(Operation&& operation, std::chrono::milliseconds budget = kEventBudget) -> decltype(operation()) {
   const auto deadline = std::chrono::steady_clock::now() + budget;
-  while (std::chrono::steady_clock::now() < deadline) {
+  while (true) {
     try {
       return operation();
     } catch (const ConnectionError&) {
+      if (std::chrono::steady_clock::now() >= deadline) throw;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
-  return false;
+}
+
+// onceRecovered() for an operation that says whether it went through: false when the budget ran out.
+template <class Operation>
+bool recovers(Operation&& operation, std::chrono::milliseconds budget = kEventBudget) {
+  try {
+    return onceRecovered(std::forward<Operation>(operation), budget);
+  } catch (const ConnectionError&) {
+    return false;
+  }
 }
 
 // The value of `field` in the server's INFO (all sections), "" when it has none.
