@@ -157,7 +157,7 @@ void LockCore::throwInherited(const LeaseState& lease) const {
 }
 
 std::shared_ptr<Watchdog> LockCore::makeWatchdog() {
-  auto watchdog = std::make_shared<Watchdog>(backend_, clock_, options_.watchdogLease, counters_);
+  auto watchdog = std::make_shared<Watchdog>(std::make_shared<ExclusiveRenewer>(backend_), clock_, options_.watchdogLease, counters_);
   // A forked child makes its own watchdog: it reports to the handler the lock was given.
   std::lock_guard<ForkSafeMutex> guard(handlerMutex_);
   if (lostHandler_) watchdog->setLostHandler(lostHandler_);

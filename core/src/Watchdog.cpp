@@ -21,9 +21,9 @@ bool inWatchdogsCare(const LeaseState& lease) {
 
 }  // namespace
 
-Watchdog::Watchdog(std::shared_ptr<IOperator> backend, std::shared_ptr<Clock> clock, std::chrono::milliseconds lease,
+Watchdog::Watchdog(std::shared_ptr<LeaseRenewer> renewer, std::shared_ptr<Clock> clock, std::chrono::milliseconds lease,
                    std::shared_ptr<LockCounters> counters)
-    : backend_(std::move(backend)),
+    : renewer_(std::move(renewer)),
       clock_(std::move(clock)),
       lease_(lease),
       interval_(std::max(std::chrono::milliseconds(1), lease / 3)),
@@ -117,15 +117,12 @@ void Watchdog::run() {
 }
 
 std::vector<bool> Watchdog::renew(const std::vector<std::shared_ptr<LeaseState>>& batch) {
-  std::vector<LeaseRef> refs;
-  for (const auto& lease : batch) refs.push_back(LeaseRef{lease->key, lease->token});
-
   const Clock::time_point sentAt = clock_->now();
   std::vector<ExtendResult> results;
   std::string failure;
   try {
     counters_->renewalRoundTrips.fetch_add(1, std::memory_order_relaxed);
-    results = backend_->extendAll(refs, lease_);
+    results = renewer_->renewAll(batch, lease_);
   } catch (const std::exception& error) {
     failure = error.what();
   }
@@ -137,11 +134,11 @@ std::vector<bool> Watchdog::renew(const std::vector<std::shared_ptr<LeaseState>>
     counters_->renewalFailures.fetch_add(1, std::memory_order_relaxed);
     logger()->warn("dlock: renewing {} of {} lease(s) on {} failed{}{}; each is lost at its own deadline unless "
                    "renewed by then",
-                   unknown, batch.size(), backend_->describe(), failure.empty() ? "" : ": ", failure);
+                   unknown, batch.size(), renewer_->describe(), failure.empty() ? "" : ": ", failure);
   } else if (logger()->should_log(spdlog::level::debug)) {
     logger()->debug("dlock: renewed {} of {} lease(s) on {} for {} ms",
                     std::count_if(results.begin(), results.end(), [](const ExtendResult& r) { return r.extended; }),
-                    batch.size(), backend_->describe(), lease_.count());
+                    batch.size(), renewer_->describe(), lease_.count());
   }
   std::vector<bool> unanswered(batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -178,7 +175,7 @@ void Watchdog::markLost(LeaseState& lease, LeasePhase from, const char* why) {
   if (!lease.transition(from, LeasePhase::Lost)) return;  // released, or reported, meanwhile
   counters_->lostLeases.fetch_add(1, std::memory_order_relaxed);
   logger()->warn("dlock: lost the lease of {} on {} (fencing token {}): {}", quoteKey(lease.key),
-                 backend_->describe(), lease.fencingToken, why);
+                 renewer_->describe(), lease.fencingToken, why);
   {
     std::lock_guard<std::mutex> guard(mutex_);
     if (stopping_) return;

@@ -25,18 +25,19 @@
 #include <thread>
 #include <vector>
 
+#include "LeaseRenewer.h"
 #include "LeaseState.h"
 #include "LockCounters.h"
 #include "LossNotifier.h"
 #include "dlock/Clock.h"
 #include "dlock/ILock.h"
-#include "dlock/IOperator.h"
 
 namespace dlock::detail {
 
 class Watchdog : public std::enable_shared_from_this<Watchdog> {
  public:
-  Watchdog(std::shared_ptr<IOperator> backend, std::shared_ptr<Clock> clock, std::chrono::milliseconds lease,
+  // `renewer`: how this lock's kind of lease is renewed (LeaseRenewer.h).
+  Watchdog(std::shared_ptr<LeaseRenewer> renewer, std::shared_ptr<Clock> clock, std::chrono::milliseconds lease,
            std::shared_ptr<LockCounters> counters);
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -72,7 +73,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   void expireOverdue(const std::vector<std::shared_ptr<LeaseState>>& leases);
   void markLost(LeaseState& lease, LeasePhase from, const char* why);
 
-  const std::shared_ptr<IOperator> backend_;
+  const std::shared_ptr<LeaseRenewer> renewer_;
   const std::shared_ptr<Clock> clock_;
   const std::chrono::milliseconds lease_;
   const std::chrono::milliseconds interval_;
