@@ -17,8 +17,8 @@
 
 #include "BenchReport.h"
 #include "RawRedis.h"
-#include "KeyNames.h"  // backends/redis/src: the scripts' keys and sources, as RedisOperator sends them
-#include "Scripts.h"
+#include "redis/src/KeyNames.h"  // backends/redis/src: the scripts' keys and sources, as RedisOperator sends them
+#include "redis/src/Scripts.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/Token.h"

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "Replies.h"
+#include "redis/src/Replies.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 

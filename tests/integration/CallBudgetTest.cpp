@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "ConnectionPool.h"
+#include "redis/src/ConnectionPool.h"
 #include "LinkProxy.h"
 #include "LogCapture.h"
 #include "RedisProcess.h"

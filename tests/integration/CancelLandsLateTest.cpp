@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "FairScripts.h"
+#include "redis/src/FairScripts.h"
 #include "LinkProxy.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
-#include "Scripts.h"
+#include "redis/src/Scripts.h"
 #include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"

@@ -11,10 +11,10 @@
 #include <string>
 
 #include "LinkProxy.h"
-#include "RedisOperatorOptions.h"
+#include "redis/src/RedisOperatorOptions.h"
 #include "RedisProcess.h"
-#include "Subscriber.h"
-#include "Topology.h"
+#include "redis/src/Subscriber.h"
+#include "redis/src/Topology.h"
 #include "dlock/redis/RedisOperator.h"
 
 using namespace std::chrono_literals;

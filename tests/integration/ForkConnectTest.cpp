@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "Connection.h"
+#include "redis/src/Connection.h"
 #include "TestHelpers.h"
 #include "dlock/LockError.h"
 

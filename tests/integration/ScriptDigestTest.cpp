@@ -7,13 +7,13 @@
 #include <utility>
 #include <vector>
 
-#include "Digest.h"
-#include "FairScripts.h"
+#include "redis/src/Digest.h"
+#include "redis/src/FairScripts.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
-#include "ReadWriteScripts.h"
-#include "Scripts.h"
-#include "SemaphoreScripts.h"
+#include "redis/src/ReadWriteScripts.h"
+#include "redis/src/Scripts.h"
+#include "redis/src/SemaphoreScripts.h"
 
 using dlock::detail::sha1Hex;
 

@@ -10,7 +10,7 @@
 
 #include "FairOrder.h"
 #include "Holds.h"
-#include "KeyNames.h"
+#include "redis/src/KeyNames.h"
 #include "ServerRecord.h"
 #include "ServerWrites.h"
 

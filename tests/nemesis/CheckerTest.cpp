@@ -9,7 +9,7 @@
 
 #include "Checker.h"
 #include "FairOrder.h"
-#include "KeyNames.h"
+#include "redis/src/KeyNames.h"
 #include "ServerObserver.h"
 #include "Timeline.h"
 

@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-#include "KeyNames.h"
+#include "redis/src/KeyNames.h"
 
 namespace dlock::nemesis {
 namespace {

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "ClusterDeployment.h"
-#include "KeyNames.h"
+#include "redis/src/KeyNames.h"
 #include "RedisClient.h"
 #include "Scenario.h"
 #include "SentinelDeployment.h"

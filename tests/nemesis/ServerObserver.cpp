@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <chrono>
 
-#include "KeyNames.h"
+#include "redis/src/KeyNames.h"
 
 namespace dlock::nemesis {
 namespace {

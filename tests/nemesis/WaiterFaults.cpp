@@ -3,7 +3,7 @@
 
 #include <thread>
 
-#include "KeyNames.h"
+#include "redis/src/KeyNames.h"
 #include "RedisClient.h"
 
 namespace dlock::nemesis {

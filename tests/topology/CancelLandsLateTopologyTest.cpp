@@ -14,10 +14,10 @@
 
 #include "ClusterServers.h"
 #include "SentinelServers.h"
-#include "FairScripts.h"
+#include "redis/src/FairScripts.h"
 #include "LinkProxy.h"
 #include "RedisClient.h"
-#include "Scripts.h"
+#include "redis/src/Scripts.h"
 #include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/cluster/ClusterKeys.h"

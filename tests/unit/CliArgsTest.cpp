@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "CliArgs.h"
+#include "tools/dlock/CliArgs.h"
 #include "dlock/LockOptions.h"
 #include "dlock/duration.h"
 

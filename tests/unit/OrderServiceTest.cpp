@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "OrderService.h"
+#include "examples/OrderService.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/memory/MemoryOperator.h"
 

@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "OutageBudget.h"
+#include "tools/dlock/OutageBudget.h"
 
 using namespace std::chrono_literals;
 using dlock::cli::OutageBudget;

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <thread>
 
-#include "RetryPolicy.h"
+#include "redis/src/RetryPolicy.h"
 
 using namespace std::chrono_literals;
 using dlock::detail::Failure;

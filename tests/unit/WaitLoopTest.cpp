@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "Attempt.h"
-#include "LockCounters.h"
-#include "WaitLoop.h"
-#include "WaitPolicy.h"
+#include "core/src/Attempt.h"
+#include "core/src/LockCounters.h"
+#include "core/src/WaitLoop.h"
+#include "core/src/WaitPolicy.h"
 #include "dlock/LockError.h"
 #include "dlock/memory/MemoryOperator.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dlock/cluster/ClusterKeys.h"
 
-#include "KeyNames.h"
+#include "redis/src/KeyNames.h"
 
 namespace dlock {
 

@@ -2,8 +2,8 @@
 #include "dlock/cluster/ClusterOperator.h"
 
 #include "ClusterTopology.h"
-#include "KeyNames.h"
-#include "RedisOperatorOptions.h"
+#include "redis/src/KeyNames.h"
+#include "redis/src/RedisOperatorOptions.h"
 #include "dlock/LockError.h"
 
 namespace dlock {

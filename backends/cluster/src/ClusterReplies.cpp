@@ -4,7 +4,7 @@
 #include <charconv>
 #include <string_view>
 
-#include "Reply.h"
+#include "redis/src/Reply.h"
 #include "dlock/LockError.h"
 #include "dlock/cluster/ClusterKeys.h"
 

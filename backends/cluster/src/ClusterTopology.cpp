@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "Errors.h"
-#include "Reply.h"
+#include "redis/src/Errors.h"
+#include "redis/src/Reply.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/cluster/ClusterKeys.h"

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "ClusterReplies.h"
-#include "Topology.h"
+#include "redis/src/Topology.h"
 #include "dlock/cluster/ClusterOperator.h"
 
 namespace dlock::detail {

@@ -5,9 +5,9 @@
 #include <charconv>
 #include <utility>
 
-#include "Connection.h"
-#include "Errors.h"
-#include "Reply.h"
+#include "redis/src/Connection.h"
+#include "redis/src/Errors.h"
+#include "redis/src/Reply.h"
 #include "dlock/LockError.h"
 
 namespace dlock::detail {

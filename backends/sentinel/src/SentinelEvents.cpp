@@ -7,7 +7,7 @@
 #include <string_view>
 #include <utility>
 
-#include "PubSubConnection.h"
+#include "redis/src/PubSubConnection.h"
 
 namespace dlock::detail {
 namespace {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dlock/sentinel/SentinelOperator.h"
 
-#include "RedisOperatorOptions.h"
+#include "redis/src/RedisOperatorOptions.h"
 #include "SentinelTopology.h"
 
 namespace dlock {

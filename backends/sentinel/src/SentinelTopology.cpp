@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "Errors.h"
+#include "redis/src/Errors.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/detail/Log.h"

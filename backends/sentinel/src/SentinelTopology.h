@@ -23,7 +23,7 @@
 
 #include "MasterResolver.h"
 #include "SentinelEvents.h"
-#include "Topology.h"
+#include "redis/src/Topology.h"
 #include "dlock/sentinel/SentinelOperator.h"
 
 namespace dlock::detail {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dlock/single/SingleOperator.h"
 
-#include "FixedTopology.h"
-#include "RedisOperatorOptions.h"
+#include "redis/src/FixedTopology.h"
+#include "redis/src/RedisOperatorOptions.h"
 
 namespace dlock {
 namespace {

@@ -2,7 +2,7 @@
 // A BROKEN fair release for tests only (CMake option DLOCK_BREAK_FAIR_ORDER): it hands the key to
 // the newest waiter instead of the oldest. The FIFO tests must fail on a build with it; that is how
 // they show they can.
-#include "FairScripts.h"
+#include "redis/src/FairScripts.h"
 
 namespace dlock::detail {
 

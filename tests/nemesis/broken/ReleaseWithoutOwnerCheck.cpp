@@ -3,7 +3,7 @@
 // the fault-testing harness's build (CMake option DLOCK_BREAK_RELEASE_CHECK): it deletes the key
 // whoever owns it, so a holder whose lease ran out releases its successor's hold. The harness's
 // checker must catch it (scripts/nemesis --broken).
-#include "ScriptSources.h"
+#include "redis/src/ScriptSources.h"
 
 namespace dlock::detail {
 
