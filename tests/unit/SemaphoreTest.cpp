@@ -87,6 +87,20 @@ class LosingAcquireReplies final : public ForwardingSemaphores {
   std::atomic<int> toLose_;
 };
 
+// Counts the batches the watchdog sends.
+class CountingBatches final : public ForwardingSemaphores {
+ public:
+  using ForwardingSemaphores::ForwardingSemaphores;
+  std::atomic<int> batches{0};
+
+ private:
+  std::vector<dlock::ExtendResult> doExtendPermitsAll(const std::vector<dlock::LeaseRef>& leases,
+                                                      std::chrono::milliseconds lease) override {
+    ++batches;
+    return inner_->extendPermitsAll(leases, lease);
+  }
+};
+
 // Broken: a release of permits not (or no longer) the caller's frees the first holder's instead.
 class ReleaseWithoutOwnerCheck final : public ForwardingSemaphores {
  public:
@@ -366,6 +380,18 @@ TEST_SUITE("Semaphore") {
     CHECK(p.remaining() == 0ms);
     CHECK_THROWS_AS(p.release(), dlock::LockLostError);
     CHECK(semaphore->stats().lostLeases == 1);
+  }
+
+  TEST_CASE("the watchdog renews every PermitLease of a semaphore in one batch call") {
+    SemaphoreFixture f;
+    auto counting = std::make_shared<CountingBatches>(f.backend);
+    auto semaphore = f.make(4, std::nullopt, counting);  // the watchdog, 30 s: renewed every 10 s
+    std::vector<dlock::PermitLease> held;
+    for (int i = 0; i < 3; ++i) held.push_back(semaphore->tryAcquire(1));
+    f.clock->advance(10s);
+    CHECK(counting->batches == 1);  // one extendPermitsAll for the three
+    CHECK(semaphore->stats().renewals == 3);
+    for (const auto& each : held) CHECK(each.remaining() == 30s);
   }
 
   TEST_CASE("a grant whose reply was lost is settled by token: the wait holds it once, a single try leaves it") {
