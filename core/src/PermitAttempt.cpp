@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "PermitAttempt.h"
 
+#include "GrantClaim.h"
 #include "LeaseState.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
@@ -62,22 +63,7 @@ bool PermitAttempt::join(const WaitState& /*state*/) {
 }
 
 std::optional<Held> PermitAttempt::await(const WaitState& state, const Pause& pause) {
-  Grant grant = grants_->waitForGrant(pause.sleep);
-  while (grant.kind == Grant::Kind::Granted && grant.backendMillis < state.last.backendMillis) {
-    grant = grants_->waitForGrant(milliseconds(0));  // answered an earlier try: dropped
-  }
-  if (grant.kind != Grant::Kind::Granted) return std::nullopt;
-  // Granted, the message says; the permits are ours only if the server says so now.
-  Clock::time_point extendSent;
-  std::optional<bool> ours;
-  {
-    const CallBudget budget(pause.callDeadline);
-    ours = extendClaim(extendSent);
-  }
-  if (ours.value_or(false)) return Held{grant.fencingToken, extendSent, tools_.ttl};
-  logger()->debug("dlock: a grant of permits of {} was {}; asking again", quoteKey(tools_.key),
-                  ours ? "no longer ours" : "not confirmed");
-  return std::nullopt;
+  return confirmedGrant(*grants_, state, pause, tools_, [this](Clock::time_point& sentAt) { return extendClaim(sentAt); });
 }
 
 void PermitAttempt::leave(const WaitState& state) noexcept {
