@@ -3,37 +3,13 @@
 
 #include <utility>
 
+#include "HeldLease.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/core/RequestIdHolder.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock::detail {
-namespace {
-
-// A Lease's link back to the lock that granted it.
-class HeldLease final : public LeaseControl {
- public:
-  HeldLease(std::shared_ptr<LockCore> core, std::shared_ptr<LeaseState> lease)
-      : core_(std::move(core)), lease_(std::move(lease)) {}
-
-  void release() override { core_->release(*lease_); }
-  bool releaseQuietly() noexcept override { return core_->releaseQuietly(*lease_); }
-  [[nodiscard]] bool isHeld() const override {
-    return !lease_->finished() && core_->isValid(*lease_);
-  }
-  [[nodiscard]] const std::string& key() const noexcept override { return lease_->key; }
-  [[nodiscard]] const std::string& token() const noexcept override { return lease_->token; }
-  [[nodiscard]] std::uint64_t fencingToken() const noexcept override { return lease_->fencingToken; }
-  [[nodiscard]] std::chrono::steady_clock::time_point validUntil() const override { return lease_->deadline(); }
-
- private:
-  const std::shared_ptr<LockCore> core_;
-  const std::shared_ptr<LeaseState> lease_;
-};
-
-}  // namespace
-
 DistributedLock::DistributedLock(std::shared_ptr<LockCore> core) : core_(std::move(core)) {}
 
 bool DistributedLock::doAcquire(std::string_view key, Deadline deadline,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "FairAttempt.h"
 
+#include "GrantClaim.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/core/Token.h"
@@ -68,26 +69,7 @@ bool FairAttempt::join(const WaitState& /*state*/) {
 }
 
 std::optional<Held> FairAttempt::await(const WaitState& state, const Pause& pause) {
-  Grant grant = grants_->waitForGrant(pause.sleep);
-  while (grant.kind == Grant::Kind::Granted && grant.backendMillis < state.last.backendMillis) {
-    grant = grants_->waitForGrant(milliseconds(0));  // answered an earlier try: dropped
-  }
-  if (grant.kind != Grant::Kind::Granted) return std::nullopt;
-  // Handed to us, the message says; the key is ours only if the server says so now.
-  Clock::time_point extendSent;
-  std::optional<bool> ours;
-  {
-    const CallBudget budget(pause.callDeadline);
-    ours = extendClaim(extendSent);
-  }
-  if (ours.value_or(false)) return Held{grant.fencingToken, extendSent, tools_.ttl};
-  // Not ours (the claim ran out while we were away) or no answer: the next try asks again.
-  const Log log = logger();
-  if (log->should_log(spdlog::level::debug)) {
-    log->debug("dlock: a hand-off of {} on {} was {}; asking again", quoteKey(tools_.key), tools_.backend->describe(),
-               ours ? "no longer ours" : "not confirmed");
-  }
-  return std::nullopt;
+  return confirmedGrant(*grants_, state, pause, tools_, [this](Clock::time_point& sentAt) { return extendClaim(sentAt); });
 }
 
 void FairAttempt::leave(const WaitState& state) noexcept {

@@ -63,11 +63,24 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
   return held ? holding(key, attempt, *held, ttl, renewed) : nullptr;
 }
 
+std::shared_ptr<LeaseState> LockCore::acquireBy(std::string_view key, Deadline deadline,
+                                                std::optional<milliseconds> leaseTime, LeaseKind kind,
+                                                const MakeAttempt& make) {
+  if (!leaseTime) leaseTime = options_.leaseTime;
+  const bool renewed = !leaseTime.has_value();
+  const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
+  WaitPolicy policy(deadline, options_.outageTolerance);
+  WaitLoop loop(key, *backend_, *counters_);
+  const std::unique_ptr<Attempt> attempt = make(AttemptTools{backend_, *clock_, cleanup_, key, ttl}, policy);
+  const std::optional<Held> held = loop.run(*attempt, policy);
+  return held ? holding(key, *attempt, *held, ttl, renewed, kind) : nullptr;
+}
+
 std::shared_ptr<LeaseState> LockCore::holding(std::string_view key, Attempt& attempt, const Held& held,
-                                              milliseconds ttl, bool renewed) {
+                                              milliseconds ttl, bool renewed, LeaseKind kind) {
   counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
   auto lease = std::make_shared<LeaseState>(std::string(key), attempt.takeToken(), held.fencingToken, ttl, renewed,
-                                            held.sentAt + knownValidity(held.validity, ttl));
+                                            held.sentAt + knownValidity(held.validity, ttl), kind);
   if (renewed) watchdog_->add(lease);
   if (log_->should_log(spdlog::level::debug)) {
     log_->debug("dlock: acquired {} on {} ({}fencing token {})", quoteKey(key), backend_->describe(), attempt.kind(),

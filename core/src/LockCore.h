@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,6 +49,12 @@ class LockCore {
   std::shared_ptr<LeaseState> acquire(std::string_view key, Deadline deadline,
                                       std::optional<std::chrono::milliseconds> leaseTime);
 
+  // acquire() through the attempt `make` builds (a semaphore's permits), holding a lease of `kind`.
+  using MakeAttempt = std::function<std::unique_ptr<Attempt>(const AttemptTools& tools, const WaitPolicy& policy)>;
+  std::shared_ptr<LeaseState> acquireBy(std::string_view key, Deadline deadline,
+                                        std::optional<std::chrono::milliseconds> leaseTime, LeaseKind kind,
+                                        const MakeAttempt& make);
+
   // Releases a lease. Released when the server released it now while the lease was valid, or
   // shows that an earlier try of this release ran (its reply lost); otherwise LockLostError (the
   // lease is finished either way). A backend error leaves the lease held so the caller can retry,
@@ -71,7 +78,8 @@ class LockCore {
  private:
   // The lease of what `attempt` holds: watched by the watchdog when `renewed`.
   std::shared_ptr<LeaseState> holding(std::string_view key, Attempt& attempt, const Held& held,
-                                      std::chrono::milliseconds ttl, bool renewed);
+                                      std::chrono::milliseconds ttl, bool renewed,
+                                      LeaseKind kind = LeaseKind::Exclusive);
   // LockLostError for `lease`, moving it from Releasing to Lost when `releasing` (and counting it).
   [[noreturn]] void throwLost(LeaseState& lease, bool releasing, const char* what);
   std::shared_ptr<Watchdog> makeWatchdog();

@@ -23,7 +23,10 @@
 #include "dlock/core/DefaultLock.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/Metrics.h"
+#include "dlock/core/PermitLease.h"
 #include "dlock/core/RequestIdHolder.h"
+#include "dlock/core/Semaphore.h"
+#include "dlock/core/SemaphoreBuilder.h"
 #include "dlock/core/Token.h"
 #include "dlock/core/WaitStrategies.h"
 

@@ -976,4 +976,60 @@ TEST_SUITE("Cli") {
     CHECK(untrusted.err().find("not signed by a trusted CA") != std::string::npos);
     CHECK(untrusted.err().find("pa55-cli") == std::string::npos);
   }
+
+  TEST_CASE("--permits N --capacity C: at most C commands run at once, the next when one ends; status shows them") {
+    RedisProcess server;
+    const std::string key = testKey("permits");
+    const std::vector<std::string> permits{"--uri", server.uri(), "--permits", "1", "--capacity", "2", key, "--"};
+    const std::string doneA = tempFile("permits-a");
+    const std::string doneRest = tempFile("permits-rest");
+    Cli a(concat(permits, untilExists(doneA, "true")));
+    CHECK(a.readLine() == std::optional<std::string>("ready"));
+    Cli b(concat(permits, untilExists(doneRest, "true")));
+    CHECK(b.readLine() == std::optional<std::string>("ready"));
+    Cli c(concat(permits, untilExists(doneRest, "true")));
+    // C queues: the server lists one waiter.
+    std::string status;
+    CHECK(eventually([&] {
+      Cli shown({"--uri", server.uri(), "status", key});
+      const int code = shown.wait();
+      status = shown.out();
+      return code == 0 && status.find("waiters:       1\n") != std::string::npos;
+    }));
+    CAPTURE(status);
+    CHECK(status.find("semaphore:     '" + key + "'\n") != std::string::npos);
+    CHECK(status.find("permits:       2 of 2 in use\n") != std::string::npos);
+    CHECK(status.find("holders:       2\n  1 permits, fencing token ") != std::string::npos);
+    CHECK(status.find("waiters:       1\n  1 permits\n") != std::string::npos);
+
+    std::ofstream(doneA).put('\n');  // A ends: its release admits C
+    CHECK(a.wait() == 0);
+    CHECK(c.readLine() == std::optional<std::string>("ready"));
+    std::ofstream(doneRest).put('\n');
+    CHECK(b.wait() == 0);
+    CHECK(c.wait() == 0);
+    Cli after({"--uri", server.uri(), "status", key});
+    CHECK(after.wait() == 1);
+    CHECK(after.out().find("permits:       0 of 2 in use\n") != std::string::npos);
+    std::remove(doneA.c_str());
+    std::remove(doneRest.c_str());
+  }
+
+  TEST_CASE("--permits: another capacity for a stored semaphore exits 2 naming both; --no-wait on none free gives 1") {
+    RedisProcess server;
+    const std::string key = testKey("capacity");
+    const std::string done = tempFile("capacity");
+    Cli holder({"--uri", server.uri(), "--permits", "2", "--capacity", "2", key, "--", "sh", "-c",
+                "echo ready; while [ ! -e '" + done + "' ]; do sleep 0.05; done"});
+    REQUIRE(holder.readLine() == std::optional<std::string>("ready"));
+    Cli other({"--uri", server.uri(), "--permits", "1", "--capacity", "3", key, "--", "true"});
+    CHECK(other.wait() == 2);
+    CAPTURE(other.err());
+    CHECK(other.err().find("stored with capacity 2, not 3") != std::string::npos);
+    Cli full({"--uri", server.uri(), "--no-wait", "--permits", "1", "--capacity", "2", key, "--", "true"});
+    CHECK(full.wait() == 1);
+    std::ofstream(done).put('\n');
+    CHECK(holder.wait() == 0);
+    std::remove(done.c_str());
+  }
 }

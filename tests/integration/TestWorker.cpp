@@ -27,6 +27,15 @@
 //                                                                tryLock: released, nothing written
 //                                       error T acquire|unlock TYPE MESSAGE   a dlock exception
 //   fork-first-call URI KEY THREADS START_US EVERY_US plain|fair   see ForkFirstCall.h
+//   permit-tally URI NAME CAPACITY ROUNDS TALLY OUT
+//                                     ROUNDS times: one permit of the semaphore NAME (watchdog,
+//                                     3 s lease), INCR the Redis string TALLY, append the value
+//                                     seen to OUT, hold 20 ms, DECR TALLY, release (appending
+//                                     "lost" when the release finds the permit's lease ended)
+//   permit-hold URI NAME CAPACITY COUNT LEASE_MS
+//                                     COUNT permits of NAME under the watchdog with a lease of
+//                                     LEASE_MS; prints "acquired <fence>", then answers lines on
+//                                     stdin: "release" → "released" or "error <type>"
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +53,7 @@
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
+#include "dlock/core/SemaphoreBuilder.h"
 #include "dlock/sentinel/SentinelOperator.h"
 #include "dlock/uri.h"
 
@@ -100,6 +110,53 @@ int hold(const std::string& uri, const std::string& key, const std::string& mode
       } catch (const dlock::LockError& error) {
         std::cout << "error " << error.what() << std::endl;
       }
+    }
+  }
+  return 0;
+}
+
+std::shared_ptr<dlock::Semaphore> semaphoreOn(const std::string& uri, const std::string& name, long capacity,
+                                              std::chrono::milliseconds lease) {
+  return dlock::SemaphoreBuilder()
+      .backend(dlock::connect(uri))
+      .name(name)
+      .permits(static_cast<std::uint32_t>(capacity))
+      .watchdogLease(lease)
+      .build();
+}
+
+int permitTally(const std::string& uri, const std::string& name, long capacity, int rounds, const std::string& tally,
+                const std::string& out) {
+  auto semaphore = semaphoreOn(uri, name, capacity, 3s);
+  const dlock::Endpoint server = serverOf(uri);
+  dlock::test::RedisClient client(server.host, server.port);
+  std::ofstream log(out, std::ios::app);
+  for (int i = 0; i < rounds; ++i) {
+    dlock::PermitLease permit = semaphore->acquire(1);
+    log << client.ok({"INCR", tally}).integer << std::endl;
+    std::this_thread::sleep_for(20ms);
+    client.ok({"DECR", tally});
+    try {
+      permit.release();
+    } catch (const dlock::LockLostError&) {
+      log << "lost" << std::endl;  // told: the hold ran unprotected at its end
+    }
+  }
+  return 0;
+}
+
+int permitHold(const std::string& uri, const std::string& name, long capacity, long count, long long millis) {
+  auto semaphore = semaphoreOn(uri, name, capacity, std::chrono::milliseconds(millis));
+  dlock::PermitLease permits = semaphore->acquire(static_cast<std::uint32_t>(count));
+  std::cout << "acquired " << permits.fencingToken() << std::endl;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line != "release") continue;
+    try {
+      permits.release();
+      std::cout << "released" << std::endl;
+    } catch (const dlock::LockError& error) {
+      std::cout << "error " << error.what() << std::endl;
     }
   }
   return 0;
@@ -206,9 +263,16 @@ int main(int argc, char** argv) {
     if (mode == "sentinel-increment" && argc == 10) {
       return sentinelIncrement(argv[2], argv[3], argv[4], argv[5], argv[6], std::atoll(argv[7]), argv[8], argv[9]);
     }
+    if (mode == "permit-tally" && argc == 8) {
+      return permitTally(argv[2], argv[3], std::atol(argv[4]), std::atoi(argv[5]), argv[6], argv[7]);
+    }
+    if (mode == "permit-hold" && argc == 7) {
+      return permitHold(argv[2], argv[3], std::atol(argv[4]), std::atol(argv[5]), std::atoll(argv[6]));
+    }
     std::fprintf(stderr,
                  "usage: dlock_test_worker increment URI KEY COUNTER N OUT [HOST:PORT] | hold URI KEY lease|watchdog|fair MS\n"
-                 "       | sentinel-increment URI KEY COUNTER DONE NAME LEASE_MS STOP OUT\n");
+                 "       | sentinel-increment URI KEY COUNTER DONE NAME LEASE_MS STOP OUT\n"
+                 "       | permit-tally URI NAME CAPACITY ROUNDS TALLY OUT | permit-hold URI NAME CAPACITY COUNT LEASE_MS\n");
     return 2;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "dlock_test_worker: %s\n", error.what());

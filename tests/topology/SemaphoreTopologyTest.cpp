@@ -1,24 +1,63 @@
 // SPDX-License-Identifier: Apache-2.0
 // The semaphore on a Redis Cluster: every key of one semaphore in its name's slot, admissions
-// told over sharded pub/sub.
+// told over sharded pub/sub; and the Semaphore (SemaphoreBuilder) on Sentinel and Cluster: a
+// release admits the waiting threads that fit, each on its own grant channel.
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "ClusterServers.h"
 #include "RedisClient.h"
 #include "SemaphoreScenarios.h"
+#include "SentinelServers.h"
 #include "TestHelpers.h"
 #include "dlock/ISemaphoreOperator.h"
 #include "dlock/cluster/ClusterKeys.h"
 #include "dlock/connect.h"
+#include "dlock/core/SemaphoreBuilder.h"
 
 using namespace std::chrono_literals;
 using dlock::test::ClusterServers;
 using dlock::test::RedisClient;
 namespace sem = dlock::test::sem;
+
+namespace {
+
+// `name` of capacity 3 over `backend`: three held, two threads wait for one each; a release of two
+// admits both in the release itself; all back at the end.
+void releaseAdmitsWaitingThreads(const std::shared_ptr<dlock::IOperator>& backend, const std::string& name) {
+  auto semaphore = dlock::SemaphoreBuilder().backend(backend).name(name).permits(3).build();
+  dlock::PermitLease two = semaphore->acquire(2);
+  dlock::PermitLease one = semaphore->acquire(1);
+  REQUIRE(two);
+  REQUIRE(one);
+  std::vector<dlock::PermitLease> got(2);
+  std::vector<std::thread> waiters;
+  for (std::size_t i = 0; i < 2; ++i) {
+    waiters.emplace_back([&, i] {
+      dlock::AcquireOptions wait;
+      wait.waitTime = dlock::test::kEventBudget;
+      got[i] = semaphore->acquire(1, wait);
+    });
+    REQUIRE(dlock::test::eventually([&] { return semaphore->inspect().waiters.size() == i + 1; }));
+  }
+  two.release();
+  CHECK(semaphore->inspect().waiters.empty());
+  CHECK(semaphore->availablePermits() == 0);
+  for (auto& waiter : waiters) waiter.join();
+  for (auto& each : got) {
+    CHECK(each.fencingToken() > one.fencingToken());
+    each.release();
+  }
+  one.release();
+  CHECK(semaphore->availablePermits() == 3);
+}
+
+}  // namespace
 
 TEST_SUITE("SemaphoreTopology") {
   TEST_CASE("Cluster: a semaphore's keys share its name's slot, and admissions are told over sharded pub/sub") {
@@ -41,5 +80,18 @@ TEST_SUITE("SemaphoreTopology") {
       CHECK(semaphoreKeys == 3);  // state, deadlines and queue
       dlock::test::checkEveryLockKeyHasTtl(owner);
     }
+  }
+
+  TEST_CASE("Sentinel: the Semaphore on the master admits the waiting threads a release frees; wait_replicas is refused") {
+    dlock::test::SentinelServers set;
+    releaseAdmitsWaitingThreads(dlock::connect(set.uri()), "sentinel-pool");
+    CHECK_THROWS_WITH_AS(
+        dlock::SemaphoreBuilder().backend(dlock::connect(set.uri("wait_replicas=1"))).name("s").permits(2).build(),
+        doctest::Contains("wait_replicas"), dlock::ConfigError);
+  }
+
+  TEST_CASE("Cluster: the Semaphore admits the waiting threads a release frees, told over sharded pub/sub") {
+    ClusterServers cluster;
+    releaseAdmitsWaitingThreads(dlock::connect(cluster.uri()), "cluster-pool");
   }
 }

@@ -43,6 +43,25 @@ std::string usageErrorOf(const std::vector<std::string>& args) {
 }  // namespace
 
 TEST_SUITE("CliArgs") {
+  TEST_CASE("--permits N --capacity C ask for N of the C permits of the semaphore KEY; both or neither, N <= C") {
+    const CliOptions options = parse({"--permits", "2", "--capacity=5", "backup", "--", "true"});
+    REQUIRE(options.permits);
+    CHECK(options.permits->count == 2);
+    CHECK(options.permits->capacity == 5);
+    CHECK_FALSE(parse({"backup", "--", "true"}).permits);
+    CHECK(usageErrorOf({"--permits", "2", "k", "--", "true"}) == "--permits and --capacity go together");
+    CHECK(usageErrorOf({"--capacity", "2", "k", "--", "true"}) == "--permits and --capacity go together");
+    CHECK(usageErrorOf({"--permits", "3", "--capacity", "2", "k", "--", "true"}) == "--permits 3 is more than --capacity 2");
+    CHECK(usageErrorOf({"--permits", "0", "--capacity", "2", "k", "--", "true"}).find("not a number of permits") !=
+          std::string::npos);
+    CHECK(usageErrorOf({"--permits", "1", "--capacity", "1000001", "k", "--", "true"}).find("from 1 to 1000000") !=
+          std::string::npos);
+    CHECK(usageErrorOf({"--permits", "x", "--capacity", "2", "k", "--", "true"}) != "");
+    CHECK(usageErrorOf({"--fair", "--permits", "1", "--capacity", "2", "k", "--", "true"}).find("--fair") !=
+          std::string::npos);
+    CHECK(usageErrorOf({"--permits", "1", "--capacity", "2", "status", "k"}) == "--permits does not apply to status");
+  }
+
   TEST_CASE("--fair asks for a fair lock, and does not apply to status") {
     CHECK_FALSE(parse({"k", "--", "true"}).fair);
     CHECK(parse({"--fair", "k", "--", "true"}).fair);

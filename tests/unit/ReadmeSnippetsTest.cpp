@@ -155,6 +155,26 @@ void serveLockMetrics(Server& server, std::vector<std::shared_ptr<dlock::ILock>>
     response.set_content(dlock::formatMetrics(locks), dlock::kMetricsContentType);
   });
 }
+
+#include <dlock/connect.h>
+#include <dlock/core/SemaphoreBuilder.h>
+
+std::shared_ptr<dlock::Semaphore> makePaymentsCap() {
+  return dlock::SemaphoreBuilder()
+      .backend(dlock::connect("redis://127.0.0.1:6379"))
+      .name("payments-api")
+      .permits(8)  // stored with the semaphore: another capacity for this name is a ConfigError
+      .build();
+}
+
+bool callPayments(dlock::Semaphore& payments) {
+  dlock::AcquireOptions wait;
+  wait.waitTime = std::chrono::seconds(5);
+  dlock::PermitLease permit = payments.acquire(1, wait);  // in line with every other process
+  if (!permit) return false;  // 8 calls in flight for 5 s: try later
+  // ... call the API; the watchdog renews the permit while the call runs ...
+  return true;
+}  // the permit goes back here, and the next waiter in line gets it
 // clang-format on
 
 #include <doctest/doctest.h>
@@ -201,6 +221,17 @@ TEST_SUITE("Readme") {
     CHECK_FALSE(lock->isHeld("order:44"));
     CHECK(lock->tryLock("order:44"));  // free for the next caller
     lock->unlock("order:44");
+  }
+
+  TEST_CASE("the README's semaphore snippet runs on the memory backend: a call waits for a permit, then gives it back") {
+    auto payments = dlock::SemaphoreBuilder().backend(std::make_shared<dlock::MemoryOperator>()).name("payments-api").permits(1).build();
+    CHECK(callPayments(*payments));
+    CHECK(payments->availablePermits() == 1);
+    dlock::PermitLease busy = payments->tryAcquire(1);
+    REQUIRE(busy);
+    dlock::AcquireOptions noWait;
+    noWait.waitTime = std::chrono::milliseconds(0);
+    CHECK_FALSE(payments->acquire(1, noWait));
   }
 
   TEST_CASE("the README snippets run on the memory backend") {

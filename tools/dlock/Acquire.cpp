@@ -2,7 +2,6 @@
 #include "Acquire.h"
 
 #include <algorithm>
-#include <future>
 #include <string>
 #include <thread>
 
@@ -20,27 +19,16 @@ using Steady = std::chrono::steady_clock;
 
 constexpr milliseconds kSlice{100};
 
-// A fair wait in one piece, so the waiter keeps its place in the queue (slices would each leave
-// it and join again at the end): made on a thread of its own while this one watches for signals.
-// The library rides out an outage within the wait's budget itself (one acquire, one budget).
-// An interrupted wait is abandoned with the process, which dies by the signal: its place ends
-// with its waiter lease, and a hand-off that reached it with the rest of that lease.
+// A fair wait in one piece (waitInOnePiece), so the waiter keeps its place in the queue.
 Acquired acquireFair(const std::shared_ptr<dlock::ILock>& lock, const CliOptions& options, Supervisor& supervisor) {
-  auto result = std::make_shared<std::promise<dlock::Lease>>();
-  std::future<dlock::Lease> done = result->get_future();
-  std::thread([lock, options, result] {
-    try {
-      dlock::AcquireOptions wait;
-      wait.waitTime = options.wait;
-      result->set_value(lock->acquire(options.key, wait));
-    } catch (...) {
-      result->set_exception(std::current_exception());
-    }
-  }).detach();
-  while (done.wait_for(kSlice) != std::future_status::ready) {
-    if (std::optional<int> signo = supervisor.takeInterrupt()) return {dlock::Lease(), signo};
-  }
-  return {done.get(), std::nullopt};
+  auto [lease, interrupt] = waitInOnePiece<dlock::Lease>(
+      [lock, options] {
+        dlock::AcquireOptions wait;
+        wait.waitTime = options.wait;
+        return lock->acquire(options.key, wait);
+      },
+      supervisor);
+  return {std::move(lease), interrupt};
 }
 
 // The error that ends a wait whose budget for an outage is spent.

@@ -5,14 +5,40 @@
 #pragma once
 
 #include <chrono>
+#include <future>
 #include <memory>
 #include <optional>
+#include <thread>
+#include <utility>
 
 #include "CliArgs.h"
 #include "Supervisor.h"
 #include "dlock/ILock.h"
 
 namespace dlock::cli {
+
+// A wait in one piece, so the waiter keeps its place in a queue (slices would each leave it and
+// join again at the end): `acquire`, one acquire of the library returning `Held`, runs on a thread
+// of its own while this one watches for signals. What it got, or an empty `Held` and the signal.
+// The library rides out an outage within the wait's budget itself (one acquire, one budget). An
+// interrupted wait is abandoned with the process, which dies by the signal: its place ends with
+// its waiter lease, and a grant that reached it with the rest of that lease.
+template <class Held, class Acquire>
+std::pair<Held, std::optional<int>> waitInOnePiece(Acquire acquire, Supervisor& supervisor) {
+  auto result = std::make_shared<std::promise<Held>>();
+  std::future<Held> done = result->get_future();
+  std::thread([acquire = std::move(acquire), result] {
+    try {
+      result->set_value(acquire());
+    } catch (...) {
+      result->set_exception(std::current_exception());
+    }
+  }).detach();
+  while (done.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+    if (std::optional<int> signo = supervisor.takeInterrupt()) return {Held(), signo};
+  }
+  return {done.get(), std::nullopt};
+}
 
 struct Acquired {
   dlock::Lease lease;            // empty: not had in time, or interrupted

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 
+#include "dlock/ISemaphoreOperator.h"
 #include "dlock/Validation.h"
 #include "dlock/duration.h"
 #include "dlock/uri.h"
@@ -44,6 +45,8 @@ const std::map<std::string, OptionSpec>& optionSpecs() {
       {"--lost-exit-code", {"--lost-exit-code", true, false}},
       {"--on-lost", {"--on-lost", true, false}},
       {"--grace", {"--grace", true, false}},
+      {"--permits", {"--permits", true, false}},
+      {"--capacity", {"--capacity", true, false}},
       {"--owner-label", {"--owner-label", true, false}},
       {"--no-owner-label", {"--no-owner-label", false, false}},
       {"--verbose", {"--verbose", false, true}},
@@ -67,6 +70,31 @@ int exitCodeArgument(const std::string& option, const std::string& value) {
   const auto code = parseExitCode(value);
   if (!code) throw UsageError(option + ": '" + value + "' is not an exit status from 0 to 255");
   return *code;
+}
+
+std::uint32_t countArgument(const std::string& option, const std::string& value) {
+  std::uint32_t count = 0;
+  const auto* end = value.data() + value.size();
+  const auto [ptr, ec] = std::from_chars(value.data(), end, count);
+  if (value.empty() || ec != std::errc() || ptr != end || count == 0 || count > kMaxSemaphorePermits) {
+    throw UsageError(option + ": '" + value + "' is not a number of permits from 1 to " +
+                     std::to_string(kMaxSemaphorePermits));
+  }
+  return count;
+}
+
+// --permits N and --capacity C, given together, N at most C; --fair adds nothing to them.
+std::optional<CliOptions::Permits> permitsArguments(const std::map<std::string, std::string>& given, bool fair) {
+  const auto count = given.find("--permits");
+  const auto capacity = given.find("--capacity");
+  if (count == given.end() && capacity == given.end()) return std::nullopt;
+  if (count == given.end() || capacity == given.end()) throw UsageError("--permits and --capacity go together");
+  if (fair) throw UsageError("--fair does not apply to --permits: permit waiters are served in order already");
+  CliOptions::Permits permits{countArgument("--permits", count->second), countArgument("--capacity", capacity->second)};
+  if (permits.count > permits.capacity) {
+    throw UsageError("--permits " + count->second + " is more than --capacity " + capacity->second);
+  }
+  return permits;
 }
 
 void checkKeyArgument(const std::string& key) {
@@ -98,6 +126,7 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
   bool noWaitGiven = false;
   bool ownerLabelGiven = false;
   bool noOwnerLabelGiven = false;
+  std::map<std::string, std::string> permitsGiven;  // --permits, --capacity
 
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -178,6 +207,8 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
     } else if (canonical == "--no-owner-label") {
       options.ownerLabel.reset();
       noOwnerLabelGiven = true;
+    } else if (canonical == "--permits" || canonical == "--capacity") {
+      permitsGiven[canonical] = *value;
     } else if (canonical == "--verbose") {
       options.verbose = true;
     }
@@ -186,6 +217,7 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
   if (ownerLabelGiven && noOwnerLabelGiven) {
     throw UsageError("--owner-label and --no-owner-label exclude each other");
   }
+  options.permits = permitsArguments(permitsGiven, options.fair);
 
   // `dlock status KEY` has no "--"; `dlock status -- CMD` locks the key "status".
   if (!separator && !positionals.empty() && positionals.front() == "status") {
@@ -255,6 +287,10 @@ Options:
                            renewals keep failing, COMMAND gets SIGTERM that long (at most a third
                            of --ttl) before the lease ends and SIGKILL when it ends: it never runs
                            past the lease
+      --permits N --capacity C
+                         hold N of the C permits of the semaphore KEY instead of the lock: at
+                           most C permits' worth of commands run at once (waiters in order);
+                           C is stored with KEY, and another C for it is refused (exit 2)
       --owner-label TEXT record TEXT in the owner label, after this host's name and dlock's
                            pid (dlock status shows them, with since when)
       --no-owner-label   record no owner label
@@ -277,6 +313,10 @@ dlock status KEY prints seven lines, "name: value":
 and exits 0 when KEY is held, 1 when it is free, so a script can test it:
   if dlock status nightly-report >/dev/null; then echo "running elsewhere"; fi
 
+When KEY is a semaphore, dlock status prints its permits in use and capacity ("permits: 3 of 4
+in use"), then a line per holder (its permits, fencing token and lease left) and per waiter (its
+permits), head first; it exits 0 when any permit is held, 1 when none is.
+
 Exit status (status KEY: 0 held, 1 free, or one of dlock's own below):
   COMMAND's status, or 128+N when COMMAND was killed by signal N
   1    KEY was not had in time (-E N changes it)
@@ -298,6 +338,9 @@ Examples:
 
   # Who holds it, and for how long?
   dlock status db-migrate
+
+  # A backup that may run on at most 2 hosts at once; the others wait their turn.
+  dlock --permits 1 --capacity 2 nightly-backup -- /usr/local/bin/backup
 )";
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -65,6 +66,13 @@ struct CliOptions {
   // The owner label recorded with the lease (host, pid, and this text when not empty); unset:
   // none (--no-owner-label).
   std::optional<std::string> ownerLabel = std::string();
+  // --permits N --capacity C: hold N of the C permits of the semaphore KEY instead of the lock
+  // (a job that may run on at most C hosts at once). Unset: the lock.
+  struct Permits {
+    std::uint32_t count = 0;
+    std::uint32_t capacity = 0;
+  };
+  std::optional<Permits> permits;
 };
 
 inline constexpr std::chrono::milliseconds kMinTtl{10};

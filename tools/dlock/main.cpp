@@ -26,6 +26,7 @@
 
 #include "Acquire.h"
 #include "CliArgs.h"
+#include "Permits.h"
 #include "Supervisor.h"
 #include "dlock/ILock.h"
 #include "dlock/LockError.h"
@@ -114,8 +115,22 @@ std::string utcText(std::chrono::system_clock::time_point when) {
   return std::string(text, length) + "." + std::to_string(1000 + millis % 1000).substr(1) + "Z";
 }
 
+// Prints `text` (its secrets masked); `held` → 0, else kExitStatusFree.
+int printStatus(std::string text, bool held, spdlog::logger& log, const std::vector<std::string>& secrets) {
+  text = scrubSecrets(std::move(text), secrets);
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    log.error("dlock: writing the status failed: {}", std::strerror(errno));
+    return kExitFailure;
+  }
+  return held ? 0 : kExitStatusFree;  // scriptable: `if dlock status KEY; then ...`
+}
+
 int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<std::string>& secrets) {
-  const dlock::LeaseInfo info = connectBackend(options.uri)->inspect(options.key);
+  const std::shared_ptr<dlock::IOperator> backend = connectBackend(options.uri);
+  if (std::optional<SemaphoreStatus> semaphore = semaphoreStatus(*backend, options)) {
+    return printStatus(std::move(semaphore->text), semaphore->inUse, log, secrets);
+  }
+  const dlock::LeaseInfo info = backend->inspect(options.key);
   std::string text;
   text += "key:           " + dlock::detail::quoteKey(options.key) + "\n";
   text += "backend:       " + dlock::redactUri(options.uri) + "\n";
@@ -125,12 +140,7 @@ int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<
   const bool owned = info.held && !info.owner.empty();
   text += "owner:         " + (owned ? dlock::detail::quoteText(info.owner, dlock::kMaxOwnerLabelBytes) : "-") + "\n";
   text += "since:         " + (owned ? utcText(info.ownerSince) : "-") + "\n";
-  text = scrubSecrets(std::move(text), secrets);
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
-    log.error("dlock: writing the status failed: {}", std::strerror(errno));
-    return kExitFailure;
-  }
-  return info.held ? 0 : kExitStatusFree;  // scriptable: `if dlock status KEY; then ...`
+  return printStatus(std::move(text), info.held, log, secrets);
 }
 
 // Who holds `key`, for the message of a wait that gave up: the owner label the holder recorded
@@ -152,18 +162,21 @@ std::string holderText(dlock::IOperator& backend, const std::string& key) {
 
 // The lease's destructor tries a failed release once more and reports its failure too (Lease.h);
 // dlock reported the first one, so the second goes unsaid: the logger is silent for that one call
-// (and the library's other threads with it, for at most the call's timeout).
-void dropAfterReportedFailure(dlock::Lease& lease, spdlog::logger& log) {
+// (and the library's other threads with it, for at most the call's timeout). `Held`: a Lease or a
+// PermitLease, as below.
+template <class Held>
+void dropAfterReportedFailure(Held& lease, spdlog::logger& log) {
   const spdlog::level::level_enum level = log.level();
   log.set_level(spdlog::level::off);
-  lease = dlock::Lease();
+  lease = Held();
   log.set_level(level);
 }
 
 // Releases the key after the command ended; dlock's exit status. The lost code when the command
 // did not finish under the lock: the lease was lost, it ended before the release, or dlock stopped
 // the command because it was ending unrenewed.
-int releaseAfter(dlock::Lease& lease, const Supervisor::Outcome& outcome, const CliOptions& options,
+template <class Held>
+int releaseAfter(Held& lease, const Supervisor::Outcome& outcome, const CliOptions& options,
                  spdlog::logger& log) {
   const std::string key = dlock::detail::quoteKey(options.key);
   const std::string uri = dlock::redactUri(options.uri);
@@ -186,8 +199,10 @@ int releaseAfter(dlock::Lease& lease, const Supervisor::Outcome& outcome, const 
   return unprotected ? options.lostExitCode : outcome.status;
 }
 
-// Runs the command under the lease and watches both (Supervisor); the command's outcome.
-Supervisor::Outcome superviseCommand(Supervisor& supervisor, pid_t pid, const dlock::Lease& lease, dlock::ILock& lock,
+// Runs the command under the lease and watches both (Supervisor); the command's outcome. `lock`
+// (an ILock or a Semaphore) counts the renewals.
+template <class Held, class Lock>
+Supervisor::Outcome superviseCommand(Supervisor& supervisor, pid_t pid, const Held& lease, Lock& lock,
                                      const CliOptions& options, spdlog::logger& log) {
   const std::string key = dlock::detail::quoteKey(options.key);
   const std::string uri = dlock::redactUri(options.uri);
@@ -219,6 +234,21 @@ Supervisor::Outcome superviseCommand(Supervisor& supervisor, pid_t pid, const dl
   const Supervisor::Outcome outcome = supervisor.supervise(pid, terminate, options.grace, callbacks);
   log.info("dlock: the command {}", describe(outcome));
   return outcome;
+}
+
+// Runs the command while `lease` holds, then releases it; dlock's exit status (releaseAfter).
+template <class Held, class Lock>
+int runCommandUnder(Supervisor& supervisor, Held& lease, Lock& lock, const CliOptions& options, spdlog::logger& log) {
+  Supervisor::SpawnError spawnError;
+  const pid_t pid = supervisor.spawn(options.command, spawnError);
+  if (pid < 0) {
+    log.error("dlock: cannot run '{}': {}", options.command.front(), std::strerror(spawnError.error));
+    lease = Held();  // releases quietly
+    return spawnError.error == ENOENT ? kExitNotFound : kExitCannotRun;
+  }
+  log.info("dlock: running {} (pid {})", shellText(options.command), pid);
+  const Supervisor::Outcome outcome = superviseCommand(supervisor, pid, lease, lock, options, log);
+  return releaseAfter(lease, outcome, options, log);
 }
 
 int runLocked(const CliOptions& options, spdlog::logger& log) {
@@ -256,16 +286,36 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
   log.info("dlock: acquired {} on {} (fencing token {}; lease {}, renewed every {})", key, uri, lease.fencingToken(),
            formatDuration(options.ttl), formatDuration(options.ttl / 3));
 
-  Supervisor::SpawnError spawnError;
-  const pid_t pid = supervisor.spawn(options.command, spawnError);
-  if (pid < 0) {
-    log.error("dlock: cannot run '{}': {}", options.command.front(), std::strerror(spawnError.error));
-    lease = dlock::Lease();  // releases quietly
-    return spawnError.error == ENOENT ? kExitNotFound : kExitCannotRun;
+  return runCommandUnder(supervisor, lease, *lock, options, log);
+}
+
+// `dlock --permits N --capacity C`: runLocked over N permits of the semaphore KEY.
+int runWithPermits(const CliOptions& options, spdlog::logger& log) {
+  Supervisor supervisor;  // first, as in runLocked
+  const std::string key = dlock::detail::quoteKey(options.key);
+  const std::string uri = dlock::redactUri(options.uri);
+  const milliseconds outageTolerance = dlock::LockOptions().outageTolerance;
+  const auto semaphore = makeSemaphore(connectBackend(options.uri), options, outageTolerance);
+  semaphore->onPermitsLost(
+      [&supervisor](std::string_view, std::uint64_t fencingToken) { supervisor.notifyLost(fencingToken); });
+  AcquiredPermits acquired = acquirePermitsInterruptibly(semaphore, options, supervisor);
+  dlock::PermitLease& permits = acquired.permits;
+  if (!acquired.interrupt) acquired.interrupt = supervisor.takeInterrupt();
+  if (const std::optional<int> signo = acquired.interrupt) {
+    log.info("dlock: signal {} ({}) while waiting for permits of {}; not running the command", *signo,
+             strsignal(*signo), key);
+    permits = dlock::PermitLease();  // releases, if the wait got them
+    Supervisor::dieBySignal(*signo);
   }
-  log.info("dlock: running {} (pid {})", shellText(options.command), pid);
-  const Supervisor::Outcome outcome = superviseCommand(supervisor, pid, lease, *lock, options, log);
-  return releaseAfter(lease, outcome, options, log);
+  const std::string wanted = std::to_string(options.permits->count) + " of the " +
+                             std::to_string(options.permits->capacity) + " permits of " + key;
+  if (!permits) {
+    log.info("dlock: {} on {} were not free; gave up", wanted, uri);
+    return options.conflictExitCode;
+  }
+  log.info("dlock: acquired {} on {} (fencing token {}; lease {}, renewed every {})", wanted, uri,
+           permits.fencingToken(), formatDuration(options.ttl), formatDuration(options.ttl / 3));
+  return runCommandUnder(supervisor, permits, *semaphore, options, log);
 }
 
 }  // namespace
@@ -305,7 +355,8 @@ int main(int argc, char** argv) {
 
   const auto log = makeLogger(options.verbose, secrets);
   try {
-    return options.mode == Mode::Status ? runStatus(options, *log, secrets) : runLocked(options, *log);
+    if (options.mode == Mode::Status) return runStatus(options, *log, secrets);
+    return options.permits ? runWithPermits(options, *log) : runLocked(options, *log);
   } catch (const dlock::ConfigError& error) {
     log->error("{}", error.what());
     return kExitUsage;

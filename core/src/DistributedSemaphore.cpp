@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "DistributedSemaphore.h"
+
+#include <utility>
+
+#include "HeldLease.h"
+#include "PermitAttempt.h"
+#include "dlock/core/WaitStrategies.h"
+
+namespace dlock::detail {
+
+using std::chrono::milliseconds;
+
+DistributedSemaphore::DistributedSemaphore(std::string name, std::shared_ptr<PermitBackend> permits,
+                                           std::shared_ptr<Clock> clock, const LockOptions& options)
+    : name_(std::move(name)),
+      permits_(std::move(permits)),
+      clock_(std::move(clock)),
+      waiterLease_(options.waiterLease),
+      // The core's IWait is never used: PermitAttempt waits on its grant watch.
+      core_(std::make_shared<LockCore>(permits_, LockCapabilities{}, std::make_shared<FixedIntervalWait>(), clock_, options)) {}
+
+PermitLease DistributedSemaphore::doAcquire(std::uint32_t permits, Deadline deadline,
+                                            std::optional<milliseconds> leaseTime) {
+  std::shared_ptr<LeaseState> lease = core_->acquireBy(
+      name_, deadline, leaseTime, LeaseKind::Permits, [&](const AttemptTools& tools, const WaitPolicy& policy) {
+        return std::make_unique<PermitAttempt>(tools, *permits_, permits, policy.once() ? milliseconds(0) : waiterLease_);
+      });
+  if (!lease) return PermitLease();
+  return PermitLease(Lease(std::make_unique<HeldLease>(core_, std::move(lease))), permits, clock_);
+}
+
+std::uint32_t DistributedSemaphore::doResize(std::uint32_t capacity) {
+  const std::uint32_t admitted = permits_->semaphores().resizeSemaphore(name_, capacity);
+  permits_->setCapacity(capacity);
+  return admitted;
+}
+
+SemaphoreInfo DistributedSemaphore::doInspect() { return permits_->semaphores().inspectSemaphore(name_); }
+
+LockStats DistributedSemaphore::doStats() const {
+  LockStats stats = core_->stats();
+  stats.name = name_;
+  return stats;
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// HeldLease.h — a Lease's link back to the lock core that granted it (Lease.h's LeaseControl),
+// shared by the lock's Lease handles and the semaphore's PermitLease.
+// Owner: one Lease. Thread safety: as Lease (one thread at a time); the core is thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "LeaseState.h"
+#include "LockCore.h"
+#include "dlock/Lease.h"
+
+namespace dlock::detail {
+
+class HeldLease final : public LeaseControl {
+ public:
+  HeldLease(std::shared_ptr<LockCore> core, std::shared_ptr<LeaseState> lease)
+      : core_(std::move(core)), lease_(std::move(lease)) {}
+
+  void release() override { core_->release(*lease_); }
+  bool releaseQuietly() noexcept override { return core_->releaseQuietly(*lease_); }
+  [[nodiscard]] bool isHeld() const override { return !lease_->finished() && core_->isValid(*lease_); }
+  [[nodiscard]] const std::string& key() const noexcept override { return lease_->key; }
+  [[nodiscard]] const std::string& token() const noexcept override { return lease_->token; }
+  [[nodiscard]] std::uint64_t fencingToken() const noexcept override { return lease_->fencingToken; }
+  [[nodiscard]] std::chrono::steady_clock::time_point validUntil() const override { return lease_->deadline(); }
+
+ private:
+  const std::shared_ptr<LockCore> core_;
+  const std::shared_ptr<LeaseState> lease_;
+};
+
+}  // namespace dlock::detail
