@@ -977,7 +977,7 @@ TEST_SUITE("Cli") {
     CHECK(untrusted.err().find("pa55-cli") == std::string::npos);
   }
 
-  TEST_CASE("--permits N --capacity C: at most C commands run at once, the next when one ends; status shows them") {
+  TEST_CASE("--permits N --capacity C: at most C commands run at once, the next when one ends, status shows them") {
     RedisProcess server;
     const std::string key = testKey("permits");
     const std::vector<std::string> permits{"--uri", server.uri(), "--permits", "1", "--capacity", "2", key, "--"};
@@ -1015,7 +1015,7 @@ TEST_SUITE("Cli") {
     std::remove(doneRest.c_str());
   }
 
-  TEST_CASE("--permits: another capacity for a stored semaphore exits 2 naming both; --no-wait on none free gives 1") {
+  TEST_CASE("--permits: another capacity for a stored semaphore exits 2 naming both, --no-wait on none free gives 1") {
     RedisProcess server;
     const std::string key = testKey("capacity");
     const std::string done = tempFile("capacity");

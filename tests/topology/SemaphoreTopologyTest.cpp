@@ -82,7 +82,7 @@ TEST_SUITE("SemaphoreTopology") {
     }
   }
 
-  TEST_CASE("Sentinel: the Semaphore on the master admits the waiting threads a release frees; wait_replicas is refused") {
+  TEST_CASE("Sentinel: the Semaphore on the master admits the waiting threads a release frees, wait_replicas is refused") {
     dlock::test::SentinelServers set;
     releaseAdmitsWaitingThreads(dlock::connect(set.uri()), "sentinel-pool");
     CHECK_THROWS_WITH_AS(

@@ -43,7 +43,7 @@ std::string usageErrorOf(const std::vector<std::string>& args) {
 }  // namespace
 
 TEST_SUITE("CliArgs") {
-  TEST_CASE("--permits N --capacity C ask for N of the C permits of the semaphore KEY; both or neither, N <= C") {
+  TEST_CASE("--permits N --capacity C ask for N of the C permits of the semaphore KEY, both or neither, N <= C") {
     const CliOptions options = parse({"--permits", "2", "--capacity=5", "backup", "--", "true"});
     REQUIRE(options.permits);
     CHECK(options.permits->count == 2);

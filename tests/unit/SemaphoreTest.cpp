@@ -197,7 +197,7 @@ std::uint32_t heldAfterAClientAheadTries(const SemaphoreFixture& f, const std::s
 }  // namespace
 
 TEST_SUITE("Semaphore") {
-  TEST_CASE("permits up to the capacity are held at once; past it a try gets an empty PermitLease") {
+  TEST_CASE("permits up to the capacity are held at once, past it a try gets an empty PermitLease") {
     SemaphoreFixture f;
     auto semaphore = f.make(4);
     dlock::PermitLease two = semaphore->acquire(2);
@@ -216,7 +216,7 @@ TEST_SUITE("Semaphore") {
     CHECK(semaphore->tryAcquire(3));
   }
 
-  TEST_CASE("release twice is NotOwnerError; a moved-from PermitLease is empty; the destructor releases") {
+  TEST_CASE("release twice is NotOwnerError, a moved-from PermitLease is empty, the destructor releases") {
     SemaphoreFixture f;
     auto semaphore = f.make(2);
     dlock::PermitLease p = semaphore->tryAcquire(1);
@@ -263,7 +263,7 @@ TEST_SUITE("Semaphore") {
                     dlock::ConfigError);
   }
 
-  TEST_CASE("another capacity stored is a ConfigError naming both at the first acquire; resize changes it for all") {
+  TEST_CASE("another capacity stored is a ConfigError naming both at the first acquire, resize changes it for all") {
     SemaphoreFixture f;
     auto four = f.make(4);
     auto eight = f.make(8);  // build sends nothing: the mismatch shows at first use
@@ -356,7 +356,7 @@ TEST_SUITE("Semaphore") {
     CHECK(heldAfterAClientAheadTries(f, onTime, early, ahead) < 4);  // reclaimed live permits
   }
 
-  TEST_CASE("the watchdog renews permits past their lease; one found gone is reported and release says so") {
+  TEST_CASE("the watchdog renews permits past their lease, one found gone is reported and release says so") {
     SemaphoreFixture f;
     auto semaphore = f.make(2, std::nullopt);  // the watchdog, 30 s
     std::atomic<std::uint64_t> lostFence{0};
