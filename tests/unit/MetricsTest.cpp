@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "dlock/IWait.h"
 #include "dlock/LockError.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/Metrics.h"
@@ -18,6 +20,15 @@
 using namespace std::chrono_literals;
 
 namespace {
+
+// A wait strategy that counts its pauses: a pause follows a try that found the key taken.
+struct PauseCounter final : dlock::IWait {
+  std::atomic<int> count{0};
+  void wait(const dlock::WaitContext&) override {
+    count.fetch_add(1);
+    std::this_thread::sleep_for(1ms);
+  }
+};
 
 bool hasLine(const std::string& text, const std::string& line) {
   return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
@@ -78,14 +89,15 @@ TEST_SUITE("Metrics") {
   }
 
   TEST_CASE("an acquisition after a wait for another owner's key counts as a hand-off, and one without a wait does not") {
-    auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).leaseTime(30s).build();
+    auto pauses = std::make_shared<PauseCounter>();
+    auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).waitStrategy(pauses).leaseTime(30s).build();
     REQUIRE(lock->tryLock("k"));
     std::thread waiter([&] {
       lock->lock("k");
       lock->unlock("k");
     });
-    // Released once the waiter is seen waiting (its first try failed), so that it waits for a hand-off.
-    while (lock->stats().attempts < 2) std::this_thread::yield();
+    // Released once the waiter pauses (its try found the key taken), so that it waits for a hand-off.
+    while (pauses->count.load() == 0) std::this_thread::yield();
     lock->unlock("k");
     waiter.join();
     const dlock::LockStats stats = lock->stats();
