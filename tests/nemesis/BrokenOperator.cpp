@@ -118,7 +118,14 @@ AcquireResult BrokenOperator::lock(std::string_view key, std::string_view token,
 ReleaseResult BrokenOperator::unlock(std::string_view key, std::string_view token) {
   if (variant_ == "release-check") {
     const detail::KeyNames names("dlock:", key, false);
-    if (const auto notified = raw_->eval(broken::kReleaseWithoutOwnerCheck, {names.lock()}, {names.channel()})) {
+    const auto release = [&] {
+      return raw_->eval(broken::kReleaseWithoutOwnerCheck, {names.lock()}, {std::string(token), names.channel()});
+    };
+    // Once more on a new connection if the first failed (a restarted server), as the library's
+    // pool retries a release.
+    std::optional<long long> notified = release();
+    if (!notified) notified = release();
+    if (notified) {
       ReleaseResult result;
       result.released = *notified >= 0;
       result.notified = static_cast<std::uint32_t>(std::max(*notified, 0LL));

@@ -7,10 +7,11 @@
 
 namespace dlock::nemesis::broken {
 
-// KEYS: the lock key   ARGV: its release channel
+// KEYS: the lock key   ARGV: the releasing token (sent, as the library's release sends it, and
+// never compared), the key's release channel
 // → the subscribers the release reached when it deleted a key; -1 when there was none
 inline constexpr const char* kReleaseWithoutOwnerCheck = R"lua(
-local notified = redis.call('PUBLISH', ARGV[1], '1')
+local notified = redis.call('PUBLISH', ARGV[2], '1')
 if redis.call('DEL', KEYS[1]) == 1 then return notified end
 return -1
 )lua";
