@@ -50,11 +50,23 @@ inline void readCycle(IReadWriteOperator& rw, const std::string& name) {
   require(rw.releaseRead(name, token).released, "a read release found nothing to release");
 }
 
-// One uncontended write cycle: writeLock()->lock(name) and unlock(name).
-inline void writeCycle(IReadWriteOperator& rw, const std::string& name) {
+// A write hold taken at once (writeLock()->lock(name) on a free name); returns its token.
+inline std::string acquireWrite(IReadWriteOperator& rw, const std::string& name) {
   const std::string token = generateToken();
   require(rw.acquireWrite(name, token, kPrimitiveLease, kWaiterLease).acquired, "a write was not granted at once");
-  require(rw.releaseWrite(name, token).released, "a write release found nothing to release");
+  return token;
+}
+
+// Its release (writeLock()->unlock(name)): how many queued waiters it admitted, in one script.
+inline std::uint32_t releaseWrite(IReadWriteOperator& rw, const std::string& name, const std::string& token) {
+  const ReleaseResult released = rw.releaseWrite(name, token);
+  require(released.released, "a write release found nothing to release");
+  return released.notified;
+}
+
+// One uncontended write cycle: writeLock()->lock(name) and unlock(name).
+inline void writeCycle(IReadWriteOperator& rw, const std::string& name) {
+  (void)releaseWrite(rw, name, acquireWrite(rw, name));
 }
 
 // One uncontended permit cycle of a semaphore of `capacity`: acquire(1) and release().
@@ -90,6 +102,11 @@ inline std::string acquirePermitWaiting(ISemaphoreOperator& semaphore, const std
   }
 }
 
+// Its release: p.release().
+inline void releasePermit(ISemaphoreOperator& semaphore, const std::string& name, const std::string& token) {
+  require(semaphore.releasePermits(name, token).released, "a permit release found nothing to release");
+}
+
 // A read hold that may wait (readLock()->lock(name)), as acquirePermitWaiting waits. `heardAt`
 // is set to the CLOCK_MONOTONIC ns at which the grant message arrived (0 when granted at once):
 // the reader learns there that the release admitted it; the return is where it holds.
@@ -105,6 +122,11 @@ inline std::string acquireReadWaiting(IReadWriteOperator& rw, const std::string&
     heardAt = std::chrono::steady_clock::now().time_since_epoch().count();
     if (rw.extendReadWrite({name, token, ReadWriteMode::Read}, kPrimitiveLease)) return token;
   }
+}
+
+// Its release: readLock()->unlock(name).
+inline void releaseRead(IReadWriteOperator& rw, const std::string& name, const std::string& token) {
+  require(rw.releaseRead(name, token).released, "a read release found nothing to release");
 }
 
 }  // namespace dlock::bench

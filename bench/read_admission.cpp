@@ -59,7 +59,7 @@ int reader(const std::string& uri, int goFd, int backFd) {
     Times times{};
     const std::string token = dlock::bench::acquireReadWaiting(primitives.readWrite, kName, times[0]);
     times[1] = dlock::bench::nowNanos();
-    dlock::bench::require(primitives.readWrite.releaseRead(kName, token).released, "a read release found nothing");
+    dlock::bench::releaseRead(primitives.readWrite, kName, token);
     writeExactly(backFd, times.data(), sizeof times);
   }
 }
@@ -95,15 +95,13 @@ struct Samples {
 
 // One trial: a write hold, R readers queued behind it, the release timed.
 void trial(dlock::IReadWriteOperator& rw, std::vector<Reader>& readers, Samples& samples, bool counted) {
-  const std::string writer = dlock::generateToken();
-  dlock::bench::require(rw.acquireWrite(kName, writer, dlock::bench::kPrimitiveLease, dlock::bench::kWaiterLease).acquired,
-                        "the writer was not granted at once");
+  const std::string writer = dlock::bench::acquireWrite(rw, kName);
   for (const Reader& each : readers) writeExactly(each.go, "g", 1);
   while (rw.inspectReadWrite(kName).waiters.size() < readers.size()) {
     std::this_thread::sleep_for(std::chrono::microseconds(100));  // outside what is timed
   }
   const long long releasing = dlock::bench::nowNanos();
-  const dlock::ReleaseResult released = rw.releaseWrite(kName, writer);
+  const std::uint32_t admitted = dlock::bench::releaseWrite(rw, kName, writer);
   const long long returned = dlock::bench::nowNanos();
   long long lastHeard = 0;
   long long lastHolding = 0;
@@ -116,7 +114,7 @@ void trial(dlock::IReadWriteOperator& rw, std::vector<Reader>& readers, Samples&
     lastHolding = std::max(lastHolding, times[1]);
   }
   if (!counted) return;
-  samples.admittedAll = samples.admittedAll && released.released && allQueued && released.notified == readers.size();
+  samples.admittedAll = samples.admittedAll && allQueued && admitted == readers.size();
   samples.releaseUs.push_back(static_cast<double>(returned - releasing) / 1e3);
   samples.heardUs.push_back(static_cast<double>(lastHeard - releasing) / 1e3);
   samples.holdingUs.push_back(static_cast<double>(lastHolding - releasing) / 1e3);
