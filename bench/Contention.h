@@ -55,29 +55,42 @@ struct Record {
   long long timed = 0;      // 1: requested inside the window
 };
 
-// One worker's cycles on `key`, incrementing `counterKey` under the lock.
-inline std::vector<Record> runCycles(ILock& lock, RawRedis& data, const std::string& key, const std::string& counterKey,
-                                     const Window& window) {
+// One worker's cycles, each `acquire()`, `work()` and `release()` timed as a Record: one cycle
+// before the window opens (warm-up, not recorded), then cycles until the drain ends.
+template <class Acquire, class Work, class Release>
+std::vector<Record> runCyclesOf(const Window& window, Acquire&& acquire, Work&& work, Release&& release) {
   std::vector<Record> records;
   records.reserve(1 << 16);
-  lock.lock(key);  // warm-up, not counted: the counter is untouched
-  lock.unlock(key);
+  acquire();  // warm-up: connections, scripts, subscriptions
+  release();
   sleepUntilNanos(window.start);
   while (nowNanos() < window.drainEnd) {
     Record record;
     record.requested = nowNanos();
     record.timed = record.requested < window.end ? 1 : 0;
-    lock.lock(key);
+    acquire();
     record.acquired = nowNanos();
-    const std::string seen = data.text({"GET", counterKey});
-    const long long value = seen.empty() || seen == "0" ? 0 : std::atoll(seen.c_str());
-    data.command({"SET", counterKey, std::to_string(value + 1)});
+    work();
     record.releasing = nowNanos();
-    lock.unlock(key);
+    release();
     record.released = nowNanos();
     records.push_back(record);
   }
   return records;
+}
+
+// The workload under a lock: a read-modify-write increment of `counterKey` (GET, then SET).
+inline void incrementCounter(RawRedis& data, const std::string& counterKey) {
+  const std::string seen = data.text({"GET", counterKey});
+  const long long value = seen.empty() || seen == "0" ? 0 : std::atoll(seen.c_str());
+  data.command({"SET", counterKey, std::to_string(value + 1)});
+}
+
+// One worker's cycles on `key`, incrementing `counterKey` under the lock (not in the warm-up).
+inline std::vector<Record> runCycles(ILock& lock, RawRedis& data, const std::string& key, const std::string& counterKey,
+                                     const Window& window) {
+  return runCyclesOf(
+      window, [&] { lock.lock(key); }, [&] { incrementCounter(data, counterKey); }, [&] { lock.unlock(key); });
 }
 
 inline void writeRecords(const std::string& path, const std::vector<Record>& records) {

@@ -6,16 +6,23 @@
 //    the raw client. dlock / scripts is the client's cost; scripts / bare is what the protocol's
 //    server work (fence, release record, publish) costs.
 // Rounds alternate the loops so drift in the machine's load hits all alike; the median round of
-// each is reported, and what the server and this client spent per cycle of each (CPU time, and the
-// server's time inside scripts), which the machine's noise moves far less than the rates.
+// each is reported, and what the server and this client spent per cycle of each (CPU time, the
+// server's time inside scripts, and its calls: INFO commandstats, the calls scripts make inside
+// included), which the machine's noise moves far less than the rates.
+// Beside the exclusive lock, in the same rounds: the read-write lock's read and write cycles and
+// the semaphore's permit cycle (PrimitiveCycles.h), none of which may cost more server calls.
 // Usage: dlock_bench_uncontended_cycle URI [rounds] [seconds-per-round]
 //   URI: redis://127.0.0.1:PORT, rediss://127.0.0.1:PORT?tls_ca_file=CA, or unix:///path/redis.sock
+#include <algorithm>
 #include <chrono>
+#include <functional>
+#include <utility>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "BenchReport.h"
+#include "PrimitiveCycles.h"
 #include "RawRedis.h"
 #include "redis/src/KeyNames.h"  // backends/redis/src: the scripts' keys and sources, as RedisOperator sends them
 #include "redis/src/Scripts.h"
@@ -32,8 +39,7 @@ struct Round {
   std::vector<double> latenciesUs;
 };
 
-template <class Cycle>
-Round runRound(double seconds, Cycle&& cycle) {
+Round runRound(double seconds, const std::function<void(long long)>& cycle) {
   Round round;
   long long cycles = 0;
   const auto start = Clock::now();
@@ -54,6 +60,60 @@ Round median(std::vector<Round> rounds) {
   return rounds[rounds.size() / 2];
 }
 
+// One loop's rounds and what the server and this client spent on them.
+struct Loop {
+  Loop(std::string loopName, std::function<void(long long)> loopCycle)
+      : name(std::move(loopName)), cycle(std::move(loopCycle)) {}
+  std::string name;
+  std::function<void(long long)> cycle;
+  std::vector<Round> rounds;
+  double serverCpuUs = 0;
+  double scriptUs = 0;
+  double clientCpuUs = 0;
+  double calls = 0;  // the server's calls, the scripts' own included (not the INFO around a round)
+  double cycles = 0;
+};
+
+// The server's calls so far but INFO's (commandstats counts what scripts call too).
+double serverCalls(dlock::bench::RawRedis& raw) {
+  double calls = 0;
+  for (const auto& [command, count] : raw.commandCalls()) {
+    if (command != "info") calls += static_cast<double>(count);
+  }
+  return calls;
+}
+
+// One round of `loop`, with INFO before and after it.
+void measure(dlock::bench::RawRedis& raw, Loop& loop, double seconds) {
+  const auto before = raw.serverCost();
+  const double callsBefore = serverCalls(raw);
+  const double clientBefore = dlock::bench::cpuSeconds();
+  loop.rounds.push_back(runRound(seconds, loop.cycle));
+  loop.clientCpuUs += (dlock::bench::cpuSeconds() - clientBefore) * 1e6;
+  loop.calls += serverCalls(raw) - callsBefore;
+  const auto after = raw.serverCost();
+  loop.serverCpuUs += after.cpuUs - before.cpuUs;
+  loop.scriptUs += after.scriptUs - before.scriptUs;
+  loop.cycles += static_cast<double>(loop.rounds.back().latenciesUs.size());
+}
+
+const Loop& findLoop(const std::vector<Loop>& loops, const std::string& name) {
+  return *std::find_if(loops.begin(), loops.end(), [&](const Loop& loop) { return loop.name == name; });
+}
+
+// The median round's rate and latencies, and the per-cycle costs, as `<loop>_...` fields.
+void report(dlock::bench::JsonLine& line, const Loop& loop) {
+  const Round middle = median(loop.rounds);
+  const std::string& p = loop.name;
+  line.field(p + "_cycles_per_s", middle.cyclesPerSecond)
+      .field(p + "_p50_us", dlock::bench::percentile(middle.latenciesUs, 50))
+      .field(p + "_p99_us", dlock::bench::percentile(middle.latenciesUs, 99))
+      .field(p + "_server_cpu_us", loop.serverCpuUs / loop.cycles)
+      .field(p + "_client_cpu_us", loop.clientCpuUs / loop.cycles)
+      .field(p + "_script_us", loop.scriptUs / loop.cycles)
+      .field(p + "_calls_per_cycle", loop.calls / loop.cycles);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,7 +128,8 @@ int main(int argc, char** argv) {
   dlock::bench::RawRedis raw(uri);
   const std::string releaseSha = raw.text(
       {"SCRIPT", "LOAD", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"});
-  auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(std::chrono::seconds(30)).build();
+  const dlock::bench::Primitives primitives(uri);
+  auto lock = dlock::LockBuilder().backend(primitives.backend).leaseTime(std::chrono::seconds(30)).build();
 
   const auto rawCycle = [&](long long i) {
     const std::string token = "token-" + std::to_string(i);
@@ -92,67 +153,25 @@ int main(int argc, char** argv) {
     lock->lock("bench:dlock");
     lock->unlock("bench:dlock");
   };
-  runRound(0.3, rawCycle);  // warm-up: connections, scripts, caches
-  runRound(0.3, scriptsCycle);
-  runRound(0.3, dlockCycle);
+  const auto readCycle = [&](long long) { dlock::bench::readCycle(primitives.readWrite, "bench:read"); };
+  const auto writeCycle = [&](long long) { dlock::bench::writeCycle(primitives.readWrite, "bench:write"); };
+  const auto permitCycle = [&](long long) { dlock::bench::permitCycle(primitives.semaphore, "bench:permits", 4); };
 
   // Each loop's rounds, and what the server spent on them (INFO before and after each round).
-  struct Loop {
-    std::vector<Round> rounds;
-    double serverCpuUs = 0;
-    double scriptUs = 0;
-    double clientCpuUs = 0;
-    double cycles = 0;
-    [[nodiscard]] double cpuPerCycle() const { return serverCpuUs / cycles; }
-    [[nodiscard]] double clientPerCycle() const { return clientCpuUs / cycles; }
-    [[nodiscard]] double scriptPerCycle() const { return scriptUs / cycles; }
-  };
-  const auto measure = [&](Loop& loop, const auto& cycle) {
-    const auto before = raw.serverCost();
-    const double clientBefore = dlock::bench::cpuSeconds();
-    loop.rounds.push_back(runRound(seconds, cycle));
-    loop.clientCpuUs += (dlock::bench::cpuSeconds() - clientBefore) * 1e6;
-    const auto after = raw.serverCost();
-    loop.serverCpuUs += after.cpuUs - before.cpuUs;
-    loop.scriptUs += after.scriptUs - before.scriptUs;
-    loop.cycles += static_cast<double>(loop.rounds.back().latenciesUs.size());
-  };
-  Loop rawLoop;
-  Loop scriptsLoop;
-  Loop dlockLoop;
+  std::vector<Loop> loops = {{"raw", rawCycle},     {"scripts", scriptsCycle}, {"dlock", dlockCycle},
+                             {"read", readCycle},   {"write", writeCycle},     {"permit", permitCycle}};
+  for (Loop& loop : loops) runRound(0.3, loop.cycle);  // warm-up: connections, scripts, caches
   for (int r = 0; r < rounds; ++r) {
-    measure(rawLoop, rawCycle);
-    measure(scriptsLoop, scriptsCycle);
-    measure(dlockLoop, dlockCycle);
+    for (Loop& loop : loops) measure(raw, loop, seconds);
   }
-  const Round rawMedian = median(rawLoop.rounds);
-  const Round scriptsMedian = median(scriptsLoop.rounds);
-  const Round dlockMedian = median(dlockLoop.rounds);
+  const auto rateOf = [&](const char* name) { return median(findLoop(loops, name).rounds).cyclesPerSecond; };
   const std::string scheme = dlock::parseUri(uri).scheme;
-  dlock::bench::JsonLine("uncontended_cycle")
-      .field("transport", scheme == "rediss" ? std::string("tls") : scheme == "unix" ? std::string("unix") : std::string("tcp"))
-      .field("raw_cycles_per_s", rawMedian.cyclesPerSecond)
-      .field("dlock_cycles_per_s", dlockMedian.cyclesPerSecond)
-      .field("scripts_cycles_per_s", scriptsMedian.cyclesPerSecond)
-      .field("ratio", dlockMedian.cyclesPerSecond / rawMedian.cyclesPerSecond)
-      .field("ratio_to_scripts", dlockMedian.cyclesPerSecond / scriptsMedian.cyclesPerSecond)
-      .field("scripts_ratio", scriptsMedian.cyclesPerSecond / rawMedian.cyclesPerSecond)
-      .field("raw_p50_us", dlock::bench::percentile(rawMedian.latenciesUs, 50))
-      .field("raw_p99_us", dlock::bench::percentile(rawMedian.latenciesUs, 99))
-      .field("scripts_p50_us", dlock::bench::percentile(scriptsMedian.latenciesUs, 50))
-      .field("scripts_p99_us", dlock::bench::percentile(scriptsMedian.latenciesUs, 99))
-      .field("dlock_p50_us", dlock::bench::percentile(dlockMedian.latenciesUs, 50))
-      .field("dlock_p99_us", dlock::bench::percentile(dlockMedian.latenciesUs, 99))
-      .field("raw_server_cpu_us", rawLoop.cpuPerCycle())
-      .field("scripts_server_cpu_us", scriptsLoop.cpuPerCycle())
-      .field("dlock_server_cpu_us", dlockLoop.cpuPerCycle())
-      .field("raw_client_cpu_us", rawLoop.clientPerCycle())
-      .field("scripts_client_cpu_us", scriptsLoop.clientPerCycle())
-      .field("dlock_client_cpu_us", dlockLoop.clientPerCycle())
-      .field("raw_script_us", rawLoop.scriptPerCycle())
-      .field("scripts_script_us", scriptsLoop.scriptPerCycle())
-      .field("dlock_script_us", dlockLoop.scriptPerCycle())
-      .field("rounds", static_cast<double>(rounds))
-      .print();
+  dlock::bench::JsonLine line("uncontended_cycle");
+  line.field("transport", scheme == "rediss" ? std::string("tls") : scheme == "unix" ? std::string("unix") : std::string("tcp"))
+      .field("ratio", rateOf("dlock") / rateOf("raw"))
+      .field("ratio_to_scripts", rateOf("dlock") / rateOf("scripts"))
+      .field("scripts_ratio", rateOf("scripts") / rateOf("raw"));
+  for (const Loop& loop : loops) report(line, loop);
+  line.field("rounds", static_cast<double>(rounds)).print();
   return 0;
 }

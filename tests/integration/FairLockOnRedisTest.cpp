@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fair lock against a real redis-server: FIFO across threads with their own connections,
-// dead and timed-out waiters, a hand-off that raced a timeout, a lost message, fencing, TTLs.
+// dead and timed-out waiters, a hand-off that raced a timeout, a lost message, fencing, TTLs; and
+// the FIFO check seen failing on a broken fair release (broken/FairReleaseToNewest.h).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -20,6 +22,7 @@
 #include "RedisProcess.h"
 #include "TestHelpers.h"
 #include "ThreadState.h"
+#include "broken/FairReleaseToNewest.h"
 #include "dlock/IFairOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
@@ -55,6 +58,55 @@ struct FairServer {
   dlock::IFairOperator& fair = fairOf(backend);
 };
 
+constexpr int kWaiters = 8;
+
+std::vector<int> ascending(int count) {
+  std::vector<int> numbers;
+  for (int i = 0; i < count; ++i) numbers.push_back(i);
+  return numbers;
+}
+
+// The order in which kWaiters waiters got "fifo", and every holder's fencing token (the first
+// holder's first).
+struct QueuedOrder {
+  std::vector<int> order;
+  std::vector<std::uint64_t> fences;
+};
+
+// A holder takes "fifo"; kWaiters waiters, each with its own connection, queue one after another
+// (each in the server's queue before the next starts); the holder releases and each waiter
+// releases in turn. Every lock's backend is `wrap(dlock::connect(...))`.
+template <class Wrap>
+QueuedOrder queuedOrder(const RedisProcess& server, RedisClient& client, const Wrap& wrap) {
+  const auto build = [&] {
+    return dlock::LockBuilder().backend(wrap(dlock::connect(server.uri()))).leaseTime(10s).fair().waiterLease(5s).build();
+  };
+  auto holder = build();
+  holder->lock("fifo");
+  std::mutex mutex;
+  QueuedOrder got;
+  got.fences.push_back(holder->fencingToken("fifo"));
+  std::vector<std::thread> waiters;
+  std::vector<std::shared_ptr<dlock::ILock>> locks;
+  for (int i = 0; i < kWaiters; ++i) locks.push_back(build());
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, i] {
+      locks[static_cast<std::size_t>(i)]->lock("fifo");
+      {
+        std::lock_guard<std::mutex> guard(mutex);
+        got.order.push_back(i);
+        got.fences.push_back(locks[static_cast<std::size_t>(i)]->fencingToken("fifo"));
+      }
+      locks[static_cast<std::size_t>(i)]->unlock("fifo");
+    });
+    // Waiter i is in the server's queue before waiter i + 1 starts.
+    REQUIRE(eventually([&] { return queueLength(client, "fifo") == i + 1; }));
+  }
+  holder->unlock("fifo");
+  for (auto& waiter : waiters) waiter.join();
+  return got;
+}
+
 // The server's clock in ms.
 long long serverMillis(RedisClient& client) {
   const auto time = client.ok({"TIME"});
@@ -67,40 +119,33 @@ TEST_SUITE("FairLockOnRedis") {
   TEST_CASE("8 waiters, each with its own connection, get the key in the order they queued") {
     RedisProcess server;
     RedisClient client(server.host(), server.port());
-    auto holder = fairLock(server);
-    holder->lock("fifo");
-    constexpr int kWaiters = 8;
-    std::mutex mutex;
-    std::vector<int> order;
-    std::vector<std::uint64_t> fences{holder->fencingToken("fifo")};
-    std::vector<std::thread> waiters;
-    std::vector<std::shared_ptr<dlock::ILock>> locks;
-    for (int i = 0; i < kWaiters; ++i) locks.push_back(fairLock(server));
-    for (int i = 0; i < kWaiters; ++i) {
-      waiters.emplace_back([&, i] {
-        locks[static_cast<std::size_t>(i)]->lock("fifo");
-        {
-          std::lock_guard<std::mutex> guard(mutex);
-          order.push_back(i);
-          fences.push_back(locks[static_cast<std::size_t>(i)]->fencingToken("fifo"));
-        }
-        locks[static_cast<std::size_t>(i)]->unlock("fifo");
-      });
-      // Waiter i is in the server's queue before waiter i + 1 starts.
-      REQUIRE(eventually([&] { return queueLength(client, "fifo") == i + 1; }));
-    }
-    holder->unlock("fifo");
-    for (auto& waiter : waiters) waiter.join();
-    std::vector<int> expected;
-    for (int i = 0; i < kWaiters; ++i) expected.push_back(i);
-    CHECK(order == expected);
-    for (std::size_t i = 1; i < fences.size(); ++i) CHECK(fences[i] > fences[i - 1]);
+    const QueuedOrder got = queuedOrder(server, client, [](auto backend) { return backend; });
+    CHECK(got.order == ascending(kWaiters));
+    for (std::size_t i = 1; i < got.fences.size(); ++i) CHECK(got.fences[i] > got.fences[i - 1]);
     // Nothing left but the fencing counter and the release records, which have their TTLs.
     for (const auto& key : client.ok({"KEYS", "dlock:*"}).elements) {
       const bool kept = key.str == "dlock:{fifo}:fence" || key.str.rfind("dlock:{fifo}:released:", 0) == 0;
       CHECK_MESSAGE(kept, "left behind: " << key.str);
     }
     dlock::test::checkEveryLockKeyHasTtl(client);
+  }
+
+  TEST_CASE("the FIFO check above fails on a broken fair release that hands the key to the newest waiter") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    std::mutex rawMutex;
+    RedisClient raw(server.host(), server.port());
+    const dlock::test::broken::FairReleaseToNewest::NewestFirst newestFirst = [&](const std::string& queueKey) {
+      const std::lock_guard<std::mutex> guard(rawMutex);
+      (void)raw.ok({"EVAL", dlock::test::broken::kNewestFirst, "1", queueKey});
+    };
+    const QueuedOrder got = queuedOrder(server, client, [&](std::shared_ptr<dlock::IOperator> backend) {
+      return std::make_shared<dlock::test::broken::FairReleaseToNewest>(std::move(backend), newestFirst);
+    });
+    CHECK(got.order != ascending(kWaiters));  // what the FIFO test checks, failing
+    std::vector<int> newestFirstOrder = ascending(kWaiters);
+    std::reverse(newestFirstOrder.begin(), newestFirstOrder.end());
+    CHECK(got.order == newestFirstOrder);  // and the double does what it says
   }
 
   TEST_CASE("a waiter that died is skipped once its waiter lease ends") {

@@ -6,8 +6,11 @@
 #include <limits>
 #include <stdexcept>
 
+#include "../integration/broken/FairReleaseToNewest.h"
+#include "redis/src/KeyNames.h"
 #include "LeaseRecorder.h"
 #include "RawServer.h"
+#include "broken/ReleaseWithoutOwnerCheck.h"
 
 namespace dlock::nemesis {
 
@@ -15,12 +18,13 @@ const std::vector<std::string>& brokenVariants() {
   static const std::vector<std::string> variants = {
       "renewal",   "fence-repeat",  "in-doubt-released", "no-deadline",         "no-notice",
       "late-deadline", "lost-reply-acquired", "fair-grant-unconfirmed", "release-deletes", "takes-held-key",
-      "no-ttl", "stuck-after-error", "untyped-error", "refuses-first-key"};
+      "no-ttl", "stuck-after-error", "untyped-error", "refuses-first-key", "release-check", "fair-order"};
   return variants;
 }
 
 bool breaksServerSide(const std::string& variant) {
-  return variant == "release-deletes" || variant == "takes-held-key" || variant == "no-ttl";
+  return variant == "release-deletes" || variant == "takes-held-key" || variant == "no-ttl" ||
+         variant == "release-check" || variant == "fair-order";
 }
 
 BrokenOperator::BrokenOperator(std::shared_ptr<IOperator> inner, std::string variant, const std::string& uri)
@@ -112,6 +116,22 @@ AcquireResult BrokenOperator::lock(std::string_view key, std::string_view token,
 }
 
 ReleaseResult BrokenOperator::unlock(std::string_view key, std::string_view token) {
+  if (variant_ == "release-check") {
+    const detail::KeyNames names("dlock:", key, false);
+    const auto release = [&] {
+      return raw_->eval(broken::kReleaseWithoutOwnerCheck, {names.lock()}, {std::string(token), names.channel()});
+    };
+    // Once more on a new connection if the first failed (a restarted server), as the library's
+    // pool retries a release.
+    std::optional<long long> notified = release();
+    if (!notified) notified = release();
+    if (notified) {
+      ReleaseResult result;
+      result.released = *notified >= 0;
+      result.notified = static_cast<std::uint32_t>(std::max(*notified, 0LL));
+      return result;
+    }  // not sent: released as the library releases
+  }
   ReleaseResult result = guarded([&] { return inner_->unlock(key, token); });
   if (variant_ == "release-deletes" && !result.released) {
     const auto left = raw_->pttl(std::string(key));
@@ -141,6 +161,11 @@ class CurrentLookingGrants final : public IGrantWatch {
 };
 
 }  // namespace
+
+ReleaseResult BrokenOperator::fairUnlock(std::string_view key, std::string_view token) {
+  if (variant_ == "fair-order") (void)raw_->eval(test::broken::kNewestFirst, {test::broken::fairQueueKey(key)}, {});
+  return queue().fairUnlock(key, token);
+}
 
 std::unique_ptr<IGrantWatch> BrokenOperator::watchGrants(std::string_view key, std::string_view token) {
   std::unique_ptr<IGrantWatch> watch = queue().watchGrants(key, token);

@@ -23,14 +23,15 @@
 //   untyped-error     a ConnectionError of an acquire surfaces as a std::runtime_error
 //   refuses-first-key the first key of the workload ("nemesis-0") is never granted: no fault
 //                     finds a holder of it
-// and two that break the server's side, below the lease evidence (LeaseRecorder.h), as a wrong
+// and those that break the server's side, below the lease evidence (LeaseRecorder.h), as a wrong
 // script would (single server only: RawServer.h):
+//   release-check     every release is a script that deletes the key whoever holds it
+//                     (broken/ReleaseWithoutOwnerCheck.h), sent in place of the library's
 //   release-deletes   a release that finds the key not ours deletes it when under 300 ms are left
 //   takes-held-key    an acquire that finds the key held with under 300 ms left takes it
 //   no-ttl            an acquisition leaves the key without a TTL
-//
-// (The release without an owner check is the CMake option DLOCK_BREAK_RELEASE_CHECK, a build of
-// its own: see scripts/nemesis.)
+//   fair-order        a fair release hands the key to the newest waiter: the newest is moved to
+//                     the queue's head first (tests/integration/broken/FairReleaseToNewest.h)
 // Owner: one client process. Thread safety: thread-safe, as the wrapped operator.
 #pragma once
 
@@ -72,7 +73,7 @@ class BrokenOperator final : public IOperator, public IFairOperator {
                              std::chrono::milliseconds waiterLease) override {
     return queue().fairLock(key, token, ttl, waiterLease);
   }
-  ReleaseResult fairUnlock(std::string_view key, std::string_view token) override { return queue().fairUnlock(key, token); }
+  ReleaseResult fairUnlock(std::string_view key, std::string_view token) override;
   bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
     return queue().leaveQueue(key, token, ttl);
   }

@@ -95,4 +95,18 @@ std::optional<std::uint64_t> RawServer::take(const std::string& key, const std::
   }
 }
 
+std::optional<long long> RawServer::eval(const char* script, const std::vector<std::string>& keys,
+                                        const std::vector<std::string>& args) {
+  std::vector<std::string> command = {"EVAL", script, std::to_string(keys.size())};
+  command.insert(command.end(), keys.begin(), keys.end());
+  command.insert(command.end(), args.begin(), args.end());
+  const auto reply = RawServer::command(command);
+  if (!reply) return std::nullopt;
+  try {
+    return std::stoll(*reply);
+  } catch (const std::logic_error&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace dlock::nemesis

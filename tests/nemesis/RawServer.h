@@ -34,6 +34,10 @@ class RawServer {
   // Sets the lock key for `token` for `ttlMs` whoever holds it, with a fencing token raised as
   // the acquire script raises it; that token, or nothing.
   std::optional<std::uint64_t> take(const std::string& key, const std::string& token, long long ttlMs);
+  // EVAL of `script` (a broken variant's, tests/*/broken/) with `keys` and `args`: its integer
+  // reply, or nothing.
+  std::optional<long long> eval(const char* script, const std::vector<std::string>& keys,
+                                const std::vector<std::string>& args);
 
  private:
   // One command's integer or string reply as text, or nothing.

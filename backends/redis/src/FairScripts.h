@@ -39,7 +39,7 @@ const Script& fairLeaveScript(bool sharded);
 
 // The queue prelude with `publish` (PUBLISH, or SPUBLISH on a cluster).
 std::string fairQueuePrelude(const char* publish);
-// The release body (FairReleaseSource.cpp): a test build may link a broken one in its place.
+// The release body (FairReleaseSource.cpp).
 std::string fairReleaseBody();
 
 }  // namespace dlock::detail

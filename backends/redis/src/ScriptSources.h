@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// ScriptSources.h — Lua sources that a test build may replace: ReleaseSource.cpp is the release
-// of every build; the fault-testing harness links a broken one in its place (CMake option
-// DLOCK_BREAK_RELEASE_CHECK, tests/nemesis/broken/) to show that its checker catches it.
+// ScriptSources.h — the release script's Lua source (ReleaseSource.cpp). The fault tests' broken
+// release (tests/nemesis/broken/) is test code sent in its place, not a build of the library.
 #pragma once
 
 #include <string>
