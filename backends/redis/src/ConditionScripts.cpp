@@ -15,11 +15,17 @@ Script makeScript(const char* name, std::string source) {
 
 // On top of the fair queue's prelude (serverNow, stamp, placeEntry, prune, handOff): keepFor, a
 // key's TTL raised to `ms` and never lowered (PEXPIRE GT; a key without a TTL yet, which GT leaves
-// so, or a server before 7.0, which refuses GT: PTTL, then PEXPIRE).
+// so, or a server before 7.0, which refuses GT: PTTL, then PEXPIRE). keepBothFor: a list and its
+// leases kept so; a plain PEXPIRE when a first place just created them (each call costs the server).
 std::string conditionPrelude(const char* publish) {
   return fairQueuePrelude(publish) + R"lua(
 local function keepFor(name, ms)
   if redis.pcall('PEXPIRE', name, ms, 'GT') ~= 1 and redis.call('PTTL', name) < ms then redis.call('PEXPIRE', name, ms) end
+end
+local function keepBothFor(list, leases, ms, created)
+  for _, name in ipairs({list, leases}) do
+    if created then redis.call('PEXPIRE', name, ms) else keepFor(name, ms) end
+  end
 end
 )lua";
 }
@@ -43,8 +49,7 @@ prune(waiters, leases, nowMs, nil)
 local lease = tonumber(ARGV[8])
 redis.call('ZADD', leases, stamp(nowMs + lease), entry)
 local position = redis.call('RPUSH', waiters, entry)
-keepFor(waiters, lease)
-keepFor(leases, lease)
+keepBothFor(waiters, leases, lease, position == 1)
 return {1, released[2], position}
 )lua";
 
@@ -66,9 +71,9 @@ while ARGV[2] == 'all' or moved == 0 do
   local token, ttl, listener = string.match(head, '^([^|]*)|(%d+)%.?(%d*)$')
   if expiry and token and tonumber(expiry) > nowMs then
     if ARGV[3] == 'fair' then
-      if redis.call('ZADD', KEYS[5], 'NX', expiry, head) == 1 then redis.call('RPUSH', KEYS[4], head) end
-      keepFor(KEYS[4], tonumber(expiry) - nowMs)
-      keepFor(KEYS[5], tonumber(expiry) - nowMs)
+      local queued = 0
+      if redis.call('ZADD', KEYS[5], 'NX', expiry, head) == 1 then queued = redis.call('RPUSH', KEYS[4], head) end
+      keepBothFor(KEYS[4], KEYS[5], tonumber(expiry) - nowMs, queued == 1)
     else
       local channel = ARGV[4]
       if listener ~= '' then channel = channel .. ':' .. listener end
@@ -101,8 +106,7 @@ for i = 1, #KEYS / 2 do
   renewed[i] = 0
   if expiry and tonumber(expiry) > nowMs then
     redis.call('ZADD', leases, 'XX', stamp(nowMs + lease), entry)
-    keepFor(waiters, lease)
-    keepFor(leases, lease)
+    keepBothFor(waiters, leases, lease, false)
     renewed[i] = 1
   elseif expiry then
     redis.call('ZREM', leases, entry)
