@@ -183,6 +183,22 @@ inline void aSignalMovesTheLongestWaiterIntoTheFairQueue(Backends& b, const std:
   CHECK(b.fair.fairUnlock(key, kT1).released);
 }
 
+// A fair key's await leaves no release record: the token's next hold is a hand-off to it, and
+// when that hold is lost its release must say so, not answer from the await's release.
+inline void aFairAwaitLeavesNoReleaseRecord(Backends& b, const std::string& key, const PassTime& passTime) {
+  auto grants = b.fair.watchGrants(key, kT1);
+  REQUIRE(b.fair.fairLock(key, kT1, 60s, 0ms).acquired);  // a record would outlive the hand-off's claim
+  REQUIRE(b.conditions.await(key, kName, kT1, ConditionLock::Fair, 1s, 10s).awaiting);
+  REQUIRE(b.fair.fairLock(key, kT2, 10s, 0ms).acquired);
+  REQUIRE(b.conditions.signal(key, kName, kT2, ConditionLock::Fair).moved == 1);
+  REQUIRE(b.fair.fairUnlock(key, kT2).notified == 1);
+  REQUIRE(heard(*grants).lease == 1s);
+  passTime(1100ms);  // the claim ends unrenewed: the hold is lost
+  const ReleaseResult lost = b.fair.fairUnlock(key, kT1);
+  CHECK_FALSE(lost.released);
+  CHECK_FALSE(lost.releasedEarlier);
+}
+
 // signalAll moves every live waiter in the order they came: a fair key goes to each in turn, an
 // exclusive key's waiters are each told.
 inline void signalAllMovesEveryWaiterInOrder(Backends& b, const std::string& key) {
@@ -294,6 +310,9 @@ inline void badInputIsRefusedBeforeAnythingIsSent(Backends& b, const std::functi
   }                                                                                                              \
   TEST_CASE_FIXTURE(Fixture, "a signal moves the longest waiter behind the fair queue; a release hands it the key" where) { \
     ::dlock::test::cond::aSignalMovesTheLongestWaiterIntoTheFairQueue(backends, "fair");                        \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "a fair key's await leaves no release record for the token's next hold" where) {   \
+    ::dlock::test::cond::aFairAwaitLeavesNoReleaseRecord(backends, "record", passTime);                         \
   }                                                                                                              \
   TEST_CASE_FIXTURE(Fixture, "signalAll moves every waiter in the order they came" where) {                     \
     ::dlock::test::cond::signalAllMovesEveryWaiterInOrder(backends, "all");                                     \

@@ -41,18 +41,4 @@ TEST_SUITE("ConditionOperator") {
     backend->forgetLeases();
     CHECK(backend->inspectCondition("faults", cond::kName).waiters.empty());
   }
-
-  TEST_CASE_FIXTURE(MemoryConditionFixture, "a fair key's await leaves no release record for the token's next hold") {
-    // The next hold is a hand-off to the same token: if it is lost, its release must say so.
-    // A hold longer than the hand-off's claim lease: its release's record would outlive the claim.
-    REQUIRE(backend->fairLock("record", cond::kT1, 60s, 0ms).acquired);
-    REQUIRE(backend->await("record", cond::kName, cond::kT1, dlock::ConditionLock::Fair, 10s, 10s).awaiting);
-    REQUIRE(backend->fairLock("record", cond::kT2, 10s, 0ms).acquired);
-    REQUIRE(backend->signal("record", cond::kName, cond::kT2, dlock::ConditionLock::Fair).moved == 1);
-    REQUIRE(backend->fairUnlock("record", cond::kT2).notified == 1);
-    clock->advance(11s);  // T1's hand-off ends unrenewed
-    const dlock::ReleaseResult lost = backend->fairUnlock("record", cond::kT1);
-    CHECK_FALSE(lost.released);
-    CHECK_FALSE(lost.releasedEarlier);
-  }
 }
