@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "ConditionScenarios.h"
 #include "LinkProxy.h"
@@ -24,6 +25,7 @@
 #include "dlock/IFairOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
+#include "dlock/redlock/RedlockOperator.h"
 
 using namespace std::chrono_literals;
 using dlock::ConditionLock;
@@ -241,5 +243,15 @@ TEST_SUITE("ConditionOnRedis") {
                                           << static_cast<double>(serverCalls["fair release with hand-off"]) / kCycles);
     // The hand-off to a signalled waiter is the fair lock's own: it costs what the fair lock's does.
     CHECK(serverCalls["release with hand-off to the signalled"] == serverCalls["fair release with hand-off"]);
+  }
+
+  TEST_CASE_FIXTURE(ConditionServer, "wait_replicas is refused with a reason, as the fair lock's; Redlock has no conditions") {
+    // Sentinel's option; made lazily, so nothing is contacted.
+    auto waiting = dlock::connect("redis+sentinel://127.0.0.1:1/m?wait_replicas=1", dlock::ConnectOptions{true});
+    CHECK(dynamic_cast<dlock::IConditionOperator&>(*waiting).conditionUnsupported().find("wait_replicas") !=
+          std::string::npos);
+    CHECK(conditions.conditionUnsupported().empty());
+    static_assert(!std::is_base_of_v<dlock::IConditionOperator, dlock::RedlockOperator>,
+                  "a quorum of independent servers keeps no condition");
   }
 }
