@@ -30,26 +30,13 @@
 using namespace std::chrono_literals;
 using dlock::ConditionLock;
 using dlock::test::LinkProxy;
+using dlock::test::commandsSent;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
+using dlock::test::serverNow;
 namespace cond = dlock::test::cond;
 
 namespace {
-
-// The server's clock in ms.
-long long serverNow(RedisClient& client) {
-  const auto time = client.ok({"TIME"});
-  return std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
-}
-
-// Calls of every command but the test's own look-ups (INFO, CONFIG, PING).
-long long commandsSent(RedisClient& client) {
-  long long total = 0;
-  for (const auto& [command, calls] : client.commandCalls()) {
-    if (command != "info" && command != "config" && command != "ping") total += calls;
-  }
-  return total;
-}
 
 // A condition's key on the server: `dlock:{key}:cond:<part>:<name in hex>`.
 std::string conditionKey(const std::string& key, const std::string& part, const std::string& name) {
