@@ -23,7 +23,8 @@
 //   leaveCondition  out of the condition (a cancelled await); idempotent
 //
 // The caller says which lock holds the key (ConditionLock): it is chosen when the lock is built,
-// and the backend cannot tell them apart (a fair key nobody queues for has no queue to find).
+// and the backend cannot tell them apart (a fair key nobody queues for has no queue to find). A
+// wrong one is safe but slow: the other lock's waiters find the key free at their next attempt.
 // A waiter's token is the token of the hold it gave up: it re-acquires with it (a fair key is
 // handed to it). Bad input (a key, name or token out of bounds, a bad lease) is an
 // InvalidArgumentError before anything is sent. Thread safety: implementations are thread-safe.
