@@ -77,7 +77,7 @@ inline void awaitReleasesAndJoinsAtOnce(Backends& b, const std::string& key) {
   CHECK(b.locks.unlock(key, kT1).released);
 }
 
-// A retried await whose first try ran says so, and joins once.
+// A retried await whose first try ran says so, and joins once; nor does it release anything.
 inline void aRetriedAwaitJoinsOnce(Backends& b, const std::string& key) {
   REQUIRE(holdThenAwait(b, key, kT1).awaiting);
   const AwaitResult again = b.conditions.await(key, kName, kT1, ConditionLock::Exclusive, 10s, 10s);
@@ -85,6 +85,15 @@ inline void aRetriedAwaitJoinsOnce(Backends& b, const std::string& key) {
   CHECK(again.awaitingEarlier);
   CHECK(again.position == 1);
   CHECK(b.conditions.inspectCondition(key, kName).waiters.size() == 1);
+  // Signalled between the tries: the release's record answers, and position 0 says it was signalled.
+  REQUIRE(b.locks.lock(key, kT2, 10s).acquired);
+  REQUIRE(b.conditions.signal(key, kName, kT2, ConditionLock::Exclusive).moved == 1);
+  const AwaitResult late = b.conditions.await(key, kName, kT1, ConditionLock::Exclusive, 10s, 10s);
+  CHECK(late.awaiting);
+  CHECK(late.awaitingEarlier);
+  CHECK(late.position == 0);
+  CHECK(b.conditions.inspectCondition(key, kName).waiters.empty());
+  CHECK(b.locks.inspect(key).held);  // nothing released: the key is T2's
 }
 
 // Not held by the token (free, or someone else's): refused, nothing joined, nothing released.
