@@ -8,6 +8,11 @@ namespace {
 
 bool lives(const MemoryConditions::Waiter& waiter, Clock::time_point now) { return waiter.leaseEnds > now; }
 
+template <class Waiters>
+auto placeOfToken(Waiters& waiters, std::string_view token) {
+  return std::find_if(waiters.begin(), waiters.end(), [&](const MemoryConditions::Waiter& w) { return w.token == token; });
+}
+
 }  // namespace
 
 const MemoryConditions::Waiters* MemoryConditions::find(std::string_view key, std::string_view name) const {
@@ -29,7 +34,7 @@ std::uint32_t MemoryConditions::placeOf(std::string_view key, std::string_view n
                                         Clock::time_point now) const {
   const Waiters* waiters = find(key, name);
   if (waiters == nullptr) return 0;
-  const auto it = std::find_if(waiters->begin(), waiters->end(), [&](const Waiter& w) { return w.token == token; });
+  const auto it = placeOfToken(*waiters, token);
   if (it == waiters->end() || !lives(*it, now)) return 0;
   return static_cast<std::uint32_t>(it - waiters->begin()) + 1;
 }
@@ -62,7 +67,7 @@ bool MemoryConditions::renew(std::string_view key, std::string_view name, std::s
                              Clock::time_point leaseEnds, Clock::time_point now) {
   Waiters* waiters = find(key, name);
   if (waiters == nullptr) return false;
-  const auto it = std::find_if(waiters->begin(), waiters->end(), [&](const Waiter& w) { return w.token == token; });
+  const auto it = placeOfToken(*waiters, token);
   if (it == waiters->end()) return false;
   if (lives(*it, now)) {
     it->leaseEnds = leaseEnds;
@@ -77,7 +82,7 @@ bool MemoryConditions::leave(std::string_view key, std::string_view name, std::s
                              Clock::time_point now) {
   Waiters* waiters = find(key, name);
   if (waiters == nullptr) return false;
-  const auto it = std::find_if(waiters->begin(), waiters->end(), [&](const Waiter& w) { return w.token == token; });
+  const auto it = placeOfToken(*waiters, token);
   if (it == waiters->end()) return false;
   const bool waiting = lives(*it, now);
   waiters->erase(it);
