@@ -78,12 +78,14 @@ TEST_SUITE("ConditionOnRedis") {
     LinkProxy proxy(server.host(), server.port());
     std::shared_ptr<dlock::IOperator> slow = dlock::connect(proxy.uri());
     cond::Backends awaiting = viewsOf(*slow);
-    REQUIRE(awaiting.locks.lock("window", cond::kT1, 10s).acquired);
+    const dlock::AcquireResult held = awaiting.locks.lock("window", cond::kT1, 10s);
+    REQUIRE(held.acquired);
     RedisClient released(server.host(), server.port());
     released.ok({"SUBSCRIBE", "dlock:{window}:released"});
     proxy.delay(300ms, LinkProxy::Direction::toTarget);
     auto awaited = std::async(std::launch::async, [&] {
-      return awaiting.conditions.await("window", cond::kName, cond::kT1, ConditionLock::Exclusive, 10s, 10s);
+      return awaiting.conditions.await("window", cond::kName, cond::kT1, ConditionLock::Exclusive, held.fencingToken, 10s,
+                                       10s);
     });
     const auto message = released.next();  // message, channel, payload: the await's release ran
     REQUIRE(message.elements.size() == 3);
@@ -162,7 +164,7 @@ TEST_SUITE("ConditionOnRedis") {
     REQUIRE(message.elements.size() == 3);
     CHECK(message.elements[2].str == "1");
     client.ok({"SET", "dlock:{shared}", "old-client-token", "PX", "60000"});
-    CHECK_FALSE(conditions.await("shared", cond::kName, cond::kT2, ConditionLock::Exclusive, 10s, 10s).awaiting);
+    CHECK_FALSE(conditions.await("shared", cond::kName, cond::kT2, ConditionLock::Exclusive, 1, 10s, 10s).awaiting);
     CHECK_FALSE(conditions.signalAll("shared", cond::kName, cond::kT2, ConditionLock::Exclusive).owner);
     CHECK(client.ok({"GET", "dlock:{shared}"}).str == "old-client-token");
     CHECK(conditions.inspectCondition("shared", cond::kName).waiters.size() == 1);
@@ -196,8 +198,10 @@ TEST_SUITE("ConditionOnRedis") {
       REQUIRE(fair.fairLock("calls", waiter, 10s, 10s).position == 1);
       step("fair release with hand-off", [&] { REQUIRE(fair.fairUnlock("calls", holder).notified == 1); });
       // The waiter awaits; a signaller takes the key, signals and releases it: handed to the waiter.
+      const dlock::FairAcquireResult claimed = fair.fairLock("calls", waiter, 10s, 10s);
+      REQUIRE(claimed.acquired);
       step("await (fair)", [&] {
-        REQUIRE(conditions.await("calls", cond::kName, waiter, ConditionLock::Fair, 10s, 10s).awaiting);
+        REQUIRE(conditions.await("calls", cond::kName, waiter, ConditionLock::Fair, claimed.fencingToken, 10s, 10s).awaiting);
       });
       REQUIRE(fair.fairLock("calls", signaller, 10s, 0ms).acquired);
       step("signal (fair)", [&] {
@@ -207,9 +211,11 @@ TEST_SUITE("ConditionOnRedis") {
       step("claim (fairLock, ours already)", [&] { REQUIRE(fair.fairLock("calls", waiter, 10s, 10s).acquired); });
       REQUIRE(fair.fairUnlock("calls", waiter).released);
       // The same on an exclusive key: the signal tells the waiter, who competes for the key.
-      REQUIRE(backend->lock("calls:x", waiter, 10s).acquired);
+      const dlock::AcquireResult taken = backend->lock("calls:x", waiter, 10s);
+      REQUIRE(taken.acquired);
       step("await (exclusive)", [&] {
-        REQUIRE(conditions.await("calls:x", cond::kName, waiter, ConditionLock::Exclusive, 10s, 10s).awaiting);
+        REQUIRE(conditions.await("calls:x", cond::kName, waiter, ConditionLock::Exclusive, taken.fencingToken, 10s, 10s)
+                    .awaiting);
       });
       REQUIRE(backend->lock("calls:x", signaller, 10s).acquired);
       step("signal (exclusive)", [&] {

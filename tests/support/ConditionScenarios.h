@@ -45,14 +45,16 @@ inline Grant heard(IGrantWatch& watch) { return watch.waitForGrant(30s); }
 // `token` holds `key` (exclusive) and awaits on kName: the key is free after it.
 inline AwaitResult holdThenAwait(Backends& b, const std::string& key, const std::string& token,
                                  std::chrono::milliseconds waiterLease = 10s) {
-  REQUIRE(b.locks.lock(key, token, 10s).acquired);
-  return b.conditions.await(key, kName, token, ConditionLock::Exclusive, 10s, waiterLease);
+  const AcquireResult held = b.locks.lock(key, token, 10s);
+  REQUIRE(held.acquired);
+  return b.conditions.await(key, kName, token, ConditionLock::Exclusive, held.fencingToken, 10s, waiterLease);
 }
 
 // As holdThenAwait on a fair key.
 inline AwaitResult holdFairThenAwait(Backends& b, const std::string& key, const std::string& token) {
-  REQUIRE(b.fair.fairLock(key, token, 10s, 0ms).acquired);
-  return b.conditions.await(key, kName, token, ConditionLock::Fair, 10s, 10s);
+  const FairAcquireResult held = b.fair.fairLock(key, token, 10s, 0ms);
+  REQUIRE(held.acquired);
+  return b.conditions.await(key, kName, token, ConditionLock::Fair, held.fencingToken, 10s, 10s);
 }
 
 // The release and the join are one step: the key is free at the reply, and a signal sent at once
@@ -80,7 +82,7 @@ inline void awaitReleasesAndJoinsAtOnce(Backends& b, const std::string& key) {
 // A retried await whose first try ran says so, and joins once; nor does it release anything.
 inline void aRetriedAwaitJoinsOnce(Backends& b, const std::string& key) {
   REQUIRE(holdThenAwait(b, key, kT1).awaiting);
-  const AwaitResult again = b.conditions.await(key, kName, kT1, ConditionLock::Exclusive, 10s, 10s);
+  const AwaitResult again = b.conditions.await(key, kName, kT1, ConditionLock::Exclusive, 1, 10s, 10s);
   CHECK(again.awaiting);
   CHECK(again.awaitingEarlier);
   CHECK(again.position == 1);
@@ -88,7 +90,7 @@ inline void aRetriedAwaitJoinsOnce(Backends& b, const std::string& key) {
   // Signalled between the tries: the release's record answers, and position 0 says it was signalled.
   REQUIRE(b.locks.lock(key, kT2, 10s).acquired);
   REQUIRE(b.conditions.signal(key, kName, kT2, ConditionLock::Exclusive).moved == 1);
-  const AwaitResult late = b.conditions.await(key, kName, kT1, ConditionLock::Exclusive, 10s, 10s);
+  const AwaitResult late = b.conditions.await(key, kName, kT1, ConditionLock::Exclusive, 1, 10s, 10s);
   CHECK(late.awaiting);
   CHECK(late.awaitingEarlier);
   CHECK(late.position == 0);
@@ -99,11 +101,11 @@ inline void aRetriedAwaitJoinsOnce(Backends& b, const std::string& key) {
 // Not held by the token (free, or someone else's): refused, nothing joined, nothing released.
 inline void anAwaitWithoutTheKeyIsRefused(Backends& b, const std::string& key) {
   for (const ConditionLock lock : {ConditionLock::Exclusive, ConditionLock::Fair}) {
-    CHECK_FALSE(b.conditions.await(key, kName, kT1, lock, 10s, 10s).awaiting);  // free
+    CHECK_FALSE(b.conditions.await(key, kName, kT1, lock, 1, 10s, 10s).awaiting);  // free
   }
   REQUIRE(b.locks.lock(key, kT2, 10s).acquired);
   for (const ConditionLock lock : {ConditionLock::Exclusive, ConditionLock::Fair}) {
-    CHECK_FALSE(b.conditions.await(key, kName, kT1, lock, 10s, 10s).awaiting);  // another's
+    CHECK_FALSE(b.conditions.await(key, kName, kT1, lock, 1, 10s, 10s).awaiting);  // another's
   }
   CHECK(b.conditions.inspectCondition(key, kName).waiters.empty());
   CHECK(b.locks.inspect(key).held);
@@ -165,9 +167,10 @@ inline void aSignalBeforeAnyAwaitIsNotRemembered(Backends& b, const std::string&
 inline void aSignalMovesTheLongestWaiterIntoTheFairQueue(Backends& b, const std::string& key) {
   auto grantsToT1 = b.fair.watchGrants(key, kT1);
   auto grantsToT2 = b.fair.watchGrants(key, kT2);
-  REQUIRE(b.fair.fairLock(key, kT1, 10s, 0ms).acquired);
+  const FairAcquireResult held = b.fair.fairLock(key, kT1, 10s, 0ms);
+  REQUIRE(held.acquired);
   REQUIRE(b.fair.fairLock(key, kT2, 10s, 10s).position == 1);
-  const AwaitResult awaited = b.conditions.await(key, kName, kT1, ConditionLock::Fair, 10s, 10s);
+  const AwaitResult awaited = b.conditions.await(key, kName, kT1, ConditionLock::Fair, held.fencingToken, 10s, 10s);
   REQUIRE(awaited.awaiting);
   CHECK(awaited.notified == 1);  // handed to T2
   const Grant toT2 = heard(*grantsToT2);
@@ -196,8 +199,9 @@ inline void aSignalMovesTheLongestWaiterIntoTheFairQueue(Backends& b, const std:
 // when that hold is lost its release must say so, not answer from the await's release.
 inline void aFairAwaitLeavesNoReleaseRecord(Backends& b, const std::string& key, const PassTime& passTime) {
   auto grants = b.fair.watchGrants(key, kT1);
-  REQUIRE(b.fair.fairLock(key, kT1, 60s, 0ms).acquired);  // a record would outlive the hand-off's claim
-  REQUIRE(b.conditions.await(key, kName, kT1, ConditionLock::Fair, 1s, 10s).awaiting);
+  const FairAcquireResult held = b.fair.fairLock(key, kT1, 60s, 0ms);  // a record would outlive the claim
+  REQUIRE(held.acquired);
+  REQUIRE(b.conditions.await(key, kName, kT1, ConditionLock::Fair, held.fencingToken, 1s, 10s).awaiting);
   REQUIRE(b.fair.fairLock(key, kT2, 10s, 0ms).acquired);
   REQUIRE(b.conditions.signal(key, kName, kT2, ConditionLock::Fair).moved == 1);
   REQUIRE(b.fair.fairUnlock(key, kT2).notified == 1);
@@ -206,6 +210,33 @@ inline void aFairAwaitLeavesNoReleaseRecord(Backends& b, const std::string& key,
   const ReleaseResult lost = b.fair.fairUnlock(key, kT1);
   CHECK_FALSE(lost.released);
   CHECK_FALSE(lost.releasedEarlier);
+}
+
+// A retried fair await that finds the key handed to its token since (signalled, then a release)
+// releases nothing: the later fence tells that hold from the one the await gave up.
+inline void aRetriedFairAwaitKeepsAHandOffToItsToken(Backends& b, const std::string& key) {
+  auto grants = b.fair.watchGrants(key, kT1);
+  const FairAcquireResult first = b.fair.fairLock(key, kT1, 10s, 0ms);
+  REQUIRE(first.acquired);
+  REQUIRE(b.conditions.await(key, kName, kT1, ConditionLock::Fair, first.fencingToken, 10s, 10s).awaiting);
+  REQUIRE(b.fair.fairLock(key, kT2, 10s, 0ms).acquired);
+  REQUIRE(b.conditions.signal(key, kName, kT2, ConditionLock::Fair).moved == 1);
+  REQUIRE(b.fair.fairUnlock(key, kT2).notified == 1);
+  const Grant handed = heard(*grants);
+  REQUIRE(handed.kind == Grant::Kind::Granted);
+  const AwaitResult retried = b.conditions.await(key, kName, kT1, ConditionLock::Fair, first.fencingToken, 10s, 10s);
+  CHECK(retried.awaiting);
+  CHECK(retried.awaitingEarlier);
+  CHECK(retried.position == 0);  // signalled: go and claim the key
+  CHECK(b.conditions.inspectCondition(key, kName).waiters.empty());
+  const FairAcquireResult claimed = b.fair.fairLock(key, kT1, 10s, 10s);
+  REQUIRE(claimed.acquired);
+  CHECK(claimed.fencingToken == handed.fencingToken);
+  // A new await of that hold, with its own fence, is no retry: it releases and joins.
+  const AwaitResult again = b.conditions.await(key, kName, kT1, ConditionLock::Fair, claimed.fencingToken, 10s, 10s);
+  CHECK(again.awaiting);
+  CHECK_FALSE(again.awaitingEarlier);
+  CHECK(again.position == 1);
 }
 
 // signalAll moves every live waiter in the order they came: a fair key goes to each in turn, an
@@ -277,13 +308,14 @@ inline void badInputIsRefusedBeforeAnythingIsSent(Backends& b, const std::functi
   const long long before = calls();
   const std::string oversized(kMaxConditionNameBytes + 1, 'n');
   auto& c = b.conditions;
-  CHECK_THROWS_AS(c.await("k", "", kT1, ConditionLock::Exclusive, 10s, 10s), InvalidArgumentError);
-  CHECK_THROWS_AS(c.await("k", oversized, kT1, ConditionLock::Exclusive, 10s, 10s), InvalidArgumentError);
-  CHECK_THROWS_AS(c.await("k", kName, kT1, ConditionLock::Exclusive, 0ms, 10s), InvalidArgumentError);
-  CHECK_THROWS_AS(c.await("k", kName, kT1, ConditionLock::Fair, 10s, 0ms), InvalidArgumentError);
-  CHECK_THROWS_AS(c.await("k", kName, kT1, ConditionLock::Fair, kMaxLeaseTime + 1ms, 10s), InvalidArgumentError);
-  CHECK_THROWS_AS(c.await("", kName, kT1, ConditionLock::Exclusive, 10s, 10s), InvalidArgumentError);
-  CHECK_THROWS_AS(c.await("k", kName, "not a token", ConditionLock::Exclusive, 10s, 10s), InvalidArgumentError);
+  CHECK_THROWS_AS(c.await("k", "", kT1, ConditionLock::Exclusive, 1, 10s, 10s), InvalidArgumentError);
+  CHECK_THROWS_AS(c.await("k", oversized, kT1, ConditionLock::Exclusive, 1, 10s, 10s), InvalidArgumentError);
+  CHECK_THROWS_AS(c.await("k", kName, kT1, ConditionLock::Exclusive, 1, 0ms, 10s), InvalidArgumentError);
+  CHECK_THROWS_AS(c.await("k", kName, kT1, ConditionLock::Fair, 1, 10s, 0ms), InvalidArgumentError);
+  CHECK_THROWS_AS(c.await("k", kName, kT1, ConditionLock::Fair, 1, kMaxLeaseTime + 1ms, 10s), InvalidArgumentError);
+  CHECK_THROWS_AS(c.await("", kName, kT1, ConditionLock::Exclusive, 1, 10s, 10s), InvalidArgumentError);
+  CHECK_THROWS_AS(c.await("k", kName, "not a token", ConditionLock::Exclusive, 1, 10s, 10s), InvalidArgumentError);
+  CHECK_THROWS_AS(c.await("k", kName, kT1, ConditionLock::Fair, kMaxFencingToken + 1, 10s, 10s), InvalidArgumentError);
   CHECK_THROWS_AS(c.signal("k", "", kT1, ConditionLock::Exclusive), InvalidArgumentError);
   CHECK_THROWS_AS(c.signalAll("k", oversized, kT1, ConditionLock::Fair), InvalidArgumentError);
   CHECK_THROWS_AS(c.renewAwait({"k", kName, kT1, 10s}, -1ms), InvalidArgumentError);
@@ -322,6 +354,9 @@ inline void badInputIsRefusedBeforeAnythingIsSent(Backends& b, const std::functi
   }                                                                                                              \
   TEST_CASE_FIXTURE(Fixture, "a fair key's await leaves no release record for the token's next hold" where) {   \
     ::dlock::test::cond::aFairAwaitLeavesNoReleaseRecord(backends, "record", passTime);                         \
+  }                                                                                                              \
+  TEST_CASE_FIXTURE(Fixture, "a retried fair await keeps a hand-off its token got since, and joins nothing" where) { \
+    ::dlock::test::cond::aRetriedFairAwaitKeepsAHandOffToItsToken(backends, "handed");                          \
   }                                                                                                              \
   TEST_CASE_FIXTURE(Fixture, "signalAll moves every waiter in the order they came" where) {                     \
     ::dlock::test::cond::signalAllMovesEveryWaiterInOrder(backends, "all");                                     \

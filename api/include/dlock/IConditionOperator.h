@@ -96,14 +96,18 @@ class IConditionOperator {
   IConditionOperator& operator=(const IConditionOperator&) = delete;
   virtual ~IConditionOperator() = default;
 
-  // See the table above. `ttl`: the lease the waiter gets when a fair key is handed to it (the
-  // claim lease, as a fair waiter's); `waiterLease`: how long its place lasts unless renewed.
+  // See the table above. `fencingToken`: the one of the hold given up; on a fair key it tells a
+  // retried try from a later hold of the same token (a hand-off after a signal), which a retry
+  // must not release: it answers awaitingEarlier, position 0. `ttl`: the lease the waiter gets when
+  // a fair key is handed to it (the claim lease, as a fair waiter's); `waiterLease`: how long its
+  // place lasts unless renewed.
   AwaitResult await(std::string_view key, std::string_view name, std::string_view token, ConditionLock lock,
-                    std::chrono::milliseconds ttl, std::chrono::milliseconds waiterLease) {
+                    std::uint64_t fencingToken, std::chrono::milliseconds ttl, std::chrono::milliseconds waiterLease) {
     check(key, name, token, "await");
+    detail::checkFencingToken(fencingToken, "await");
     detail::checkLeaseTime(ttl, "the lease", "await");
     detail::checkLeaseTime(waiterLease, "the waiter lease", "await");
-    return doAwait(key, name, token, lock, ttl, waiterLease);
+    return doAwait(key, name, token, lock, fencingToken, ttl, waiterLease);
   }
 
   // Moves the longest live waiter (signal) or every live waiter in order (signalAll).
@@ -167,7 +171,8 @@ class IConditionOperator {
 
  private:
   virtual AwaitResult doAwait(std::string_view key, std::string_view name, std::string_view token, ConditionLock lock,
-                              std::chrono::milliseconds ttl, std::chrono::milliseconds waiterLease) = 0;
+                              std::uint64_t fencingToken, std::chrono::milliseconds ttl,
+                              std::chrono::milliseconds waiterLease) = 0;
   virtual SignalResult doSignal(std::string_view key, std::string_view name, std::string_view token,
                                 ConditionLock lock, bool all) = 0;
   virtual std::vector<ExtendResult> doRenewAwaitAll(const std::vector<ConditionWaiter>& waiters,

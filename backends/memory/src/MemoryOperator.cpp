@@ -528,7 +528,8 @@ namespace dlock {
 using std::chrono::milliseconds;
 
 AwaitResult MemoryOperator::doAwait(std::string_view key, std::string_view name, std::string_view token,
-                                    ConditionLock lock, milliseconds ttl, milliseconds waiterLease) {
+                                    ConditionLock lock, std::uint64_t fencingToken, milliseconds ttl,
+                                    milliseconds waiterLease) {
   State& state = beforeCall();
   AwaitResult result;
   {
@@ -536,6 +537,12 @@ AwaitResult MemoryOperator::doAwait(std::string_view key, std::string_view name,
     const Clock::time_point now = state.clock->now();
     result.position = state.conditions.placeOf(key, name, token, now);
     if (result.position > 0) {  // a retry whose first try ran
+      result.awaiting = result.awaitingEarlier = true;
+      return result;
+    }
+    State::KeyState* held = state.find(key);
+    if (lock == ConditionLock::Fair && held != nullptr && held->fence != fencingToken &&
+        state.ownedLease(*held, token, now) != nullptr) {  // a later hold: handed on after a signal
       result.awaiting = result.awaitingEarlier = true;
       return result;
     }

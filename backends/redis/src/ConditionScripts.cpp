@@ -31,7 +31,10 @@ end
 }
 
 // After the lock's release, run as `release()`: a waiter already on the condition is a retry whose
-// first try ran (asked first, as the key is no longer ours then). The release goes before the
+// first try ran (asked first, as the key is no longer ours then). On a fair key, so is a token
+// holding the key under a later fence than the caller's (ARGV[9]): signalled and handed the key
+// since, a hold the retry must not release (a signal would be lost). A counter gone (its TTL) or
+// raised by hand cannot tell: the first costs nothing, the second a spurious wake-up. The release goes before the
 // join: a script is not rolled back, and what can refuse (a PUBLISH the ACL forbids) must refuse
 // before the token waits on a key it still holds. Ended places are dropped before the join, so a
 // place of this token that ran out is not listed twice.
@@ -41,6 +44,10 @@ local entry = placeEntry(ARGV[1], ARGV[6], ARGV[7])
 local nowMs = serverNow()
 local expiry = redis.call('ZSCORE', leases, entry)
 if expiry and tonumber(expiry) > nowMs then return {2, 0, (redis.call('LPOS', waiters, entry) or -1) + 1} end
+if fair then
+  local counter = redis.call('GET', KEYS[4])
+  if counter and counter ~= ARGV[9] and redis.call('GET', KEYS[1]) == ARGV[1] then return {2, 0, 0} end
+end
 local released = release()
 if released[1] == 2 then return {2, 0, 0} end
 if released[1] ~= 1 then return {0, 0, 0} end

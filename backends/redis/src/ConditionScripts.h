@@ -8,10 +8,10 @@
 //                  record-floor-ms, '0', ttl-ms, listener, waiter-lease-ms, owner
 //   condAwaitFair  KEYS: lock, queue, fair leases, fence, waiters, leases   ARGV: token, grant
 //                  channel, release record, record-floor-ms, fence-ttl-ms, ttl-ms, listener,
-//                  waiter-lease-ms
+//                  waiter-lease-ms, the caller's "fencing token"
 //                  → {1, notified, position} the key released and the token on the condition
-//                  → {2, 0, position} an earlier try ran (position 0: signalled since); {0, 0, 0}
-//                    not ours: nothing joined
+//                  → {2, 0, position} an earlier try ran (position 0: signalled since, or on a fair
+//                    key handed it under a later fence); {0, 0, 0} not ours: nothing joined
 //                  The release is the lock's own, run first as a function: condAwait's is the
 //                  exclusive release (ScriptSources.h, its ARGV in its places, the owner record
 //                  last), condAwaitFair's the fair release (FairScripts.h), so a change to either

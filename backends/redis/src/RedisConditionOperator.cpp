@@ -99,7 +99,8 @@ std::string recordFloor(const RedisOperatorOptions& options) {
 using namespace detail;
 
 AwaitResult RedisOperator::doAwait(std::string_view key, std::string_view name, std::string_view token,
-                                   ConditionLock lock, milliseconds ttl, milliseconds waiterLease) {
+                                   ConditionLock lock, std::uint64_t fencingToken, milliseconds ttl,
+                                   milliseconds waiterLease) {
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = operatorOptions();
   const bool fair = lock == ConditionLock::Fair;
@@ -110,7 +111,7 @@ AwaitResult RedisOperator::doAwait(std::string_view key, std::string_view name, 
   const std::string ttlText = std::to_string(ttl.count());
   const std::string leaseText = std::to_string(waiterLease.count());
   // The lock's own release's KEYS and ARGV first, in its places (ConditionScripts.h).
-  std::string channel, queue, fairLeases, fence, fenceTtl, owner;
+  std::string channel, queue, fairLeases, fence, fenceTtl, owner, held;
   Argv scriptKeys;
   Argv args;
   if (fair) {
@@ -120,7 +121,8 @@ AwaitResult RedisOperator::doAwait(std::string_view key, std::string_view name, 
     fence = names.fence();
     fenceTtl = std::to_string(options.fenceTtl.count());
     scriptKeys = {names.lock(), queue, fairLeases, fence, keys.waiters, keys.leases};
-    args = {token, channel, record, floor, fenceTtl, ttlText, grantListener(), leaseText};
+    held = std::to_string(fencingToken);
+    args = {token, channel, record, floor, fenceTtl, ttlText, grantListener(), leaseText, held};
   } else {
     channel = names.channel();
     owner = names.owner();

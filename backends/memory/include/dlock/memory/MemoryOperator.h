@@ -126,7 +126,8 @@ class MemoryOperator final : public IOperator,
   // The conditions (MemoryCondition.h, applied in MemoryOperator.cpp to the keys they wait on), each
   // call counted and faulted as the others.
   AwaitResult doAwait(std::string_view key, std::string_view name, std::string_view token, ConditionLock lock,
-                      std::chrono::milliseconds ttl, std::chrono::milliseconds waiterLease) override;
+                      std::uint64_t fencingToken, std::chrono::milliseconds ttl,
+                      std::chrono::milliseconds waiterLease) override;
   SignalResult doSignal(std::string_view key, std::string_view name, std::string_view token, ConditionLock lock,
                         bool all) override;
   std::vector<ExtendResult> doRenewAwaitAll(const std::vector<ConditionWaiter>& waiters,

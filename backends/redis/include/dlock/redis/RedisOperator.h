@@ -111,7 +111,8 @@ class RedisOperator : public IOperator,
   SemaphoreInfo doInspectSemaphore(std::string_view name) override;
   // The conditions' calls (RedisConditionOperator.cpp).
   AwaitResult doAwait(std::string_view key, std::string_view name, std::string_view token, ConditionLock lock,
-                      std::chrono::milliseconds ttl, std::chrono::milliseconds waiterLease) override;
+                      std::uint64_t fencingToken, std::chrono::milliseconds ttl,
+                      std::chrono::milliseconds waiterLease) override;
   SignalResult doSignal(std::string_view key, std::string_view name, std::string_view token, ConditionLock lock,
                         bool all) override;
   std::vector<ExtendResult> doRenewAwaitAll(const std::vector<ConditionWaiter>& waiters,
