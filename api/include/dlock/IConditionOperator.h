@@ -10,8 +10,9 @@
 //                   now) and releases the key as the lock's own release does (the exclusive lock's
 //                   release message; the fair lock's hand-off to its queue's head), so no signal can
 //                   fall between the release and the join; a retry whose first try ran → the same
-//                   (awaitingEarlier); not held → refused, nothing joined (the lock: LockLostError)
-//   signal          `token` holds the key → drops the waiters whose lease ended, and moves the
+//                   (awaitingEarlier; position 0 once signalled since, a hand-off to the token kept);
+//                   not held → refused, nothing joined (the lock: LockLostError)
+//   signal          `token` holds the key → skips the waiters whose lease ended, and moves the
 //                   longest live waiter (every one: signalAll) to the key's wait: a fair key's queue
 //                   tail, keeping the rest of its waiter lease, so a release hands it the key (as
 //                   AQS moves a node); an exclusive key's waiter is told on its process's channel
