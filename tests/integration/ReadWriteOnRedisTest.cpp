@@ -22,26 +22,13 @@
 #include "dlock/connect.h"
 
 using namespace std::chrono_literals;
+using dlock::test::commandsSent;
 using dlock::test::RedisClient;
 using dlock::test::RedisProcess;
+using dlock::test::serverNow;
 namespace rw = dlock::test::rw;
 
 namespace {
-
-// The server's clock in ms.
-long long serverNow(RedisClient& client) {
-  const auto time = client.ok({"TIME"});
-  return std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
-}
-
-// Calls of every command but the test's own look-ups (INFO, CONFIG, PING).
-long long commandsSent(RedisClient& client) {
-  long long total = 0;
-  for (const auto& [command, calls] : client.commandCalls()) {
-    if (command != "info" && command != "config" && command != "ping") total += calls;
-  }
-  return total;
-}
 
 struct ReadWriteServer {
   RedisProcess server;

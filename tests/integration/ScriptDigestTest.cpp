@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "redis/src/ConditionScripts.h"
 #include "redis/src/Digest.h"
 #include "redis/src/FairScripts.h"
 #include "RedisClient.h"
@@ -54,7 +55,9 @@ TEST_SUITE("ScriptDigest") {
         &dlock::detail::extendScript(),  &dlock::detail::extendManyScript(),
         &dlock::detail::inspectScript(), &dlock::detail::raiseFenceScript(),
         &dlock::detail::readWriteUpgradeScript(), &dlock::detail::readWriteExtendScript(),
-        &dlock::detail::readWriteInspectScript(), &dlock::detail::semaphoreInspectScript()};
+        &dlock::detail::readWriteInspectScript(), &dlock::detail::semaphoreInspectScript(),
+        &dlock::detail::conditionRenewScript(), &dlock::detail::conditionLeaveScript(),
+        &dlock::detail::conditionInspectScript()};
     for (const bool sharded : {false, true}) {
       for (const auto* script :
            {&dlock::detail::fairAcquireScript(sharded), &dlock::detail::fairReleaseScript(sharded),
@@ -62,7 +65,9 @@ TEST_SUITE("ScriptDigest") {
             &dlock::detail::readWriteReleaseScript(sharded), &dlock::detail::readWriteDowngradeScript(sharded),
             &dlock::detail::readWriteLeaveScript(sharded), &dlock::detail::semaphoreAcquireScript(sharded),
             &dlock::detail::semaphoreReleaseScript(sharded), &dlock::detail::semaphoreExtendScript(sharded),
-            &dlock::detail::semaphoreLeaveScript(sharded), &dlock::detail::semaphoreResizeScript(sharded)}) {
+            &dlock::detail::semaphoreLeaveScript(sharded), &dlock::detail::semaphoreResizeScript(sharded),
+            &dlock::detail::conditionAwaitScript(false, sharded), &dlock::detail::conditionAwaitScript(true, sharded),
+            &dlock::detail::conditionSignalScript(sharded)}) {
         scripts.push_back(script);
       }
     }

@@ -8,6 +8,8 @@
 //   onceRecovered(op), recovers(op)   retry `op` while it throws ConnectionError (kEventBudget)
 //   infoField(client, field)          a field of the server's INFO ("loading", "master_link_status")
 //   releaseSubscribers(client, key)   subscribers of a key's release channel (waiters asleep on it)
+//   serverNow(client)                 the server's clock (TIME) in ms
+//   commandsSent(client)              server calls so far (commandstats) but the tests' own look-ups
 //   inNanosleep(pid)                  true while the main thread of `pid` sleeps in nanosleep
 //   TempDir                           a fresh directory, removed with everything in it
 //   processState(pid)                 the state letter of `pid` ('T' once a SIGSTOP took hold)
@@ -110,6 +112,21 @@ inline long long releaseSubscribers(RedisClient& client, const std::string& key,
                                     const std::string& prefix = "dlock:") {
   const Reply reply = client.ok({"PUBSUB", "NUMSUB", prefix + "{" + key + "}:released"});
   return reply.elements.size() == 2 ? reply.elements[1].integer : 0;
+}
+
+// The server's clock in ms.
+inline long long serverNow(RedisClient& client) {
+  const auto time = client.ok({"TIME"});
+  return std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
+}
+
+// Calls of every command (scripts' own included) but the tests' own look-ups (INFO, CONFIG, PING).
+inline long long commandsSent(RedisClient& client) {
+  long long total = 0;
+  for (const auto& [command, calls] : client.commandCalls()) {
+    if (command != "info" && command != "config" && command != "ping") total += calls;
+  }
+  return total;
 }
 
 // True while the main thread of `pid` is in nanosleep or clock_nanosleep: a redis-server running

@@ -12,6 +12,7 @@
 #include "dlock/LockError.h"
 #include "dlock/detail/Fork.h"
 #include "dlock/Validation.h"
+#include "MemoryCondition.h"
 #include "MemoryFairQueue.h"
 #include "MemoryReadWrite.h"
 #include "MemorySemaphore.h"
@@ -99,6 +100,7 @@ struct MemoryOperator::State {
   mutable std::mutex mutex;
   std::condition_variable released;                       // notified on every release
   std::map<std::string, KeyState, std::less<>> keys;      // guarded by mutex
+  detail::MemoryConditions conditions;                    // guarded by mutex
   std::atomic<std::uint64_t> calls{0};
   std::atomic<unsigned> failuresLeft{0};
   std::atomic<std::int64_t> latencyMillis{0};
@@ -342,6 +344,7 @@ void MemoryOperator::forgetLeases() {
     entry.releasedBy.clear();
     entry.fair.clearWaiters();
   }
+  state().conditions.clear();
   state().readWrite->forget();
   state().semaphores->forget();
 }
@@ -514,6 +517,112 @@ std::size_t MemoryOperator::queued(std::string_view key) const {
   std::lock_guard<std::mutex> guard(state().mutex);
   const State::KeyState* entry = state().find(key);
   return entry == nullptr ? 0 : entry->fair.size();
+}
+
+}  // namespace dlock
+
+// The conditions (IConditionOperator): the decisions of ConditionScripts.h, under the operator's
+// mutex, so an await's release and join are one step as the script's are.
+namespace dlock {
+
+using std::chrono::milliseconds;
+
+AwaitResult MemoryOperator::doAwait(std::string_view key, std::string_view name, std::string_view token,
+                                    ConditionLock lock, std::uint64_t fencingToken, milliseconds ttl,
+                                    milliseconds waiterLease) {
+  State& state = beforeCall();
+  AwaitResult result;
+  {
+    std::lock_guard<std::mutex> guard(state.mutex);
+    const Clock::time_point now = state.clock->now();
+    result.position = state.conditions.placeOf(key, name, token, now);
+    if (result.position > 0) {  // a retry whose first try ran
+      result.awaiting = result.awaitingEarlier = true;
+      return result;
+    }
+    State::KeyState* held = state.find(key);
+    if (lock == ConditionLock::Fair && held != nullptr && held->fence != fencingToken &&
+        state.ownedLease(*held, token, now) != nullptr) {  // a later hold: handed on after a signal
+      result.awaiting = result.awaitingEarlier = true;
+      return result;
+    }
+    ReleaseResult released;
+    State::KeyState* entry = state.release(key, token, now, released);
+    if (entry == nullptr) {
+      result.awaiting = result.awaitingEarlier = released.releasedEarlier;
+      return result;
+    }
+    if (lock == ConditionLock::Fair) {
+      result.notified = handOff(*entry, now, key) ? 1 : 0;
+      entry->releasedBy.forget(token);  // the token's next hold is a hand-off: not this release's evidence
+    } else {
+      result.notified = entry->watchers;
+    }
+    result.awaiting = true;
+    result.position = state.conditions.join(key, name, {std::string(token), ttl, now + waiterLease}, now);
+  }
+  state.released.notify_all();
+  return result;
+}
+
+SignalResult MemoryOperator::doSignal(std::string_view key, std::string_view name, std::string_view token,
+                                      ConditionLock lock, bool all) {
+  State& state = beforeCall();
+  SignalResult result;
+  {
+    std::lock_guard<std::mutex> guard(state.mutex);
+    const Clock::time_point now = state.clock->now();
+    State::KeyState* entry = state.find(key);
+    if (entry == nullptr || state.ownedLease(*entry, token, now) == nullptr) return result;
+    result.owner = true;
+    for (const auto& waiter : state.conditions.take(key, name, all, now)) {
+      if (lock == ConditionLock::Fair) {
+        (void)entry->fair.join(waiter.token, waiter.ttl, waiter.leaseEnds);
+      } else {
+        entry->fair.tell(waiter.token, Grant{Grant::Kind::Granted, 0, clockMillis(now), milliseconds(0)});
+      }
+      ++result.moved;
+    }
+  }
+  if (result.moved > 0) state.released.notify_all();
+  return result;
+}
+
+std::vector<ExtendResult> MemoryOperator::doRenewAwaitAll(const std::vector<ConditionWaiter>& waiters,
+                                                          milliseconds waiterLease) {
+  State& state = beforeCall();
+  std::vector<ExtendResult> results;
+  results.reserve(waiters.size());
+  std::lock_guard<std::mutex> guard(state.mutex);
+  const Clock::time_point now = state.clock->now();
+  for (const auto& waiter : waiters) {
+    const bool waiting = state.conditions.renew(waiter.key, waiter.name, waiter.token, now + waiterLease, now);
+    results.push_back(ExtendResult{waiting, false, {}});
+  }
+  return results;
+}
+
+bool MemoryOperator::doLeaveCondition(std::string_view key, std::string_view name, std::string_view token,
+                                      milliseconds /*ttl*/) {
+  State& state = beforeCall();
+  std::lock_guard<std::mutex> guard(state.mutex);
+  return state.conditions.leave(key, name, token, state.clock->now());
+}
+
+std::unique_ptr<IGrantWatch> MemoryOperator::doWatchSignals(std::string_view key, std::string_view token) {
+  // A signal is told as a hand-off is, through the key's grant watches (MemoryFairQueue::tell).
+  return std::make_unique<MemoryGrantWatch>(holder_->state.shared(), std::string(key), std::string(token));
+}
+
+ConditionInfo MemoryOperator::doInspectCondition(std::string_view key, std::string_view name) {
+  State& state = beforeCall();
+  std::lock_guard<std::mutex> guard(state.mutex);
+  const Clock::time_point now = state.clock->now();
+  ConditionInfo info;
+  for (const auto& waiter : state.conditions.live(key, name, now)) {
+    info.waiters.push_back({waiter.token, std::chrono::ceil<milliseconds>(waiter.leaseEnds - now)});
+  }
+  return info;
 }
 
 }  // namespace dlock

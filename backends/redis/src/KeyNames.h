@@ -60,6 +60,14 @@ class KeyNames {
   [[nodiscard]] std::string semaphore(std::string_view part) const {
     return companion(std::string("sem:").append(part));
   }
+  // A condition's keys (ConditionScripts.h): `:cond:<part>:<name as hex>`, the name in hex so
+  // that no name (any bytes) can spell another key's name; and the channel a signal tells one
+  // process's waiters on.
+  [[nodiscard]] std::string condition(std::string_view part, std::string_view name) const;
+  [[nodiscard]] std::string signalChannel() const { return companion("cond:signalled"); }
+  [[nodiscard]] std::string signalChannel(std::string_view listener) const {
+    return signalChannel().append(":").append(listener);
+  }
   [[nodiscard]] std::uint16_t slot() const noexcept { return hashSlot(lock_); }
 
  private:

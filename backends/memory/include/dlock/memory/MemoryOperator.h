@@ -10,8 +10,8 @@
 // microseconds. Faults can be injected: failNextCalls(n) makes the next n calls throw
 // ConnectionError; setLatency(d) delays every call by d of real time. An owner label
 // (IOwnerRecorder) lives in the lease, with the system clock's time of the acquisition. Read-write
-// locks (IReadWriteOperator) and semaphores (ISemaphoreOperator) keep the Redis scripts' decisions
-// too. Used in a child after fork(), it is a new, empty one there.
+// locks (IReadWriteOperator), semaphores (ISemaphoreOperator) and conditions (IConditionOperator)
+// keep the Redis scripts' decisions too. Used in a child after fork(), it is a new, empty one there.
 // Owner: shared. Thread safety: thread-safe.
 #pragma once
 
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "dlock/Clock.h"
+#include "dlock/IConditionOperator.h"
 #include "dlock/IFairOperator.h"
 #include "dlock/IOperator.h"
 #include "dlock/IOwnerRecorder.h"
@@ -42,7 +43,8 @@ class MemoryOperator final : public IOperator,
                              public IOwnerRecorder,
                              public IFairOperator,
                              public IReadWriteOperator,
-                             public ISemaphoreOperator {
+                             public ISemaphoreOperator,
+                             public IConditionOperator {
  public:
   explicit MemoryOperator(std::shared_ptr<Clock> clock = SteadyClock::instance());
   ~MemoryOperator() override;
@@ -121,6 +123,19 @@ class MemoryOperator final : public IOperator,
   std::uint32_t doResizeSemaphore(std::string_view name, std::uint32_t capacity) override;
   SemaphoreInfo doInspectSemaphore(std::string_view name) override;
   [[nodiscard]] detail::MemorySemaphores& semaphores() const;  // this process's
+  // The conditions (MemoryCondition.h, applied in MemoryOperator.cpp to the keys they wait on), each
+  // call counted and faulted as the others.
+  AwaitResult doAwait(std::string_view key, std::string_view name, std::string_view token, ConditionLock lock,
+                      std::uint64_t fencingToken, std::chrono::milliseconds ttl,
+                      std::chrono::milliseconds waiterLease) override;
+  SignalResult doSignal(std::string_view key, std::string_view name, std::string_view token, ConditionLock lock,
+                        bool all) override;
+  std::vector<ExtendResult> doRenewAwaitAll(const std::vector<ConditionWaiter>& waiters,
+                                            std::chrono::milliseconds waiterLease) override;
+  bool doLeaveCondition(std::string_view key, std::string_view name, std::string_view token,
+                        std::chrono::milliseconds ttl) override;
+  std::unique_ptr<IGrantWatch> doWatchSignals(std::string_view key, std::string_view token) override;
+  ConditionInfo doInspectCondition(std::string_view key, std::string_view name) override;
 
   std::shared_ptr<Holder> holder_;
 };

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dlock/IConditionOperator.h"
 #include "dlock/IFairOperator.h"
 #include "dlock/IOperator.h"
 #include "dlock/IOwnerRecorder.h"
@@ -30,7 +31,8 @@ class RedisOperator : public IOperator,
                       public IOwnerRecorder,
                       public IFairOperator,
                       public IReadWriteOperator,
-                      public ISemaphoreOperator {
+                      public ISemaphoreOperator,
+                      public IConditionOperator {
  public:
   ~RedisOperator() override;
 
@@ -57,6 +59,8 @@ class RedisOperator : public IOperator,
   [[nodiscard]] std::string readWriteUnsupported() const override;
   // The semaphore (RedisSemaphoreOperator.cpp, SemaphoreScripts.h): wait_replicas refused.
   [[nodiscard]] std::string semaphoreUnsupported() const override;
+  // Conditions (RedisConditionOperator.cpp, ConditionScripts.h): wait_replicas refused.
+  [[nodiscard]] std::string conditionUnsupported() const override;
 
   // Checks the backend now (RedisProbe.cpp): its discovery, a connection, AUTH, SELECT and a PING.
   // dlock::connect() calls it unless told to connect lazily. BackendError when the server refuses
@@ -105,6 +109,18 @@ class RedisOperator : public IOperator,
   std::unique_ptr<IGrantWatch> doWatchPermitGrants(std::string_view name, std::string_view token) override;
   std::uint32_t doResizeSemaphore(std::string_view name, std::uint32_t capacity) override;
   SemaphoreInfo doInspectSemaphore(std::string_view name) override;
+  // The conditions' calls (RedisConditionOperator.cpp).
+  AwaitResult doAwait(std::string_view key, std::string_view name, std::string_view token, ConditionLock lock,
+                      std::uint64_t fencingToken, std::chrono::milliseconds ttl,
+                      std::chrono::milliseconds waiterLease) override;
+  SignalResult doSignal(std::string_view key, std::string_view name, std::string_view token, ConditionLock lock,
+                        bool all) override;
+  std::vector<ExtendResult> doRenewAwaitAll(const std::vector<ConditionWaiter>& waiters,
+                                            std::chrono::milliseconds waiterLease) override;
+  bool doLeaveCondition(std::string_view key, std::string_view name, std::string_view token,
+                        std::chrono::milliseconds ttl) override;
+  std::unique_ptr<IGrantWatch> doWatchSignals(std::string_view key, std::string_view token) override;
+  ConditionInfo doInspectCondition(std::string_view key, std::string_view name) override;
 
   struct State;
   std::unique_ptr<State> state_;
