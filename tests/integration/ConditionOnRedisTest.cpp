@@ -238,7 +238,7 @@ TEST_SUITE("ConditionOnRedis") {
     CHECK(serverCalls["release with hand-off to the signalled"] == serverCalls["fair release with hand-off"]);
   }
 
-  TEST_CASE_FIXTURE(ConditionServer, "wait_replicas is refused with a reason, as the fair lock's; Redlock has no conditions") {
+  TEST_CASE_FIXTURE(ConditionServer, "wait_replicas is refused with a reason, as the fair lock's, and Redlock has no conditions") {
     // Sentinel's option; made lazily, so nothing is contacted.
     auto waiting = dlock::connect("redis+sentinel://127.0.0.1:1/m?wait_replicas=1", dlock::ConnectOptions{true});
     CHECK(dynamic_cast<dlock::IConditionOperator&>(*waiting).conditionUnsupported().find("wait_replicas") !=
