@@ -95,4 +95,12 @@ std::optional<std::uint64_t> RawServer::take(const std::string& key, const std::
   }
 }
 
+std::optional<std::string> RawServer::eval(const std::string& source, const std::vector<std::string>& keys,
+                                           const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"EVAL", source, std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return command(argv);
+}
+
 }  // namespace dlock::nemesis

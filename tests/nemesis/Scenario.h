@@ -103,7 +103,15 @@ struct Scenario {
   bool fair = false;
   // The cause that makes fencing tokens go back here; empty where they must keep rising (check 3).
   std::string tokensBackExplained{};
+  // What the clients run: "lock" (the ILock), "rw" (read and write holds) or "sem" (permits of
+  // kSemaphoreCapacity); the last two are checked by SharedChecks.h.
+  std::string primitive = "lock";
 };
+
+// The semaphore scenarios' capacity, and the most permits one ordinary acquisition asks for (a
+// hold the nemesis asks for takes them all, so that waiters queue behind it).
+inline constexpr std::uint32_t kSemaphoreCapacity = 2;
+inline constexpr std::uint32_t kSemaphorePermitsMax = 2;
 
 [[nodiscard]] const std::vector<Scenario>& scenarios();
 
