@@ -670,8 +670,7 @@ std::vector<Hold> fencedHolds(const CheckerInput& input, const std::vector<Hold>
 }
 
 // Checks 7, 8, 10 and 11 of a read-write or semaphore run (SharedChecks.h).
-void checkSharedHolds(const CheckerInput& input, const std::vector<Hold>& holds, const std::vector<FaultWindow>& windows,
-                      Report& report) {
+void checkSharedHolds(const CheckerInput& input, const std::vector<Hold>& holds, Report& report) {
   const SharedSections sections = replaySections(input, holds);
   report.sharedEnters = sections.entersReplayed;
   report.sharedPeak = sections.peakPermits;
@@ -702,7 +701,7 @@ void checkSharedHolds(const CheckerInput& input, const std::vector<Hold>& holds,
   } else {
     report.checks[7].reason = replayed;
   }
-  const SharedOrder order = checkSharedOrder(input, windows);
+  const SharedOrder order = checkSharedOrder(input, holds);
   report.checks[9].name = input.primitive == "rw" ? "writer preference" : "hand-offs";
   report.orderJudged = order.judged;
   report.orderViolations = order.violations;
@@ -710,8 +709,9 @@ void checkSharedHolds(const CheckerInput& input, const std::vector<Hold>& holds,
       input.primitive == "rw"
           ? std::to_string(order.judged) + " reads taken at once, " + std::to_string(order.violations) +
                 " past a waiting writer"
-          : std::to_string(order.judged) + " acquisitions that queued, " + std::to_string(order.violations) +
-                " admitted by their own attempt outside the faults' reach (allowed: max(2, 10%))";
+          : std::to_string(order.judged) + " acquisitions that queued and " + std::to_string(order.samples) +
+                " samples of the server's queue with a head that fit; " + std::to_string(order.violations) +
+                " self-admitted or unadmitted with no lapse to explain it";
   if (order.failed) {
     fail(report.checks[9], counted + "; first: " + order.first);
   } else {
@@ -772,7 +772,7 @@ Report check(const CheckerInput& input) {
   checkTtls(input, report);
   std::set<std::string> excusedKeys;
   if (input.primitive != "lock") {
-    checkSharedHolds(input, holds, windows, report);
+    checkSharedHolds(input, holds, report);
     countLostUpdates(input, holds, windows, excusedKeys, report);
     checkFaultsOnHolders(input, report);
     return report;

@@ -17,8 +17,9 @@
 // client checks isHeld() every few ms and records `invalid` once it is false: when its lease
 // ended for it (the checker's "both leases valid" needs it).
 //
-// --control FILE lets the runner ask for a long hold: when FILE exists, holding "LEASE MAX [WAIT]"
-// (ms; LEASE 0: the watchdog's; WAIT: the acquire's timeout, else --acquire-timeout-ms), the
+// --control FILE lets the runner ask for a long hold: when FILE exists, holding "LEASE MAX [WAIT
+// [PERMITS]]" (ms; LEASE 0: the watchdog's; WAIT: the acquire's timeout, else --acquire-timeout-ms;
+// PERMITS: a semaphore client's, 0 for every permit), the
 // next acquisition is of the first key, with that fixed lease;
 // once acquired the client renames FILE to FILE.holding, records `hold-start`, and holds until
 // the runner removes FILE.holding or MAX ms passed.
@@ -75,14 +76,12 @@ struct Args {
   std::string broken;
   std::string primitive = "lock";  // lock, rw, sem
   std::uint32_t capacity = 3;
-  std::uint32_t permitsMax = 2;
 };
 
 constexpr const char* kUsage =
     "usage: dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T --lease-ms L "
     "--acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] "
-    "[--control FILE] [--broken VARIANT (BrokenOperator.h, BrokenShared.h)] [--primitive lock|rw|sem] [--capacity C] "
-    "[--permits-max P]\n"
+    "[--control FILE] [--broken VARIANT (BrokenOperator.h, BrokenShared.h)] [--primitive lock|rw|sem] [--capacity C]\n"
     "(see the top of tests/nemesis/Client.cpp)\n";
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -149,8 +148,7 @@ Args parseArgs(int argc, char** argv) {
   if (auto primitive = take("--primitive", false)) args.primitive = *primitive;
   if (args.primitive != "lock" && args.primitive != "rw" && args.primitive != "sem") usage("no primitive '" + args.primitive + "'");
   if (auto capacity = take("--capacity", false)) args.capacity = static_cast<std::uint32_t>(number("--capacity", *capacity));
-  if (auto most = take("--permits-max", false)) args.permitsMax = static_cast<std::uint32_t>(number("--permits-max", *most));
-  if (args.capacity == 0 || args.permitsMax == 0 || args.permitsMax > args.capacity) usage("bad --capacity or --permits-max");
+  if (args.capacity == 0) usage("--capacity wants at least 1");
   if (auto broken = take("--broken", false)) {
     args.broken = *broken;
     const auto& known = args.primitive == "lock" ? dlock::nemesis::brokenVariants() : dlock::nemesis::brokenSharedVariants();
@@ -263,6 +261,7 @@ struct HoldRequest {
   milliseconds lease{0};
   milliseconds max{0};
   milliseconds acquireTimeout{0};  // 0: --acquire-timeout-ms
+  std::uint32_t permits = 0;        // a semaphore's: 0 for every permit
 };
 
 std::optional<HoldRequest> pendingRequest(const std::string& control) {
@@ -272,10 +271,11 @@ std::optional<HoldRequest> pendingRequest(const std::string& control) {
   long long lease = 0;
   long long max = 0;
   long long timeout = 0;
-  const int read = std::fscanf(file, "%lld %lld %lld", &lease, &max, &timeout);
+  unsigned permits = 0;
+  const int read = std::fscanf(file, "%lld %lld %lld %u", &lease, &max, &timeout, &permits);
   std::fclose(file);
   if (read < 2) return std::nullopt;  // being written: read it next time
-  return HoldRequest{milliseconds(lease), milliseconds(max), milliseconds(read == 3 ? timeout : 0)};
+  return HoldRequest{milliseconds(lease), milliseconds(max), milliseconds(read >= 3 ? timeout : 0), read == 4 ? permits : 0};
 }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
@@ -445,7 +445,7 @@ class SharedWorkload {
                  dlock::nemesis::ISharedHolder& holder)
       : args_(args), recorder_(recorder), store_(store), holder_(holder),
         random_(args.seed * 1000003 + static_cast<std::uint64_t>(args.id)), pick_(0, args.keys.size() - 1),
-        holdFor_(args.hold.count(), args.holdMax.count()), permits_(1, args.permitsMax) {}
+        holdFor_(args.hold.count(), args.holdMax.count()) {}
 
   void iteration() {
     using dlock::nemesis::SharedMode;
@@ -454,7 +454,11 @@ class SharedWorkload {
     dlock::nemesis::SharedRequest ask;
     ask.mode = args_.primitive == "sem" ? SharedMode::Permits
                : request || random_() % 3 == 0 ? SharedMode::Write : SharedMode::Read;
-    ask.permits = ask.mode != SharedMode::Permits ? 1 : request ? args_.capacity : permits_(random_);
+    // One permit, or a third of the time every permit: a release of those admits several waiters.
+    ask.permits = ask.mode != SharedMode::Permits         ? 1
+                  : request && request->permits > 0       ? request->permits
+                  : request || random_() % 3 == 0         ? args_.capacity
+                                                          : 1;
     ask.timeout = request && request->acquireTimeout.count() > 0 ? request->acquireTimeout : args_.acquireTimeout;
     if (request) ask.lease = request->lease;
     std::unique_ptr<dlock::nemesis::ISharedHold> hold;
@@ -538,7 +542,6 @@ class SharedWorkload {
   std::mt19937_64 random_;
   std::uniform_int_distribution<std::size_t> pick_;
   std::uniform_int_distribution<long long> holdFor_;
-  std::uniform_int_distribution<std::uint32_t> permits_;
 };
 
 }  // namespace

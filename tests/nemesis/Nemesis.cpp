@@ -43,6 +43,7 @@
 #include "KeyScan.h"
 #include "Scenario.h"
 #include "ServerObserver.h"
+#include "StrandWatch.h"
 #include "Timeline.h"
 
 namespace {
@@ -164,8 +165,7 @@ ClientSettings settingsFor(const Arguments& args, const char* self, const Timing
   if (scenario.fair) settings.extraArguments.insert(settings.extraArguments.end(), {"--fair", "1"});
   if (scenario.primitive != "lock") {
     settings.extraArguments.insert(settings.extraArguments.end(),
-                                   {"--primitive", scenario.primitive, "--capacity", std::to_string(kSemaphoreCapacity),
-                                    "--permits-max", std::to_string(kSemaphorePermitsMax)});
+                                   {"--primitive", scenario.primitive, "--capacity", std::to_string(kSemaphoreCapacity)});
   }
   settings.historyDirectory = dir;
   settings.seed = args.seed;
@@ -280,7 +280,13 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
     // never touches them): ServerObserver.h.
     const ServerObserver observer(deployment->observedAddresses(), keys, input.keyPrefix, dir + "/observer.history");
     HistoryWriter nemesisLog(dir + "/nemesis.history");
+    // A semaphore's queue as the server holds it (check 10), on a link no fault touches.
+    std::unique_ptr<StrandWatch> strands;
+    if (scenario.primitive == "sem" && scenario.topology == "single") {
+      strands = std::make_unique<StrandWatch>("redis://" + deployment->observedAddresses().front(), keys, nemesisLog);
+    }
     exits = runWorkload(scenario, args, timing, *deployment, settings, sampler, nemesisLog);
+    strands.reset();
   }
   sampler.sample();
 

@@ -246,10 +246,13 @@ class OperatorHolder final : public ISharedHolder {
                                             request.mode == SharedMode::Read ? ReadWriteMode::Read : ReadWriteMode::Write);
   }
 
-  static void leaveQuietly(ModeCalls& calls, const std::string& key, const std::string& token, milliseconds ttl) {
+  // A leave that could not be sent is recorded: the place, and any permits a lost reply took,
+  // end with their leases instead.
+  void leaveQuietly(ModeCalls& calls, const std::string& key, const std::string& token, milliseconds ttl) const {
     try {
       calls.leave(key, token, ttl);
-    } catch (...) {  // unreachable: the place and any claim end with their leases
+    } catch (...) {
+      recordOp(sink_, "leave-failed", key, token, "", monotonicNs());
     }
   }
 

@@ -108,10 +108,9 @@ struct Scenario {
   std::string primitive = "lock";
 };
 
-// The semaphore scenarios' capacity, and the most permits one ordinary acquisition asks for (a
-// hold the nemesis asks for takes them all, so that waiters queue behind it).
-inline constexpr std::uint32_t kSemaphoreCapacity = 2;
-inline constexpr std::uint32_t kSemaphorePermitsMax = 2;
+// The semaphore scenarios' capacity. A client asks for one permit, or a third of the time (and
+// whenever the nemesis asks it for a hold) for all of them.
+inline constexpr std::uint32_t kSemaphoreCapacity = 3;
 
 [[nodiscard]] const std::vector<Scenario>& scenarios();
 

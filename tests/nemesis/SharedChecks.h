@@ -18,13 +18,18 @@
 //        (completed) and completed while that writer still waited (no later outcome of it, and
 //        within its waiter lease, which is the hold's lease here) is a reader admitted past a
 //        waiting writer.
-//   sem  hand-off: a waiter the releases should have admitted but that admitted itself: an
+//   sem  hand-offs: a waiter the releases should have admitted but that admitted itself: an
 //        acquisition whose attempts queued and which was then taken by its own attempt with the
-//        whole lease (validity 0 or the lease: admitted in that very call, not a grant it found)
-//        outside the faults' reach (a fault window and two leases after it, when a holder's
-//        lease may end without a release). On the library only an expiry reclaimed in the
-//        waiter's own call does that; a release that admits one where more fit leaves the rest
-//        to their own next attempt. Fails when more than max(2, 10%) of the queued acquisitions.
+//        whole lease (validity 0 or the lease: admitted in that very call; a grant it found has
+//        less left, unless grant and attempts fell in one server millisecond), with no lapse of
+//        the key that may have come in the two leases before (a hold whose evidence ran out before
+//        its release was sent, a place whose owner stopped attempting or could not leave, permits
+//        an attempt whose reply was lost may have taken: what a call reclaims). On the library only
+//        a reclaim in the waiter's own call does that (every release, leave and reclaim admits the
+//        head waiters that fit); a release that admits one where more fit leaves the rest to
+//        their own next attempt. Likewise every sample of the server's queue that found a head
+//        waiter whose permits fit (StrandWatch.h, single server) with no such lapse to explain it.
+//        Each of the two counts as a violation.
 // Plain functions over values; thread-compatible.
 #pragma once
 
@@ -33,7 +38,6 @@
 #include <vector>
 
 #include "Checker.h"
-#include "FaultHits.h"
 #include "Holds.h"
 
 namespace dlock::nemesis {
@@ -54,12 +58,13 @@ struct SharedSections {
 
 struct SharedOrder {
   long long judged = 0;      // rw: reads taken at once; sem: acquisitions that queued
-  long long violations = 0;  // rw: past a waiting writer; sem: self-admitted outside faults
+  long long samples = 0;     // sem: the server's queue seen with a fitting head (StrandWatch.h)
+  long long violations = 0;  // rw: past a waiting writer; sem: self-admitted, no lapse to explain it
   bool failed = false;
   std::string first;
 };
 
 [[nodiscard]] SharedSections replaySections(const CheckerInput& input, const std::vector<Hold>& holds);
-[[nodiscard]] SharedOrder checkSharedOrder(const CheckerInput& input, const std::vector<FaultWindow>& windows);
+[[nodiscard]] SharedOrder checkSharedOrder(const CheckerInput& input, const std::vector<Hold>& holds);
 
 }  // namespace dlock::nemesis

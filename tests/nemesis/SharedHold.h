@@ -20,6 +20,7 @@
 //            validity is what it reported, 0 for the whole lease), `queued` (at `position`), or
 //            `granted` (a grant's claim confirmed; send = the confirming extend's)
 //   lost     a renewal found the hold gone (token = the fencing token)
+//   leave-failed  the place (or what an attempt whose reply was lost took) could not be left
 // Owner: one client process. Thread safety: a holder is thread-safe; a hold is used by one thread.
 #pragma once
 

@@ -75,10 +75,13 @@ void waiterAroundHandOff(Run& run, WaiterFault fault, WaitQueue queue) {
     for (const std::size_t slot : {holder->slot, w, c}) fleet.endHold(slot);
   };
   // W first, then C behind it (on the fair lock, other clients may queue between them).
-  fleet.requestHold(w, milliseconds(0), kWaiterHold, kWaiterWait);
+  // On a semaphore the holder P takes every permit and W and C ask for one each: P's release
+  // frees room for both, and admits both.
+  const std::uint32_t permits = queue == WaitQueue::semaphore ? 1 : 0;
+  fleet.requestHold(w, milliseconds(0), kWaiterHold, kWaiterWait, permits);
   bool waiting = awaitWaiting(run, w, 1, queue);
   if (waiting) {
-    fleet.requestHold(c, milliseconds(0), kWaiterHold, kWaiterWait);
+    fleet.requestHold(c, milliseconds(0), kWaiterHold, kWaiterWait, permits);
     waiting = awaitWaiting(run, c, 2, queue);
   }
   if (!waiting) {
