@@ -14,10 +14,11 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr const char* kReadersPastWriter = "readers-past-writer";
-constexpr const char* kReleaseNoOwnerCheck = "release-no-owner-check";
-constexpr const char* kClientClock = "client-clock";
-constexpr const char* kWakesOne = "wakes-one";
+constexpr const char* kReadersPastWriter = "rw-readers-past-writer";
+constexpr const char* kReadWriteReleaseNoOwnerCheck = "rw-release-no-owner-check";
+constexpr const char* kSemaphoreReleaseNoOwnerCheck = "sem-release-no-owner-check";
+constexpr const char* kClientClock = "sem-client-clock";
+constexpr const char* kWakesOne = "sem-wakes-one";
 constexpr const char* kPrefix = "dlock:";
 // How far ahead of the server's clock the client-clock variant's clock runs.
 constexpr milliseconds kClientAhead{10'000};
@@ -78,12 +79,12 @@ class BrokenReadWrite final : public IReadWriteOperator {
   }
   ReleaseResult doRelease(std::string_view name, std::string_view token, ReadWriteMode mode) override {
     ReleaseResult result = mode == ReadWriteMode::Read ? inner_->releaseRead(name, token) : inner_->releaseWrite(name, token);
-    if (result.released || variant_ != kReleaseNoOwnerCheck) return result;
+    if (result.released || variant_ != kReadWriteReleaseNoOwnerCheck) return result;
     const ReadWriteInfo info = inner_->inspectReadWrite(name);
     if (info.writer) {
       (void)inner_->releaseWrite(name, info.writer->token);
-    } else if (!info.readers.empty()) {
-      (void)inner_->releaseRead(name, info.readers.front().token);
+    } else {
+      for (const auto& reader : info.readers) (void)inner_->releaseRead(name, reader.token);
     }
     result.released = true;
     return result;
@@ -148,7 +149,7 @@ class BrokenSemaphore final : public ISemaphoreOperator {
       }
     }
     ReleaseResult result = inner_->releasePermits(name, token);
-    if (result.released || variant_ != kReleaseNoOwnerCheck) return result;
+    if (result.released || variant_ != kSemaphoreReleaseNoOwnerCheck) return result;
     const SemaphoreInfo info = inner_->inspectSemaphore(name);
     if (!info.holders.empty()) (void)inner_->releasePermits(name, info.holders.front().token);
     result.released = true;
@@ -180,19 +181,20 @@ class BrokenSemaphore final : public ISemaphoreOperator {
 }  // namespace
 
 const std::vector<std::string>& brokenSharedVariants() {
-  static const std::vector<std::string> variants = {kReadersPastWriter, kReleaseNoOwnerCheck, kClientClock, kWakesOne};
+  static const std::vector<std::string> variants = {kReadersPastWriter, kReadWriteReleaseNoOwnerCheck,
+                                                    kSemaphoreReleaseNoOwnerCheck, kClientClock, kWakesOne};
   return variants;
 }
 
 std::shared_ptr<IReadWriteOperator> brokenReadWrite(std::shared_ptr<IReadWriteOperator> inner, const std::string& variant,
                                                     const std::string& uri) {
-  if (variant != kReadersPastWriter && variant != kReleaseNoOwnerCheck) return inner;
+  if (variant != kReadersPastWriter && variant != kReadWriteReleaseNoOwnerCheck) return inner;
   return std::make_shared<BrokenReadWrite>(std::move(inner), variant, uri);
 }
 
 std::shared_ptr<ISemaphoreOperator> brokenSemaphore(std::shared_ptr<ISemaphoreOperator> inner, const std::string& variant,
                                                     const std::string& uri) {
-  if (variant != kReleaseNoOwnerCheck && variant != kClientClock && variant != kWakesOne) return inner;
+  if (variant != kSemaphoreReleaseNoOwnerCheck && variant != kClientClock && variant != kWakesOne) return inner;
   return std::make_shared<BrokenSemaphore>(std::move(inner), variant, uri);
 }
 

@@ -5,18 +5,18 @@
 // IReadWriteOperator and ISemaphoreOperator that forward every call to the real operator but one
 // decision; the library is not changed.
 //
-//   readers-past-writer     rw: a read is granted whenever only readers hold, whatever waits (a
+//   rw-readers-past-writer  a read is granted whenever only readers hold, whatever waits (a
 //                           test-only script adds the reader to the readers' set, as Redisson's
 //                           read script does: server side, single server only)
-//   release-no-owner-check  rw and sem: a release that finds the hold not ours releases the hold
-//                           of whoever holds now (the writer or a reader; a permit holder), with
-//                           that holder's token, and reports released
-//   client-clock            sem: permit expiry judged by the client's clock, 10 s ahead of the
-//                           server's: before each acquire, every holder whose lease ends within
-//                           10 s by the server's clock is reclaimed (released with its token)
-//   wakes-one               sem: a release admits one waiter where more fit (the real release
-//                           script with its admission loop stopped after one: server side, single
-//                           server only)
+//   rw-release-no-owner-check, sem-release-no-owner-check  a release that finds the hold not ours
+//                           releases the hold of whoever holds now (the writer, else every reader;
+//                           a permit holder), with that holder's token, and reports released
+//   sem-client-clock        permit expiry judged by the client's clock, 10 s ahead of the server's:
+//                           before each acquire, every holder whose lease ends within 10 s by the
+//                           server's clock is reclaimed (released with its token)
+//   sem-wakes-one           a release admits one waiter where more fit (the library's release
+//                           script with its admission loop stopped after one, run by a test-only
+//                           connection: server side, single server only)
 // Owner: one client process. Thread safety: thread-safe, as the wrapped operator.
 #pragma once
 
