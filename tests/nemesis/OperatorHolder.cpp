@@ -276,9 +276,18 @@ class OperatorHolder final : public ISharedHolder {
       const std::int64_t sent = monotonicNs();
       const AttemptResult result = calls->attempt(key, token, ttl);
       if (result.acquired) {
-        const std::int64_t until = validUntil(sent, result.validity, ttl);
+        std::int64_t until = validUntil(sent, result.validity, ttl);
         recordOp(sink_, "lease", key, token, std::to_string((until - sent) / 1'000'000), sent);
         recordAttempt(*calls, "taken", key, token, sent, 0, result.validity);
+        // Ours already with part of a lease (a grant whose message is on its way): made whole at
+        // once, as a grant's claim is, so that a hold lasts its lease from here.
+        if (result.validity.count() > 0) {
+          const std::int64_t renewSent = monotonicNs();
+          if (calls->renew(key, token, ttl).extended) {
+            until = validUntil(renewSent, milliseconds(0), ttl);
+            recordOp(sink_, "lease", key, token, std::to_string(ttl.count()), renewSent);
+          }
+        }
         return std::make_unique<OperatorHold>(std::move(calls), sink_, key, token, result.fencingToken, ttl, until,
                                               renewed);
       }
