@@ -8,7 +8,7 @@
 //   dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T
 //       --lease-ms L --acquire-timeout-ms A --history FILE
 //       [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] [--control FILE]
-//       [--broken VARIANT]
+//       [--broken VARIANT] [--primitive lock|rw|sem] [--capacity C]
 //
 // The hold between the counter's GET and SET is H ms, or drawn from [H, M] with --hold-max-ms.
 // --fair 1 runs the fair lock (LockBuilder::fair) with a waiter lease of --lease-ms.
@@ -23,7 +23,9 @@
 // next acquisition is of the first key, with that fixed lease;
 // once acquired the client renames FILE to FILE.holding, records `hold-start`, and holds until
 // the runner removes FILE.holding or MAX ms passed.
-// --broken VARIANT runs a deliberately broken lock (BrokenOperator.h).
+// --broken VARIANT runs a deliberately broken lock (BrokenOperator.h; BrokenShared.h for rw, sem).
+// --primitive rw or sem runs read-write or semaphore holds (SharedHold.h, capacity C, 3 by
+// default) instead of the ILock: SharedWorkload below says what each acquisition does.
 #include <signal.h>
 #include <unistd.h>
 
