@@ -67,11 +67,20 @@ bool killedFirst(const CheckerInput& input, const Hold& hold, std::int64_t atNs)
   return false;
 }
 
+// What a replay has judged so far.
+struct Replay {
+  const CheckerInput& input;
+  SharedSections result;
+  std::set<const Hold*> lost;  // each lost hold is judged once, at the first section that came in
+};
+
 // A lost hold (another's section came in after its evidence ran out): told before its release
 // returned, or not.
-void judgeLoss(const CheckerInput& input, const Section& lost, std::int64_t atNs, const std::string& key,
-               SharedSections& result) {
+void judgeLoss(Replay& replay, const Section& lost, std::int64_t atNs, const std::string& key) {
   const Hold& hold = *lost.hold;
+  if (!replay.lost.insert(&hold).second) return;
+  const CheckerInput& input = replay.input;
+  SharedSections& result = replay.result;
   if (!hold.releaseInvokeNs && killedFirst(input, hold, atNs)) {
     ++result.lostHolderKilled;
     return;
@@ -88,8 +97,9 @@ void judgeLoss(const CheckerInput& input, const Section& lost, std::int64_t atNs
 }
 
 // One enter of `entering` with `open` sections in the store's order.
-void judgeEnter(const CheckerInput& input, const std::string& key, const Section& entering,
-                const std::vector<const Section*>& open, SharedSections& result) {
+void judgeEnter(Replay& replay, const std::string& key, const Section& entering, const std::vector<const Section*>& open) {
+  const CheckerInput& input = replay.input;
+  SharedSections& result = replay.result;
   ++result.entersReplayed;
   const Hold& hold = *entering.hold;
   if (entering.enterInvokeNs && !hold.validAt(*entering.enterInvokeNs)) {
@@ -104,35 +114,35 @@ void judgeEnter(const CheckerInput& input, const std::string& key, const Section
   long long allUnits = entering.permits;
   std::vector<const Section*> conflicting;
   for (const Section* other : open) {
-    const bool conflicts = semaphore || entering.writer || other->writer;
-    if (!conflicts && !semaphore) {
-      if (other->hold->validAt(at)) ++validUnits;
+    const bool valid = other->hold->validAt(at);
+    if (!semaphore && !entering.writer && !other->writer) {  // readers together
+      if (valid) ++validUnits;
       continue;
     }
     allUnits += other->permits;
-    if (other->hold->validAt(at)) {
+    if (valid) {
       validUnits += other->permits;
       conflicting.push_back(other);
     } else if (!semaphore) {
-      judgeLoss(input, *other, at, key, result);
+      judgeLoss(replay, *other, at, key);
     }
   }
   result.peakPermits = std::max(result.peakPermits, validUnits);
   const bool overlap = semaphore ? validUnits > input.capacity : !conflicting.empty();
   if (semaphore && allUnits > input.capacity) {
     for (const Section* other : open) {
-      if (!other->hold->validAt(at)) judgeLoss(input, *other, at, key, result);
+      if (!other->hold->validAt(at)) judgeLoss(replay, *other, at, key);
     }
   }
   if (!overlap) return;
   ++result.overlaps;
   if (result.first.empty()) {
+    const Section& inside = *conflicting.front();
     result.first = "key '" + key + "': " + describe(entering) + " entered while " +
                    (semaphore ? std::to_string(validUnits - entering.permits) + " permits of capacity " +
                                     std::to_string(input.capacity) + " were held, "
                               : std::string()) +
-                   describe(*(conflicting.empty() ? open.front() : conflicting.front())) + " was inside with " +
-                   ms(*(conflicting.empty() ? open.front() : conflicting.front())->hold->validUntil(at) - at) +
+                   describe(inside) + " was inside with " + ms(*inside.hold->validUntil(at) - at) +
                    " ms of evidence left";
   }
 }
@@ -140,7 +150,8 @@ void judgeEnter(const CheckerInput& input, const std::string& key, const Section
 }  // namespace
 
 SharedSections replaySections(const CheckerInput& input, const std::vector<Hold>& holds) {
-  SharedSections result;
+  Replay replay{input, {}, {}};
+  SharedSections& result = replay.result;
   std::map<SectionKey, Section> sections = sectionsOf(input, holds);
   for (const auto& [key, shot] : input.store) {
     std::vector<const Section*> open;
@@ -156,7 +167,7 @@ SharedSections replaySections(const CheckerInput& input, const std::vector<Hold>
         open.erase(std::remove(open.begin(), open.end(), section), open.end());
         continue;
       }
-      judgeEnter(input, key, *section, open, result);
+      judgeEnter(replay, key, *section, open);
       open.push_back(section);
     }
   }
