@@ -130,6 +130,22 @@ void recordOp(const Sink& sink, const char* name, const std::string& key, const 
   sink(std::move(op));
 }
 
+// Runs `call` until it answers or `deadline` passes, as the lock rides out an outage inside its
+// wait: a ConnectionError with time left is tried again after a short pause (never a hot loop
+// of failing acquisitions); the last one is thrown.
+template <typename Call>
+auto untilDeadline(std::chrono::steady_clock::time_point deadline, Call&& call) -> decltype(call()) {
+  while (true) {
+    try {
+      return call();
+    } catch (const ConnectionError&) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) throw;
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(left, milliseconds(50)));
+    }
+  }
+}
+
 std::int64_t validUntil(std::int64_t sentNs, milliseconds validity, milliseconds ttl) {
   return sentNs + (validity.count() > 0 ? validity : ttl).count() * 1'000'000;
 }
@@ -270,11 +286,14 @@ class OperatorHolder final : public ISharedHolder {
   std::unique_ptr<ISharedHold> attemptUntil(std::unique_ptr<ModeCalls> calls, const std::string& key,
                                             const std::string& token, milliseconds ttl, const SharedRequest& request) {
     const auto deadline = std::chrono::steady_clock::now() + request.timeout;
-    const std::unique_ptr<IGrantWatch> grants = calls->watch(key, token);
+    const std::unique_ptr<IGrantWatch> grants = untilDeadline(deadline, [&] { return calls->watch(key, token); });
     const bool renewed = request.lease.count() == 0;
     while (true) {
-      const std::int64_t sent = monotonicNs();
-      const AttemptResult result = calls->attempt(key, token, ttl);
+      std::int64_t sent = 0;
+      const AttemptResult result = untilDeadline(deadline, [&] {
+        sent = monotonicNs();
+        return calls->attempt(key, token, ttl);
+      });
       if (result.acquired) {
         std::int64_t until = validUntil(sent, result.validity, ttl);
         recordOp(sink_, "lease", key, token, std::to_string((until - sent) / 1'000'000), sent);
