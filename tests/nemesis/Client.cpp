@@ -307,6 +307,28 @@ void holdFor(Recorder& recorder, const Args& args, const std::function<bool()>& 
   if (!seenInvalid && lastHeldNs != 0) recorder.record(Kind::Info, "held", key, token, std::to_string(lastHeldNs));
 }
 
+// A writer's section ends: the unfenced write of the value it read + 1, when it read one and the
+// lock vouched for the lease at `lookedNs` (as a careful user does: no unprotected write once the
+// lease ended for its holder), dated from before that look, for the checker to hold to the
+// lease's evidence (LeaseRecorder.h); then the fenced write of `token`, which goes either way for
+// the store to refuse.
+void writeSection(Recorder& recorder, dlock::nemesis::FencedStore& store, const std::string& key, std::uint64_t token,
+                  const std::optional<Outcome>& read, std::int64_t lookedNs) {
+  if (read) {
+    const long long next = std::stoll(read->value) + 1;
+    (void)recorder.step(
+        "write", key, token,
+        [&] {
+          store.set(key, next);
+          return Outcome{Kind::Ok, std::to_string(next), 0};
+        },
+        lookedNs);
+  }
+  (void)recorder.step("fenced-write", key, token, [&] {
+    return Outcome{Kind::Ok, store.write(key, token) ? "accepted" : "rejected", 0};
+  });
+}
+
 std::shared_ptr<dlock::ILock> buildLock(const Args& args, Recorder& recorder) {
   dlock::LockBuilder builder;
   // The evidence of each lease sits next to the backend, under any broken variant but those
@@ -372,28 +394,15 @@ class Workload {
       recorder_.record(Kind::Info, "hold-start", key, token, std::to_string(request->max.count()));
     }
     const auto read = recorder_.step("read", key, token, [&] { return Outcome{Kind::Ok, std::to_string(store_.get(key)), 0}; });
+    bool held = false;
+    std::int64_t lookedNs = 0;
     if (read && !stopping) {
       holdFor(recorder_, args_, [&lease] { return lease.isHeld(); }, key, token,
               request ? request->max : milliseconds(holdFor_(random_)), holding);
-      // As a careful user does: no unprotected write once the lease ended for its holder (the
-      // fenced write still goes, for the store to refuse). The no-notice variant does not look.
-      // The write is dated from before the look: the lock vouched for the lease at that time or
-      // later, and the checker holds that time to the lease's evidence (LeaseRecorder.h).
-      const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
-      if (args_.broken == "no-notice" || lease.isHeld()) {
-        const long long next = std::stoll(read->value) + 1;
-        (void)recorder_.step(
-            "write", key, token,
-            [&] {
-              store_.set(key, next);
-              return Outcome{Kind::Ok, std::to_string(next), 0};
-            },
-            lookedNs);
-      }
+      lookedNs = dlock::nemesis::monotonicNs();
+      held = args_.broken == "no-notice" || lease.isHeld();  // that variant does not look
     }
-    (void)recorder_.step("fenced-write", key, token, [&] {
-      return Outcome{Kind::Ok, store_.write(key, token) ? "accepted" : "rejected", 0};
-    });
+    writeSection(recorder_, store_, key, token, held ? read : std::nullopt, lookedNs);
     release(lease, key, token);
   }
 
@@ -519,22 +528,14 @@ class SharedWorkload {
       return;
     }
     const auto read = recorder_.step("read", key, token, [&] { return Outcome{Kind::Ok, std::to_string(store_.get(key)), 0}; });
-    if (!read || stopping) return;
-    holdFor(recorder_, args_, isHeld, key, token, length, holding);
-    const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
-    if (hold.isHeld()) {
-      const long long next = std::stoll(read->value) + 1;
-      (void)recorder_.step(
-          "write", key, token,
-          [&] {
-            store_.set(key, next);
-            return Outcome{Kind::Ok, std::to_string(next), 0};
-          },
-          lookedNs);
+    bool held = false;
+    std::int64_t lookedNs = 0;
+    if (read && !stopping) {
+      holdFor(recorder_, args_, isHeld, key, token, length, holding);
+      lookedNs = dlock::nemesis::monotonicNs();
+      held = hold.isHeld();
     }
-    (void)recorder_.step("fenced-write", key, token, [&] {
-      return Outcome{Kind::Ok, store_.write(key, token) ? "accepted" : "rejected", 0};
-    });
+    writeSection(recorder_, store_, key, token, held ? read : std::nullopt, lookedNs);
   }
 
   const Args& args_;
