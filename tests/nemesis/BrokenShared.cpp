@@ -65,7 +65,7 @@ class BrokenReadWrite final : public IReadWriteOperator {
                               milliseconds waiterLease) override {
     if (raw_ && mode == ReadWriteMode::Read) {
       const detail::KeyNames names(kPrefix, name, false);
-      const auto reply = raw_->eval(kAdmitReader, {names.rwWriter(), names.rwReaders(), names.rwFence()},
+      const auto reply = raw_->evalText(kAdmitReader, {names.rwWriter(), names.rwReaders(), names.rwFence()},
                                     {std::string(token), std::to_string(ttl.count())});
       if (reply && reply->rfind("taken ", 0) == 0) {
         FairAcquireResult taken;
@@ -137,7 +137,7 @@ class BrokenSemaphore final : public ISemaphoreOperator {
   ReleaseResult doReleasePermits(std::string_view name, std::string_view token) override {
     if (raw_) {
       const detail::KeyNames names(kPrefix, name, false);
-      const auto reply = raw_->eval(wakeOneRelease_,
+      const auto reply = raw_->evalText(wakeOneRelease_,
                                     {names.semaphore("state"), names.semaphore("deadlines"), names.semaphore("queue")},
                                     {std::string(token), names.semaphore("granted"), "5000", "86400000"});
       if (reply) {
