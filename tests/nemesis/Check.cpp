@@ -7,7 +7,7 @@
 //   dlock_nemesis_check --histories DIR --store HOST:PORT --lock-servers H:P[,H:P...]
 //       --keys k1,k2 --exits c0=0,c1=sig9:nemesis,... [--recovery-ms R] [--prefix dlock:]
 //       [--out DIR] [--topology T] [--scenario S] [--seed N] [--cause TEXT] [--fence-cause TEXT]
-//       [--holder-faults required]
+//       [--holder-faults required] [--primitive rw|sem --capacity C --lease-ms L]
 //
 // --cause names why sections may overlap in the run (checks 2 and 8; none by default);
 // --fence-cause why fencing tokens go back in it (check 3, which then requires that they did);
@@ -91,6 +91,10 @@ int main(int argc, char** argv) {
     if (args.count("--cause")) input.overlapCause = args["--cause"];
     if (args.count("--fence-cause")) input.fenceRegressionCause = args["--fence-cause"];
     input.fair = args.count("--fair") > 0 && args["--fair"] == "1";
+    // A read-write or semaphore run (SharedChecks.h): its capacity and the clients' --lease-ms.
+    if (args.count("--primitive")) input.primitive = args["--primitive"];
+    if (args.count("--capacity")) input.capacity = static_cast<std::uint32_t>(std::stoul(args["--capacity"]));
+    if (args.count("--lease-ms")) input.lease = std::chrono::milliseconds(std::stoll(args["--lease-ms"]));
     input.faults.holderHit = args.count("--holder-faults") > 0 && args["--holder-faults"] == "required";
     if (args.count("--recovery-ms")) input.recoveryBound = std::chrono::milliseconds(std::stoll(args["--recovery-ms"]));
     input.history = readHistories(args["--histories"]);

@@ -13,6 +13,7 @@
 #include "redis/src/KeyNames.h"
 #include "ServerRecord.h"
 #include "ServerWrites.h"
+#include "SharedChecks.h"
 
 namespace dlock::nemesis {
 namespace {
@@ -277,10 +278,21 @@ void checkTtls(const CheckerInput& input, Report& report) {
     ++report.keysWithoutTtl;
     if (first.empty()) first = key;
   }
+  std::string leftover;  // a semaphore's permits still counted in use once every lease ended
+  for (const auto& [key, inUse] : input.permitsInUseAfter) {
+    if (inUse != 0 && leftover.empty()) {
+      leftover = "; semaphore '" + key + "': " + (inUse < 0 ? std::string("unreadable") : std::to_string(inUse) + " permits") +
+                 " in use after the run, not 0 (available != capacity)";
+    }
+  }
   if (report.keysWithoutTtl > 0) {
-    fail(report.checks[5], std::to_string(report.keysWithoutTtl) + " keys without a TTL that are not fence counters; first: " + first);
+    fail(report.checks[5], std::to_string(report.keysWithoutTtl) + " keys without a TTL that are not fence counters; first: " + first + leftover);
+  } else if (!leftover.empty()) {
+    fail(report.checks[5], leftover.substr(2));
   } else {
-    report.checks[5].reason = std::to_string(input.keysWithoutTtl.size()) + " keys without a TTL, all fence counters";
+    report.checks[5].reason = std::to_string(input.keysWithoutTtl.size()) + " keys without a TTL, all fence counters" +
+                              (input.permitsInUseAfter.empty() ? std::string()
+                                                               : "; every semaphore back to its capacity after the run");
   }
 }
 
@@ -643,6 +655,71 @@ void checkServerWrites(const CheckerInput& input, Report& report) {
   }
 }
 
+// The holds whose fencing tokens are their own (check 3): a reader's is the last writer's.
+std::vector<Hold> fencedHolds(const CheckerInput& input, const std::vector<Hold>& holds) {
+  if (input.primitive != "rw") return holds;
+  std::set<std::pair<std::string, std::string>> readers;
+  for (const Op& op : input.history) {
+    if (op.op == "mode" && op.value.rfind("read", 0) == 0) readers.emplace(op.key, op.message);
+  }
+  std::vector<Hold> own;
+  for (const Hold& hold : holds) {
+    if (readers.count({hold.key, hold.ownerToken}) == 0) own.push_back(hold);
+  }
+  return own;
+}
+
+// Checks 7, 8, 10 and 11 of a read-write or semaphore run (SharedChecks.h).
+void checkSharedHolds(const CheckerInput& input, const std::vector<Hold>& holds, Report& report) {
+  const SharedSections sections = replaySections(input, holds);
+  report.sharedEnters = sections.entersReplayed;
+  report.sharedPeak = sections.peakPermits;
+  report.lostTold = sections.lostTold;
+  report.lostUntold = sections.lostUntold;
+  report.lostHolderKilled = sections.lostHolderKilled;
+  report.overlapsWhileValid = sections.overlaps;
+  report.vouchedPastEvidence = sections.enteredPastEvidence + sections.readsPastFence;
+  report.exclusionViolations = sections.violations();
+  const std::string lost = std::to_string(sections.lostTold) + " lost holds told, " + std::to_string(sections.lostUntold) +
+                           " untold, " + std::to_string(sections.lostHolderKilled) + " with the holder killed first";
+  if (sections.lostUntold > 0) {
+    fail(report.checks[6], lost + "; first: " + sections.firstUntold);
+  } else {
+    report.checks[6].reason = lost;
+  }
+  const std::string replayed =
+      std::to_string(sections.entersReplayed) + " sections replayed from the store's act log, at most " +
+      std::to_string(sections.peakPermits) + (input.primitive == "sem" ? " permits of " + std::to_string(input.capacity)
+                                                                       : std::string(" readers")) +
+      " valid inside at once; " + std::to_string(sections.overlaps) + " overlaps, " +
+      std::to_string(sections.enteredPastEvidence) + " acts past the evidence, " + std::to_string(sections.readsPastFence) +
+      " reads past the fence";
+  if (sections.violations() > 0) {
+    fail(report.checks[7], replayed + "; first: " + sections.first);
+  } else if (sections.entersReplayed == 0) {
+    fail(report.checks[7], "vacuous: no section in the store's act log");
+  } else {
+    report.checks[7].reason = replayed;
+  }
+  const SharedOrder order = checkSharedOrder(input, holds);
+  report.checks[9].name = input.primitive == "rw" ? "writer preference" : "hand-offs";
+  report.orderJudged = order.judged;
+  report.orderViolations = order.violations;
+  const std::string counted =
+      input.primitive == "rw"
+          ? std::to_string(order.judged) + " reads taken at once, " + std::to_string(order.violations) +
+                " past a waiting writer"
+          : std::to_string(order.judged) + " acquisitions that queued and " + std::to_string(order.samples) +
+                " samples of the server's queue with a head that fit; " + std::to_string(order.violations) +
+                " self-admitted or unadmitted with no lapse to explain it";
+  if (order.failed) {
+    fail(report.checks[9], counted + "; first: " + order.first);
+  } else {
+    report.checks[9].reason = counted;
+  }
+  report.checks[10].reason = "not judged: the read-write lock's and the semaphore's keys are replayed by checks 7 and 8";
+}
+
 }  // namespace
 
 bool isFenceCounter(std::string_view redisKey, std::string_view prefix) {
@@ -688,12 +765,18 @@ Report check(const CheckerInput& input) {
   }
 
   checkFencedStore(input, holds, report);
-  checkFencingOrder(input, holds, report);
+  checkFencingOrder(input, fencedHolds(input, holds), report);
   const std::vector<FaultWindow> windows = faultWindows(input.history);
   checkRecovery(input, processes, windows, report);
   checkErrorsAndExits(input, processes, report);
   checkTtls(input, report);
   std::set<std::string> excusedKeys;
+  if (input.primitive != "lock") {
+    checkSharedHolds(input, holds, report);
+    countLostUpdates(input, holds, windows, excusedKeys, report);
+    checkFaultsOnHolders(input, report);
+    return report;
+  }
   checkLostLeases(input, holds, windows, excusedKeys, report);
   countLostUpdates(input, holds, windows, excusedKeys, report);
   checkFaultsOnHolders(input, report);

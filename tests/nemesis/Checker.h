@@ -97,6 +97,14 @@ struct CheckerInput {
   bool fair = false;
   bool serverRecord = true;
   bool serverSetsShowLosses = true;  // one server: its record's SET for another owner is a loss
+  // What the clients ran: "lock" (ILock), "rw" (read-write holds) or "sem" (permits of `capacity`),
+  // the last two with the hold's lease `lease` as their waiter lease (SharedChecks.h).
+  std::string primitive = "lock";
+  std::uint32_t capacity = 1;
+  std::chrono::milliseconds lease{1000};
+  // A semaphore run: the permits each lock server counted in use once every lease had ended after
+  // the run, by key (-1: could not be read). Check 6 wants 0 everywhere.
+  std::map<std::string, long long> permitsInUseAfter;
 };
 
 struct CheckResult {
@@ -148,6 +156,10 @@ struct Report {
   long long fairViolations = 0;       // ... out of queue order, or to a waiter that left
   long long serverWritesJudged = 0;   // DELs and SETs check 11 judged
   long long serverWriteViolations = 0;  // ... that deleted or overwrote a live key of another holder
+  long long sharedEnters = 0;         // rw, sem: enters replayed from the store's act log
+  long long sharedPeak = 0;           // ... the most permits (or readers) valid inside at once
+  long long orderJudged = 0;          // rw: reads taken at once; sem: acquisitions that queued
+  long long orderViolations = 0;      // rw: reads past a waiting writer; sem: self-admitted waiters
 
   std::array<CheckResult, 11> checks;
 

@@ -8,7 +8,7 @@
 //   dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T
 //       --lease-ms L --acquire-timeout-ms A --history FILE
 //       [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] [--control FILE]
-//       [--broken VARIANT]
+//       [--broken VARIANT] [--primitive lock|rw|sem] [--capacity C]
 //
 // The hold between the counter's GET and SET is H ms, or drawn from [H, M] with --hold-max-ms.
 // --fair 1 runs the fair lock (LockBuilder::fair) with a waiter lease of --lease-ms.
@@ -17,12 +17,15 @@
 // client checks isHeld() every few ms and records `invalid` once it is false: when its lease
 // ended for it (the checker's "both leases valid" needs it).
 //
-// --control FILE lets the runner ask for a long hold: when FILE exists, holding "LEASE MAX [WAIT]"
-// (ms; LEASE 0: the watchdog's; WAIT: the acquire's timeout, else --acquire-timeout-ms), the
+// --control FILE lets the runner ask for a long hold: when FILE exists, holding "LEASE MAX [WAIT
+// [PERMITS]]" (ms; LEASE 0: the watchdog's; WAIT: the acquire's timeout, else --acquire-timeout-ms;
+// PERMITS: a semaphore client's, 0 for every permit), the
 // next acquisition is of the first key, with that fixed lease;
 // once acquired the client renames FILE to FILE.holding, records `hold-start`, and holds until
 // the runner removes FILE.holding or MAX ms passed.
-// --broken VARIANT runs a deliberately broken lock (BrokenOperator.h).
+// --broken VARIANT runs a deliberately broken lock (BrokenOperator.h; BrokenShared.h for rw, sem).
+// --primitive rw or sem runs read-write or semaphore holds (SharedHold.h, capacity C, 3 by
+// default) instead of the ILock: SharedWorkload below says what each acquisition does.
 #include <signal.h>
 #include <unistd.h>
 
@@ -33,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlock/dlock.h>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -42,10 +46,12 @@
 #include <vector>
 
 #include "BrokenOperator.h"
+#include "BrokenShared.h"
 #include "Checker.h"
 #include "FencedStore.h"
 #include "History.h"
 #include "LeaseRecorder.h"
+#include "SharedHold.h"
 
 namespace {
 
@@ -70,12 +76,14 @@ struct Args {
   std::string history;
   std::string control;
   std::string broken;
+  std::string primitive = "lock";  // lock, rw, sem
+  std::uint32_t capacity = 3;
 };
 
 constexpr const char* kUsage =
     "usage: dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T --lease-ms L "
     "--acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] "
-    "[--control FILE] [--broken VARIANT (BrokenOperator.h)]\n"
+    "[--control FILE] [--broken VARIANT (BrokenOperator.h, BrokenShared.h)] [--primitive lock|rw|sem] [--capacity C]\n"
     "(see the top of tests/nemesis/Client.cpp)\n";
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -139,9 +147,13 @@ Args parseArgs(int argc, char** argv) {
   if (auto fixed = take("--fixed-lease-ms", false)) args.fixedLease = milliseconds(number("--fixed-lease-ms", *fixed));
   if (auto fair = take("--fair", false)) args.fair = number("--fair", *fair) != 0;
   if (auto control = take("--control", false)) args.control = *control;
+  if (auto primitive = take("--primitive", false)) args.primitive = *primitive;
+  if (args.primitive != "lock" && args.primitive != "rw" && args.primitive != "sem") usage("no primitive '" + args.primitive + "'");
+  if (auto capacity = take("--capacity", false)) args.capacity = static_cast<std::uint32_t>(number("--capacity", *capacity));
+  if (args.capacity == 0) usage("--capacity wants at least 1");
   if (auto broken = take("--broken", false)) {
     args.broken = *broken;
-    const auto& known = dlock::nemesis::brokenVariants();
+    const auto& known = args.primitive == "lock" ? dlock::nemesis::brokenVariants() : dlock::nemesis::brokenSharedVariants();
     if (std::find(known.begin(), known.end(), args.broken) == known.end()) usage("no broken variant '" + args.broken + "'");
   }
   if (!given.empty()) usage("unknown argument '" + given.begin()->first + "'");
@@ -251,6 +263,7 @@ struct HoldRequest {
   milliseconds lease{0};
   milliseconds max{0};
   milliseconds acquireTimeout{0};  // 0: --acquire-timeout-ms
+  std::uint32_t permits = 0;        // a semaphore's: 0 for every permit
 };
 
 std::optional<HoldRequest> pendingRequest(const std::string& control) {
@@ -260,13 +273,61 @@ std::optional<HoldRequest> pendingRequest(const std::string& control) {
   long long lease = 0;
   long long max = 0;
   long long timeout = 0;
-  const int read = std::fscanf(file, "%lld %lld %lld", &lease, &max, &timeout);
+  unsigned permits = 0;
+  const int read = std::fscanf(file, "%lld %lld %lld %u", &lease, &max, &timeout, &permits);
   std::fclose(file);
   if (read < 2) return std::nullopt;  // being written: read it next time
-  return HoldRequest{milliseconds(lease), milliseconds(max), milliseconds(read == 3 ? timeout : 0)};
+  return HoldRequest{milliseconds(lease), milliseconds(max), milliseconds(read >= 3 ? timeout : 0), read == 4 ? permits : 0};
 }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+// Sleeps `length` (or until `holding` is removed), checking every few ms whether the lease
+// still holds for its holder and recording `invalid` once it does not. The last look that found
+// it held is recorded (value of `invalid`, or of `held` at the end), dated from before that
+// look: the checker holds it to the lease's evidence (LeaseRecorder.h).
+void holdFor(Recorder& recorder, const Args& args, const std::function<bool()>& isHeld, const std::string& key,
+             std::uint64_t token, milliseconds length, const std::string& holding) {
+  const auto end = steady_clock::now() + length;
+  bool seenInvalid = args.broken == "no-notice";  // that variant never looks
+  std::int64_t lastHeldNs = 0;
+  while (!stopping && steady_clock::now() < end) {
+    if (!holding.empty() && !exists(holding)) break;
+    if (!seenInvalid) {
+      const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
+      if (isHeld()) {
+        lastHeldNs = lookedNs;
+      } else {
+        recorder.record(Kind::Info, "invalid", key, token, std::to_string(lastHeldNs));
+        seenInvalid = true;
+      }
+    }
+    std::this_thread::sleep_for(std::min(milliseconds(2), duration_cast<milliseconds>(end - steady_clock::now()) + 1ms));
+  }
+  if (!seenInvalid && lastHeldNs != 0) recorder.record(Kind::Info, "held", key, token, std::to_string(lastHeldNs));
+}
+
+// A writer's section ends: the unfenced write of the value it read + 1, when it read one and the
+// lock vouched for the lease at `lookedNs` (as a careful user does: no unprotected write once the
+// lease ended for its holder), dated from before that look, for the checker to hold to the
+// lease's evidence (LeaseRecorder.h); then the fenced write of `token`, which goes either way for
+// the store to refuse.
+void writeSection(Recorder& recorder, dlock::nemesis::FencedStore& store, const std::string& key, std::uint64_t token,
+                  const std::optional<Outcome>& read, std::int64_t lookedNs) {
+  if (read) {
+    const long long next = std::stoll(read->value) + 1;
+    (void)recorder.step(
+        "write", key, token,
+        [&] {
+          store.set(key, next);
+          return Outcome{Kind::Ok, std::to_string(next), 0};
+        },
+        lookedNs);
+  }
+  (void)recorder.step("fenced-write", key, token, [&] {
+    return Outcome{Kind::Ok, store.write(key, token) ? "accepted" : "rejected", 0};
+  });
+}
 
 std::shared_ptr<dlock::ILock> buildLock(const Args& args, Recorder& recorder) {
   dlock::LockBuilder builder;
@@ -333,56 +394,19 @@ class Workload {
       recorder_.record(Kind::Info, "hold-start", key, token, std::to_string(request->max.count()));
     }
     const auto read = recorder_.step("read", key, token, [&] { return Outcome{Kind::Ok, std::to_string(store_.get(key)), 0}; });
+    bool held = false;
+    std::int64_t lookedNs = 0;
     if (read && !stopping) {
-      hold(lease, key, token, request ? request->max : milliseconds(holdFor_(random_)), holding);
-      // As a careful user does: no unprotected write once the lease ended for its holder (the
-      // fenced write still goes, for the store to refuse). The no-notice variant does not look.
-      // The write is dated from before the look: the lock vouched for the lease at that time or
-      // later, and the checker holds that time to the lease's evidence (LeaseRecorder.h).
-      const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
-      if (args_.broken == "no-notice" || lease.isHeld()) {
-        const long long next = std::stoll(read->value) + 1;
-        (void)recorder_.step(
-            "write", key, token,
-            [&] {
-              store_.set(key, next);
-              return Outcome{Kind::Ok, std::to_string(next), 0};
-            },
-            lookedNs);
-      }
+      holdFor(recorder_, args_, [&lease] { return lease.isHeld(); }, key, token,
+              request ? request->max : milliseconds(holdFor_(random_)), holding);
+      lookedNs = dlock::nemesis::monotonicNs();
+      held = args_.broken == "no-notice" || lease.isHeld();  // that variant does not look
     }
-    (void)recorder_.step("fenced-write", key, token, [&] {
-      return Outcome{Kind::Ok, store_.write(key, token) ? "accepted" : "rejected", 0};
-    });
+    writeSection(recorder_, store_, key, token, held ? read : std::nullopt, lookedNs);
     release(lease, key, token);
   }
 
  private:
-  // Sleeps `length` (or until `holding` is removed), checking every few ms whether the lease
-  // still holds for its holder and recording `invalid` once it does not. The last look that found
-  // it held is recorded (value of `invalid`, or of `held` at the end), dated from before that
-  // look: the checker holds it to the lease's evidence (LeaseRecorder.h).
-  void hold(const dlock::Lease& lease, const std::string& key, std::uint64_t token, milliseconds length,
-            const std::string& holding) {
-    const auto end = steady_clock::now() + length;
-    bool seenInvalid = args_.broken == "no-notice";  // that variant never looks
-    std::int64_t lastHeldNs = 0;
-    while (!stopping && steady_clock::now() < end) {
-      if (!holding.empty() && !exists(holding)) break;
-      if (!seenInvalid) {
-        const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
-        if (lease.isHeld()) {
-          lastHeldNs = lookedNs;
-        } else {
-          recorder_.record(Kind::Info, "invalid", key, token, std::to_string(lastHeldNs));
-          seenInvalid = true;
-        }
-      }
-      std::this_thread::sleep_for(std::min(milliseconds(2), duration_cast<milliseconds>(end - steady_clock::now()) + 1ms));
-    }
-    if (!seenInvalid && lastHeldNs != 0) recorder_.record(Kind::Info, "held", key, token, std::to_string(lastHeldNs));
-  }
-
   void release(dlock::Lease& lease, const std::string& key, std::uint64_t token) {
     (void)recorder_.step("release", key, token, [&] {
       try {
@@ -408,6 +432,121 @@ class Workload {
   std::uniform_int_distribution<long long> holdFor_;
 };
 
+// The read-write and semaphore holder, over the backend's operators (SharedHold.h), with a broken
+// double in between for the shared variants (BrokenShared.h).
+std::shared_ptr<dlock::nemesis::ISharedHolder> buildHolder(const Args& args, Recorder& recorder) {
+  std::shared_ptr<dlock::IOperator> backend = dlock::connect(args.uri);
+  auto readWrite = std::dynamic_pointer_cast<dlock::IReadWriteOperator>(backend);
+  auto semaphore = std::dynamic_pointer_cast<dlock::ISemaphoreOperator>(backend);
+  if (!args.broken.empty()) {
+    if (readWrite) readWrite = dlock::nemesis::brokenReadWrite(readWrite, args.broken, args.uri);
+    if (semaphore) semaphore = dlock::nemesis::brokenSemaphore(semaphore, args.broken, args.uri);
+  }
+  return dlock::nemesis::makeOperatorHolder(readWrite, semaphore, [&recorder](Op op) { recorder.append(std::move(op)); },
+                                            args.lease, args.capacity);
+}
+
+// One read-write or semaphore client's loop: acquire a read, a write or permits, enter the section
+// in the store's act log, act (a writer: the unfenced read-modify-write and the fenced write; a
+// reader: a read of the fenced register; a permit holder: nothing but the tally), exit, release.
+// A hold the nemesis asks for (--control) is a write, or every permit (so that waiters queue).
+class SharedWorkload {
+ public:
+  SharedWorkload(const Args& args, Recorder& recorder, dlock::nemesis::FencedStore& store,
+                 dlock::nemesis::ISharedHolder& holder)
+      : args_(args), recorder_(recorder), store_(store), holder_(holder),
+        random_(args.seed * 1000003 + static_cast<std::uint64_t>(args.id)), pick_(0, args.keys.size() - 1),
+        holdFor_(args.hold.count(), args.holdMax.count()) {}
+
+  void iteration() {
+    using dlock::nemesis::SharedMode;
+    const std::optional<HoldRequest> request = pendingRequest(args_.control);
+    const std::string& key = request ? args_.keys.front() : args_.keys[pick_(random_)];
+    dlock::nemesis::SharedRequest ask;
+    ask.mode = args_.primitive == "sem" ? SharedMode::Permits
+               : request || random_() % 3 == 0 ? SharedMode::Write : SharedMode::Read;
+    // One permit, or a third of the time every permit: a release of those admits several waiters.
+    ask.permits = ask.mode != SharedMode::Permits         ? 1
+                  : request && request->permits > 0       ? request->permits
+                  : request || random_() % 3 == 0         ? args_.capacity
+                                                          : 1;
+    ask.timeout = request && request->acquireTimeout.count() > 0 ? request->acquireTimeout : args_.acquireTimeout;
+    if (request) ask.lease = request->lease;
+    std::unique_ptr<dlock::nemesis::ISharedHold> hold;
+    const auto acquired = recorder_.step("acquire", key, 0, [&] {
+      hold = holder_.acquire(key, ask);
+      if (!hold) return Outcome{Kind::Fail, "timeout", 0};
+      return Outcome{Kind::Ok, hold->ownerToken(), hold->fencingToken()};
+    });
+    if (!acquired || !hold) return;
+    const std::uint64_t token = hold->fencingToken();
+    const std::string owner = hold->ownerToken();
+    // What the checker replays the act log with: the hold's mode and permits, by owner token.
+    recorder_.record(Kind::Info, "mode", key, token,
+                     std::string(dlock::nemesis::sharedModeName(ask.mode)) + " " + std::to_string(ask.permits), "", owner);
+    std::string holding;
+    if (request) {
+      holding = args_.control + ".holding";
+      std::rename(args_.control.c_str(), holding.c_str());
+      recorder_.record(Kind::Info, "hold-start", key, token, std::to_string(request->max.count()));
+    }
+    const auto entered = hold->isHeld() ? recorder_.step("enter", key, token, [&] {
+      return Outcome{Kind::Ok, std::to_string(store_.act(key, true, owner, ask.permits)), 0};
+    })
+                                        : std::nullopt;
+    if (entered && !stopping) act(*hold, ask.mode, key, token, request ? request->max : milliseconds(holdFor_(random_)),
+                                  holding);
+    if (entered) {
+      (void)recorder_.step("exit", key, token, [&] {
+        return Outcome{Kind::Ok, std::to_string(store_.act(key, false, owner, ask.permits)), 0};
+      });
+    }
+    (void)recorder_.step("release", key, token, [&] {
+      hold->release();
+      return Outcome{};
+    });
+    stepName = "release-retry";  // a release that failed: the hold's destructor tries once more
+    stepStartNs = dlock::nemesis::monotonicNs();
+    hold.reset();
+    stepStartNs = 0;
+  }
+
+ private:
+  // Inside the section, as a careful user acts: nothing unprotected once the hold ended for its
+  // holder (the fenced write still goes, for the store to refuse). Writes and reads are dated
+  // from before the look that allowed them.
+  void act(const dlock::nemesis::ISharedHold& hold, dlock::nemesis::SharedMode mode, const std::string& key,
+           std::uint64_t token, milliseconds length, const std::string& holding) {
+    using dlock::nemesis::SharedMode;
+    const auto isHeld = [&hold] { return hold.isHeld(); };
+    if (mode != SharedMode::Write) {
+      holdFor(recorder_, args_, isHeld, key, token, length, holding);
+      if (mode == SharedMode::Read && !stopping && hold.isHeld()) {
+        (void)recorder_.step("read-fence", key, token,
+                             [&] { return Outcome{Kind::Ok, std::to_string(store_.lastToken(key)), 0}; });
+      }
+      return;
+    }
+    const auto read = recorder_.step("read", key, token, [&] { return Outcome{Kind::Ok, std::to_string(store_.get(key)), 0}; });
+    bool held = false;
+    std::int64_t lookedNs = 0;
+    if (read && !stopping) {
+      holdFor(recorder_, args_, isHeld, key, token, length, holding);
+      lookedNs = dlock::nemesis::monotonicNs();
+      held = hold.isHeld();
+    }
+    writeSection(recorder_, store_, key, token, held ? read : std::nullopt, lookedNs);
+  }
+
+  const Args& args_;
+  Recorder& recorder_;
+  dlock::nemesis::FencedStore& store_;
+  dlock::nemesis::ISharedHolder& holder_;
+  std::mt19937_64 random_;
+  std::uniform_int_distribution<std::size_t> pick_;
+  std::uniform_int_distribution<long long> holdFor_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -424,19 +563,27 @@ int main(int argc, char** argv) {
 
   dlock::nemesis::FencedStore store(args.store);
   std::shared_ptr<dlock::ILock> lock;
+  std::shared_ptr<dlock::nemesis::ISharedHolder> holder;
   (void)recorder.step("setup", "", 0, [&] {
-    lock = buildLock(args, recorder);
+    if (args.primitive == "lock") {
+      lock = buildLock(args, recorder);
+    } else {
+      holder = buildHolder(args, recorder);
+    }
     return Outcome{};
   });
-  if (!lock) {
+  if (!lock && !holder) {
     done = true;
     hangWatch.join();
     return 1;
   }
 
-  {
+  const auto end = steady_clock::now() + args.run;
+  if (lock) {
     Workload workload(args, recorder, store, *lock);
-    const auto end = steady_clock::now() + args.run;
+    while (!stopping && steady_clock::now() < end) workload.iteration();
+  } else {
+    SharedWorkload workload(args, recorder, store, *holder);
     while (!stopping && steady_clock::now() < end) workload.iteration();
   }
 
@@ -444,6 +591,7 @@ int main(int argc, char** argv) {
   stepName = "shutdown";
   stepStartNs = dlock::nemesis::monotonicNs();
   lock.reset();
+  holder.reset();
   stepStartNs = 0;
   done = true;
   hangWatch.join();

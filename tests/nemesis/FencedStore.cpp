@@ -19,6 +19,15 @@ redis.call('RPUSH', KEYS[3], ARGV[1])
 return 1
 )lua";
 
+// One act of a holder and the tally it moves, in one step of the store.
+constexpr const char* kAct = R"lua(
+redis.call('RPUSH', KEYS[1], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3])
+if ARGV[1] == 'enter' then
+  return redis.call('INCRBY', KEYS[2], ARGV[3])
+end
+return redis.call('DECRBY', KEYS[2], ARGV[3])
+)lua";
+
 std::string storeKey(const std::string& key, const char* role) { return "nemesis:{" + key + "}:" + role; }
 
 long long toNumber(const std::string& text, const char* what) {
@@ -101,6 +110,19 @@ bool FencedStore::write(const std::string& key, std::uint64_t token) {
   return reply.integer == 1;
 }
 
+long long FencedStore::act(const std::string& key, bool enter, const std::string& owner, std::uint32_t permits) {
+  const Reply reply = command({"EVAL", kAct, "2", storeKey(key, "acts"), storeKey(key, "tally"), enter ? "enter" : "exit",
+                               owner, std::to_string(permits)});
+  if (reply.type != REDIS_REPLY_INTEGER) throw StoreError("store: the act gave no integer");
+  return reply.integer;
+}
+
+std::uint64_t FencedStore::lastToken(const std::string& key) {
+  const Reply last = command({"GET", storeKey(key, "fence-last")});
+  if (last.type == REDIS_REPLY_NIL) return 0;
+  return static_cast<std::uint64_t>(toNumber(last.str, "the last token"));
+}
+
 long long FencedStore::get(const std::string& key) {
   const Reply reply = command({"GET", storeKey(key, "counter")});
   if (reply.type == REDIS_REPLY_NIL) return 0;
@@ -120,9 +142,9 @@ std::map<std::string, StoreKeySnapshot> FencedStore::snapshot(const std::vector<
     }
     const Reply count = command({"GET", storeKey(key, "fence-count")});
     if (count.type != REDIS_REPLY_NIL) shot.acceptedCount = toNumber(count.str, "the accepted count");
-    const Reply last = command({"GET", storeKey(key, "fence-last")});
-    if (last.type != REDIS_REPLY_NIL) shot.lastToken = static_cast<std::uint64_t>(toNumber(last.str, "the last token"));
+    shot.lastToken = lastToken(key);
     shot.counter = get(key);
+    shot.acts = command({"LRANGE", storeKey(key, "acts"), "0", "-1"}).elements;
   }
   return result;
 }

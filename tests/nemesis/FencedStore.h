@@ -8,6 +8,10 @@
 //   nemesis:{k}:fence-count    how many writes were accepted
 //   nemesis:{k}:fence-tokens   every accepted token, in order (RPUSH)
 //   nemesis:{k}:counter        the unfenced counter
+//   nemesis:{k}:acts           the act log of read-write and semaphore holders: `enter OWNER N` and
+//                              `exit OWNER N` (N permits; 1 for a reader or writer), in the
+//                              store's order (RPUSH), written with the tally in one script
+//   nemesis:{k}:tally          the permits inside their sections: INCRBY N at enter, DECRBY at exit
 //
 // Connection: one hiredis context with a generous timeout, reconnected before the next command
 // after any error. A command whose reply was lost is not resent: it may have run, and a second
@@ -37,6 +41,7 @@ struct StoreKeySnapshot {
   long long acceptedCount = 0;
   std::uint64_t lastToken = 0;
   long long counter = 0;  // the unfenced counter's final value (0 when never set)
+  std::vector<std::string> acts{};  // the act log, in the store's order
 };
 
 class FencedStore {
@@ -56,6 +61,12 @@ class FencedStore {
   // The unfenced counter: a plain GET and a plain SET, deliberately two commands.
   [[nodiscard]] long long get(const std::string& key);
   void set(const std::string& key, long long value);
+
+  // Records that `owner` enters (or exits) its section of `key` with `permits`, and moves the
+  // tally by them, in one script; the tally after it.
+  long long act(const std::string& key, bool enter, const std::string& owner, std::uint32_t permits);
+  // The fenced register's last accepted token of `key` (0 before any): what a reader reads.
+  [[nodiscard]] std::uint64_t lastToken(const std::string& key);
 
   // The final state of each of `keys`, for the checker.
   [[nodiscard]] std::map<std::string, StoreKeySnapshot> snapshot(const std::vector<std::string>& keys);

@@ -33,6 +33,9 @@
 #include <thread>
 #include <vector>
 
+#include <dlock/ISemaphoreOperator.h>
+#include <dlock/dlock.h>
+
 #include "Checker.h"
 #include "FencedStore.h"
 #include "Fleet.h"
@@ -40,6 +43,7 @@
 #include "KeyScan.h"
 #include "Scenario.h"
 #include "ServerObserver.h"
+#include "StrandWatch.h"
 #include "Timeline.h"
 
 namespace {
@@ -146,7 +150,7 @@ class TtlSampler {
 };
 
 ClientSettings settingsFor(const Arguments& args, const char* self, const Timing& timing, Deployment& deployment,
-                           const std::vector<std::string>& keys, const std::string& dir, bool fair) {
+                           const std::vector<std::string>& keys, const std::string& dir, const Scenario& scenario) {
   ClientSettings settings;
   settings.executable = clientExecutable(args, self);
   settings.lockUri = [&deployment](std::size_t slot) { return deployment.lockUri(slot); };
@@ -158,10 +162,35 @@ ClientSettings settingsFor(const Arguments& args, const char* self, const Timing
   settings.hold = timing.holdMin;
   settings.extraArguments = {"--hold-max-ms", std::to_string(timing.holdMax.count())};
   if (!args.broken.empty()) settings.extraArguments.insert(settings.extraArguments.end(), {"--broken", args.broken});
-  if (fair) settings.extraArguments.insert(settings.extraArguments.end(), {"--fair", "1"});
+  if (scenario.fair) settings.extraArguments.insert(settings.extraArguments.end(), {"--fair", "1"});
+  if (scenario.primitive != "lock") {
+    settings.extraArguments.insert(settings.extraArguments.end(),
+                                   {"--primitive", scenario.primitive, "--capacity", std::to_string(kSemaphoreCapacity)});
+  }
   settings.historyDirectory = dir;
   settings.seed = args.seed;
   return settings;
+}
+
+// The permits a semaphore's server still counts in use once every lease has ended, per key (-1:
+// unreadable): polled until all are back or two leases and a second passed (the longest a
+// lease of a client that stopped without releasing can last).
+std::map<std::string, long long> permitsLeftInUse(Deployment& deployment, const std::vector<std::string>& keys,
+                                                  std::chrono::milliseconds lease) {
+  std::map<std::string, long long> inUse;
+  const auto deadline = std::chrono::steady_clock::now() + lease * 2 + milliseconds(1000);
+  while (true) {
+    try {
+      const auto backend = dlock::connect(deployment.lockUri(0));
+      auto& semaphore = dynamic_cast<dlock::ISemaphoreOperator&>(*backend);
+      for (const auto& key : keys) inUse[key] = semaphore.inspectSemaphore(key).inUse;
+    } catch (const std::exception&) {
+      for (const auto& key : keys) inUse[key] = -1;
+    }
+    const bool back = std::all_of(inUse.begin(), inUse.end(), [](const auto& each) { return each.second == 0; });
+    if (back || std::chrono::steady_clock::now() >= deadline) return inUse;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
 }
 
 // Waits until every live client that is not paused has acquired something since `since`, or the
@@ -241,7 +270,7 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
   const auto deployment = scenario.deploy(args.clients);
   std::vector<std::string> keys;
   for (std::size_t i = 0; i < args.keys; ++i) keys.push_back("nemesis-" + std::to_string(i));
-  const ClientSettings settings = settingsFor(args, self, timing, *deployment, keys, dir, scenario.fair);
+  const ClientSettings settings = settingsFor(args, self, timing, *deployment, keys, dir, scenario);
 
   CheckerInput input;
   TtlSampler sampler(*deployment, input.keyPrefix + "*");
@@ -251,7 +280,13 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
     // never touches them): ServerObserver.h.
     const ServerObserver observer(deployment->observedAddresses(), keys, input.keyPrefix, dir + "/observer.history");
     HistoryWriter nemesisLog(dir + "/nemesis.history");
+    // A semaphore's queue as the server holds it (check 10), on a link no fault touches.
+    std::unique_ptr<StrandWatch> strands;
+    if (scenario.primitive == "sem" && scenario.topology == "single") {
+      strands = std::make_unique<StrandWatch>("redis://" + deployment->observedAddresses().front(), keys, nemesisLog);
+    }
     exits = runWorkload(scenario, args, timing, *deployment, settings, sampler, nemesisLog);
+    strands.reset();
   }
   sampler.sample();
 
@@ -271,6 +306,10 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
   // Only where a key lives on one server is its SET for another owner a loss: a Redlock node
   // outside the holder's quorum may rightly carry another owner's token (ServerObserver.h).
   input.serverSetsShowLosses = scenario.topology == "single";
+  input.primitive = scenario.primitive;
+  input.capacity = kSemaphoreCapacity;
+  input.lease = timing.lease;
+  if (scenario.primitive == "sem") input.permitsInUseAfter = permitsLeftInUse(*deployment, keys, timing.lease);
   const Report report = check(input);
   std::ofstream(dir + "/report.json") << report.json();
   writeTimeline(dir + "/timeline.svg", input.history);

@@ -84,6 +84,14 @@ bool RawServer::persist(const std::string& key) {
   return command({"PERSIST", detail::KeyNames(kPrefix, key, false).lock()}).has_value();
 }
 
+std::optional<std::string> RawServer::evalText(const std::string& source, const std::vector<std::string>& keys,
+                                               const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"EVAL", source, std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return command(argv);
+}
+
 std::optional<std::uint64_t> RawServer::take(const std::string& key, const std::string& token, long long ttlMs) {
   const detail::KeyNames names(kPrefix, key, false);
   const auto reply = command({"EVAL", kTake, "2", names.lock(), names.fence(), token, std::to_string(ttlMs)});

@@ -31,6 +31,9 @@ class RawServer {
   bool remove(const std::string& key);
   // PERSIST of the lock key (its TTL removed); false when it could not be sent.
   bool persist(const std::string& key);
+  // EVAL of a test-only script (BrokenShared.h) whose reply is an integer or a string: as text.
+  std::optional<std::string> evalText(const std::string& source, const std::vector<std::string>& keys,
+                                      const std::vector<std::string>& args);
   // Sets the lock key for `token` for `ttlMs` whoever holds it, with a fencing token raised as
   // the acquire script raises it; that token, or nothing.
   std::optional<std::uint64_t> take(const std::string& key, const std::string& token, long long ttlMs);

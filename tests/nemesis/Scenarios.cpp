@@ -915,18 +915,36 @@ const std::vector<Scenario>& scenarios() {
       {"single", "fair-resets", "fair lock: connection resets every 50-300 ms under a holder", "", kHit, single(), resets,
        true},
       {"single", "waiter-pause", "a waiter SIGSTOPped as the holder releases; the next waiter holds the key when it resumes",
-       "", kHit, single(), [](Run& run) { waiterAroundHandOff(run, WaiterFault::pause, false); }},
+       "", kHit, single(), [](Run& run) { waiterAroundHandOff(run, WaiterFault::pause, WaitQueue::releaseChannel); }},
       {"single", "fair-waiter-pause",
        "fair lock: the head waiter SIGSTOPped as the holder releases (the key handed to it), the claim runs out, the "
        "next waiter holds the key when it resumes",
-       "", kHit, single(), [](Run& run) { waiterAroundHandOff(run, WaiterFault::pause, true); }, true},
+       "", kHit, single(), [](Run& run) { waiterAroundHandOff(run, WaiterFault::pause, WaitQueue::fair); }, true},
       {"single", "fair-waiter-mixed",
        "fair lock: the head waiter SIGSTOPped, cut off or SIGKILLed as the holder releases, drawn from the seed", "",
-       kHit, single(), [](Run& run) { waiterMixed(run, true); }, true},
+       kHit, single(), [](Run& run) { waiterMixed(run, WaitQueue::fair); }, true},
       {"single", "stale-release",
        "a holder SIGSTOPped past its lease; another takes the key for 1.5 s; with ~250 ms of it left a third asks "
        "for the key and the stale holder releases",
        "", kTaken, single(), staleReleaseNearExpiry},
+      {"single", "rw-partition", "read-write lock: a writer cut off from the server for 2.5 leases", "", kTaken,
+       single(), partitionClient, false, "", "rw"},
+      {"single", "rw-waiter-mixed",
+       "read-write lock: the head waiting writer SIGSTOPped, cut off or SIGKILLed as the writer releases, drawn from "
+       "the seed", "", kHit, single(), [](Run& run) { waiterMixed(run, WaitQueue::readWrite); }, false, "", "rw"},
+      {"single", "rw-stale-release",
+       "read-write lock: a writer SIGSTOPped past its lease; another takes the write for 1.5 s; with ~250 ms of it "
+       "left a third asks for it and the stale writer releases",
+       "", kTaken, single(), staleReleaseNearExpiry, false, "", "rw"},
+      {"single", "sem-partition", "semaphore: a holder of every permit cut off from the server for 2.5 leases", "",
+       kTaken, single(), partitionClient, false, "", "sem"},
+      {"single", "sem-waiter-mixed",
+       "semaphore: the head waiter SIGSTOPped, cut off or SIGKILLed as the holder of every permit releases, drawn from "
+       "the seed", "", kHit, single(), [](Run& run) { waiterMixed(run, WaitQueue::semaphore); }, false, "", "sem"},
+      {"single", "sem-stale-release",
+       "semaphore: a holder of every permit SIGSTOPped past its lease; another takes them for 1.5 s; with ~250 ms "
+       "left a third asks for them and the stale holder releases",
+       "", kTaken, single(), staleReleaseNearExpiry, false, "", "sem"},
       {"redlock", "overlapping-majorities", "the holder keeps nodes {a,b,c}, every other client {c,d,e}, for 2.5 leases",
        "", kKept, redlock, overlappingMajorities},
       {"redlock", "clock-bump-restart", "two nodes' clocks 3 leases ahead and a third restarted empty, under a holder",
@@ -974,6 +992,10 @@ const std::vector<Scenario>& scenarios() {
        sentinelMixed},
       {"sentinel", "fair-failover", "fair lock: the master SIGKILLed under a holder, a replica promoted, the old master back",
        kFailoverExplained, kOutlived, sentinel(), sentinelFailover, true},
+      {"sentinel", "rw-partition", "read-write lock: a writer cut off from every server for 2.5 leases", "", kTaken,
+       sentinel(), partitionClient, false, "", "rw"},
+      {"sentinel", "sem-partition", "semaphore: a holder of every permit cut off from every server for 2.5 leases", "",
+       kTaken, sentinel(), partitionClient, false, "", "sem"},
       {"cluster", "failover", "the first key's master SIGKILLed under a holder, its replica promoted, the old master back",
        kFailoverExplained, kOutlived, cluster, clusterFailover},
       {"cluster", "migrate-slot", "the first key's slot migrated live to another master under its holder", "", kKept,
@@ -989,6 +1011,10 @@ const std::vector<Scenario>& scenarios() {
        clusterMixed},
       {"cluster", "fair-partition-master", "fair lock: the first key's master cut off for 4 s under a holder, then healed",
        kFailoverExplained, kOutlived, cluster, clusterPartitionMaster, true},
+      {"cluster", "rw-partition", "read-write lock: a writer cut off from every node for 2.5 leases", "", kTaken, cluster,
+       partitionClient, false, "", "rw"},
+      {"cluster", "sem-partition", "semaphore: a holder of every permit cut off from every node for 2.5 leases", "",
+       kTaken, cluster, partitionClient, false, "", "sem"},
   };
   return all;
 }

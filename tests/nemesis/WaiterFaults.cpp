@@ -16,14 +16,16 @@ constexpr milliseconds kWaiterHold{3000};
 constexpr milliseconds kWaiterWait{10000};
 constexpr milliseconds kWaiterFault{2500};
 
-// How many waiters the server shows for the first key: the fair queue's length, or the
-// subscribers of the key's release channel (the default lock's notify wait).
-long long serverWaiters(Run& run, bool fair) {
+// How many waiters the server shows for the first key: a queue's length, or the subscribers of
+// the key's release channel (the default lock's notify wait).
+long long serverWaiters(Run& run, WaitQueue queue) {
   const std::string address = run.deployment<Deployment>().dataAddresses().front();
   const auto colon = address.rfind(':');
   test::RedisClient client(address.substr(0, colon), std::stoi(address.substr(colon + 1)), milliseconds(500));
   const detail::KeyNames names("dlock:", run.fleet().firstKey(), false);
-  if (fair) return client.command({"LLEN", names.fairQueue()}).integer;
+  if (queue == WaitQueue::fair) return client.command({"LLEN", names.fairQueue()}).integer;
+  if (queue == WaitQueue::readWrite) return client.command({"LLEN", names.rwQueue()}).integer;
+  if (queue == WaitQueue::semaphore) return client.command({"LLEN", names.semaphore("queue")}).integer;
   const auto reply = client.command({"PUBSUB", "NUMSUB", names.channel()});
   return reply.elements.size() == 2 ? reply.elements[1].integer : 0;
 }
@@ -42,10 +44,10 @@ bool acquiring(Run& run, std::size_t slot) {
 }
 
 // Waits until the client in `slot` waits for the first key and the server shows `waiters`.
-bool awaitWaiting(Run& run, std::size_t slot, long long waiters, bool fair) {
+bool awaitWaiting(Run& run, std::size_t slot, long long waiters, WaitQueue queue) {
   const auto deadline = std::chrono::steady_clock::now() + run.timing().acquireTimeout * 4 + run.timing().holdMax * 2;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (acquiring(run, slot) && serverWaiters(run, fair) >= waiters) return true;
+    if (acquiring(run, slot) && serverWaiters(run, queue) >= waiters) return true;
     run.sleep(milliseconds(10));
   }
   return false;
@@ -62,7 +64,7 @@ std::string faultName(WaiterFault fault, const std::string& process) {
 
 }  // namespace
 
-void waiterAroundHandOff(Run& run, WaiterFault fault, bool fair) {
+void waiterAroundHandOff(Run& run, WaiterFault fault, WaitQueue queue) {
   Fleet& fleet = run.fleet();
   const auto holder = run.holdLong(milliseconds(0), kWaiterWait * 2);
   if (!holder) return;  // the runner retries the cycle
@@ -73,11 +75,14 @@ void waiterAroundHandOff(Run& run, WaiterFault fault, bool fair) {
     for (const std::size_t slot : {holder->slot, w, c}) fleet.endHold(slot);
   };
   // W first, then C behind it (on the fair lock, other clients may queue between them).
-  fleet.requestHold(w, milliseconds(0), kWaiterHold, kWaiterWait);
-  bool waiting = awaitWaiting(run, w, 1, fair);
+  // On a semaphore the holder P takes every permit and W and C ask for one each: P's release
+  // frees room for both, and admits both.
+  const std::uint32_t permits = queue == WaitQueue::semaphore ? 1 : 0;
+  fleet.requestHold(w, milliseconds(0), kWaiterHold, kWaiterWait, permits);
+  bool waiting = awaitWaiting(run, w, 1, queue);
   if (waiting) {
-    fleet.requestHold(c, milliseconds(0), kWaiterHold, kWaiterWait);
-    waiting = awaitWaiting(run, c, 2, fair);
+    fleet.requestHold(c, milliseconds(0), kWaiterHold, kWaiterWait, permits);
+    waiting = awaitWaiting(run, c, 2, queue);
   }
   if (!waiting) {
     run.missed("the waiters were not both waiting for the key");
@@ -111,9 +116,9 @@ void waiterAroundHandOff(Run& run, WaiterFault fault, bool fair) {
   endAll();
 }
 
-void waiterMixed(Run& run, bool fair) {
+void waiterMixed(Run& run, WaitQueue queue) {
   const WaiterFault faults[] = {WaiterFault::pause, WaiterFault::partition, WaiterFault::kill};
-  waiterAroundHandOff(run, faults[run.pick(3)], fair);
+  waiterAroundHandOff(run, faults[run.pick(3)], queue);
 }
 
 void staleReleaseNearExpiry(Run& run) {

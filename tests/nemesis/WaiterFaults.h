@@ -15,10 +15,14 @@ namespace dlock::nemesis {
 
 enum class WaiterFault { pause, partition, kill };
 
-void waiterAroundHandOff(Run& run, WaiterFault fault, bool fair);
+// Where the server shows the waiters: the default lock's release channel (its subscribers), the
+// fair lock's queue, the read-write lock's or the semaphore's (their lengths).
+enum class WaitQueue { releaseChannel, fair, readWrite, semaphore };
+
+void waiterAroundHandOff(Run& run, WaiterFault fault, WaitQueue queue);
 
 // One of pause, partition or kill per cycle, drawn from the seed.
-void waiterMixed(Run& run, bool fair);
+void waiterMixed(Run& run, WaitQueue queue);
 
 // A holder SIGSTOPped past its lease; another client takes the key with a fixed 1.5 s lease; the
 // stale holder resumes and releases when about 250 ms of that lease are left: its release must
