@@ -214,7 +214,7 @@ TEST_SUITE("WaitPolicy") {
     CHECK(soon.remaining(now + 1h) == 0ms);
     CHECK(WaitPolicy(WaitPolicy::Deadline::max(), 1s).remaining(now) == std::chrono::milliseconds::max());
 
-    const WaitPolicy past(now - 1ms, 1s);
+    WaitPolicy past(now - 1ms, 1s);
     CHECK(past.over(now));
     past.holdBack(now + 1h);  // cut at the deadline: returns at once
     WaitPolicy(WaitPolicy::kTryOnce, 1s).holdBack(now + 1h);
