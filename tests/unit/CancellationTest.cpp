@@ -262,6 +262,26 @@ TEST_SUITE("Cancellation") {
     CHECK(log.text().find("ended holding") == std::string::npos);
   }
 
+  TEST_CASE("a thread that ends after close() released its hold is not said to have ended holding it") {
+    CancelFixture f;
+    dlock::test::LogCapture log;
+    auto lock = f.waiting();
+    Event held;
+    Event closed;
+    std::thread holder([&] {
+      CHECK(lock->tryLock("k"));
+      held.set();
+      (void)closed.wait();  // ends without unlocking: close() released it
+    });
+    REQUIRE(held.wait());
+    lock->close();
+    closed.set();
+    holder.join();
+    CHECK_FALSE(f.backend->inspect("k").held);
+    CHECK(log.text().find("released 'k' on memory:// at close") != std::string::npos);
+    CHECK(log.text().find("ended holding") == std::string::npos);
+  }
+
   TEST_CASE("a thread exiting with a hold is still reported as such") {
     CancelFixture f;
     dlock::test::LogCapture log;
