@@ -49,7 +49,7 @@ struct AcquireOptions {
   // (or the watchdog).
   std::optional<std::chrono::milliseconds> leaseTime;
   // Ends the wait with InterruptedError once cancelled (Cancel.h); the default never is.
-  CancelToken cancel;
+  CancelToken cancel{};
 };
 
 }  // namespace dlock
