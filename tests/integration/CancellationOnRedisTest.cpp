@@ -266,6 +266,45 @@ TEST_SUITE("CancellationOnRedis") {
     }
   }
 
+  TEST_CASE("children forked while parent threads register and drop cancel callbacks: none hangs, none runs a parent's") {
+    constexpr int kSources = 4;
+    std::vector<dlock::CancelSource> sources(kSources);
+    std::atomic<long long> parentRuns{0};
+    std::atomic<bool> stopping{false};
+    std::vector<std::thread> busy;
+    for (int t = 0; t < 2; ++t) {
+      busy.emplace_back([&] {
+        while (!stopping) {
+          for (auto& source : sources) dlock::CancelCallback callback(source.token(), [&] { ++parentRuns; });
+        }
+      });
+    }
+    int hung = 0;
+    int failed = 0;
+    for (int fork = 0; fork < 300; ++fork) {
+      dlock::test::ForkedChild child([&] {
+        const long long before = parentRuns.load();
+        int own = 0;
+        {
+          std::vector<std::unique_ptr<dlock::CancelCallback>> callbacks;
+          for (auto& source : sources) {
+            callbacks.push_back(std::make_unique<dlock::CancelCallback>(source.token(), [&] { ++own; }));
+          }
+          for (auto& source : sources) source.requestCancel();
+        }
+        return own == kSources && parentRuns.load() == before ? 0 : 1;
+      });
+      const int status = child.exitStatus(30s);  // a healthy child exits within milliseconds
+      if (status == dlock::test::ForkedChild::kHung) ++hung;
+      if (status != 0 && ++failed == 3) break;  // enough to tell
+    }
+    stopping = true;
+    for (auto& thread : busy) thread.join();
+    CHECK(hung == 0);
+    CHECK(failed == 0);
+    CHECK(parentRuns == 0);
+  }
+
   TEST_CASE("a forked child's close() releases nothing of its parent's") {
     RedisProcess server;
     RedisClient client(server.host(), server.port());
