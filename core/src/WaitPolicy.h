@@ -45,8 +45,8 @@ class WaitPolicy {
   using SteadyTime = std::chrono::steady_clock::time_point;
   static constexpr Deadline kTryOnce = Deadline::min();  // tryLock(key): one try, no wait
 
-  // What may end a wait early, both outliving the policy: the caller's token and the lock's
-  // (cancelled by close()).
+  // What may end a wait early: the caller's token and the lock's (cancelled by close()). Held by
+  // reference: pass tokens that outlive the policy, never temporaries (`source.token()`).
   struct Interrupts {
     const CancelToken& caller;
     const CancelToken& closing;
