@@ -17,6 +17,7 @@ milliseconds WaitPolicy::remaining(SteadyTime now) const noexcept {
 
 void WaitPolicy::rideOut(const ConnectionError& error, const std::string& what) {
   if (!outage_) outage_.emplace(deadline_, outageTolerance_, sent_);
+  listen();  // the back-off ends on a cancel too, the first try's included
   outage_->pauseOrThrow(error, what);
 }
 

@@ -17,6 +17,7 @@
 #include "dlock/LockError.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/WaitStrategies.h"
+#include "dlock/redlock/RedlockOperator.h"
 
 using namespace std::chrono_literals;
 using dlock::test::Event;
@@ -167,6 +168,30 @@ TEST_SUITE("Cancellation") {
     }
   }
 
+  TEST_CASE("a cancel ends a wait on Redlock at once (every member's watch is woken)") {
+    CancelFixture f;
+    std::vector<std::shared_ptr<dlock::IOperator>> members;
+    for (int i = 0; i < 3; ++i) members.push_back(std::make_shared<dlock::MemoryOperator>(f.clock));
+    auto redlock = std::make_shared<dlock::RedlockOperator>(members);
+    const auto build = [&] {
+      return dlock::LockBuilder().backend(redlock).clock(f.clock).leaseTime(60s)
+          .waitStrategy(std::make_shared<dlock::NotifyWait>(60s)).build();
+    };
+    auto holder = build();
+    auto lock = build();
+    REQUIRE(holder->tryLock("k"));
+    dlock::CancelSource stop;
+    Waiter waiter([&] {
+      lock->lock("k", stop.token());
+      return true;
+    });
+    REQUIRE(triedAtLeast(*lock, 3));
+    stop.requestCancel();
+    REQUIRE(waiter.returned.wait(5s));
+    CHECK(waiter.interrupted);
+    holder->unlock("k");
+  }
+
   TEST_CASE("a cancel ends a tryLock with a timeout, and waits in the process queue") {
     CancelFixture f;
     auto holder = f.waiting();
@@ -185,6 +210,21 @@ TEST_SUITE("Cancellation") {
     REQUIRE(first.returned.wait(5s));
     CHECK(first.interrupted);
     holder->unlock("k");
+  }
+
+  TEST_CASE("a cancel ends an outage's back-off, the first try's included") {
+    CancelFixture f;
+    auto lock = f.waiting();
+    f.backend->failNextCalls(1000000);  // unreachable: the wait rides it out
+    dlock::CancelSource stop;
+    Waiter waiter([&] {
+      lock->lock("k", stop.token());
+      return true;
+    });
+    REQUIRE(triedAtLeast(*lock, 1));
+    stop.requestCancel();
+    REQUIRE(waiter.returned.wait(5s));  // well before the 30 s outage tolerance
+    CHECK(waiter.interrupted);
   }
 
   TEST_CASE("a key a try took as the wait was cancelled is given back") {
