@@ -42,21 +42,27 @@ class Wakeup {
   Wakeup(const Wakeup&) = delete;
   Wakeup& operator=(const Wakeup&) = delete;
 
-  // Ends the scope's pause in progress and every later one. From any thread; returns once the
-  // sleeper was reached (a notify it could miss is repeated until it stops listening).
+  // Ends the scope's pause in progress and every later one. From any thread; never waits for
+  // the sleeper to run, so one thread wakes many at once (close()).
   void wake() noexcept {
-    woken_.store(true, std::memory_order_seq_cst);
-    while (true) {
-      {
-        std::lock_guard<std::mutex> guard(mutex_);
-        own_.notify_all();
-        if (listening_ == nullptr) return;
-        // Without the listener's mutex (it may hold it while it stops listening): a notify
-        // between its check of woken_ and its block would be lost, so repeat until it left.
-        listening_->notify_all();
-      }
-      std::this_thread::yield();
+    Listener listener;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      woken_.store(true, std::memory_order_seq_cst);
+      own_.notify_all();
+      if (listening_.cv == nullptr) return;
+      listener = listening_;
+      notifying_ = true;  // pins the listener: it stays listening until this notify is done
     }
+    {
+      // Under the listener's mutex, outside ours (it takes ours while holding its own): it is
+      // then either before its check of woken_ or blocked, so the notify cannot fall between.
+      std::lock_guard<std::mutex> guard(*listener.mutex);
+      listener.cv->notify_all();
+    }
+    std::lock_guard<std::mutex> guard(mutex_);
+    notifying_ = false;
+    own_.notify_all();
   }
   [[nodiscard]] bool wokenHere() const noexcept { return woken_.load(std::memory_order_seq_cst); }
 
@@ -78,12 +84,12 @@ class Wakeup {
     if (current == nullptr) return waitPlain(cv, guard, deadline, pred);
     // pred() once per check, as std's (a backend's may take what it found: a grant).
     bool met = false;
-    current->listen(&cv);
+    current->listen(cv, guard);
     waitPlain(cv, guard, deadline, [&] {
       met = pred();
       return met || current->wokenHere();
     });
-    current->listen(nullptr);
+    current->stopListening(guard);
     return met;
   }
 
@@ -115,9 +121,28 @@ class Wakeup {
     }
     return cv.wait_until(guard, deadline, pred);
   }
-  void listen(std::condition_variable* cv) noexcept {
+  struct Listener {
+    std::condition_variable* cv = nullptr;
+    std::mutex* mutex = nullptr;
+  };
+
+  void listen(std::condition_variable& cv, std::unique_lock<std::mutex>& held) noexcept {
     std::lock_guard<std::mutex> guard(mutex_);
-    listening_ = cv;
+    listening_ = Listener{&cv, held.mutex()};
+  }
+  // With `held` locked, as a wait returns. A wake about to notify needs the listener's mutex:
+  // give it up until that is done (only ever after a wake: the wait is ending anyway).
+  void stopListening(std::unique_lock<std::mutex>& held) {
+    std::unique_lock<std::mutex> guard(mutex_);
+    if (notifying_) {
+      held.unlock();
+      own_.wait(guard, [this] { return !notifying_; });
+      listening_ = Listener{};
+      guard.unlock();
+      held.lock();
+      return;
+    }
+    listening_ = Listener{};
   }
   static Wakeup*& slot() noexcept {
     static thread_local Wakeup* current = nullptr;
@@ -125,9 +150,10 @@ class Wakeup {
   }
 
   std::atomic<bool> woken_{false};
-  std::mutex mutex_;                             // a leaf: never held while taking another
-  std::condition_variable own_;                  // for sleepUntil
-  std::condition_variable* listening_ = nullptr;  // guarded by mutex_; a backend's, while waited on
+  std::mutex mutex_;              // taken under a listener's mutex, never the other way round
+  std::condition_variable own_;   // sleepUntil's, and stopListening's wait for a notify to end
+  Listener listening_;            // guarded by mutex_; a backend's condition, while waited on
+  bool notifying_ = false;        // guarded by mutex_; a wake is notifying listening_
 };
 
 }  // namespace dlock::detail
