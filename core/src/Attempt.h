@@ -12,7 +12,13 @@
 //               now, so the loop tries again before pausing (what came in between went unheard)
 //   await       the pause between tries: Held when the key was handed over and the server confirmed
 //               it, else nullopt (try again)
-//   leave       out of the wait for good (timed out, or an error): gives up a server-side place
+//   leave       out of the wait for good (timed out, cancelled, or an error): gives up a server-side
+//               place, and, when state.leftOnServer, whatever this token may hold there (a try cut
+//               off, or a key a try or hand-off gave us as the wait was cancelled), by token
+//
+// Cancellation is the loop's (WaitLoop.h): an attempt needs no code for it. Its pauses wake on a
+// cancel as long as they sleep through Wakeup (dlock/detail/Wakeup.h): the IWait strategies and
+// every backend watch do.
 //
 // Owner: one acquire call. Thread safety: not thread-safe.
 #pragma once

@@ -41,7 +41,10 @@ class DefaultAttempt final : public Attempt {
   TryResult tryAcquire(const WaitState& state) override;
   bool join(const WaitState& state) override;
   std::optional<Held> await(const WaitState& state, const Pause& pause) override;
-  void leave(const WaitState& /*state*/) noexcept override {}  // a cut-off try was cancelled at once
+  // A cut-off try was cancelled at once; a key taken by a try that raced a cancel is cancelled now.
+  void leave(const WaitState& state) noexcept override {
+    if (state.leftOnServer && !cutOff_) cancelCutOff();
+  }
 
   [[nodiscard]] std::string takeToken() noexcept override { return std::move(token_); }
   [[nodiscard]] const char* kind() const noexcept override { return ""; }

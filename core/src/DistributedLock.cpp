@@ -13,8 +13,9 @@ namespace dlock::detail {
 DistributedLock::DistributedLock(std::shared_ptr<LockCore> core) : core_(std::move(core)) {}
 
 bool DistributedLock::doAcquire(std::string_view key, Deadline deadline,
-                                std::optional<std::chrono::milliseconds> leaseTime) {
+                                std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel) {
   if (RequestIdHolder::Hold* hold = RequestIdHolder::find(core_->id(), key)) {
+    if (core_->closed()) core_->throwClosed("lock " + quoteKey(key));  // its hold was released at close
     // Reentry must not extend an ended lease: the outer section is already unprotected.
     if (!core_->isValid(*hold->lease)) {
       throw LockLostError("dlock: lock " + quoteKey(key) + " on " + core_->describe() +
@@ -24,8 +25,9 @@ bool DistributedLock::doAcquire(std::string_view key, Deadline deadline,
     core_->counters().reentries.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
-  std::shared_ptr<LeaseState> lease = core_->acquire(key, deadline, leaseTime);
+  std::shared_ptr<LeaseState> lease = core_->acquire(key, deadline, leaseTime, cancel);
   if (!lease) return false;
+  core_->keep(lease);
   RequestIdHolder::insert(core_->id(), key, std::move(lease));
   return true;
 }
@@ -47,10 +49,15 @@ void DistributedLock::doUnlock(std::string_view key) {
   try {
     core_->release(*hold->lease);
   } catch (const LockLostError&) {
-    RequestIdHolder::erase(core_->id(), key);
+    erase(key, *hold->lease);
     throw;
   }
   // A ConnectionError or BackendError propagated above, keeping the hold for a retry.
+  erase(key, *hold->lease);
+}
+
+void DistributedLock::erase(std::string_view key, const LeaseState& lease) noexcept {
+  core_->forget(lease);
   RequestIdHolder::erase(core_->id(), key);
 }
 
@@ -68,7 +75,7 @@ bool DistributedLock::doUnlockQuietly(std::string_view key) noexcept {
     return true;
   }
   const bool released = core_->releaseQuietly(*hold->lease);
-  RequestIdHolder::erase(core_->id(), key);
+  erase(key, *hold->lease);
   return released;
 }
 
@@ -88,9 +95,20 @@ std::uint64_t DistributedLock::doFencingToken(std::string_view key) const {
   return hold->lease->fencingToken;
 }
 
+void DistributedLock::doExtend(std::string_view key, std::chrono::milliseconds ttl) {
+  RequestIdHolder::Hold* hold = RequestIdHolder::find(core_->id(), key);
+  if (hold == nullptr) throwNotHeld("extend", key);
+  core_->extend(*hold->lease, ttl);
+}
+
+std::chrono::milliseconds DistributedLock::doRemainingLease(std::string_view key) const {
+  const RequestIdHolder::Hold* hold = RequestIdHolder::find(core_->id(), key);
+  return hold == nullptr ? std::chrono::milliseconds(0) : core_->remaining(*hold->lease);
+}
+
 Lease DistributedLock::doAcquireLease(std::string_view key, Deadline deadline,
-                                      std::optional<std::chrono::milliseconds> leaseTime) {
-  std::shared_ptr<LeaseState> lease = core_->acquire(key, deadline, leaseTime);
+                                      std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel) {
+  std::shared_ptr<LeaseState> lease = core_->acquire(key, deadline, leaseTime, cancel);
   if (!lease) return Lease();
   return Lease(std::make_unique<HeldLease>(core_, std::move(lease)));
 }

@@ -4,6 +4,7 @@
 // Owner: one Lease. Thread safety: as Lease (one thread at a time); the core is thread-safe.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "LeaseState.h"
 #include "LockCore.h"
 #include "dlock/Lease.h"
+#include "dlock/Validation.h"
 
 namespace dlock::detail {
 
@@ -26,6 +28,11 @@ class HeldLease final : public LeaseControl {
   [[nodiscard]] const std::string& token() const noexcept override { return lease_->token; }
   [[nodiscard]] std::uint64_t fencingToken() const noexcept override { return lease_->fencingToken; }
   [[nodiscard]] std::chrono::steady_clock::time_point validUntil() const override { return lease_->deadline(); }
+  void extend(std::chrono::milliseconds ttl) override {
+    detail::checkLeaseTime(ttl, "the lease time", "extend");
+    core_->extend(*lease_, ttl);
+  }
+  [[nodiscard]] std::chrono::milliseconds remainingLease() const override { return core_->remaining(*lease_); }
 
  private:
   const std::shared_ptr<LockCore> core_;

@@ -2,7 +2,8 @@
 // LockCore.h — the acquire/release algorithm shared by thread holds (DistributedLock) and Lease
 // handles. Kept alive by the lock and by every Lease it handed out, so a Lease may outlive its
 // lock; the last of them may be dropped by a lost handler, on the watchdog's thread (see
-// Watchdog.h). Thread safety: thread-safe.
+// Watchdog.h). close() ends its waits and releases the thread holds it keeps (keep()); Leases are
+// their holders'. Thread safety: thread-safe.
 #pragma once
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 
 #include "Attempt.h"
 #include "CleanupLane.h"
@@ -22,6 +24,7 @@
 #include "WaitPolicy.h"
 #include "WaiterQueue.h"
 #include "Watchdog.h"
+#include "dlock/Cancel.h"
 #include "dlock/Clock.h"
 #include "dlock/ILock.h"
 #include "dlock/IOperator.h"
@@ -45,9 +48,26 @@ class LockCore {
   ~LockCore();
 
   // Acquires `key` for a new token, waiting until `deadline` (the wait loop, WaitLoop.h, over the
-  // lock's attempt); nullptr on timeout. Throws what the backend throws; then nothing is held.
+  // lock's attempt); nullptr on timeout. Throws what the backend throws, or InterruptedError
+  // (`cancel`, or close(): before or during the wait); then nothing is held.
   std::shared_ptr<LeaseState> acquire(std::string_view key, Deadline deadline,
-                                      std::optional<std::chrono::milliseconds> leaseTime);
+                                      std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel);
+
+  // A thread hold, for close() to release: InterruptedError (released first) when the lock was
+  // closed as it was acquired. forget() when the hold ends.
+  void keep(const std::shared_ptr<LeaseState>& lease);
+  void forget(const LeaseState& lease) noexcept;
+  // Every wait ends (InterruptedError), new ones are refused, every kept hold is released (each
+  // within the backend's command timeout, logged "released at close"). Idempotent.
+  void close() noexcept;
+  [[nodiscard]] bool closed() const noexcept { return closing_.cancelRequested(); }
+  // InterruptedError: the lock was closed. `what`: "lock 'k'".
+  [[noreturn]] void throwClosed(const std::string& what) const;
+
+  // A fixed lease's end moved to `ttl` from now (ILock::extend); its local deadline with it.
+  void extend(LeaseState& lease, std::chrono::milliseconds ttl);
+  // The lease's local deadline minus now; zero once ended.
+  [[nodiscard]] std::chrono::milliseconds remaining(const LeaseState& lease) const;
 
   // acquire() through the attempt `make` builds (a semaphore's permits), holding a lease of `kind`.
   using MakeAttempt = std::function<std::unique_ptr<Attempt>(const AttemptTools& tools, const WaitPolicy& policy)>;
@@ -84,6 +104,7 @@ class LockCore {
   [[noreturn]] void throwLost(LeaseState& lease, bool releasing, const char* what);
   std::shared_ptr<Watchdog> makeWatchdog();
   [[noreturn]] void throwInherited(const LeaseState& lease) const;
+  void releaseAtClose(LeaseState& lease) noexcept;
 
   const std::uint64_t id_;
   const std::shared_ptr<IOperator> backend_;
@@ -103,6 +124,12 @@ class LockCore {
   ILock::LostHandler lostHandler_;  // guarded by handlerMutex_
 
   ForkLocal<CleanupLane> cleanup_;  // a forked child's own: the parent's thread is not there
+
+  CancelSource closing_;             // cancelled by close(): every wait of the lock listens to it
+  const CancelToken closingToken_;   // closing_'s, copied once rather than per acquire
+  // The thread holds close() releases (a forked child skips the parent's: inheritedAcrossFork).
+  ForkSafeMutex keptMutex_;
+  std::unordered_map<const LeaseState*, std::weak_ptr<LeaseState>> kept_;  // guarded by keptMutex_
 
   // Last: made from the members above; stopped by the destructor. A forked child gets its own,
   // which renews only the child's leases; the parent's thread does not exist there.

@@ -17,6 +17,7 @@
 #include "dlock/ILock.h"
 #include "dlock/LockError.h"
 #include "dlock/detail/Backoff.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock::detail {
 
@@ -42,7 +43,7 @@ class OutageRetry {
                             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - started_).count()) +
                             " ms over " + std::to_string(failures_) + " attempt(s); last: " + error.what());
     }
-    std::this_thread::sleep_until(std::min(now + backoff_.next(), deadline_));
+    (void)Wakeup::sleepUntil(std::min(now + backoff_.next(), deadline_));
   }
 
   // The budget's end: calls made in the wait from now on must not outlast it (CallBudget).

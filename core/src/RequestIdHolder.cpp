@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dlock/core/RequestIdHolder.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <map>
 #include <string>
 #include <utility>
@@ -31,14 +34,17 @@ struct ThreadHolds {
   ThreadHolds& operator=(const ThreadHolds&) = delete;
 
   // A thread that ends while holding keys can never unlock them: stop renewing, so the
-  // leases end at their TTL instead of being kept alive forever.
+  // leases end at their TTL instead of being kept alive forever. Only a lease still held is
+  // reported: one released when its lock was closed or destroyed, or lost, was logged then.
+  // The main thread's holds end here at exit(): the program, not a thread, ended.
   ~ThreadHolds() {
+    const bool programExit = ::getpid() == static_cast<pid_t>(::syscall(SYS_gettid));
     for (auto& [lockId, holds] : locks) {
       for (auto& [key, hold] : holds) {
-        hold.lease->abandon();
+        if (!hold.lease->abandon()) continue;
         try {
-          detail::logger()->warn("dlock: a thread ended holding {}; its lease ends at its TTL",
-                                 detail::quoteKey(key));
+          detail::logger()->warn("dlock: {} holding {}; its lease ends at its TTL",
+                                 programExit ? "the program exited" : "a thread ended", detail::quoteKey(key));
         } catch (...) {  // logging must not throw out of thread exit
         }
       }

@@ -12,40 +12,55 @@ using std::chrono::milliseconds;
 using SteadyTime = std::chrono::steady_clock::time_point;
 
 std::optional<Held> WaitLoop::run(Attempt& attempt, WaitPolicy& policy) {
+  WaitState state;
+  if (policy.interrupted()) policy.throwInterrupted(what());  // before anything is sent
   if (!policy.once()) {
     if (const auto until = attempt.holdBackUntil()) policy.holdBack(*until);
   }
-  WaitState state;
   std::optional<WaiterQueue::Ticket> turn;
   while (true) {
+    if (policy.interrupted()) interrupted(attempt, policy, state);
     const std::optional<TryResult> result = tryOnce(attempt, policy, state);
     if (!result) continue;  // cut off; the outage's pause is over
-    if (const Held* held = std::get_if<Held>(&*result)) {
-      stopWaiting(state, true);
-      return *held;
-    }
+    if (const Held* held = std::get_if<Held>(&*result)) return holding(attempt, policy, state, *held);
     const SteadyTime now = std::chrono::steady_clock::now();
     state.last = std::get<Waiting>(*result);
     state.leftOnServer = state.last.queued;
     ++state.failures;
     if (!state.waitingSince) state.waitingSince = now;
     if (policy.over(now)) return timedOut(attempt, policy, state);
+    policy.listen();  // every pause from here on ends on a cancel
     if (WaiterQueue* local = attempt.processQueue(); local != nullptr && !turn) {
       // Queue behind this process's other waiters for the key; only the head talks to the backend.
       turn.emplace(*local, key_);
-      if (!turn->waitForTurn(policy.deadline())) return timedOut(attempt, policy, state);
-      continue;  // our turn: the key may be free by now
+      if (!turn->waitForTurn(policy.deadline()) && !policy.interrupted()) return timedOut(attempt, policy, state);
+      continue;  // our turn (the key may be free by now), or interrupted
     }
     if (joinNow(attempt, policy, state)) continue;
     const SteadyTime pausing = std::chrono::steady_clock::now();
     const Pause pause{policy.remaining(pausing),
                       policy.pauseAfter(state.last.holderTtl, attempt.placeRenewal(), pausing), policy.callDeadline()};
-    if (std::optional<Held> held = attempt.await(state, pause)) {
-      stopWaiting(state, true);
-      return held;
-    }
+    if (std::optional<Held> held = attempt.await(state, pause)) return holding(attempt, policy, state, *held);
   }
 }
+
+std::optional<Held> WaitLoop::holding(Attempt& attempt, const WaitPolicy& policy, WaitState& state, const Held& held) {
+  // A grant that raced a cancel: given back by token (the attempt's leave), never kept unowned.
+  if (policy.interrupted()) {
+    state.leftOnServer = true;
+    interrupted(attempt, policy, state);
+  }
+  stopWaiting(state, true);
+  return held;
+}
+
+void WaitLoop::interrupted(Attempt& attempt, const WaitPolicy& policy, const WaitState& state) {
+  leave(attempt, policy, state);
+  stopWaiting(state, false);
+  policy.throwInterrupted(what());
+}
+
+std::string WaitLoop::what() const { return "dlock: lock " + quoteKey(key_) + " on " + backend_.describe(); }
 
 std::optional<TryResult> WaitLoop::tryOnce(Attempt& attempt, WaitPolicy& policy, WaitState& state) {
   state.tryNumber = counters_.attempts.fetch_add(1, std::memory_order_relaxed);
@@ -86,7 +101,7 @@ bool WaitLoop::joinNow(Attempt& attempt, WaitPolicy& policy, const WaitState& st
 
 void WaitLoop::rideOut(Attempt& attempt, WaitPolicy& policy, const WaitState& state, const ConnectionError& error) {
   try {
-    policy.rideOut(error, "dlock: lock " + quoteKey(key_) + " on " + backend_.describe());
+    policy.rideOut(error, what());
   } catch (...) {
     leave(attempt, policy, state);
     throw;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "WaitPolicy.h"
+#include "dlock/detail/Wakeup.h"
 
 #include <algorithm>
 #include <thread>
@@ -16,6 +17,7 @@ milliseconds WaitPolicy::remaining(SteadyTime now) const noexcept {
 
 void WaitPolicy::rideOut(const ConnectionError& error, const std::string& what) {
   if (!outage_) outage_.emplace(deadline_, outageTolerance_, sent_);
+  listen();  // the back-off ends on a cancel too, the first try's included
   outage_->pauseOrThrow(error, what);
 }
 
@@ -25,10 +27,22 @@ milliseconds WaitPolicy::pauseAfter(milliseconds holderTtl, milliseconds placeRe
   return std::max(pause, milliseconds(1));
 }
 
-void WaitPolicy::holdBack(SteadyTime until) const {
+void WaitPolicy::holdBack(SteadyTime until) {
   if (once()) return;
   until = std::min(until, deadline_);
-  if (until > std::chrono::steady_clock::now()) std::this_thread::sleep_until(until);
+  if (until <= std::chrono::steady_clock::now()) return;
+  listen();
+  (void)Wakeup::sleepUntil(until);
+}
+
+void WaitPolicy::throwInterrupted(const std::string& what) const {
+  throw InterruptedError(what + (interrupts_.caller.cancelRequested() ? ": cancelled" : ": the lock was closed") +
+                         "; nothing is held");
+}
+
+void WaitPolicy::listen() {
+  if (listening_ || (!interrupts_.caller.cancellable() && !interrupts_.closing.cancellable())) return;
+  listening_ = std::make_unique<Listening>(interrupts_);
 }
 
 }  // namespace dlock::detail

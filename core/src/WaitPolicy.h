@@ -10,6 +10,10 @@
 //                                 the holder's lease end (+1 ms)               lock's IWait gets `remaining`
 //   riding out an outage          OutageRetry's back-off, cut at its budget    rideOut
 //
+// and what ends every one of them at once: a cancel of the caller's CancelToken or the lock's
+// close() (interrupted()). The first pause installs a Wakeup (Wakeup.h) woken by either, through
+// which every pause of the wait sleeps, down to the backends' watches; a wait that never pauses
+// registers nothing (the uncontended cycle pays two atomic loads).
 // and the deadline every backend call inside the wait must meet (CallBudget): the wait's own when
 // it has one; for lock(key) without one, the outage budget's once an outage began; none for a
 // single try (tryLock(key) gets the command timeout, as any call outside a wait).
@@ -22,13 +26,16 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "OutageRetry.h"
+#include "dlock/Cancel.h"
 #include "dlock/ILock.h"
 #include "dlock/LockError.h"
 #include "dlock/detail/CallBudget.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock::detail {
 
@@ -38,10 +45,17 @@ class WaitPolicy {
   using SteadyTime = std::chrono::steady_clock::time_point;
   static constexpr Deadline kTryOnce = Deadline::min();  // tryLock(key): one try, no wait
 
+  // What may end a wait early: the caller's token and the lock's (cancelled by close()). Held by
+  // reference: pass tokens that outlive the policy, never temporaries (`source.token()`).
+  struct Interrupts {
+    const CancelToken& caller;
+    const CancelToken& closing;
+  };
+
   // `deadline`: the caller's (kTryOnce, ILock::kNoDeadline for none); `outageTolerance` bounds
   // an outage in a wait without one (LockOptions::outageTolerance).
-  WaitPolicy(Deadline deadline, std::chrono::milliseconds outageTolerance) noexcept
-      : deadline_(deadline), outageTolerance_(outageTolerance) {}
+  WaitPolicy(Deadline deadline, std::chrono::milliseconds outageTolerance, Interrupts interrupts = {kNever, kNever}) noexcept
+      : deadline_(deadline), outageTolerance_(outageTolerance), interrupts_(interrupts) {}
 
   [[nodiscard]] bool once() const noexcept { return deadline_ == kTryOnce; }
   [[nodiscard]] Deadline deadline() const noexcept { return deadline_; }
@@ -76,13 +90,36 @@ class WaitPolicy {
                                                      std::chrono::milliseconds placeRenewal, SteadyTime now) const noexcept;
 
   // Sleeps until `until`, cut at the deadline (a single try never holds back).
-  void holdBack(SteadyTime until) const;
+  void holdBack(SteadyTime until);
+
+  // The caller's token was cancelled or the lock closed: the wait must end (InterruptedError).
+  [[nodiscard]] bool interrupted() const noexcept {
+    return interrupts_.caller.cancelRequested() || interrupts_.closing.cancelRequested();
+  }
+  // InterruptedError for `what` ("dlock: lock 'k' on ..."), saying which of the two it was.
+  [[noreturn]] void throwInterrupted(const std::string& what) const;
+  // Before a pause: from now on every pause of this wait (on this thread) ends on a cancel.
+  void listen();
 
  private:
+  // The wake of this wait's pauses, installed on this thread, and what wakes it.
+  struct Listening {
+    Wakeup wakeup;
+    Wakeup::Scope scope{wakeup};
+    CancelCallback onCancel;
+    CancelCallback onClose;
+    explicit Listening(const Interrupts& interrupts)
+        : onCancel(interrupts.caller, [this] { wakeup.wake(); }), onClose(interrupts.closing, [this] { wakeup.wake(); }) {}
+  };
+  static inline const CancelToken kNever{};
+
+
   const Deadline deadline_;
   const std::chrono::milliseconds outageTolerance_;
   std::optional<OutageRetry> outage_;  // from a call's failure to the next answer
   SteadyTime sent_;                    // of the last call made through call()
+  const Interrupts interrupts_;
+  std::unique_ptr<Listening> listening_;  // from the first pause
 };
 
 }  // namespace dlock::detail

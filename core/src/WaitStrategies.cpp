@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <random>
-#include <thread>
 
 #include "dlock/Validation.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock {
 namespace {
@@ -15,7 +15,7 @@ using Clock = std::chrono::steady_clock;
 
 void sleepAtMost(milliseconds wanted, milliseconds remaining) {
   const milliseconds sleep = std::min(wanted, remaining);
-  if (sleep.count() > 0) std::this_thread::sleep_for(sleep);
+  if (sleep.count() > 0) pauseInWait(sleep);
 }
 
 std::mt19937_64& threadRandom() {
@@ -24,6 +24,8 @@ std::mt19937_64& threadRandom() {
 }
 
 }  // namespace
+
+bool pauseInWait(std::chrono::steady_clock::duration duration) { return detail::Wakeup::sleepFor(duration); }
 
 FixedIntervalWait::FixedIntervalWait(milliseconds interval) : interval_(interval) {
   detail::checkPositive(interval, "the interval", "FixedIntervalWait");
@@ -54,7 +56,7 @@ void yieldToOlderWaiters(std::chrono::steady_clock::time_point waitingSince) {
   constexpr std::chrono::microseconds kHorizon{5000};  // waited this long: no delay at all
   const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - waitingSince);
   if (waited >= kHorizon || waited.count() < 0) return;
-  std::this_thread::sleep_for(kLongest * (kHorizon - waited).count() / kHorizon.count());
+  pauseInWait(kLongest * (kHorizon - waited).count() / kHorizon.count());
 }
 
 }  // namespace

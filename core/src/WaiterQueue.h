@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "dlock/detail/Wakeup.h"
+
 namespace dlock::detail {
 
 class WaiterQueue {
@@ -29,7 +31,8 @@ class WaiterQueue {
     Ticket& operator=(const Ticket&) = delete;
     ~Ticket() { queue_->leave(key_, number_); }
 
-    // Blocks until this ticket heads its queue (true) or `deadline` passes (false).
+    // Blocks until this ticket heads its queue (true), or `deadline` passes or the wait is
+    // woken (Wakeup.h) first (false).
     bool waitForTurn(std::chrono::steady_clock::time_point deadline) { return queue_->waitForTurn(key_, number_, deadline); }
 
    private:
@@ -49,11 +52,7 @@ class WaiterQueue {
   bool waitForTurn(const std::string& key, std::uint64_t number, std::chrono::steady_clock::time_point deadline) {
     std::unique_lock<std::mutex> guard(mutex_);
     const auto atHead = [&] { return queues_.at(key).front() == number; };
-    if (deadline == std::chrono::steady_clock::time_point::max()) {
-      turn_.wait(guard, atHead);
-      return true;
-    }
-    return turn_.wait_until(guard, deadline, atHead);
+    return Wakeup::waitUntil(turn_, guard, deadline, atHead);  // false when woken (a cancel)
   }
 
   void leave(const std::string& key, std::uint64_t number) {

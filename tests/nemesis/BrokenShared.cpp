@@ -5,9 +5,9 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "KeyNames.h"
+#include "redis/src/KeyNames.h"
 #include "RawServer.h"
-#include "SemaphoreScripts.h"
+#include "redis/src/SemaphoreScripts.h"
 
 namespace dlock::nemesis {
 namespace {

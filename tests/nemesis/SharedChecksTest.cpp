@@ -101,7 +101,7 @@ TEST_SUITE("SharedChecks") {
     CHECK(report.lostTold == 1);
   }
 
-  TEST_CASE("readers inside together pass; a writer among them fails") {
+  TEST_CASE("readers inside together pass, a writer among them fails") {
     CheckerInput input = run("rw");
     hold(input, {"c1", "a", "read 1", 0, 10, 100, 11, 50});
     hold(input, {"c2", "b", "read 1", 0, 20, 100, 21, 60});
@@ -122,7 +122,7 @@ TEST_SUITE("SharedChecks") {
     CHECK(dlock::nemesis::check(input).vouchedPastEvidence == 1);
   }
 
-  TEST_CASE("more permits inside than the capacity, all valid, fail; up to it pass") {
+  TEST_CASE("more permits inside than the capacity, all valid, fail, up to it pass") {
     CheckerInput input = run("sem");
     hold(input, {"c1", "a", "permits 1", 1, 10, 100, 11, 50});
     hold(input, {"c2", "b", "permits 1", 2, 20, 100, 21, 60});
@@ -135,7 +135,7 @@ TEST_SUITE("SharedChecks") {
     CHECK_FALSE(checkOf(dlock::nemesis::check(input), 8).passed);
   }
 
-  TEST_CASE("a read taken while a writer waited fails writer preference; a reader queued before it passes") {
+  TEST_CASE("a read taken while a writer waited fails writer preference, a reader queued before it passes") {
     CheckerInput input = run("rw");
     // c1's writer queued at 5 ms (sent at 4) and still waits; c2's read is sent at 10 ms.
     add(input, "c1", Kind::Invoke, "acquire", "k", 3);

@@ -349,7 +349,7 @@ inline void badInputIsRefusedBeforeAnythingIsSent(Backends& b, const std::functi
   TEST_CASE_FIXTURE(Fixture, "a signal before any await is not remembered" where) {                             \
     ::dlock::test::cond::aSignalBeforeAnyAwaitIsNotRemembered(backends, "early");                               \
   }                                                                                                              \
-  TEST_CASE_FIXTURE(Fixture, "a signal moves the longest waiter behind the fair queue; a release hands it the key" where) { \
+  TEST_CASE_FIXTURE(Fixture, "a signal moves the longest waiter behind the fair queue, a release hands it the key" where) { \
     ::dlock::test::cond::aSignalMovesTheLongestWaiterIntoTheFairQueue(backends, "fair");                        \
   }                                                                                                              \
   TEST_CASE_FIXTURE(Fixture, "a fair key's await leaves no release record for the token's next hold" where) {   \
@@ -361,7 +361,7 @@ inline void badInputIsRefusedBeforeAnythingIsSent(Backends& b, const std::functi
   TEST_CASE_FIXTURE(Fixture, "signalAll moves every waiter in the order they came" where) {                     \
     ::dlock::test::cond::signalAllMovesEveryWaiterInOrder(backends, "all");                                     \
   }                                                                                                              \
-  TEST_CASE_FIXTURE(Fixture, "a waiter leaves once; after a signal there is nothing to leave" where) {          \
+  TEST_CASE_FIXTURE(Fixture, "a waiter leaves once, after a signal there is nothing to leave" where) {          \
     ::dlock::test::cond::aWaiterLeavesOnce(backends, "leave");                                                  \
   }                                                                                                              \
   TEST_CASE_FIXTURE(Fixture, "renewals keep a waiter in one batch, and a place that ran out is not renewed" where) { \

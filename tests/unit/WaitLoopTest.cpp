@@ -8,12 +8,16 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/src/Attempt.h"
+#include "Fixtures.h"
 #include "core/src/LockCounters.h"
 #include "core/src/WaitLoop.h"
 #include "core/src/WaitPolicy.h"
+#include "dlock/Cancel.h"
+#include "dlock/IWait.h"
 #include "dlock/LockError.h"
 #include "dlock/memory/MemoryOperator.h"
 
@@ -34,6 +38,7 @@ class ScriptedAttempt final : public dlock::detail::Attempt {
   std::deque<bool> joins;
   std::deque<std::optional<Held>> wakes;
   std::chrono::milliseconds renewal = std::chrono::milliseconds::max();
+  std::function<void()> pausing;  // run inside each await (a pause that blocks)
 
   std::string moves;                  // t(ry) j(oin) a(wait) l(eave)
   std::vector<Pause> pauses;          // each await's
@@ -59,6 +64,7 @@ class ScriptedAttempt final : public dlock::detail::Attempt {
   std::optional<Held> await(const WaitState& /*state*/, const Pause& pause) override {
     moves += 'a';
     pauses.push_back(pause);
+    if (pausing) pausing();
     if (wakes.empty()) return std::nullopt;
     auto wake = wakes.front();
     wakes.pop_front();
@@ -95,6 +101,51 @@ auto inAnHour() { return std::chrono::steady_clock::now() + 1h; }
 }  // namespace
 
 TEST_SUITE("WaitLoop") {
+  TEST_CASE("any attempt is cancellable: a cancel wakes its pause, it leaves its place, InterruptedError") {
+    LoopFixture f;
+    f.attempt.tries = {taken(0ms, true)};
+    dlock::CancelSource stop;
+    const dlock::CancelToken never;
+    dlock::test::Event paused;
+    f.attempt.pausing = [&] {
+      paused.set();
+      CHECK_FALSE(dlock::pauseInWait(1h));  // woken by the cancel, not an hour later
+    };
+    std::thread canceller([&] {
+      REQUIRE(paused.wait());
+      stop.requestCancel();
+    });
+    const dlock::CancelToken token = stop.token();  // outlives the policy, which refers to it
+    WaitPolicy policy(WaitPolicy::Deadline::max(), 1s, {token, never});
+    CHECK_THROWS_AS(f.run(policy), dlock::InterruptedError);
+    canceller.join();
+    CHECK(f.attempt.moves == "tjal");
+    CHECK(f.attempt.leftAtLeave == true);
+  }
+
+  TEST_CASE("a token cancelled before the wait sends nothing, a key taken as the cancel came is given back") {
+    dlock::CancelSource stop;
+    const dlock::CancelToken never;
+    stop.requestCancel();
+    LoopFixture before;
+    const dlock::CancelToken cancelled = stop.token();
+    WaitPolicy first(inAnHour(), 1s, {cancelled, never});
+    CHECK_THROWS_AS(before.run(first), dlock::InterruptedError);
+    CHECK(before.attempt.moves.empty());
+
+    dlock::CancelSource racing;
+    LoopFixture raced;
+    raced.attempt.tries = {[&] {
+      racing.requestCancel();  // while the try that takes the key is in flight
+      return TryResult(Held{7, {}, 0ms});
+    }};
+    const dlock::CancelToken closing = racing.token();
+    WaitPolicy second(inAnHour(), 1s, {never, closing});  // close() of the lock, as a cancel
+    CHECK_THROWS_AS(raced.run(second), dlock::InterruptedError);
+    CHECK(raced.attempt.moves == "tl");
+    CHECK(raced.attempt.leftAtLeave == true);  // leave() gives the key back by token
+  }
+
   TEST_CASE("a free key is held after one try, with nothing left or waited") {
     LoopFixture f;
     f.attempt.tries = {held(7)};
@@ -214,7 +265,7 @@ TEST_SUITE("WaitPolicy") {
     CHECK(soon.remaining(now + 1h) == 0ms);
     CHECK(WaitPolicy(WaitPolicy::Deadline::max(), 1s).remaining(now) == std::chrono::milliseconds::max());
 
-    const WaitPolicy past(now - 1ms, 1s);
+    WaitPolicy past(now - 1ms, 1s);
     CHECK(past.over(now));
     past.holdBack(now + 1h);  // cut at the deadline: returns at once
     WaitPolicy(WaitPolicy::kTryOnce, 1s).holdBack(now + 1h);

@@ -17,6 +17,14 @@
 //
 // Timing out is a `false` return; a backend failure is an exception (ConnectionError,
 // BackendError). If lock/tryLock/acquire throws, the caller holds nothing new.
+//
+// Cancellation and shutdown: a wait given a CancelToken (Cancel.h) throws InterruptedError soon
+// after the token is cancelled (at once, sending nothing, when it is cancelled already), leaving
+// no queue place and no key behind. close() — and destroying the lock — wakes every wait of this
+// lock with InterruptedError, refuses new ones (InterruptedError, nothing sent), and releases
+// every key a thread of this process still holds through it (each logged "released at close");
+// such a thread's unlock then reports LockLostError. Leases (acquire()) stay their holders' and
+// are released by them. A forked child's close() releases nothing of its parent's.
 // Services take a std::shared_ptr<ILock> by injection; dlock::LockBuilder makes one over any
 // IOperator, the in-memory one in tests.
 // Owner: shared (std::shared_ptr). Thread safety: thread-safe.
@@ -29,6 +37,7 @@
 #include <string>
 #include <string_view>
 
+#include "dlock/Cancel.h"
 #include "dlock/Lease.h"
 #include "dlock/LockError.h"
 #include "dlock/LockOptions.h"
@@ -52,14 +61,21 @@ class ILock {
   void lock() { lock(defaultKey()); }
   void lock(std::string_view key) {
     detail::checkKey(key, "lock");
-    (void)doAcquire(key, kNoDeadline, std::nullopt);
+    (void)doAcquire(key, kNoDeadline, std::nullopt, kNeverCancelled);
   }
+  // As lock(key), ended by `cancel` (or close()) with InterruptedError; the JDK's
+  // lockInterruptibly is the same call.
+  void lock(std::string_view key, const CancelToken& cancel) {
+    detail::checkKey(key, "lock");
+    (void)doAcquire(key, kNoDeadline, std::nullopt, cancel);
+  }
+  void lockInterruptibly(std::string_view key, const CancelToken& cancel) { lock(key, cancel); }
 
   // Tries once.
   [[nodiscard]] bool tryLock() { return tryLock(defaultKey()); }
   [[nodiscard]] bool tryLock(std::string_view key) {
     detail::checkKey(key, "tryLock");
-    return doAcquire(key, kTryOnce, std::nullopt);
+    return doAcquire(key, kTryOnce, std::nullopt, kNeverCancelled);
   }
 
   // Waits at most `timeout` (steady clock) with the lock's IWait strategy; false on timeout.
@@ -68,7 +84,12 @@ class ILock {
   [[nodiscard]] bool tryLock(std::chrono::milliseconds timeout) { return tryLock(defaultKey(), timeout); }
   [[nodiscard]] bool tryLock(std::string_view key, std::chrono::milliseconds timeout) {
     detail::checkKey(key, "tryLock");
-    return doAcquire(key, deadlineAfter(timeout), std::nullopt);
+    return doAcquire(key, deadlineAfter(timeout), std::nullopt, kNeverCancelled);
+  }
+  // As above, ended early by `cancel` (or close()) with InterruptedError.
+  [[nodiscard]] bool tryLock(std::string_view key, std::chrono::milliseconds timeout, const CancelToken& cancel) {
+    detail::checkKey(key, "tryLock");
+    return doAcquire(key, deadlineAfter(timeout), std::nullopt, cancel);
   }
   // As above with this acquisition's own lease instead of the lock's (Redisson's
   // tryLock(waitTime, leaseTime)); an explicit lease is not renewed by the watchdog.
@@ -76,7 +97,7 @@ class ILock {
                              std::chrono::milliseconds leaseTime) {
     detail::checkKey(key, "tryLock");
     detail::checkLeaseTime(leaseTime, "the lease time", "tryLock");
-    return doAcquire(key, deadlineAfter(timeout), leaseTime);
+    return doAcquire(key, deadlineAfter(timeout), leaseTime, kNeverCancelled);
   }
 
   // Releases one hold of this thread; the lease is released when the count reaches zero.
@@ -102,6 +123,25 @@ class ILock {
   // How many times this thread holds the key (0 when it does not).
   [[nodiscard]] unsigned holdCount(std::string_view key) const { return doHoldCount(key); }
 
+  // Moves the end of this thread's fixed-lease hold of the key (a lease time given to tryLock or
+  // the lock's LockOptions::leaseTime) to `ttl` from now: one round trip. NotOwnerError when not
+  // held; InvalidArgumentError for a bad ttl or a lease the watchdog renews (nothing sent);
+  // LockLostError when the lease had ended; ConnectionError leaves it as it was.
+  void extend(std::string_view key, std::chrono::milliseconds ttl) {
+    detail::checkKey(key, "extend");
+    detail::checkLeaseTime(ttl, "the lease time", "extend");
+    doExtend(key, ttl);
+  }
+
+  // How long this thread's hold of the key lasts, as far as this client knows (its local
+  // deadline minus now); zero when not held or ended. Local: no round trip.
+  [[nodiscard]] std::chrono::milliseconds remainingLease(std::string_view key) const { return doRemainingLease(key); }
+
+  // Ends every wait of this lock (InterruptedError), refuses new ones, and releases what this
+  // process's threads still hold through it, each bounded by the backend's command timeout (see
+  // the top of this file). Idempotent. The destructor does the same.
+  void close() noexcept { doClose(); }
+
   // The fencing token of this thread's hold of the key; NotOwnerError when not held.
   [[nodiscard]] std::uint64_t fencingToken() const { return fencingToken(defaultKey()); }
   [[nodiscard]] std::uint64_t fencingToken(std::string_view key) const { return doFencingToken(key); }
@@ -119,7 +159,8 @@ class ILock {
   [[nodiscard]] Lease acquire(std::string_view key, const AcquireOptions& options = {}) {
     detail::checkKey(key, "acquire");
     if (options.leaseTime) detail::checkLeaseTime(*options.leaseTime, "the lease time", "acquire");
-    return doAcquireLease(key, options.waitTime ? deadlineAfter(*options.waitTime) : kNoDeadline, options.leaseTime);
+    return doAcquireLease(key, options.waitTime ? deadlineAfter(*options.waitTime) : kNoDeadline, options.leaseTime,
+                          options.cancel);
   }
 
   // Registers a handler for leases the watchdog finds lost (replaces the previous one).
@@ -133,6 +174,7 @@ class ILock {
 
   static constexpr Deadline kTryOnce = Deadline::min();
   static constexpr Deadline kNoDeadline = Deadline::max();
+  static inline const CancelToken kNeverCancelled{};
 
   // kTryOnce for a timeout <= 0; kNoDeadline when now + timeout would not fit.
   static Deadline deadlineAfter(std::chrono::milliseconds timeout) {
@@ -146,15 +188,19 @@ class ILock {
   friend class MutexHandle;
 
   // The hooks. Arguments are validated. `deadline` is kTryOnce, kNoDeadline or a point in time;
-  // `leaseTime` unset means the lock's own.
-  virtual bool doAcquire(std::string_view key, Deadline deadline, std::optional<std::chrono::milliseconds> leaseTime) = 0;
+  // `leaseTime` unset means the lock's own; `cancel` ends the wait (InterruptedError).
+  virtual bool doAcquire(std::string_view key, Deadline deadline, std::optional<std::chrono::milliseconds> leaseTime,
+                         const CancelToken& cancel) = 0;
   virtual void doUnlock(std::string_view key) = 0;
   virtual bool doUnlockQuietly(std::string_view key) noexcept = 0;
   [[nodiscard]] virtual bool doIsHeld(std::string_view key) const = 0;
   [[nodiscard]] virtual unsigned doHoldCount(std::string_view key) const = 0;
   [[nodiscard]] virtual std::uint64_t doFencingToken(std::string_view key) const = 0;
   virtual Lease doAcquireLease(std::string_view key, Deadline deadline,
-                               std::optional<std::chrono::milliseconds> leaseTime) = 0;
+                               std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel) = 0;
+  virtual void doExtend(std::string_view key, std::chrono::milliseconds ttl) = 0;
+  [[nodiscard]] virtual std::chrono::milliseconds doRemainingLease(std::string_view key) const = 0;
+  virtual void doClose() noexcept = 0;
   virtual void doOnLockLost(LostHandler handler) = 0;
   [[nodiscard]] virtual LockStats doStats() const = 0;
   [[nodiscard]] virtual const std::string& doDefaultKey() const noexcept = 0;

@@ -5,6 +5,10 @@
 // ExponentialBackoffWait (full jitter) and NotifyWait (sleeps until the holder releases or its
 // lease would end; the default). One strategy object serves every waiter of a lock at once, so
 // implementations are thread-safe.
+//
+// A wait can be cancelled (a CancelToken, the lock's close()): a strategy that sleeps through
+// pauseInWait(), or blocks in WaitContext::releases, is woken at once; one that sleeps otherwise
+// (std::this_thread::sleep_for) delays the InterruptedError until its sleep ends.
 #pragma once
 
 #include <chrono>
@@ -13,6 +17,10 @@
 #include "dlock/IOperator.h"
 
 namespace dlock {
+
+// Sleeps `duration`, or less when the wait it runs in is cancelled (false then). For IWait
+// strategies; outside a wait, a plain sleep.
+bool pauseInWait(std::chrono::steady_clock::duration duration);
 
 struct WaitContext {
   std::string_view key;

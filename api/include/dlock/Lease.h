@@ -38,6 +38,11 @@ class LeaseControl {
   [[nodiscard]] virtual const std::string& token() const noexcept = 0;
   [[nodiscard]] virtual std::uint64_t fencingToken() const noexcept = 0;
   [[nodiscard]] virtual std::chrono::steady_clock::time_point validUntil() const = 0;
+  // Lease::extend and Lease::remainingLease; by default a lease that cannot be extended.
+  virtual void extend(std::chrono::milliseconds /*ttl*/) {
+    throw InvalidArgumentError("dlock: extend of '" + key() + "': this kind of lease cannot be extended");
+  }
+  [[nodiscard]] virtual std::chrono::milliseconds remainingLease() const { return std::chrono::milliseconds(0); }
 };
 
 }  // namespace detail
@@ -89,6 +94,19 @@ class Lease {
   // clock). Moves forward with each renewal; past it the lease is not held. NotOwnerError when
   // empty.
   [[nodiscard]] std::chrono::steady_clock::time_point validUntil() const { return control().validUntil(); }
+
+  // Moves the end of a fixed lease (AcquireOptions::leaseTime, or the lock's leaseTime) to `ttl`
+  // from now, as ILock::extend does: InvalidArgumentError for a bad ttl or a lease the watchdog
+  // renews; LockLostError when it had ended; ConnectionError leaves it as it was. NotOwnerError
+  // when empty.
+  void extend(std::chrono::milliseconds ttl) {
+    if (!control_) throw NotOwnerError("dlock: extend of an empty lease");
+    control_->extend(ttl);
+  }
+  // validUntil() minus now, as far as this client knows; zero when empty or ended. Local.
+  [[nodiscard]] std::chrono::milliseconds remainingLease() const {
+    return control_ ? control_->remainingLease() : std::chrono::milliseconds(0);
+  }
 
  private:
   const detail::LeaseControl& control() const {

@@ -9,6 +9,8 @@
 //   LockLostError         the lease expired or was taken before unlock: the section ran unprotected
 //   InvalidArgumentError  empty or oversized key, bad duration; thrown before anything is sent
 //   ConfigError           bad URI or options; the message names the field
+//   InterruptedError      a wait was cancelled (its CancelToken, or the lock's close()); nothing
+//                         is held and no queue place is left behind
 //
 // Messages name the key and the backend address, never a password.
 #pragma once
@@ -50,6 +52,11 @@ class DLOCK_API InvalidArgumentError : public LockError {
 };
 
 class DLOCK_API ConfigError : public LockError {
+ public:
+  using LockError::LockError;
+};
+
+class DLOCK_API InterruptedError : public LockError {
  public:
   using LockError::LockError;
 };

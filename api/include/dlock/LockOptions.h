@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "dlock/Cancel.h"
+
 namespace dlock {
 
 struct LockOptions {
@@ -46,6 +48,8 @@ struct AcquireOptions {
   // Lease of this acquisition, at most kMaxLeaseTime. Unset: the lock's LockOptions::leaseTime
   // (or the watchdog).
   std::optional<std::chrono::milliseconds> leaseTime;
+  // Ends the wait with InterruptedError once cancelled (Cancel.h); the default never is.
+  CancelToken cancel{};
 };
 
 }  // namespace dlock

@@ -16,6 +16,7 @@
 #include "MemoryFairQueue.h"
 #include "MemoryReadWrite.h"
 #include "MemorySemaphore.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock {
 
@@ -167,7 +168,7 @@ class MemoryReleaseWatch final : public IReleaseWatch {
   bool waitForRelease(std::chrono::milliseconds timeout) override {
     std::unique_lock<std::mutex> guard(state_->mutex);
     const bool released =
-        state_->released.wait_for(guard, timeout, [&] { return releasesLocked() != seen_; });
+        detail::Wakeup::waitFor(state_->released, guard, timeout, [&] { return releasesLocked() != seen_; });
     seen_ = releasesLocked();
     return released;
   }
@@ -414,7 +415,7 @@ class MemoryGrantWatch final : public IGrantWatch {
   Grant waitForGrant(std::chrono::milliseconds timeout) override {
     std::unique_lock<std::mutex> guard(state_->mutex);
     std::optional<Grant> grant;
-    state_->released.wait_for(guard, timeout, [&] {
+    detail::Wakeup::waitFor(state_->released, guard, timeout, [&] {
       auto* key = state_->find(key_);
       grant = key == nullptr ? std::nullopt : key->fair.takeGrant(token_);
       return grant.has_value();

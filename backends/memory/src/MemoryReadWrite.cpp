@@ -6,6 +6,7 @@
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/memory/MemoryOperator.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock::detail {
 namespace {
@@ -103,7 +104,7 @@ class MemoryReadWrite::GrantWatch final : public IGrantWatch {
   Grant waitForGrant(milliseconds timeout) override {
     std::unique_lock<std::mutex> guard(owner_->mutex_);
     std::optional<Grant> grant;
-    owner_->granted_.wait_for(guard, timeout, [&] {
+    Wakeup::waitFor(owner_->granted_, guard, timeout, [&] {
       grant = owner_->named(name_).queue.takeGrant(token_);
       return grant.has_value();
     });

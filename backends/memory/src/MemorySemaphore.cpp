@@ -8,6 +8,7 @@
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/memory/MemoryOperator.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock::detail {
 namespace {
@@ -110,7 +111,7 @@ class MemorySemaphores::Watch final : public IGrantWatch {
   Grant waitForGrant(milliseconds timeout) override {
     std::unique_lock<std::mutex> guard(owner_->mutex_);
     std::optional<Grant> grant;
-    owner_->granted_.wait_for(guard, timeout, [&] {
+    Wakeup::waitFor(owner_->granted_, guard, timeout, [&] {
       auto& slot = owner_->find(name_).grants[token_];
       grant = std::exchange(slot, std::nullopt);
       return grant.has_value();

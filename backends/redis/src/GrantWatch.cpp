@@ -18,6 +18,7 @@
 #include "dlock/Validation.h"
 #include "dlock/detail/Fork.h"
 #include "dlock/detail/Log.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock::detail {
 namespace {
@@ -134,7 +135,7 @@ class FollowingGrantWatch final : public IGrantWatch {
       current_ = subscribeGrants(*topology_, budget_, slot_, channel_, token_);
     } catch (const LockError& error) {
       logger()->debug("dlock: hand-off watch on {} not moved yet: {}", topology_->describe(), error.what());
-      std::this_thread::sleep_for(std::min(timeout, kRewatchPause));
+      (void)Wakeup::sleepFor(std::min(timeout, kRewatchPause));
     }
     return Grant{Grant::Kind::Recheck, 0, 0};
   }

@@ -14,6 +14,7 @@
 #include "dlock/LockError.h"
 #include "dlock/detail/CallBudget.h"
 #include "dlock/detail/Log.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock::detail {
 
@@ -41,7 +42,7 @@ class PubSubConnection::Watch final : public IReleaseWatch {
     // its retry reports the trouble (or finds where the key lives now) instead of sleeping out its
     // bound; generation_ stays behind until the confirmation, which then wakes it again.
     const std::uint64_t failuresBefore = c.connectFailures_;
-    const bool woke = channel.changed.wait_for(guard, timeout, [&] {
+    const bool woke = Wakeup::waitFor(channel.changed, guard, timeout, [&] {
       return channel.events != seen_ || c.stopping_ ||
              (c.generation_ != generation_ && (channel.confirmed || c.connectFailures_ != failuresBefore));
     });
@@ -89,7 +90,7 @@ class PubSubConnection::PrefixWatch final : public IMessageWatch {
       return channel.drops != drops_ || c.stopping_ ||
              (c.generation_ != generation_ && (channel.confirmed || c.connectFailures_ != failuresBefore));
     };
-    slot.arrived.wait_for(guard, timeout, [&] { return !message.empty() || missed(); });
+    Wakeup::waitFor(slot.arrived, guard, timeout, [&] { return !message.empty() || missed(); });
     MessageWait result;
     if (!message.empty()) {
       result.outcome = MessageWait::Outcome::Message;

@@ -21,6 +21,7 @@
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/detail/Log.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock {
 namespace detail {
@@ -205,7 +206,7 @@ class FollowingWatch final : public IReleaseWatch {
     } catch (const LockError& error) {
       // The waiter's next attempt meets the same trouble and reports it; do not spin.
       logger()->debug("dlock: release watch on {} not moved yet: {}", topology_->describe(), error.what());
-      std::this_thread::sleep_for(std::min(timeout, rewatch_.next()));
+      (void)Wakeup::sleepFor(std::min(timeout, rewatch_.next()));
     }
     return true;
   }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "dlock/detail/Wakeup.h"
+
 namespace dlock::detail {
 
 RedlockWatch::RedlockWatch(std::vector<std::unique_ptr<IReleaseWatch>> members) : members_(std::move(members)) {}
@@ -17,7 +19,7 @@ bool RedlockWatch::waitForRelease(std::chrono::milliseconds timeout) {
     for (auto& member : members_) seen = member->waitForRelease(std::chrono::milliseconds(0)) || seen;
     if (seen) return true;  // every member consulted: one release shows on several nodes
     const Steady::time_point now = Steady::now();
-    if (now >= deadline) return false;
+    if (now >= deadline || Wakeup::woken()) return false;  // woken: the wait was cancelled
     const auto slice = std::min(kSlice, std::chrono::ceil<std::chrono::milliseconds>(deadline - now));
     IReleaseWatch& member = *members_[next_];
     next_ = (next_ + 1) % members_.size();

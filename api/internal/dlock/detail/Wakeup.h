@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+// Wakeup.h — the wake-up of the wait this thread is in, so that a cancel or close() ends every
+// pause of that wait within a millisecond, however deep in a backend the pause sleeps (DESIGN.md,
+// "One wait loop"). The one place a pause learns of a cancel: the wait loop installs it, the
+// pauses (an IWait's sleep, a release or grant watch, the process queue, an outage's back-off)
+// sleep through it.
+//
+//   Wakeup wakeup; Wakeup::Scope scope(wakeup);    pauses on this thread end once wakeup.wake()
+//   Wakeup::waitFor(cv, guard, timeout, pred)      cv.wait_for that also ends on the wake; pred()'s last
+//   Wakeup::sleepUntil(t) / sleepFor(d)            a sleep that ends on the wake
+//   Wakeup::woken()                                the current scope was woken
+//
+// Outside any scope these are the plain waits. The state is one trivially constructed
+// thread_local pointer (as CallBudget's): no guard a forked child could find held.
+// Owner: one wait (the scope's thread); wake() from any thread. Thread safety: thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace dlock::detail {
+
+class Wakeup {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  class Scope {
+   public:
+    explicit Scope(Wakeup& wakeup) noexcept : previous_(slot()) { slot() = &wakeup; }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    ~Scope() { slot() = previous_; }
+
+   private:
+    Wakeup* const previous_;
+  };
+
+  Wakeup() = default;
+  Wakeup(const Wakeup&) = delete;
+  Wakeup& operator=(const Wakeup&) = delete;
+
+  // Ends the scope's pause in progress and every later one. From any thread; never waits for
+  // the sleeper to run, so one thread wakes many at once (close()).
+  void wake() noexcept {
+    Listener listener;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      woken_.store(true, std::memory_order_seq_cst);
+      own_.notify_all();
+      if (listening_.cv == nullptr) return;
+      listener = listening_;
+      notifying_ = true;  // pins the listener: it stays listening until this notify is done
+    }
+    {
+      // Under the listener's mutex, outside ours (it takes ours while holding its own): it is
+      // then either before its check of woken_ or blocked, so the notify cannot fall between.
+      std::lock_guard<std::mutex> guard(*listener.mutex);
+      listener.cv->notify_all();
+    }
+    std::lock_guard<std::mutex> guard(mutex_);
+    notifying_ = false;
+    own_.notify_all();
+  }
+  [[nodiscard]] bool wokenHere() const noexcept { return woken_.load(std::memory_order_seq_cst); }
+
+  [[nodiscard]] static bool woken() noexcept {
+    const Wakeup* current = slot();
+    return current != nullptr && current->wokenHere();
+  }
+
+  // cv.wait_for(guard, timeout, pred), ended early by the current scope's wake; returns pred().
+  template <class Predicate>
+  static bool waitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& guard,
+                      std::chrono::milliseconds timeout, Predicate pred) {
+    return waitUntil(cv, guard, deadlineAfter(timeout), pred);
+  }
+  template <class Predicate>
+  static bool waitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& guard, Clock::time_point deadline,
+                        Predicate pred) {
+    Wakeup* current = slot();
+    if (current == nullptr) return waitPlain(cv, guard, deadline, pred);
+    // pred() once per check, as std's (a backend's may take what it found: a grant).
+    bool met = false;
+    current->listen(cv, guard);
+    waitPlain(cv, guard, deadline, [&] {
+      met = pred();
+      return met || current->wokenHere();
+    });
+    current->stopListening(guard);
+    return met;
+  }
+
+  // Sleeps until `deadline` or the current scope's wake; false when woken.
+  static bool sleepUntil(Clock::time_point deadline) {
+    Wakeup* current = slot();
+    if (current == nullptr) {
+      std::this_thread::sleep_until(deadline);
+      return true;
+    }
+    std::unique_lock<std::mutex> guard(current->mutex_);
+    return !current->own_.wait_until(guard, deadline, [current] { return current->wokenHere(); });
+  }
+  static bool sleepFor(Clock::duration duration) { return sleepUntil(Clock::now() + duration); }
+
+ private:
+  static Clock::time_point deadlineAfter(std::chrono::milliseconds timeout) {
+    const auto now = Clock::now();
+    return timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now)
+               ? Clock::time_point::max()
+               : now + timeout;
+  }
+  template <class Predicate>
+  static bool waitPlain(std::condition_variable& cv, std::unique_lock<std::mutex>& guard, Clock::time_point deadline,
+                        Predicate pred) {
+    if (deadline == Clock::time_point::max()) {
+      cv.wait(guard, pred);
+      return true;
+    }
+    return cv.wait_until(guard, deadline, pred);
+  }
+  struct Listener {
+    std::condition_variable* cv = nullptr;
+    std::mutex* mutex = nullptr;
+  };
+
+  void listen(std::condition_variable& cv, std::unique_lock<std::mutex>& held) noexcept {
+    std::lock_guard<std::mutex> guard(mutex_);
+    listening_ = Listener{&cv, held.mutex()};
+  }
+  // With `held` locked, as a wait returns. A wake about to notify needs the listener's mutex:
+  // give it up until that is done (only ever after a wake: the wait is ending anyway).
+  void stopListening(std::unique_lock<std::mutex>& held) {
+    std::unique_lock<std::mutex> guard(mutex_);
+    if (notifying_) {
+      held.unlock();
+      own_.wait(guard, [this] { return !notifying_; });
+      listening_ = Listener{};
+      guard.unlock();
+      held.lock();
+      return;
+    }
+    listening_ = Listener{};
+  }
+  static Wakeup*& slot() noexcept {
+    static thread_local Wakeup* current = nullptr;
+    return current;
+  }
+
+  std::atomic<bool> woken_{false};
+  std::mutex mutex_;              // taken under a listener's mutex, never the other way round
+  std::condition_variable own_;   // sleepUntil's, and stopListening's wait for a notify to end
+  Listener listening_;            // guarded by mutex_; a backend's condition, while waited on
+  bool notifying_ = false;        // guarded by mutex_; a wake is notifying listening_
+};
+
+}  // namespace dlock::detail
