@@ -129,6 +129,12 @@ void handOff(dlock::ILock& lock) {
   std::thread([held = std::move(lease)]() mutable { held.release(); }).join();  // any thread may release it
 }
 
+void worker(dlock::ILock& lock, const dlock::CancelToken& stop) {
+  lock.lock("job", stop);  // InterruptedError once the service's CancelSource is cancelled
+  // ...
+  lock.unlock("job");
+}
+
 void destroyWhileHolding(std::shared_ptr<dlock::IOperator> backend) {
   auto lock = dlock::LockBuilder().backend(std::move(backend)).build();
   if (!lock->tryLock("nightly")) return;
