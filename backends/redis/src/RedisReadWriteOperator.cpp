@@ -14,6 +14,7 @@
 #include "ReadWriteScripts.h"
 #include "RedisOperatorOptions.h"
 #include "Replies.h"
+#include "ReplicaWait.h"
 #include "ScriptCall.h"
 #include "Topology.h"
 #include "dlock/LockError.h"
@@ -92,6 +93,51 @@ ReadWriteInfo readInspectReply(const redisReply& raw, const std::string& where) 
   return info;
 }
 
+// Gives up what an acquire on `connection` took because its replicas did not acknowledge it
+// (ReplicaWait.h): the hold's release, or for an upgrade a downgrade back to the read hold it had.
+std::string undoHold(Connection& connection, bool sharded, const RedisOperatorOptions& options,
+                     const ReadWriteKeys& keys, std::string_view token, ReadWriteMode mode, bool upgrade,
+                     const std::string& ttlText, const std::string& where) {
+  const std::string channel = keys.names.rwGrantChannel();
+  const std::string fenceTtl = std::to_string(options.fenceTtl.count());
+  if (upgrade) {
+    const ReplyPtr reply =
+        runScript(connection, readWriteDowngradeScript(sharded), keys.all(), {token, ttlText, channel, fenceTtl});
+    return readFlagReply(*reply, where) ? "downgraded it back to its read hold" : "it had ended already";
+  }
+  const std::string record = keys.names.rwRecord(token);
+  const std::string floor = recordFloor(options);
+  const ReplyPtr reply = runScript(connection, readWriteReleaseScript(sharded), keys.all(),
+                                   {token, letterOf(mode), channel, record, floor, fenceTtl});
+  return readQueueReleaseReply(*reply, where, kMaxAdmitted).released ? "released it" : "it had ended already";
+}
+
+// With wait_replicas, after an acquire (or an upgrade) on `connection` found `token`'s `mode` hold:
+// returns once replicas have it, else undoes it and throws (ReplicaWait.h). A hold that was ours
+// already (a hand-off found by a try, a retried acquire) was written by another call, maybe on
+// another connection, which this connection's WAIT does not count: it is extended here first (to
+// the whole ttl), a write that follows the hand-off in the replication stream. Found ended by
+// then, it is not held.
+void confirmHold(Connection& connection, bool sharded, const RedisOperatorOptions& options, const ReadWriteKeys& keys,
+                 std::string_view token, ReadWriteMode mode, bool upgrade, const std::string& ttlText,
+                 FairAcquireResult& result, const std::string& where) {
+  if (options.waitReplicas == 0) return;
+  if (result.validity.count() != 0) {
+    const ReplyPtr reply = runScript(connection, readWriteExtendScript(), {keys.writer, keys.readers},
+                                     {ttlText, token, letterOf(mode)});
+    if (!readFlagsReply(*reply, 1, where).front()) {
+      FairAcquireResult ended;
+      ended.backendMillis = result.backendMillis;
+      result = ended;
+      return;
+    }
+    result.validity = milliseconds(0);
+  }
+  awaitReplicas(options, connection, where, [&](Connection& on) {
+    return undoHold(on, sharded, options, keys, token, mode, upgrade, ttlText, where);
+  });
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -110,13 +156,17 @@ FairAcquireResult RedisOperator::doAcquire(std::string_view name, std::string_vi
   const char* operation = mode == ReadWriteMode::Read ? "acquireRead" : "acquireWrite";
   Call call(operation, name, options.retryBudget);
   FairAcquireResult result;
-  runScriptCall(topology, call, keys.names.slot(), readWriteAcquireScript(topology.sharded()), keys.all(),
-                {token, letterOf(mode), ttlText, fenceTtl, leaseText, channel, record, grantListener()},
-                [&](const redisReply& reply, const std::string& node) {
-                  // A reader's fence is the last writer's: 0 before any write.
-                  result = readQueueAcquireReply(reply, describeCall(operation, name, node),
-                                                 mode == ReadWriteMode::Write ? 1 : 0);
-                });
+  runScriptCallOn(topology, call, keys.names.slot(), readWriteAcquireScript(topology.sharded()), keys.all(),
+                  {token, letterOf(mode), ttlText, fenceTtl, leaseText, channel, record, grantListener()},
+                  [&](Connection& connection, const redisReply& reply, const std::string& node) {
+                    const std::string where = describeCall(operation, name, node);
+                    // A reader's fence is the last writer's: 0 before any write.
+                    result = readQueueAcquireReply(reply, where, mode == ReadWriteMode::Write ? 1 : 0);
+                    if (result.acquired) {
+                      confirmHold(connection, topology.sharded(), options, keys, token, mode, false, ttlText, result,
+                                  where);
+                    }
+                  });
   return result;
 }
 
@@ -147,6 +197,8 @@ bool RedisOperator::doDowngrade(std::string_view name, std::string_view token, m
   const std::string channel = keys.names.rwGrantChannel();
   const std::string fenceTtl = std::to_string(options.fenceTtl.count());
   Call call("downgrade", name, options.retryBudget);
+  // No WAIT with wait_replicas: a downgrade only gives up exclusion. A replica promoted without it
+  // still has this token as the writer, which excludes more; the read hold is then found lost.
   bool reads = false;
   runScriptCall(topology, call, keys.names.slot(), readWriteDowngradeScript(topology.sharded()), keys.all(),
                 {token, ttlText, channel, fenceTtl}, [&](const redisReply& reply, const std::string& node) {
@@ -163,10 +215,15 @@ FairAcquireResult RedisOperator::doTryUpgrade(std::string_view name, std::string
   const std::string fenceTtl = std::to_string(options.fenceTtl.count());
   Call call("tryUpgrade", name, options.retryBudget);
   FairAcquireResult result;
-  runScriptCall(topology, call, keys.names.slot(), readWriteUpgradeScript(), keys.all(), {token, ttlText, fenceTtl},
-                [&](const redisReply& reply, const std::string& node) {
-                  result = readQueueAcquireReply(reply, describeCall("tryUpgrade", name, node), 1);
-                });
+  runScriptCallOn(topology, call, keys.names.slot(), readWriteUpgradeScript(), keys.all(), {token, ttlText, fenceTtl},
+                  [&](Connection& connection, const redisReply& reply, const std::string& node) {
+                    const std::string where = describeCall("tryUpgrade", name, node);
+                    result = readQueueAcquireReply(reply, where, 1);
+                    if (result.acquired) {
+                      confirmHold(connection, topology.sharded(), options, keys, token, ReadWriteMode::Write, true,
+                                  ttlText, result, where);
+                    }
+                  });
   return result;
 }
 
@@ -177,17 +234,23 @@ bool RedisOperator::doExtend(const ReadWriteLease& lease, milliseconds ttl) {
   const std::string ttlText = std::to_string(ttl.count());
   Call call("extend", lease.name, options.retryBudget);
   bool extended = false;
-  runScriptCall(topology, call, keys.names.slot(), readWriteExtendScript(), {keys.writer, keys.readers},
-                {ttlText, lease.token, letterOf(lease.mode)}, [&](const redisReply& reply, const std::string& node) {
-                  extended = readFlagsReply(reply, 1, describeCall("extend", lease.name, node)).front();
-                });
+  runScriptCallOn(topology, call, keys.names.slot(), readWriteExtendScript(), {keys.writer, keys.readers},
+                  {ttlText, lease.token, letterOf(lease.mode)},
+                  [&](Connection& connection, const redisReply& reply, const std::string& node) {
+                    const std::string where = describeCall("extend", lease.name, node);
+                    extended = readFlagsReply(reply, 1, where).front();
+                    // A grantee confirms its hand-off with this call: its write follows the
+                    // hand-off's in the replication stream, so the WAIT after it covers both.
+                    if (extended) requireRenewalReplicated(options, connection, where);
+                  });
   return extended;
 }
 
 std::vector<ExtendResult> RedisOperator::doExtendAll(const std::vector<ReadWriteLease>& leases, milliseconds ttl) {
   // One rwExtend per slot (a script's keys share one on a cluster; on one server, one for all)
-  // and per kExtendChunk holds, each through the retries of any call. Outcomes are per hold: a
-  // group that cannot be settled makes only its own holds unknown.
+  // and per kExtendChunk holds, each through the retries of any call, then WAIT with
+  // wait_replicas. Outcomes are per hold: a group that cannot be settled (or whose replicas do not
+  // acknowledge it) makes only its own holds unknown.
   std::vector<ExtendResult> results(leases.size());
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = operatorOptions();
@@ -214,11 +277,16 @@ std::vector<ExtendResult> RedisOperator::doExtendAll(const std::vector<ReadWrite
       const std::string what = "(" + std::to_string(end - start) + " holds)";
       Call call("extend", what, options.retryBudget);
       try {
-        runScriptCall(topology, call, keys[members[start]].names.slot(), readWriteExtendScript(), names, args,
-                      [&](const redisReply& reply, const std::string& node) {
-                        const std::vector<bool> flags = readFlagsReply(reply, end - start, describeCall("extend", what, node));
-                        for (std::size_t j = start; j < end; ++j) results[members[j]].extended = flags[j - start];
-                      });
+        runScriptCallOn(topology, call, keys[members[start]].names.slot(), readWriteExtendScript(), names, args,
+                        [&](Connection& connection, const redisReply& reply, const std::string& node) {
+                          const std::string where = describeCall("extend", what, node);
+                          const std::vector<bool> flags = readFlagsReply(reply, end - start, where);
+                          const bool replicated = renewalsReplicated(options, connection, where);
+                          for (std::size_t j = start; j < end; ++j) {
+                            results[members[j]].extended = replicated && flags[j - start];
+                            results[members[j]].unknown = !replicated;
+                          }
+                        });
       } catch (const LockError& error) {
         logger()->warn("dlock: renewing {} read-write hold(s) on {}: {}", end - start, topology.describe(), error.what());
         for (std::size_t j = start; j < end; ++j) results[members[j]].unknown = true;
@@ -265,14 +333,6 @@ ReadWriteInfo RedisOperator::doInspect(std::string_view name) {
                   info = readInspectReply(reply, describeCall("inspectReadWrite", name, node));
                 });
   return info;
-}
-
-std::string RedisOperator::readWriteUnsupported() const {
-  // As the fair lock's: a hand-off is written by the releaser's script, which waits for no replica.
-  if (operatorOptions().waitReplicas > 0) {
-    return "wait_replicas is not supported by the read-write lock (a hand-off is not acknowledged by replicas)";
-  }
-  return {};
 }
 
 }  // namespace dlock

@@ -3,20 +3,25 @@
 // reply readers; a waiter's grant watch is GrantWatch.h's.
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "Errors.h"
 #include "GrantWatch.h"
 #include "KeyNames.h"
-#include "RedisOperatorOptions.h"
 #include "QueueReplies.h"
+#include "RedisOperatorOptions.h"
+#include "ReplicaWait.h"
 #include "ScriptCall.h"
 #include "SemaphoreScripts.h"
 #include "Topology.h"
 #include "dlock/ISemaphoreOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
+#include "dlock/detail/Log.h"
 #include "dlock/redis/RedisOperator.h"
 
 namespace dlock {
@@ -24,6 +29,9 @@ namespace detail {
 namespace {
 
 using std::chrono::milliseconds;
+
+// Leases per semExtendMany in a batch renewal (each a few server calls inside the script).
+constexpr std::size_t kExtendChunk = 1000;
 
 // The three keys of one semaphore (SemaphoreScripts.h), under its name's hash tag, and the base
 // of its grant channels, which goes as ARGV (as the fair lock's: a channel is no key).
@@ -126,6 +134,68 @@ SemaphoreInfo readSemaphoreInspectReply(const redisReply& raw, const std::string
   return info;
 }
 
+// With wait_replicas, after an acquire on `connection` found `token` holding its permits: returns
+// once replicas have them, else releases them and throws (ReplicaWait.h). Permits that were ours
+// already (a grant found by a try, a retried acquire) were written by another call, maybe on
+// another connection, which this connection's WAIT does not count: they are extended here first
+// (to the whole lease), a write that follows the grant in the replication stream. Found ended by
+// then, they are not held.
+void confirmPermits(const RedisOperatorOptions& options, bool sharded, Connection& connection,
+                    const SemaphoreNames& names, std::string_view token, const std::string& leaseText,
+                    SemaphoreAcquireResult& result, const std::string& where) {
+  if (options.waitReplicas == 0) return;
+  if (result.validity.count() != 0) {
+    const ReplyPtr extended = runScript(connection, semaphoreExtendScript(sharded), names.keys(),
+                                        {token, leaseText, names.channel, names.keyLife});
+    if (readBoundedInteger(*extended, 1, where) == 0) {
+      SemaphoreAcquireResult ended;
+      ended.backendMillis = result.backendMillis;
+      result = ended;
+      return;
+    }
+    result.validity = milliseconds(0);
+  }
+  awaitReplicas(options, connection, where, [&](Connection& on) {
+    const ReplyPtr released = runScript(on, semaphoreReleaseScript(sharded), names.keys(),
+                                        {token, names.channel, names.recordLife, names.keyLife});
+    return std::string(readQueueReleaseReply(*released, where, kMaxSemaphorePermits).released ? "released it"
+                                                                                               : "it had ended already");
+  });
+}
+
+// One semExtendMany (SemaphoreScripts.h) over `leases[members[start..end)]`: each name's keys
+// once, in the order of first use; its leases by the name's index.
+class ExtendManyCall {
+ public:
+  ExtendManyCall(const std::vector<LeaseRef>& leases, const std::vector<std::size_t>& members, std::size_t start,
+                 std::size_t end, const std::map<std::string_view, SemaphoreNames>& byName,
+                 const std::string& leaseText) {
+    std::map<std::string_view, std::size_t> index;  // from 1, as the script counts
+    std::vector<const SemaphoreNames*> names;
+    for (std::size_t j = start; j < end; ++j) {
+      const auto [at, added] = index.emplace(leases[members[j]].key, names.size() + 1);
+      if (added) names.push_back(&byName.at(leases[members[j]].key));
+      indexes_.push_back(std::to_string(at->second));
+    }
+    count_ = std::to_string(names.size());
+    args_ = {leaseText, names.front()->keyLife, count_};
+    for (const SemaphoreNames* each : names) {
+      keys_.insert(keys_.end(), {each->state, each->deadlines, each->queue});
+      args_.emplace_back(each->channel);
+    }
+    for (std::size_t j = start; j < end; ++j) args_.insert(args_.end(), {indexes_[j - start], leases[members[j]].token});
+  }
+
+  [[nodiscard]] const Argv& keys() const { return keys_; }
+  [[nodiscard]] const Argv& args() const { return args_; }
+
+ private:
+  std::vector<std::string> indexes_;  // the texts args_ points to
+  std::string count_;
+  Argv keys_;
+  Argv args_;
+};
+
 }  // namespace
 }  // namespace detail
 
@@ -142,13 +212,17 @@ SemaphoreAcquireResult RedisOperator::doAcquirePermits(std::string_view name, st
   const std::string waiterLeaseText = std::to_string(waiterLease.count());
   Call call("acquirePermits", name, operatorOptions().retryBudget);
   SemaphoreAcquireResult result;
-  runScriptCall(topology, call, names.names.slot(), semaphoreAcquireScript(topology.sharded()), names.keys(),
-                {token, permitsText, capacityText, leaseText, waiterLeaseText, names.channel, grantListener(),
-                 names.keyLife},
-                [&](const redisReply& reply, const std::string& node) {
-                  result = readSemaphoreAcquireReply(reply, name, capacity, node,
-                                                     describeCall("acquirePermits", name, node));
-                });
+  runScriptCallOn(topology, call, names.names.slot(), semaphoreAcquireScript(topology.sharded()), names.keys(),
+                  {token, permitsText, capacityText, leaseText, waiterLeaseText, names.channel, grantListener(),
+                   names.keyLife},
+                  [&](Connection& connection, const redisReply& reply, const std::string& node) {
+                    const std::string where = describeCall("acquirePermits", name, node);
+                    result = readSemaphoreAcquireReply(reply, name, capacity, node, where);
+                    if (result.acquired) {
+                      confirmPermits(operatorOptions(), topology.sharded(), connection, names, token, leaseText,
+                                     result, where);
+                    }
+                  });
   return result;
 }
 
@@ -172,12 +246,63 @@ bool RedisOperator::doExtendPermits(std::string_view name, std::string_view toke
   const std::string leaseText = std::to_string(lease.count());
   Call call("extendPermits", name, operatorOptions().retryBudget);
   bool extended = false;
-  runScriptCall(topology, call, names.names.slot(), semaphoreExtendScript(topology.sharded()), names.keys(),
-                {token, leaseText, names.channel, names.keyLife},
-                [&](const redisReply& reply, const std::string& node) {
-                  extended = readBoundedInteger(reply, 1, describeCall("extendPermits", name, node)) == 1;
-                });
+  runScriptCallOn(topology, call, names.names.slot(), semaphoreExtendScript(topology.sharded()), names.keys(),
+                  {token, leaseText, names.channel, names.keyLife},
+                  [&](Connection& connection, const redisReply& reply, const std::string& node) {
+                    const std::string where = describeCall("extendPermits", name, node);
+                    extended = readBoundedInteger(reply, 1, where) == 1;
+                    // A grantee confirms its grant with this call: its write follows the grant's in
+                    // the replication stream, so the WAIT after it covers the grant too.
+                    if (extended) requireRenewalReplicated(operatorOptions(), connection, where);
+                  });
   return extended;
+}
+
+std::vector<ExtendResult> RedisOperator::doExtendPermitsAll(const std::vector<LeaseRef>& leases, milliseconds lease) {
+  // As the read-write lock's doExtendAll: one semExtendMany per slot (one for all on one server)
+  // and per kExtendChunk leases, each through the retries of any call, then WAIT with
+  // wait_replicas. Outcomes are per lease: a group that cannot be settled (or whose replicas do
+  // not acknowledge it) makes only its own leases unknown.
+  std::vector<ExtendResult> results(leases.size());
+  Topology& topology = this->topology();
+  const RedisOperatorOptions& options = operatorOptions();
+  const bool sharded = topology.sharded();
+  const std::string leaseText = std::to_string(lease.count());
+  std::map<std::string_view, SemaphoreNames> byName;
+  std::map<std::uint16_t, std::vector<std::size_t>> bySlot;
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    auto at = byName.find(leases[i].key);
+    if (at == byName.end()) {
+      at = byName.emplace(std::piecewise_construct, std::forward_as_tuple(leases[i].key),
+                          std::forward_as_tuple(options, leases[i].key, sharded)).first;
+    }
+    bySlot[sharded ? at->second.names.slot() : 0].push_back(i);
+  }
+  for (const auto& [slot, slotMembers] : bySlot) {
+    const auto& members = slotMembers;  // a structured binding cannot be captured in C++17
+    for (std::size_t start = 0; start < members.size(); start += kExtendChunk) {
+      const std::size_t end = std::min(members.size(), start + kExtendChunk);
+      const ExtendManyCall batch(leases, members, start, end, byName, leaseText);
+      const std::string what = "(" + std::to_string(end - start) + " permit leases)";
+      Call call("extendPermits", what, options.retryBudget);
+      try {
+        runScriptCallOn(topology, call, slot, semaphoreExtendManyScript(sharded), batch.keys(), batch.args(),
+                        [&](Connection& connection, const redisReply& reply, const std::string& node) {
+                          const std::string where = describeCall("extendPermits", what, node);
+                          const std::vector<bool> flags = readFlagsReply(reply, end - start, where);
+                          const bool replicated = renewalsReplicated(options, connection, where);
+                          for (std::size_t j = start; j < end; ++j) {
+                            results[members[j]].extended = replicated && flags[j - start];
+                            results[members[j]].unknown = !replicated;
+                          }
+                        });
+      } catch (const LockError& error) {
+        logger()->warn("dlock: renewing {} permit lease(s) on {}: {}", end - start, topology.describe(), error.what());
+        for (std::size_t j = start; j < end; ++j) results[members[j]].unknown = true;
+      }
+    }
+  }
+  return results;
 }
 
 bool RedisOperator::doLeavePermitQueue(std::string_view name, std::string_view token) {
@@ -224,16 +349,6 @@ std::unique_ptr<IGrantWatch> RedisOperator::doWatchPermitGrants(std::string_view
   const SemaphoreNames names(operatorOptions(), name, topology->sharded());
   return watchGrantChannel(topology, operatorOptions().retryBudget, names.names.slot(),
                            names.channel + ":" + grantListener(), std::string(token), 1);
-}
-
-std::string RedisOperator::semaphoreUnsupported() const {
-  // As the fair lock's hand-off: an admission is written by another client's release (or by any
-  // call that reclaims an expired lease), which does not wait for replicas, so a WAIT on the
-  // waiter's connection would not cover it. Refused rather than silently weaker.
-  if (operatorOptions().waitReplicas > 0) {
-    return "wait_replicas is not supported by the semaphore (an admission is not acknowledged by replicas)";
-  }
-  return {};
 }
 
 }  // namespace dlock
