@@ -45,32 +45,22 @@ struct FairKeys {
   const std::string lock, queue, leases, fence, channel, record, recordFloor, fenceTtl;
 };
 
-// With wait_replicas, after fairLock on `connection` found the key `token`'s: returns once replicas
-// have it, else releases it (handing it on) and throws (ReplicaWait.h). A key that was ours
-// already (a hand-off found by a try, a retried acquire) was written by another call, maybe on
-// another connection, which this connection's WAIT does not count: it is extended here first (to
-// the whole ttl), a write that follows the hand-off in the replication stream. Found ended by
-// then, it is not held. A hand-off heard on the grant watch is confirmed by IOperator::extend,
-// whose WAIT covers it the same way; renewals are the default lock's.
+// confirmAcquire (ReplicaWait.h) for fairLock. A hand-off heard on the grant watch is confirmed
+// by IOperator::extend, whose WAIT covers it the same way; renewals are the default lock's.
 void confirmFairHold(Connection& connection, bool sharded, const RedisOperatorOptions& options, const FairKeys& keys,
                      std::string_view token, const std::string& ttlText, FairAcquireResult& result,
                      const std::string& where) {
-  if (options.waitReplicas == 0) return;
-  if (result.validity.count() != 0) {
-    const ReplyPtr reply = runScript(connection, extendScript(), {keys.lock}, {token, ttlText, keys.names.owner()});
-    if (!readFlagReply(*reply, where)) {
-      FairAcquireResult ended;
-      ended.backendMillis = result.backendMillis;
-      result = ended;
-      return;
-    }
-    result.validity = milliseconds(0);
-  }
-  awaitReplicas(options, connection, where, [&](Connection& on) {
-    const ReplyPtr reply = runScript(on, fairReleaseScript(sharded), keys.all(),
-                                     {token, keys.channel, keys.record, keys.recordFloor, keys.fenceTtl});
-    return std::string(readQueueReleaseReply(*reply, where, 1).released ? "released it" : "it had ended already");
-  });
+  confirmAcquire(
+      options, connection, where, result,
+      [&](Connection& on) {
+        const ReplyPtr reply = runScript(on, extendScript(), {keys.lock}, {token, ttlText, keys.names.owner()});
+        return readFlagReply(*reply, where);
+      },
+      [&](Connection& on) {
+        const ReplyPtr reply = runScript(on, fairReleaseScript(sharded), keys.all(),
+                                         {token, keys.channel, keys.record, keys.recordFloor, keys.fenceTtl});
+        return releasedOrEnded(readQueueReleaseReply(*reply, where, 1));
+      });
 }
 
 }  // namespace

@@ -256,7 +256,7 @@ std::string releaseAfterAcquire(Connection& connection, const KeyNames& names, b
   const Script& script = sharded ? shardedReleaseScript() : releaseScript();
   const ReleaseCall release(names, token, options);
   const ReplyPtr reply = runScript(connection, script, release.keys, release.args);
-  return readReleaseReply(*reply, where).released ? "released it" : "it had ended already";
+  return releasedOrEnded(readReleaseReply(*reply, where));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ChunkedRenewal.h"
 #include "Errors.h"
 #include "GrantWatch.h"
 #include "KeyNames.h"
@@ -18,7 +19,6 @@
 #include "ScriptCall.h"
 #include "Topology.h"
 #include "dlock/LockError.h"
-#include "dlock/detail/Log.h"
 #include "dlock/redis/RedisOperator.h"
 
 namespace dlock {
@@ -109,33 +109,21 @@ std::string undoHold(Connection& connection, bool sharded, const RedisOperatorOp
   const std::string floor = recordFloor(options);
   const ReplyPtr reply = runScript(connection, readWriteReleaseScript(sharded), keys.all(),
                                    {token, letterOf(mode), channel, record, floor, fenceTtl});
-  return readQueueReleaseReply(*reply, where, kMaxAdmitted).released ? "released it" : "it had ended already";
+  return releasedOrEnded(readQueueReleaseReply(*reply, where, kMaxAdmitted));
 }
 
-// With wait_replicas, after an acquire (or an upgrade) on `connection` found `token`'s `mode` hold:
-// returns once replicas have it, else undoes it and throws (ReplicaWait.h). A hold that was ours
-// already (a hand-off found by a try, a retried acquire) was written by another call, maybe on
-// another connection, which this connection's WAIT does not count: it is extended here first (to
-// the whole ttl), a write that follows the hand-off in the replication stream. Found ended by
-// then, it is not held.
+// confirmAcquire (ReplicaWait.h) for an acquire or an upgrade of `token`'s `mode` hold.
 void confirmHold(Connection& connection, bool sharded, const RedisOperatorOptions& options, const ReadWriteKeys& keys,
                  std::string_view token, ReadWriteMode mode, bool upgrade, const std::string& ttlText,
                  FairAcquireResult& result, const std::string& where) {
-  if (options.waitReplicas == 0) return;
-  if (result.validity.count() != 0) {
-    const ReplyPtr reply = runScript(connection, readWriteExtendScript(), {keys.writer, keys.readers},
-                                     {ttlText, token, letterOf(mode)});
-    if (!readFlagsReply(*reply, 1, where).front()) {
-      FairAcquireResult ended;
-      ended.backendMillis = result.backendMillis;
-      result = ended;
-      return;
-    }
-    result.validity = milliseconds(0);
-  }
-  awaitReplicas(options, connection, where, [&](Connection& on) {
-    return undoHold(on, sharded, options, keys, token, mode, upgrade, ttlText, where);
-  });
+  confirmAcquire(
+      options, connection, where, result,
+      [&](Connection& on) -> bool {  // a bool, not a reference into the flags
+        const ReplyPtr reply =
+            runScript(on, readWriteExtendScript(), {keys.writer, keys.readers}, {ttlText, token, letterOf(mode)});
+        return readFlagsReply(*reply, 1, where).front();
+      },
+      [&](Connection& on) { return undoHold(on, sharded, options, keys, token, mode, upgrade, ttlText, where); });
 }
 
 }  // namespace
@@ -247,53 +235,29 @@ bool RedisOperator::doExtend(const ReadWriteLease& lease, milliseconds ttl) {
 }
 
 std::vector<ExtendResult> RedisOperator::doExtendAll(const std::vector<ReadWriteLease>& leases, milliseconds ttl) {
-  // One rwExtend per slot (a script's keys share one on a cluster; on one server, one for all)
-  // and per kExtendChunk holds, each through the retries of any call, then WAIT with
-  // wait_replicas. Outcomes are per hold: a group that cannot be settled (or whose replicas do not
-  // acknowledge it) makes only its own holds unknown.
-  std::vector<ExtendResult> results(leases.size());
+  // One rwExtend per slot and chunk (ChunkedRenewal.h).
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = operatorOptions();
   const bool sharded = topology.sharded();
   const std::string ttlText = std::to_string(ttl.count());
   std::vector<ReadWriteKeys> keys;
   keys.reserve(leases.size());
-  std::map<std::uint16_t, std::vector<std::size_t>> bySlot;
+  HoldsBySlot bySlot;
   for (std::size_t i = 0; i < leases.size(); ++i) {
     keys.emplace_back(options, leases[i].name, sharded);
     bySlot[sharded ? keys.back().names.slot() : 0].push_back(i);
   }
-  for (const auto& [slot, slotMembers] : bySlot) {
-    const auto& members = slotMembers;  // a structured binding cannot be captured in C++17
-    for (std::size_t start = 0; start < members.size(); start += kExtendChunk) {
-      const std::size_t end = std::min(members.size(), start + kExtendChunk);
-      Argv names;
-      Argv args = {ttlText};
-      for (std::size_t j = start; j < end; ++j) {
-        const std::size_t i = members[j];
-        names.insert(names.end(), {keys[i].writer, keys[i].readers});
-        args.insert(args.end(), {leases[i].token, letterOf(leases[i].mode)});
-      }
-      const std::string what = "(" + std::to_string(end - start) + " holds)";
-      Call call("extend", what, options.retryBudget);
-      try {
-        runScriptCallOn(topology, call, keys[members[start]].names.slot(), readWriteExtendScript(), names, args,
-                        [&](Connection& connection, const redisReply& reply, const std::string& node) {
-                          const std::string where = describeCall("extend", what, node);
-                          const std::vector<bool> flags = readFlagsReply(reply, end - start, where);
-                          const bool replicated = renewalsReplicated(options, connection, where);
-                          for (std::size_t j = start; j < end; ++j) {
-                            results[members[j]].extended = replicated && flags[j - start];
-                            results[members[j]].unknown = !replicated;
-                          }
-                        });
-      } catch (const LockError& error) {
-        logger()->warn("dlock: renewing {} read-write hold(s) on {}: {}", end - start, topology.describe(), error.what());
-        for (std::size_t j = start; j < end; ++j) results[members[j]].unknown = true;
-      }
-    }
-  }
-  return results;
+  return renewInChunks(topology, options, bySlot, leases.size(), kExtendChunk, "read-write holds",
+                       [&](Call& call, std::uint16_t, const std::vector<std::size_t>& holds, const ConnectionReader& read) {
+                         Argv names;
+                         Argv args = {ttlText};
+                         for (const std::size_t i : holds) {
+                           names.insert(names.end(), {keys[i].writer, keys[i].readers});
+                           args.insert(args.end(), {leases[i].token, letterOf(leases[i].mode)});
+                         }
+                         runScriptCallOn(topology, call, keys[holds.front()].names.slot(), readWriteExtendScript(),
+                                         names, args, read);
+                       });
 }
 
 bool RedisOperator::doLeave(std::string_view name, std::string_view token, ReadWriteMode mode, milliseconds ttl) {

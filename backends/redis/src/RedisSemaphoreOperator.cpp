@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "ChunkedRenewal.h"
 #include "Errors.h"
 #include "GrantWatch.h"
 #include "KeyNames.h"
@@ -21,7 +22,6 @@
 #include "dlock/ISemaphoreOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
-#include "dlock/detail/Log.h"
 #include "dlock/redis/RedisOperator.h"
 
 namespace dlock {
@@ -134,47 +134,17 @@ SemaphoreInfo readSemaphoreInspectReply(const redisReply& raw, const std::string
   return info;
 }
 
-// With wait_replicas, after an acquire on `connection` found `token` holding its permits: returns
-// once replicas have them, else releases them and throws (ReplicaWait.h). Permits that were ours
-// already (a grant found by a try, a retried acquire) were written by another call, maybe on
-// another connection, which this connection's WAIT does not count: they are extended here first
-// (to the whole lease), a write that follows the grant in the replication stream. Found ended by
-// then, they are not held.
-void confirmPermits(const RedisOperatorOptions& options, bool sharded, Connection& connection,
-                    const SemaphoreNames& names, std::string_view token, const std::string& leaseText,
-                    SemaphoreAcquireResult& result, const std::string& where) {
-  if (options.waitReplicas == 0) return;
-  if (result.validity.count() != 0) {
-    const ReplyPtr extended = runScript(connection, semaphoreExtendScript(sharded), names.keys(),
-                                        {token, leaseText, names.channel, names.keyLife});
-    if (readBoundedInteger(*extended, 1, where) == 0) {
-      SemaphoreAcquireResult ended;
-      ended.backendMillis = result.backendMillis;
-      result = ended;
-      return;
-    }
-    result.validity = milliseconds(0);
-  }
-  awaitReplicas(options, connection, where, [&](Connection& on) {
-    const ReplyPtr released = runScript(on, semaphoreReleaseScript(sharded), names.keys(),
-                                        {token, names.channel, names.recordLife, names.keyLife});
-    return std::string(readQueueReleaseReply(*released, where, kMaxSemaphorePermits).released ? "released it"
-                                                                                               : "it had ended already");
-  });
-}
-
-// One semExtendMany (SemaphoreScripts.h) over `leases[members[start..end)]`: each name's keys
-// once, in the order of first use; its leases by the name's index.
+// One semExtendMany (SemaphoreScripts.h) over `leases[holds...]`: each name's keys once, in the
+// order of first use; its leases by the name's index.
 class ExtendManyCall {
  public:
-  ExtendManyCall(const std::vector<LeaseRef>& leases, const std::vector<std::size_t>& members, std::size_t start,
-                 std::size_t end, const std::map<std::string_view, SemaphoreNames>& byName,
-                 const std::string& leaseText) {
+  ExtendManyCall(const std::vector<LeaseRef>& leases, const std::vector<std::size_t>& holds,
+                 const std::map<std::string_view, SemaphoreNames>& byName, const std::string& leaseText) {
     std::map<std::string_view, std::size_t> index;  // from 1, as the script counts
     std::vector<const SemaphoreNames*> names;
-    for (std::size_t j = start; j < end; ++j) {
-      const auto [at, added] = index.emplace(leases[members[j]].key, names.size() + 1);
-      if (added) names.push_back(&byName.at(leases[members[j]].key));
+    for (const std::size_t i : holds) {
+      const auto [at, added] = index.emplace(leases[i].key, names.size() + 1);
+      if (added) names.push_back(&byName.at(leases[i].key));
       indexes_.push_back(std::to_string(at->second));
     }
     count_ = std::to_string(names.size());
@@ -183,7 +153,7 @@ class ExtendManyCall {
       keys_.insert(keys_.end(), {each->state, each->deadlines, each->queue});
       args_.emplace_back(each->channel);
     }
-    for (std::size_t j = start; j < end; ++j) args_.insert(args_.end(), {indexes_[j - start], leases[members[j]].token});
+    for (std::size_t j = 0; j < holds.size(); ++j) args_.insert(args_.end(), {indexes_[j], leases[holds[j]].token});
   }
 
   [[nodiscard]] const Argv& keys() const { return keys_; }
@@ -218,10 +188,19 @@ SemaphoreAcquireResult RedisOperator::doAcquirePermits(std::string_view name, st
                   [&](Connection& connection, const redisReply& reply, const std::string& node) {
                     const std::string where = describeCall("acquirePermits", name, node);
                     result = readSemaphoreAcquireReply(reply, name, capacity, node, where);
-                    if (result.acquired) {
-                      confirmPermits(operatorOptions(), topology.sharded(), connection, names, token, leaseText,
-                                     result, where);
-                    }
+                    const bool sharded = topology.sharded();
+                    confirmAcquire(
+                        operatorOptions(), connection, where, result,
+                        [&](Connection& on) {
+                          const ReplyPtr extended = runScript(on, semaphoreExtendScript(sharded), names.keys(),
+                                                              {token, leaseText, names.channel, names.keyLife});
+                          return readBoundedInteger(*extended, 1, where) == 1;
+                        },
+                        [&](Connection& on) {
+                          const ReplyPtr released = runScript(on, semaphoreReleaseScript(sharded), names.keys(),
+                                                              {token, names.channel, names.recordLife, names.keyLife});
+                          return releasedOrEnded(readQueueReleaseReply(*released, where, kMaxSemaphorePermits));
+                        });
                   });
   return result;
 }
@@ -259,17 +238,13 @@ bool RedisOperator::doExtendPermits(std::string_view name, std::string_view toke
 }
 
 std::vector<ExtendResult> RedisOperator::doExtendPermitsAll(const std::vector<LeaseRef>& leases, milliseconds lease) {
-  // As the read-write lock's doExtendAll: one semExtendMany per slot (one for all on one server)
-  // and per kExtendChunk leases, each through the retries of any call, then WAIT with
-  // wait_replicas. Outcomes are per lease: a group that cannot be settled (or whose replicas do
-  // not acknowledge it) makes only its own leases unknown.
-  std::vector<ExtendResult> results(leases.size());
+  // One semExtendMany per slot and chunk (ChunkedRenewal.h), as the read-write lock's batch.
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = operatorOptions();
   const bool sharded = topology.sharded();
   const std::string leaseText = std::to_string(lease.count());
   std::map<std::string_view, SemaphoreNames> byName;
-  std::map<std::uint16_t, std::vector<std::size_t>> bySlot;
+  HoldsBySlot bySlot;
   for (std::size_t i = 0; i < leases.size(); ++i) {
     auto at = byName.find(leases[i].key);
     if (at == byName.end()) {
@@ -278,31 +253,13 @@ std::vector<ExtendResult> RedisOperator::doExtendPermitsAll(const std::vector<Le
     }
     bySlot[sharded ? at->second.names.slot() : 0].push_back(i);
   }
-  for (const auto& [slot, slotMembers] : bySlot) {
-    const auto& members = slotMembers;  // a structured binding cannot be captured in C++17
-    for (std::size_t start = 0; start < members.size(); start += kExtendChunk) {
-      const std::size_t end = std::min(members.size(), start + kExtendChunk);
-      const ExtendManyCall batch(leases, members, start, end, byName, leaseText);
-      const std::string what = "(" + std::to_string(end - start) + " permit leases)";
-      Call call("extendPermits", what, options.retryBudget);
-      try {
-        runScriptCallOn(topology, call, slot, semaphoreExtendManyScript(sharded), batch.keys(), batch.args(),
-                        [&](Connection& connection, const redisReply& reply, const std::string& node) {
-                          const std::string where = describeCall("extendPermits", what, node);
-                          const std::vector<bool> flags = readFlagsReply(reply, end - start, where);
-                          const bool replicated = renewalsReplicated(options, connection, where);
-                          for (std::size_t j = start; j < end; ++j) {
-                            results[members[j]].extended = replicated && flags[j - start];
-                            results[members[j]].unknown = !replicated;
-                          }
-                        });
-      } catch (const LockError& error) {
-        logger()->warn("dlock: renewing {} permit lease(s) on {}: {}", end - start, topology.describe(), error.what());
-        for (std::size_t j = start; j < end; ++j) results[members[j]].unknown = true;
-      }
-    }
-  }
-  return results;
+  return renewInChunks(topology, options, bySlot, leases.size(), kExtendChunk, "permit leases",
+                       [&](Call& call, std::uint16_t slot, const std::vector<std::size_t>& holds,
+                           const ConnectionReader& read) {
+                         const ExtendManyCall batch(leases, holds, byName, leaseText);
+                         runScriptCallOn(topology, call, slot, semaphoreExtendManyScript(sharded), batch.keys(),
+                                         batch.args(), read);
+                       });
 }
 
 bool RedisOperator::doLeavePermitQueue(std::string_view name, std::string_view token) {
