@@ -18,8 +18,8 @@ std::vector<ExtendResult> renewInChunks(Topology& topology, const RedisOperatorO
   std::vector<ExtendResult> results(total);
   for (const auto& [slot, members] : bySlot) {
     for (std::size_t start = 0; start < members.size(); start += chunkSize) {
-      const std::vector<std::size_t> holds(members.begin() + static_cast<std::ptrdiff_t>(start),
-                                           members.begin() + static_cast<std::ptrdiff_t>(std::min(members.size(), start + chunkSize)));
+      const auto first = members.begin() + static_cast<std::ptrdiff_t>(start);
+      const std::vector<std::size_t> holds(first, first + static_cast<std::ptrdiff_t>(std::min(chunkSize, members.size() - start)));
       const std::string about = "(" + std::to_string(holds.size()) + " " + what + ")";
       Call call("extend", about, options.retryBudget);
       try {

@@ -248,7 +248,8 @@ std::vector<ExtendResult> RedisOperator::doExtendAll(const std::vector<ReadWrite
     bySlot[sharded ? keys.back().names.slot() : 0].push_back(i);
   }
   return renewInChunks(topology, options, bySlot, leases.size(), kExtendChunk, "read-write holds",
-                       [&](Call& call, std::uint16_t, const std::vector<std::size_t>& holds, const ConnectionReader& read) {
+                       [&](Call& call, std::uint16_t, const std::vector<std::size_t>& holds,
+                           const ConnectionReader& read) {
                          Argv names;
                          Argv args = {ttlText};
                          for (const std::size_t i : holds) {
