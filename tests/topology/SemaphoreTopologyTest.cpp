@@ -146,6 +146,30 @@ TEST_SUITE("SemaphoreTopology") {
     set.resumeData(2);
   }
 
+  TEST_CASE("Sentinel with wait_replicas: a grant found by a try on a fresh connection is waited for too") {
+    // WAIT is documented to count the connection's own writes, and a fresh connection has none:
+    // the replicas, connected but frozen, could seem to have the grant at once. (Redis 7.0 counts
+    // up to any command's offset, reads too, so there the acquire alone already covers it.)
+    dlock::test::SentinelServers set;
+    // Its release record lives a minute (command timeout + retry budget): the try below finds
+    // nothing due, so it writes nothing itself.
+    auto plain = dlock::connect(set.uri("command_timeout=60s"));
+    auto& unchecked = dynamic_cast<dlock::ISemaphoreOperator&>(*plain);
+    REQUIRE(unchecked.acquirePermits("found", sem::kA, 1, 1, 60s, 0ms).acquired);
+    REQUIRE(unchecked.acquirePermits("found", sem::kB, 1, 1, 60s, 30s).position == 1);
+    set.pauseData(1);
+    set.pauseData(2);
+    REQUIRE(unchecked.releasePermits("found", sem::kA).notified == 1);  // granted to kB
+    auto fresh = dlock::connect(set.uri("wait_replicas=2&wait_timeout=300ms"));
+    CHECK_THROWS_WITH_AS((void)dynamic_cast<dlock::ISemaphoreOperator&>(*fresh).acquirePermits("found", sem::kB, 1, 1,
+                                                                                               60s, 30s),
+                         doctest::Contains("only 0 of 2 replicas acknowledged the lock within 300 ms; released it"),
+                         dlock::ConnectionError);
+    CHECK(unchecked.inspectSemaphore("found").inUse == 0);
+    set.resumeData(1);
+    set.resumeData(2);
+  }
+
   TEST_CASE("Cluster: a renewal batch over names in different slots is one script call per slot") {
     ClusterServers cluster;
     auto backend = dlock::connect(cluster.uri());

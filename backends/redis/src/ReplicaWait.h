@@ -41,9 +41,10 @@ using RenewHold = std::function<bool(Connection& connection)>;
 // awaitReplicas for a queued primitive's acquire (fair, read-write, semaphore), whose `result`
 // (FairAcquireResult, SemaphoreAcquireResult) said acquired. A hold that was ours already (nonzero
 // validity: a hand-off found by a try, a retried acquire) was written by another call, maybe on
-// another connection, which this connection's WAIT does not count: `renew` runs first, a write
-// that follows the hand-off in the replication stream, and the hold then has the whole ttl
-// (validity zero). Found ended by then, `result` says not acquired (and not queued).
+// another connection, and WAIT is documented to count this connection's writes only (Redis 7.0
+// also counts its reads; that is not promised): `renew` runs first, a write that follows the
+// hand-off in the replication stream, and the hold then has the whole ttl (validity zero).
+// Found ended by then, `result` says not acquired (and not queued).
 template <class Result>
 void confirmAcquire(const RedisOperatorOptions& options, Connection& connection, const ReplySource& where,
                     Result& result, const RenewHold& renew, const UndoAcquire& undo) {
