@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The semaphore against a real redis-server: the cases of SemaphoreScenarios.h (which also run on
 // the memory operator), and what only a server shows: TTLs and key names, the channel each
-// admitted waiter hears, a reply lost under a paused server, wait_replicas, and the server calls
+// admitted waiter hears, a reply lost under a paused server, the watchdog's batch, and the server calls
 // of an uncontended cycle beside the exclusive lock's.
 #include <doctest/doctest.h>
 
@@ -175,10 +175,44 @@ TEST_SUITE("SemaphoreOnRedis") {
     CHECK(semaphore.acquirePermits("lost", sem::kD, 1, 2, 30s, 0ms).acquired);
   }
 
-  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: wait_replicas is refused with a reason, as the fair lock's") {
+  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: a watchdog batch over several names is one script call, each lease's outcome its own") {
+    // Seven leases over three names (two on one name twice over), one released, one never held.
+    const std::vector<std::string> names = {"batch-a", "batch-b", "batch-c"};
+    std::vector<dlock::LeaseRef> leases;
+    for (const std::string& name : names) {
+      for (const std::string* token : {&sem::kA, &sem::kB}) {
+        REQUIRE(semaphore.acquirePermits(name, *token, 1, 2, 10s, 0ms).acquired);
+        leases.push_back({name, *token});
+      }
+    }
+    REQUIRE(semaphore.releasePermits("batch-b", sem::kB).released);
+    leases.push_back({"batch-c", sem::kC});
+    (void)semaphore.extendPermitsAll(leases, 60s);  // its scripts loaded
+    (void)client.ok({"CONFIG", "RESETSTAT"});
+    const std::vector<dlock::ExtendResult> renewed = semaphore.extendPermitsAll(leases, 60s);
+    const auto calls = client.commandCalls();
+    const long long scripts = (calls.count("evalsha") != 0 ? calls.at("evalsha") : 0) +
+                              (calls.count("eval") != 0 ? calls.at("eval") : 0);
+    MESSAGE("script calls for ", leases.size(), " leases over ", names.size(), " names: ", scripts);
+    CHECK(scripts == 1);
+    REQUIRE(renewed.size() == leases.size());
+    for (std::size_t i = 0; i < leases.size(); ++i) {
+      CAPTURE(i);
+      CHECK_FALSE(renewed[i].unknown);
+      CHECK(renewed[i].extended == (i != 3 && i != 6));  // batch-b's kB released, batch-c's kC never held
+    }
+    for (const std::string& name : names) {
+      for (const auto& holder : semaphore.inspectSemaphore(name).holders) CHECK(holder.remaining > 10s);
+    }
+    // The released lease stays released: its permit was not taken back.
+    CHECK(semaphore.inspectSemaphore("batch-b").inUse == 1);
+    CHECK(semaphore.extendPermitsAll({}, 60s).empty());
+  }
+
+  TEST_CASE_FIXTURE(RedisSemaphoreFixture, "Redis semaphore: wait_replicas applies (its tests are SemaphoreTopology's, on Sentinel)") {
     // Sentinel's option; made lazily, so nothing is contacted.
     auto waiting = dlock::connect("redis+sentinel://127.0.0.1:1/m?wait_replicas=1", dlock::ConnectOptions{true});
-    CHECK(semaphoreOf(waiting).semaphoreUnsupported().find("wait_replicas") != std::string::npos);
+    CHECK(semaphoreOf(waiting).semaphoreUnsupported().empty());
     CHECK(semaphore.semaphoreUnsupported().empty());
   }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fair lock on Sentinel and Cluster: FIFO hand-off with each waiter on its own connection,
-// through a failover (Sentinel) and on every master with sharded pub/sub (Cluster).
+// through a failover (Sentinel) and on every master with sharded pub/sub (Cluster); with
+// wait_replicas (Sentinel), a hold counts once the replicas have it.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -17,6 +18,8 @@
 #include "SentinelServers.h"
 #include "TestHelpers.h"
 #include "dlock/cluster/ClusterKeys.h"
+#include "dlock/IFairOperator.h"
+#include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 
@@ -84,6 +87,45 @@ TEST_SUITE("FairLockTopology") {
     auto master = set.dataClient(set.nodeOfPort(newMaster));
     CHECK(master.ok({"EXISTS", "dlock:{after}:fence"}).integer == 1);  // handed over there
     dlock::test::checkEveryLockKeyHasTtl(master);
+  }
+
+  TEST_CASE("Sentinel with wait_replicas: FIFO hand-off, and with replication cut an acquire or a hand-off is undone") {
+    SentinelServers set;
+    checkFifo(set.uri("wait_replicas=2&wait_timeout=5s"), "acked", 3, [&set] {
+      return set.dataClient(0).ok({"LLEN", "dlock:{acked}:fair:queue"}).integer;
+    });
+    auto acked = dlock::connect(set.uri("wait_replicas=2&wait_timeout=300ms"));
+    auto plain = dlock::connect(set.uri());
+    auto& queue = dynamic_cast<dlock::IFairOperator&>(*acked);
+    auto& unchecked = dynamic_cast<dlock::IFairOperator&>(*plain);
+    const std::string a(32, 'a'), b(32, 'b');
+    REQUIRE(unchecked.fairLock("handed", a, 60s, 0ms).acquired);
+    REQUIRE(queue.fairLock("handed", b, 60s, 30s).position == 1);  // queued: nothing to acknowledge
+
+    // Replication stops (replicas frozen, their links cut so nothing more reaches their sockets).
+    set.pauseData(1);
+    set.pauseData(2);
+    auto master = set.dataClient(0);
+    CHECK(master.ok({"CLIENT", "KILL", "TYPE", "replica"}).integer == 2);
+    CHECK_THROWS_WITH_AS((void)queue.fairLock("cut", a, 60s, 0ms),
+                         doctest::Contains("only 0 of 2 replicas acknowledged the lock within 300 ms; released it"),
+                         dlock::ConnectionError);
+    CHECK(master.ok({"EXISTS", "dlock:{cut}"}).integer == 0);
+    // A hand-off meanwhile: its grantee's confirming extend is not counted, and the try that finds
+    // the key ours gives it back.
+    REQUIRE(unchecked.fairUnlock("handed", a).notified == 1);
+    CHECK_THROWS_WITH_AS((void)acked->extend("handed", b, 60s), doctest::Contains("too few replicas"),
+                         dlock::ConnectionError);
+    CHECK_THROWS_WITH_AS((void)queue.fairLock("handed", b, 60s, 30s), doctest::Contains("released it"),
+                         dlock::ConnectionError);
+    CHECK(master.ok({"EXISTS", "dlock:{handed}"}).integer == 0);
+    // Through the lock: nothing is held when its wait ends.
+    auto lock = dlock::LockBuilder().backend(acked).leaseTime(10min).fair().build();
+    CHECK_THROWS_AS((void)lock->tryLock("lock", 1s), dlock::ConnectionError);
+    CHECK(lock->holdCount("lock") == 0);
+    CHECK(eventually([&] { return master.ok({"EXISTS", "dlock:{lock}"}).integer == 0; }));  // left, maybe on the cleanup lane
+    set.resumeData(1);
+    set.resumeData(2);
   }
 
   TEST_CASE("Cluster: FIFO hand-off on every master over sharded pub/sub, all keys in the lock's slot") {

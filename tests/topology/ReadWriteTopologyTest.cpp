@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The read-write lock on a Redis Cluster: hand-offs over sharded pub/sub on every master, every
-// script's keys in the name's slot, and the watchdog's batch renewal across slots.
+// script's keys in the name's slot, and the watchdog's batch renewal across slots; on Sentinel
+// with wait_replicas, holds count once the replicas have them.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include "ClusterServers.h"
 #include "ReadWriteScenarios.h"
 #include "RedisClient.h"
+#include "SentinelServers.h"
 #include "TestHelpers.h"
 #include "dlock/IReadWriteOperator.h"
 #include "dlock/cluster/ClusterKeys.h"
@@ -57,5 +59,61 @@ TEST_SUITE("ReadWriteTopology") {
     for (const auto& name : names) CHECK(readWrite.inspectReadWrite(name).readers.at(0).remaining > 10s);
     // A name starting with '}' gets the cluster's hashed names: every script still runs in one slot.
     rw::aDowngradeKeepsItsPlace(readWrite, "}odd{", true);
+  }
+
+  TEST_CASE("Sentinel with wait_replicas: holds count once the replicas have them, and with replication cut an acquire, an upgrade or a hand-off is undone") {
+    dlock::test::SentinelServers set;
+    auto acked = dlock::connect(set.uri("wait_replicas=2&wait_timeout=300ms"));
+    auto plain = dlock::connect(set.uri());
+    auto& readWrite = dynamic_cast<dlock::IReadWriteOperator&>(*acked);
+    auto& unchecked = dynamic_cast<dlock::IReadWriteOperator&>(*plain);
+    CHECK(readWrite.readWriteUnsupported().empty());
+    // Replicas up: the write, and a hand-off confirmed by its grantee's extend, are on the replicas.
+    REQUIRE(readWrite.acquireWrite("up", rw::kW1, 60s, 0ms).acquired);
+    CHECK(set.dataClient(1).ok({"GET", "dlock:{up}:rw:writer"}).str == rw::kW1);
+    REQUIRE(readWrite.acquireRead("up", rw::kR1, 60s, 30s).position == 1);
+    REQUIRE(unchecked.releaseWrite("up", rw::kW1).notified == 1);
+    CHECK(readWrite.extendReadWrite({"up", rw::kR1, dlock::ReadWriteMode::Read}, 60s));
+    CHECK(set.dataClient(2).ok({"ZSCORE", "dlock:{up}:rw:readers", rw::kR1}).type == REDIS_REPLY_STRING);
+    REQUIRE(unchecked.acquireWrite("handed", rw::kW1, 60s, 0ms).acquired);
+    REQUIRE(unchecked.acquireRead("handed", rw::kR1, 60s, 30s).position == 1);
+    REQUIRE(unchecked.acquireRead("upgrade", rw::kR1, 60s, 0ms).acquired);
+    REQUIRE(unchecked.acquireRead("renew", rw::kR1, 60s, 0ms).acquired);
+
+    // Replication stops (replicas frozen, their links cut so nothing more reaches their sockets).
+    set.pauseData(1);
+    set.pauseData(2);
+    CHECK(set.dataClient(0).ok({"CLIENT", "KILL", "TYPE", "replica"}).integer == 2);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH_AS((void)readWrite.acquireWrite("cut", rw::kW1, 60s, 0ms),
+                         doctest::Contains("only 0 of 2 replicas acknowledged the lock within 300 ms; released it"),
+                         dlock::ConnectionError);
+    CHECK(std::chrono::steady_clock::now() - start < 300ms + 5s);  // the WAIT timeout, with room for a busy machine
+    CHECK_FALSE(unchecked.inspectReadWrite("cut").writer.has_value());
+    CHECK_THROWS_AS((void)readWrite.acquireRead("cut", rw::kR1, 60s, 0ms), dlock::ConnectionError);
+    CHECK(unchecked.inspectReadWrite("cut").readers.empty());
+    // An upgrade is given back: the sole reader reads again.
+    CHECK_THROWS_WITH_AS((void)readWrite.tryUpgrade("upgrade", rw::kR1, 60s),
+                         doctest::Contains("downgraded it back to its read hold"), dlock::ConnectionError);
+    const dlock::ReadWriteInfo upgrade = unchecked.inspectReadWrite("upgrade");
+    CHECK_FALSE(upgrade.writer.has_value());
+    REQUIRE(upgrade.readers.size() == 1);
+    CHECK(upgrade.readers[0].token == rw::kR1);
+    // A hand-off meanwhile: its confirming extend is not counted, and the try that finds it ours
+    // gives it back.
+    REQUIRE(unchecked.releaseWrite("handed", rw::kW1).notified == 1);
+    CHECK_THROWS_WITH_AS((void)readWrite.extendReadWrite({"handed", rw::kR1, dlock::ReadWriteMode::Read}, 60s),
+                         doctest::Contains("too few replicas"), dlock::ConnectionError);
+    CHECK_THROWS_WITH_AS((void)readWrite.acquireRead("handed", rw::kR1, 60s, 30s), doctest::Contains("released it"),
+                         dlock::ConnectionError);
+    CHECK(unchecked.inspectReadWrite("handed").readers.empty());
+    // A renewal batch no replica acknowledges is unknown, not extended.
+    const std::vector<dlock::ExtendResult> renewed =
+        readWrite.extendReadWriteAll({{"renew", rw::kR1, dlock::ReadWriteMode::Read}}, 60s);
+    REQUIRE(renewed.size() == 1);
+    CHECK(renewed[0].unknown);
+    CHECK_FALSE(renewed[0].extended);
+    set.resumeData(1);
+    set.resumeData(2);
   }
 }

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ChildProcess.h"
@@ -24,6 +25,8 @@
 #include "RedisClient.h"
 #include "SentinelServers.h"
 #include "TestHelpers.h"
+#include "dlock/IReadWriteOperator.h"
+#include "dlock/ISemaphoreOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
@@ -469,6 +472,65 @@ TEST_SUITE("SentinelOperator") {
     CHECK_THROWS_WITH_AS((void)lock->tryLock("other"), doctest::Contains("NOPERM"), dlock::BackendError);
     CHECK(lock->holdCount("other") == 0);
     CHECK(set.dataClient(0).ok({"EXISTS", "dlock:{other}"}).integer == 0);
+  }
+
+  TEST_CASE("replication-acked cycles: an uncontended lock, read, write or permit cycle costs one WAIT more than without") {
+    SentinelServers set;
+    auto master = set.dataClient(0);
+    constexpr int kCycles = 100;
+    // A token per hold, as a lock makes one (a token's release record would cost its next acquire
+    // a look-up, and a released permit token is refused).
+    int tokens = 10'000'000;
+    // The master's calls per cycle (scripts' inner calls included), but the sentinels' and the
+    // replicas' own traffic and this client's; and the WAITs among them.
+    const auto perCycle = [&](const std::function<void(const std::string&)>& cycle) {
+      const auto next = [&] { return std::string(24, 'a') + std::to_string(tokens++); };
+      cycle(next());  // connected, scripts cached
+      (void)master.ok({"CONFIG", "RESETSTAT"});
+      for (int i = 0; i < kCycles; ++i) cycle(next());
+      long long calls = 0;
+      long long waits = 0;
+      for (const auto& [command, count] : master.commandCalls()) {
+        if (command == "wait") waits = count;
+        const bool theirs = command == "ping" || command == "replconf" || command.rfind("info", 0) == 0 ||
+                            command.rfind("config", 0) == 0;
+        if (!theirs) calls += count;
+      }
+      CHECK(waits % kCycles == 0);
+      return std::make_pair(static_cast<double>(calls) / kCycles, waits / kCycles);
+    };
+    for (const std::string query : {"", "wait_replicas=2&wait_timeout=5s"}) {
+      CAPTURE(query);
+      auto backend = dlock::connect(set.uri(query));
+      auto& readWrite = dynamic_cast<dlock::IReadWriteOperator&>(*backend);
+      auto& semaphore = dynamic_cast<dlock::ISemaphoreOperator&>(*backend);
+      const auto lock = perCycle([&](const std::string& token) {
+        REQUIRE(backend->lock("cycle", token, 10s).acquired);
+        REQUIRE(backend->unlock("cycle", token).released);
+      });
+      const auto write = perCycle([&](const std::string& token) {
+        REQUIRE(readWrite.acquireWrite("cycle", token, 10s, 0ms).acquired);
+        REQUIRE(readWrite.releaseWrite("cycle", token).released);
+      });
+      const auto read = perCycle([&](const std::string& token) {
+        REQUIRE(readWrite.acquireRead("cycle", token, 10s, 0ms).acquired);
+        REQUIRE(readWrite.releaseRead("cycle", token).released);
+      });
+      const auto permits = perCycle([&](const std::string& token) {
+        REQUIRE(semaphore.acquirePermits("cycle", token, 1, 4, 10s, 0ms).acquired);
+        REQUIRE(semaphore.releasePermits("cycle", token).released);
+      });
+      MESSAGE("server calls per uncontended cycle (", query.empty() ? "plain" : query, "): lock ", lock.first,
+              ", write ", write.first, ", read ", read.first, ", permits ", permits.first);
+      const long long waits = query.empty() ? 0 : 1;
+      CHECK(lock.second == waits);
+      CHECK(write.second == waits);
+      CHECK(read.second == waits);
+      CHECK(permits.second == waits);
+      CHECK(write.first <= lock.first);
+      CHECK(read.first <= lock.first);
+      CHECK(permits.first <= lock.first);
+    }
   }
 
   TEST_CASE("one sentinel of three dead: discovery and failover still work") {

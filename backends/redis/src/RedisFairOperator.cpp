@@ -3,6 +3,7 @@
 // QueueReplies.h's, the hand-off watch of one waiter GrantWatch.h's.
 #include <chrono>
 #include <string>
+#include <string_view>
 
 #include "Errors.h"
 #include "FairScripts.h"
@@ -10,6 +11,8 @@
 #include "KeyNames.h"
 #include "QueueReplies.h"
 #include "RedisOperatorOptions.h"
+#include "ReplicaWait.h"
+#include "Replies.h"
 #include "ScriptCall.h"
 #include "Topology.h"
 #include "dlock/LockError.h"
@@ -17,47 +20,84 @@
 
 namespace dlock {
 
-using namespace detail;
 using std::chrono::milliseconds;
+
+namespace detail {
+namespace {
+
+// A fair key's calls' KEYS and the ARGV its release and leave share.
+struct FairKeys {
+  FairKeys(const RedisOperatorOptions& options, std::string_view key, std::string_view token, bool sharded)
+      : names(options.keyPrefix, key, sharded),
+        lock(names.lock()),
+        queue(names.fairQueue()),
+        leases(names.fairLeases()),
+        fence(names.fence()),
+        channel(names.grantChannel()),
+        record(names.releaseRecord(token)),
+        // As the default release: the record (or tombstone) outlives every retry of its call.
+        recordFloor(std::to_string((options.commandTimeout + options.retryBudget).count())),
+        fenceTtl(std::to_string(options.fenceTtl.count())) {}
+
+  [[nodiscard]] Argv all() const { return {lock, queue, leases, fence}; }
+
+  const KeyNames names;
+  const std::string lock, queue, leases, fence, channel, record, recordFloor, fenceTtl;
+};
+
+// confirmAcquire (ReplicaWait.h) for fairLock. A hand-off heard on the grant watch is confirmed
+// by IOperator::extend, whose WAIT covers it the same way; renewals are the default lock's.
+void confirmFairHold(Connection& connection, bool sharded, const RedisOperatorOptions& options, const FairKeys& keys,
+                     std::string_view token, const std::string& ttlText, FairAcquireResult& result,
+                     const std::string& where) {
+  confirmAcquire(
+      options, connection, where, result,
+      [&](Connection& on) {
+        const ReplyPtr reply = runScript(on, extendScript(), {keys.lock}, {token, ttlText, keys.names.owner()});
+        return readFlagReply(*reply, where);
+      },
+      [&](Connection& on) {
+        const ReplyPtr reply = runScript(on, fairReleaseScript(sharded), keys.all(),
+                                         {token, keys.channel, keys.record, keys.recordFloor, keys.fenceTtl});
+        return releasedOrEnded(readQueueReleaseReply(*reply, where, 1));
+      });
+}
+
+}  // namespace
+}  // namespace detail
+
+using namespace detail;
 
 FairAcquireResult RedisOperator::fairLock(std::string_view key, std::string_view token, milliseconds ttl,
                                           milliseconds waiterLease) {
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = operatorOptions();
-  const KeyNames names(options.keyPrefix, key, topology.sharded());
-  const std::string queue = names.fairQueue();
-  const std::string leases = names.fairLeases();
-  const std::string fence = names.fence();
-  const std::string channel = names.grantChannel();
+  const FairKeys keys(options, key, token, topology.sharded());
   const std::string ttlText = std::to_string(ttl.count());
-  const std::string fenceTtl = std::to_string(options.fenceTtl.count());
   const std::string leaseText = std::to_string(waiterLease.count());
-  const std::string record = names.releaseRecord(token);
   Call call("lock", key, options.retryBudget);
   FairAcquireResult result;
-  runScriptCall(topology, call, names.slot(), fairAcquireScript(topology.sharded()), {names.lock(), queue, leases, fence},
-                {token, ttlText, fenceTtl, leaseText, channel, record, grantListener()}, [&](const redisReply& reply, const std::string& node) {
-                  result = readQueueAcquireReply(reply, describeCall("lock", key, node), 1);
-                });
+  runScriptCallOn(topology, call, keys.names.slot(), fairAcquireScript(topology.sharded()), keys.all(),
+                  {token, ttlText, keys.fenceTtl, leaseText, keys.channel, keys.record, grantListener()},
+                  [&](Connection& connection, const redisReply& reply, const std::string& node) {
+                    const std::string where = describeCall("lock", key, node);
+                    result = readQueueAcquireReply(reply, where, 1);
+                    if (result.acquired) {
+                      confirmFairHold(connection, topology.sharded(), options, keys, token, ttlText, result, where);
+                    }
+                  });
   return result;
 }
 
 ReleaseResult RedisOperator::fairUnlock(std::string_view key, std::string_view token) {
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = operatorOptions();
-  const KeyNames names(options.keyPrefix, key, topology.sharded());
-  const std::string queue = names.fairQueue();
-  const std::string leases = names.fairLeases();
-  const std::string fence = names.fence();
-  const std::string channel = names.grantChannel();
-  const std::string record = names.releaseRecord(token);
-  // As the default release: the record outlives every retry of its call, and a caller's soon after.
-  const std::string recordFloor = std::to_string((options.commandTimeout + options.retryBudget).count());
-  const std::string fenceTtl = std::to_string(options.fenceTtl.count());
+  const FairKeys keys(options, key, token, topology.sharded());
   Call call("unlock", key, options.retryBudget);
   ReleaseResult result;
-  runScriptCall(topology, call, names.slot(), fairReleaseScript(topology.sharded()), {names.lock(), queue, leases, fence},
-                {token, channel, record, recordFloor, fenceTtl}, [&](const redisReply& reply, const std::string& node) {
+  runScriptCall(topology, call, keys.names.slot(), fairReleaseScript(topology.sharded()), keys.all(),
+                {token, keys.channel, keys.record, keys.recordFloor, keys.fenceTtl},
+                [&](const redisReply& reply, const std::string& node) {
                   result = readQueueReleaseReply(reply, describeCall("unlock", key, node), 1);
                 });
   return result;
@@ -66,20 +106,13 @@ ReleaseResult RedisOperator::fairUnlock(std::string_view key, std::string_view t
 bool RedisOperator::leaveQueue(std::string_view key, std::string_view token, milliseconds ttl) {
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = operatorOptions();
-  const KeyNames names(options.keyPrefix, key, topology.sharded());
-  const std::string queue = names.fairQueue();
-  const std::string leases = names.fairLeases();
-  const std::string fence = names.fence();
-  const std::string channel = names.grantChannel();
+  const FairKeys keys(options, key, token, topology.sharded());
   const std::string ttlText = std::to_string(ttl.count());
-  const std::string fenceTtl = std::to_string(options.fenceTtl.count());
-  const std::string record = names.releaseRecord(token);
-  // The tombstone outlives every try of an attempt still on its way (as the release record).
-  const std::string recordFloor = std::to_string((options.commandTimeout + options.retryBudget).count());
   Call call("leaveQueue", key, options.retryBudget);
   bool released = false;
-  runScriptCall(topology, call, names.slot(), fairLeaveScript(topology.sharded()), {names.lock(), queue, leases, fence},
-                {token, ttlText, fenceTtl, channel, record, recordFloor, grantListener()}, [&](const redisReply& reply, const std::string& node) {
+  runScriptCall(topology, call, keys.names.slot(), fairLeaveScript(topology.sharded()), keys.all(),
+                {token, ttlText, keys.fenceTtl, keys.channel, keys.record, keys.recordFloor, grantListener()},
+                [&](const redisReply& reply, const std::string& node) {
                   const std::string where = describeCall("leaveQueue", key, node);
                   if (reply.type == REDIS_REPLY_ERROR) throwReplyError(reply, where);
                   if (reply.type != REDIS_REPLY_INTEGER || (reply.integer != 0 && reply.integer != 1)) {
@@ -88,15 +121,6 @@ bool RedisOperator::leaveQueue(std::string_view key, std::string_view token, mil
                   released = reply.integer == 1;
                 });
   return released;
-}
-
-std::string RedisOperator::fairUnsupported() const {
-  // A hand-off is written by the releaser's script: a WAIT on the waiter's connection would not
-  // cover it, and the releaser does not wait for replicas. Refused rather than silently weaker.
-  if (operatorOptions().waitReplicas > 0) {
-    return "wait_replicas is not supported by the fair lock (a hand-off is not acknowledged by replicas)";
-  }
-  return {};
 }
 
 std::unique_ptr<IGrantWatch> RedisOperator::watchGrants(std::string_view key, std::string_view token) {

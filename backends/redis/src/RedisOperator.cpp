@@ -11,6 +11,7 @@
 #include "Errors.h"
 #include "ScriptCall.h"
 #include "RedisOperatorOptions.h"
+#include "ReplicaWait.h"
 #include "Topology.h"
 #include "dlock/detail/Fork.h"
 #include "KeyNames.h"
@@ -250,77 +251,31 @@ struct ReleaseCall {
   const Argv args;
 };
 
-// Releases a key just acquired on `connection`; says how that went, for a message.
+// Releases a key just acquired on `connection` (ReplicaWait.h's undo); says how that went.
 std::string releaseAfterAcquire(Connection& connection, const KeyNames& names, bool sharded, std::string_view token,
                                 const RedisOperatorOptions& options, const ReplySource& where) {
-  try {
-    const Script& script = sharded ? shardedReleaseScript() : releaseScript();
-    const ReleaseCall release(names, token, options);
-    const ReplyPtr reply = runScript(connection, script, release.keys, release.args);
-    if (readReleaseReply(*reply, where).released) return "released it";
-    return "it had ended already";
-  } catch (const LockError& error) {
-    return "could not release it; it ends at its TTL (" + withoutPrefix(error.what()) + ")";
-  }
-}
-
-// After an acquire on `connection`: WAIT for the replicas. With too few, releases the key and
-// throws ConnectionError; when WAIT is refused (an ACL without it), releases the key and throws
-// BackendError (ConnectionError for a "not now" reply). Either message says whether the release
-// worked.
-ReplyPtr waitForReplicas(const RedisOperatorOptions& options, Connection& connection) {
-  connection.setReadTimeout(options.waitTimeout + options.commandTimeout);
-  ReplyPtr reply = connection.command(
-      {"WAIT", std::to_string(options.waitReplicas), std::to_string(options.waitTimeout.count())});
-  connection.setReadTimeout(options.commandTimeout);
-  return reply;
-}
-
-void awaitReplicas(const RedisOperatorOptions& options, bool sharded, Connection& connection, const KeyNames& names,
-                   std::string_view token, const ReplySource& where) {
-  const std::string replicas = std::to_string(options.waitReplicas);
-  const std::string timeout = std::to_string(options.waitTimeout.count());
-  const ReplyPtr reply = waitForReplicas(options, connection);
-  if (reply->type == REDIS_REPLY_ERROR) {
-    const std::string message = "dlock: " + where.text() + ": WAIT refused after the acquire: " +
-                                std::string(replyText(*reply)) + "; " +
-                                releaseAfterAcquire(connection, names, sharded, token, options, where);
-    if (isTransientErrorReply(*reply)) throw ConnectionError(message);
-    throw BackendError(message);
-  }
-  const std::uint64_t acknowledged = readCountReply(*reply, where);
-  if (acknowledged >= options.waitReplicas) return;
-  throw ConnectionError("dlock: " + where.text() + ": only " + std::to_string(acknowledged) + " of " + replicas +
-                        " replicas acknowledged the lock within " + timeout + " ms; " +
-                        releaseAfterAcquire(connection, names, sharded, token, options, where));
-}
-
-// After renewals on `connection`, with wait_replicas: whether enough replicas have them. A renewal
-// only the master holds does not count: a master cut off from its replicas and sentinels (split
-// brain) would otherwise go on renewing a lease that the replica promoted in its place lets
-// expire, and the holder would never be told. Unconfirmed, the lease keeps its earlier deadline.
-bool renewalsReplicated(const RedisOperatorOptions& options, Connection& connection, const ReplySource& where) {
-  if (options.waitReplicas == 0) return true;
-  const ReplyPtr reply = waitForReplicas(options, connection);
-  if (reply->type == REDIS_REPLY_ERROR) {
-    logger()->warn("dlock: {}: WAIT refused after the renewal: {}; not counted", where.text(), replyText(*reply));
-    return false;
-  }
-  const std::uint64_t acknowledged = readCountReply(*reply, where);
-  if (acknowledged >= options.waitReplicas) return true;
-  logger()->warn("dlock: {}: only {} of {} replicas acknowledged the renewal within {} ms; not counted", where.text(),
-                 acknowledged, options.waitReplicas, options.waitTimeout.count());
-  return false;
+  const Script& script = sharded ? shardedReleaseScript() : releaseScript();
+  const ReleaseCall release(names, token, options);
+  const ReplyPtr reply = runScript(connection, script, release.keys, release.args);
+  return releasedOrEnded(readReleaseReply(*reply, where));
 }
 
 }  // namespace
 
 void runScriptCall(Topology& topology, Call& call, std::uint16_t slot, const Script& script, const Argv& keys,
                    const Argv& args, const ScriptReader& read) {
+  runScriptCallOn(topology, call, slot, script, keys, args,
+                  [&](Connection&, const redisReply& reply, const std::string& node) { read(reply, node); });
+}
+
+void runScriptCallOn(Topology& topology, Call& call, std::uint16_t slot, const Script& script, const Argv& keys,
+                     const Argv& args, const ConnectionReader& read) {
   run(
       topology, call, slot,
       [&](Connection& connection, const Route& route) { return runOn(connection, route, script, keys, args); },
-      [&](Connection&, const redisReply& reply, const Route& route) { read(reply, route.node->displayAddress()); });
+      [&](Connection& connection, const redisReply& reply, const Route& route) {
+        read(connection, reply, route.node->displayAddress());
+      });
 }
 
 }  // namespace detail
@@ -385,8 +340,10 @@ AcquireResult RedisOperator::acquire(std::string_view key, std::string_view toke
       [&](Connection& connection, const redisReply& reply, const Route& route) {
         const ReplySource where("lock", key, route.node->displayAddress());
         const AcquireResult result = readAcquireReply(reply, where);
-        if (result.acquired && options.waitReplicas > 0) {
-          awaitReplicas(options, topology.sharded(), connection, names, token, where);
+        if (result.acquired) {
+          awaitReplicas(options, connection, where, [&](Connection& on) {
+            return releaseAfterAcquire(on, names, topology.sharded(), token, options, where);
+          });
         }
         return result;
       });
@@ -435,9 +392,7 @@ bool RedisOperator::extend(std::string_view key, std::string_view token, millise
       [&](Connection& connection, const redisReply& reply, const Route& route) {
         const ReplySource where("extend", key, route.node->displayAddress());
         if (!readFlagReply(reply, where)) return false;
-        if (!renewalsReplicated(options, connection, where)) {
-          throw ConnectionError("dlock: " + where.text() + ": the renewal reached too few replicas");
-        }
+        requireRenewalReplicated(options, connection, where);
         return true;
       });
 }

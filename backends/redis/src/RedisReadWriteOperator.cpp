@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ChunkedRenewal.h"
 #include "Errors.h"
 #include "GrantWatch.h"
 #include "KeyNames.h"
@@ -14,10 +15,10 @@
 #include "ReadWriteScripts.h"
 #include "RedisOperatorOptions.h"
 #include "Replies.h"
+#include "ReplicaWait.h"
 #include "ScriptCall.h"
 #include "Topology.h"
 #include "dlock/LockError.h"
-#include "dlock/detail/Log.h"
 #include "dlock/redis/RedisOperator.h"
 
 namespace dlock {
@@ -92,6 +93,39 @@ ReadWriteInfo readInspectReply(const redisReply& raw, const std::string& where) 
   return info;
 }
 
+// Gives up what an acquire on `connection` took because its replicas did not acknowledge it
+// (ReplicaWait.h): the hold's release, or for an upgrade a downgrade back to the read hold it had.
+std::string undoHold(Connection& connection, bool sharded, const RedisOperatorOptions& options,
+                     const ReadWriteKeys& keys, std::string_view token, ReadWriteMode mode, bool upgrade,
+                     const std::string& ttlText, const std::string& where) {
+  const std::string channel = keys.names.rwGrantChannel();
+  const std::string fenceTtl = std::to_string(options.fenceTtl.count());
+  if (upgrade) {
+    const ReplyPtr reply =
+        runScript(connection, readWriteDowngradeScript(sharded), keys.all(), {token, ttlText, channel, fenceTtl});
+    return readFlagReply(*reply, where) ? "downgraded it back to its read hold" : "it had ended already";
+  }
+  const std::string record = keys.names.rwRecord(token);
+  const std::string floor = recordFloor(options);
+  const ReplyPtr reply = runScript(connection, readWriteReleaseScript(sharded), keys.all(),
+                                   {token, letterOf(mode), channel, record, floor, fenceTtl});
+  return releasedOrEnded(readQueueReleaseReply(*reply, where, kMaxAdmitted));
+}
+
+// confirmAcquire (ReplicaWait.h) for an acquire or an upgrade of `token`'s `mode` hold.
+void confirmHold(Connection& connection, bool sharded, const RedisOperatorOptions& options, const ReadWriteKeys& keys,
+                 std::string_view token, ReadWriteMode mode, bool upgrade, const std::string& ttlText,
+                 FairAcquireResult& result, const std::string& where) {
+  confirmAcquire(
+      options, connection, where, result,
+      [&](Connection& on) -> bool {  // a bool, not a reference into the flags
+        const ReplyPtr reply =
+            runScript(on, readWriteExtendScript(), {keys.writer, keys.readers}, {ttlText, token, letterOf(mode)});
+        return readFlagsReply(*reply, 1, where).front();
+      },
+      [&](Connection& on) { return undoHold(on, sharded, options, keys, token, mode, upgrade, ttlText, where); });
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -110,13 +144,17 @@ FairAcquireResult RedisOperator::doAcquire(std::string_view name, std::string_vi
   const char* operation = mode == ReadWriteMode::Read ? "acquireRead" : "acquireWrite";
   Call call(operation, name, options.retryBudget);
   FairAcquireResult result;
-  runScriptCall(topology, call, keys.names.slot(), readWriteAcquireScript(topology.sharded()), keys.all(),
-                {token, letterOf(mode), ttlText, fenceTtl, leaseText, channel, record, grantListener()},
-                [&](const redisReply& reply, const std::string& node) {
-                  // A reader's fence is the last writer's: 0 before any write.
-                  result = readQueueAcquireReply(reply, describeCall(operation, name, node),
-                                                 mode == ReadWriteMode::Write ? 1 : 0);
-                });
+  runScriptCallOn(topology, call, keys.names.slot(), readWriteAcquireScript(topology.sharded()), keys.all(),
+                  {token, letterOf(mode), ttlText, fenceTtl, leaseText, channel, record, grantListener()},
+                  [&](Connection& connection, const redisReply& reply, const std::string& node) {
+                    const std::string where = describeCall(operation, name, node);
+                    // A reader's fence is the last writer's: 0 before any write.
+                    result = readQueueAcquireReply(reply, where, mode == ReadWriteMode::Write ? 1 : 0);
+                    if (result.acquired) {
+                      confirmHold(connection, topology.sharded(), options, keys, token, mode, false, ttlText, result,
+                                  where);
+                    }
+                  });
   return result;
 }
 
@@ -147,6 +185,8 @@ bool RedisOperator::doDowngrade(std::string_view name, std::string_view token, m
   const std::string channel = keys.names.rwGrantChannel();
   const std::string fenceTtl = std::to_string(options.fenceTtl.count());
   Call call("downgrade", name, options.retryBudget);
+  // No WAIT with wait_replicas: a downgrade only gives up exclusion. A replica promoted without it
+  // still has this token as the writer, which excludes more; the read hold is then found lost.
   bool reads = false;
   runScriptCall(topology, call, keys.names.slot(), readWriteDowngradeScript(topology.sharded()), keys.all(),
                 {token, ttlText, channel, fenceTtl}, [&](const redisReply& reply, const std::string& node) {
@@ -163,10 +203,15 @@ FairAcquireResult RedisOperator::doTryUpgrade(std::string_view name, std::string
   const std::string fenceTtl = std::to_string(options.fenceTtl.count());
   Call call("tryUpgrade", name, options.retryBudget);
   FairAcquireResult result;
-  runScriptCall(topology, call, keys.names.slot(), readWriteUpgradeScript(), keys.all(), {token, ttlText, fenceTtl},
-                [&](const redisReply& reply, const std::string& node) {
-                  result = readQueueAcquireReply(reply, describeCall("tryUpgrade", name, node), 1);
-                });
+  runScriptCallOn(topology, call, keys.names.slot(), readWriteUpgradeScript(), keys.all(), {token, ttlText, fenceTtl},
+                  [&](Connection& connection, const redisReply& reply, const std::string& node) {
+                    const std::string where = describeCall("tryUpgrade", name, node);
+                    result = readQueueAcquireReply(reply, where, 1);
+                    if (result.acquired) {
+                      confirmHold(connection, topology.sharded(), options, keys, token, ReadWriteMode::Write, true,
+                                  ttlText, result, where);
+                    }
+                  });
   return result;
 }
 
@@ -177,55 +222,43 @@ bool RedisOperator::doExtend(const ReadWriteLease& lease, milliseconds ttl) {
   const std::string ttlText = std::to_string(ttl.count());
   Call call("extend", lease.name, options.retryBudget);
   bool extended = false;
-  runScriptCall(topology, call, keys.names.slot(), readWriteExtendScript(), {keys.writer, keys.readers},
-                {ttlText, lease.token, letterOf(lease.mode)}, [&](const redisReply& reply, const std::string& node) {
-                  extended = readFlagsReply(reply, 1, describeCall("extend", lease.name, node)).front();
-                });
+  runScriptCallOn(topology, call, keys.names.slot(), readWriteExtendScript(), {keys.writer, keys.readers},
+                  {ttlText, lease.token, letterOf(lease.mode)},
+                  [&](Connection& connection, const redisReply& reply, const std::string& node) {
+                    const std::string where = describeCall("extend", lease.name, node);
+                    extended = readFlagsReply(reply, 1, where).front();
+                    // A grantee confirms its hand-off with this call: its write follows the
+                    // hand-off's in the replication stream, so the WAIT after it covers both.
+                    if (extended) requireRenewalReplicated(options, connection, where);
+                  });
   return extended;
 }
 
 std::vector<ExtendResult> RedisOperator::doExtendAll(const std::vector<ReadWriteLease>& leases, milliseconds ttl) {
-  // One rwExtend per slot (a script's keys share one on a cluster; on one server, one for all)
-  // and per kExtendChunk holds, each through the retries of any call. Outcomes are per hold: a
-  // group that cannot be settled makes only its own holds unknown.
-  std::vector<ExtendResult> results(leases.size());
+  // One rwExtend per slot and chunk (ChunkedRenewal.h).
   Topology& topology = this->topology();
   const RedisOperatorOptions& options = operatorOptions();
   const bool sharded = topology.sharded();
   const std::string ttlText = std::to_string(ttl.count());
   std::vector<ReadWriteKeys> keys;
   keys.reserve(leases.size());
-  std::map<std::uint16_t, std::vector<std::size_t>> bySlot;
+  HoldsBySlot bySlot;
   for (std::size_t i = 0; i < leases.size(); ++i) {
     keys.emplace_back(options, leases[i].name, sharded);
     bySlot[sharded ? keys.back().names.slot() : 0].push_back(i);
   }
-  for (const auto& [slot, slotMembers] : bySlot) {
-    const auto& members = slotMembers;  // a structured binding cannot be captured in C++17
-    for (std::size_t start = 0; start < members.size(); start += kExtendChunk) {
-      const std::size_t end = std::min(members.size(), start + kExtendChunk);
-      Argv names;
-      Argv args = {ttlText};
-      for (std::size_t j = start; j < end; ++j) {
-        const std::size_t i = members[j];
-        names.insert(names.end(), {keys[i].writer, keys[i].readers});
-        args.insert(args.end(), {leases[i].token, letterOf(leases[i].mode)});
-      }
-      const std::string what = "(" + std::to_string(end - start) + " holds)";
-      Call call("extend", what, options.retryBudget);
-      try {
-        runScriptCall(topology, call, keys[members[start]].names.slot(), readWriteExtendScript(), names, args,
-                      [&](const redisReply& reply, const std::string& node) {
-                        const std::vector<bool> flags = readFlagsReply(reply, end - start, describeCall("extend", what, node));
-                        for (std::size_t j = start; j < end; ++j) results[members[j]].extended = flags[j - start];
-                      });
-      } catch (const LockError& error) {
-        logger()->warn("dlock: renewing {} read-write hold(s) on {}: {}", end - start, topology.describe(), error.what());
-        for (std::size_t j = start; j < end; ++j) results[members[j]].unknown = true;
-      }
-    }
-  }
-  return results;
+  return renewInChunks(topology, options, bySlot, leases.size(), kExtendChunk, "read-write holds",
+                       [&](Call& call, std::uint16_t, const std::vector<std::size_t>& holds,
+                           const ConnectionReader& read) {
+                         Argv names;
+                         Argv args = {ttlText};
+                         for (const std::size_t i : holds) {
+                           names.insert(names.end(), {keys[i].writer, keys[i].readers});
+                           args.insert(args.end(), {leases[i].token, letterOf(leases[i].mode)});
+                         }
+                         runScriptCallOn(topology, call, keys[holds.front()].names.slot(), readWriteExtendScript(),
+                                         names, args, read);
+                       });
 }
 
 bool RedisOperator::doLeave(std::string_view name, std::string_view token, ReadWriteMode mode, milliseconds ttl) {
@@ -265,14 +298,6 @@ ReadWriteInfo RedisOperator::doInspect(std::string_view name) {
                   info = readInspectReply(reply, describeCall("inspectReadWrite", name, node));
                 });
   return info;
-}
-
-std::string RedisOperator::readWriteUnsupported() const {
-  // As the fair lock's: a hand-off is written by the releaser's script, which waits for no replica.
-  if (operatorOptions().waitReplicas > 0) {
-    return "wait_replicas is not supported by the read-write lock (a hand-off is not acknowledged by replicas)";
-  }
-  return {};
 }
 
 }  // namespace dlock

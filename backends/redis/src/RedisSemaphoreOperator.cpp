@@ -3,14 +3,19 @@
 // reply readers; a waiter's grant watch is GrantWatch.h's.
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
+#include "ChunkedRenewal.h"
 #include "Errors.h"
 #include "GrantWatch.h"
 #include "KeyNames.h"
-#include "RedisOperatorOptions.h"
 #include "QueueReplies.h"
+#include "RedisOperatorOptions.h"
+#include "ReplicaWait.h"
 #include "ScriptCall.h"
 #include "SemaphoreScripts.h"
 #include "Topology.h"
@@ -24,6 +29,9 @@ namespace detail {
 namespace {
 
 using std::chrono::milliseconds;
+
+// Leases per semExtendMany in a batch renewal (each a few server calls inside the script).
+constexpr std::size_t kExtendChunk = 1000;
 
 // The three keys of one semaphore (SemaphoreScripts.h), under its name's hash tag, and the base
 // of its grant channels, which goes as ARGV (as the fair lock's: a channel is no key).
@@ -126,6 +134,38 @@ SemaphoreInfo readSemaphoreInspectReply(const redisReply& raw, const std::string
   return info;
 }
 
+// One semExtendMany (SemaphoreScripts.h) over `leases[holds...]`: each name's keys once, in the
+// order of first use; its leases by the name's index.
+class ExtendManyCall {
+ public:
+  ExtendManyCall(const std::vector<LeaseRef>& leases, const std::vector<std::size_t>& holds,
+                 const std::map<std::string_view, SemaphoreNames>& byName, const std::string& leaseText) {
+    std::map<std::string_view, std::size_t> index;  // from 1, as the script counts
+    std::vector<const SemaphoreNames*> names;
+    for (const std::size_t i : holds) {
+      const auto [at, added] = index.emplace(leases[i].key, names.size() + 1);
+      if (added) names.push_back(&byName.at(leases[i].key));
+      indexes_.push_back(std::to_string(at->second));
+    }
+    count_ = std::to_string(names.size());
+    args_ = {leaseText, names.front()->keyLife, count_};
+    for (const SemaphoreNames* each : names) {
+      keys_.insert(keys_.end(), {each->state, each->deadlines, each->queue});
+      args_.emplace_back(each->channel);
+    }
+    for (std::size_t j = 0; j < holds.size(); ++j) args_.insert(args_.end(), {indexes_[j], leases[holds[j]].token});
+  }
+
+  [[nodiscard]] const Argv& keys() const { return keys_; }
+  [[nodiscard]] const Argv& args() const { return args_; }
+
+ private:
+  std::vector<std::string> indexes_;  // the texts args_ points to
+  std::string count_;
+  Argv keys_;
+  Argv args_;
+};
+
 }  // namespace
 }  // namespace detail
 
@@ -142,13 +182,26 @@ SemaphoreAcquireResult RedisOperator::doAcquirePermits(std::string_view name, st
   const std::string waiterLeaseText = std::to_string(waiterLease.count());
   Call call("acquirePermits", name, operatorOptions().retryBudget);
   SemaphoreAcquireResult result;
-  runScriptCall(topology, call, names.names.slot(), semaphoreAcquireScript(topology.sharded()), names.keys(),
-                {token, permitsText, capacityText, leaseText, waiterLeaseText, names.channel, grantListener(),
-                 names.keyLife},
-                [&](const redisReply& reply, const std::string& node) {
-                  result = readSemaphoreAcquireReply(reply, name, capacity, node,
-                                                     describeCall("acquirePermits", name, node));
-                });
+  runScriptCallOn(topology, call, names.names.slot(), semaphoreAcquireScript(topology.sharded()), names.keys(),
+                  {token, permitsText, capacityText, leaseText, waiterLeaseText, names.channel, grantListener(),
+                   names.keyLife},
+                  [&](Connection& connection, const redisReply& reply, const std::string& node) {
+                    const std::string where = describeCall("acquirePermits", name, node);
+                    result = readSemaphoreAcquireReply(reply, name, capacity, node, where);
+                    const bool sharded = topology.sharded();
+                    confirmAcquire(
+                        operatorOptions(), connection, where, result,
+                        [&](Connection& on) {
+                          const ReplyPtr extended = runScript(on, semaphoreExtendScript(sharded), names.keys(),
+                                                              {token, leaseText, names.channel, names.keyLife});
+                          return readBoundedInteger(*extended, 1, where) == 1;
+                        },
+                        [&](Connection& on) {
+                          const ReplyPtr released = runScript(on, semaphoreReleaseScript(sharded), names.keys(),
+                                                              {token, names.channel, names.recordLife, names.keyLife});
+                          return releasedOrEnded(readQueueReleaseReply(*released, where, kMaxSemaphorePermits));
+                        });
+                  });
   return result;
 }
 
@@ -172,12 +225,41 @@ bool RedisOperator::doExtendPermits(std::string_view name, std::string_view toke
   const std::string leaseText = std::to_string(lease.count());
   Call call("extendPermits", name, operatorOptions().retryBudget);
   bool extended = false;
-  runScriptCall(topology, call, names.names.slot(), semaphoreExtendScript(topology.sharded()), names.keys(),
-                {token, leaseText, names.channel, names.keyLife},
-                [&](const redisReply& reply, const std::string& node) {
-                  extended = readBoundedInteger(reply, 1, describeCall("extendPermits", name, node)) == 1;
-                });
+  runScriptCallOn(topology, call, names.names.slot(), semaphoreExtendScript(topology.sharded()), names.keys(),
+                  {token, leaseText, names.channel, names.keyLife},
+                  [&](Connection& connection, const redisReply& reply, const std::string& node) {
+                    const std::string where = describeCall("extendPermits", name, node);
+                    extended = readBoundedInteger(reply, 1, where) == 1;
+                    // A grantee confirms its grant with this call: its write follows the grant's in
+                    // the replication stream, so the WAIT after it covers the grant too.
+                    if (extended) requireRenewalReplicated(operatorOptions(), connection, where);
+                  });
   return extended;
+}
+
+std::vector<ExtendResult> RedisOperator::doExtendPermitsAll(const std::vector<LeaseRef>& leases, milliseconds lease) {
+  // One semExtendMany per slot and chunk (ChunkedRenewal.h), as the read-write lock's batch.
+  Topology& topology = this->topology();
+  const RedisOperatorOptions& options = operatorOptions();
+  const bool sharded = topology.sharded();
+  const std::string leaseText = std::to_string(lease.count());
+  std::map<std::string_view, SemaphoreNames> byName;
+  HoldsBySlot bySlot;
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    auto at = byName.find(leases[i].key);
+    if (at == byName.end()) {
+      at = byName.emplace(std::piecewise_construct, std::forward_as_tuple(leases[i].key),
+                          std::forward_as_tuple(options, leases[i].key, sharded)).first;
+    }
+    bySlot[sharded ? at->second.names.slot() : 0].push_back(i);
+  }
+  return renewInChunks(topology, options, bySlot, leases.size(), kExtendChunk, "permit leases",
+                       [&](Call& call, std::uint16_t slot, const std::vector<std::size_t>& holds,
+                           const ConnectionReader& read) {
+                         const ExtendManyCall batch(leases, holds, byName, leaseText);
+                         runScriptCallOn(topology, call, slot, semaphoreExtendManyScript(sharded), batch.keys(),
+                                         batch.args(), read);
+                       });
 }
 
 bool RedisOperator::doLeavePermitQueue(std::string_view name, std::string_view token) {
@@ -224,16 +306,6 @@ std::unique_ptr<IGrantWatch> RedisOperator::doWatchPermitGrants(std::string_view
   const SemaphoreNames names(operatorOptions(), name, topology->sharded());
   return watchGrantChannel(topology, operatorOptions().retryBudget, names.names.slot(),
                            names.channel + ":" + grantListener(), std::string(token), 1);
-}
-
-std::string RedisOperator::semaphoreUnsupported() const {
-  // As the fair lock's hand-off: an admission is written by another client's release (or by any
-  // call that reclaims an expired lease), which does not wait for replicas, so a WAIT on the
-  // waiter's connection would not cover it. Refused rather than silently weaker.
-  if (operatorOptions().waitReplicas > 0) {
-    return "wait_replicas is not supported by the semaphore (an admission is not acknowledged by replicas)";
-  }
-  return {};
 }
 
 }  // namespace dlock

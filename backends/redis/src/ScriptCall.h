@@ -26,6 +26,14 @@ using ScriptReader = std::function<void(const redisReply& reply, const std::stri
 void runScriptCall(Topology& topology, Call& call, std::uint16_t slot, const Script& script, const Argv& keys,
                    const Argv& args, const ScriptReader& read);
 
+// As ScriptReader, on the connection the script ran on, still borrowed: what it sends there (a
+// WAIT, ReplicaWait.h; an undo) follows the script on that connection. What it throws is not retried.
+using ConnectionReader = std::function<void(Connection& connection, const redisReply& reply, const std::string& node)>;
+
+// runScriptCall with a ConnectionReader.
+void runScriptCallOn(Topology& topology, Call& call, std::uint16_t slot, const Script& script, const Argv& keys,
+                     const Argv& args, const ConnectionReader& read);
+
 // Subscribes on the node serving `slot` (`take` gets its subscriber and subscribes there), with the
 // retries of a release watch's subscription; returns that node. What `take` throws decides as a
 // refused or failed subscription does.

@@ -243,14 +243,34 @@ if kind == 'r' then return finish(s, {2, 0}) end
 return finish(s, {0, 0})
 )lua";
 
-// Renews the token's own hold only; a lease that ended was reclaimed above, so it answers 0.
+// Renews the token's own hold only; a lease that ended was reclaimed by load(), so it answers 0.
+// Shared by semExtend and semExtendMany.
+constexpr const char* kExtendOne = R"lua(
+local function extendOne(token, leaseMs, keyLife, channel)
+  local s = load(token, keyLife, channel)
+  admit(s)
+  if parse(s.mine) ~= 'h' then return finish(s, 0) end
+  setDeadline(s, token, s.nowMs + tonumber(leaseMs))
+  return finish(s, 1)
+end
+)lua";
+
 constexpr const char* kExtendBody = R"lua(
-local token = ARGV[1]
-local s = load(token, ARGV[4], ARGV[3])
-admit(s)
-if parse(s.mine) ~= 'h' then return finish(s, 0) end
-setDeadline(s, token, s.nowMs + tonumber(ARGV[2]))
-return finish(s, 1)
+return extendOne(ARGV[1], ARGV[2], ARGV[4], ARGV[3])
+)lua";
+
+// The watchdog's batch: each lease as semExtend does it, in order, on its name's three keys
+// (H, Z and Q, the prelude's, are pointed at them in turn: every function of the prelude reads
+// them). A name's leases see the state its earlier ones wrote.
+constexpr const char* kExtendManyBody = R"lua(
+local leaseMs, keyLife, names = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local extended = {}
+for i = 4 + names, #ARGV, 2 do
+  local n = tonumber(ARGV[i])
+  H, Z, Q = KEYS[3 * n - 2], KEYS[3 * n - 1], KEYS[3 * n]
+  extended[#extended + 1] = extendOne(ARGV[i + 1], leaseMs, keyLife, ARGV[3 + n])
+end
+return extended
 )lua";
 
 // As the fair lock's leave: out of the queue, a grant that raced it released (handed on), and a
@@ -314,19 +334,22 @@ end
 return {redis.call('HGET', H, '#capacity') or '0', now, holders, waiters}
 )lua";
 
-std::string source(const char* publish, const char* body) {
-  return std::string("local PUBLISH = '") + publish + "'\n" + kPrelude + body;
+std::string source(const char* publish, const char* body, const char* functions) {
+  return std::string("local PUBLISH = '") + publish + "'\n" + kPrelude + functions + body;
 }
 
-Script pair(const char* name, bool sharded, const char* body) {
-  return makeScript(name, source(sharded ? "SPUBLISH" : "PUBLISH", body));
+Script pair(const char* name, bool sharded, const char* body, const char* functions = "") {
+  return makeScript(name, source(sharded ? "SPUBLISH" : "PUBLISH", body, functions));
 }
 
 // Made while the library loads (namespace scope, no function-local statics): a child forked while
 // a parent thread made one would otherwise wait for ever on its initialisation guard.
 const Script kAcquire[2] = {pair("semAcquire", false, kAcquireBody), pair("shardedSemAcquire", true, kAcquireBody)};
 const Script kRelease[2] = {pair("semRelease", false, kReleaseBody), pair("shardedSemRelease", true, kReleaseBody)};
-const Script kExtend[2] = {pair("semExtend", false, kExtendBody), pair("shardedSemExtend", true, kExtendBody)};
+const Script kExtend[2] = {pair("semExtend", false, kExtendBody, kExtendOne),
+                           pair("shardedSemExtend", true, kExtendBody, kExtendOne)};
+const Script kExtendMany[2] = {pair("semExtendMany", false, kExtendManyBody, kExtendOne),
+                               pair("shardedSemExtendMany", true, kExtendManyBody, kExtendOne)};
 const Script kLeave[2] = {pair("semLeave", false, kLeaveBody), pair("shardedSemLeave", true, kLeaveBody)};
 const Script kResize[2] = {pair("semResize", false, kResizeBody), pair("shardedSemResize", true, kResizeBody)};
 const Script kInspect = makeScript("semInspect", kInspectSource);
@@ -336,6 +359,7 @@ const Script kInspect = makeScript("semInspect", kInspectSource);
 const Script& semaphoreAcquireScript(bool sharded) { return kAcquire[sharded ? 1 : 0]; }
 const Script& semaphoreReleaseScript(bool sharded) { return kRelease[sharded ? 1 : 0]; }
 const Script& semaphoreExtendScript(bool sharded) { return kExtend[sharded ? 1 : 0]; }
+const Script& semaphoreExtendManyScript(bool sharded) { return kExtendMany[sharded ? 1 : 0]; }
 const Script& semaphoreLeaveScript(bool sharded) { return kLeave[sharded ? 1 : 0]; }
 const Script& semaphoreResizeScript(bool sharded) { return kResize[sharded ? 1 : 0]; }
 const Script& semaphoreInspectScript() { return kInspect; }

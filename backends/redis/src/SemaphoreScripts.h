@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // SemaphoreScripts.h — the Lua scripts of the counting semaphore (ISemaphoreOperator.h). Every
-// script touches the three keys of one hash tag, all declared in KEYS (KeyNames::semaphore):
+// script touches the three keys of one hash tag (semExtendMany: of each of its names, all in one
+// slot on a cluster), all declared in KEYS (KeyNames::semaphore):
 //
 //   state      a hash: '#capacity', '#used' (permits held), '#fence' (the last fencing token),
 //              '#waiting' (places in the queue), '#next' (no later than the earliest deadline in
@@ -21,6 +22,9 @@
 //   semRelease  ARGV: token, channel, record-ms, key-life-ms
 //               → {1, admitted} released; {2, 0} released earlier by this token; {0, 0} not ours
 //   semExtend   ARGV: token, lease-ms, channel, key-life-ms → 1 extended, 0 not ours
+//   semExtendMany  KEYS: the three keys of each name (state, deadlines, queue), name after name
+//               ARGV: lease-ms, key-life-ms, n (names), n channels (one per name, in KEYS' order),
+//               then (name index from 1, token) per lease → {1|0 per lease}, each as semExtend
 //   semLeave    ARGV: token, channel, record-ms, key-life-ms → 1 permits granted to it were
 //               released, 0 otherwise; the token is refused from then on
 //   semResize   ARGV: capacity, channel, key-life-ms → waiters admitted
@@ -45,6 +49,7 @@ namespace dlock::detail {
 const Script& semaphoreAcquireScript(bool sharded);
 const Script& semaphoreReleaseScript(bool sharded);
 const Script& semaphoreExtendScript(bool sharded);
+const Script& semaphoreExtendManyScript(bool sharded);
 const Script& semaphoreLeaveScript(bool sharded);
 const Script& semaphoreResizeScript(bool sharded);
 const Script& semaphoreInspectScript();

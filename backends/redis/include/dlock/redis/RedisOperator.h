@@ -55,10 +55,8 @@ class RedisOperator : public IOperator,
   ReleaseResult fairUnlock(std::string_view key, std::string_view token) override;
   bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   std::unique_ptr<IGrantWatch> watchGrants(std::string_view key, std::string_view token) override;
-  [[nodiscard]] std::string fairUnsupported() const override;
-  [[nodiscard]] std::string readWriteUnsupported() const override;
-  // The semaphore (RedisSemaphoreOperator.cpp, SemaphoreScripts.h): wait_replicas refused.
-  [[nodiscard]] std::string semaphoreUnsupported() const override;
+  // With wait_replicas, every primitive's acquires and renewals wait for the replicas
+  // (ReplicaWait.h); a hand-off counts once its grantee's confirming extend is acknowledged.
   // Conditions (RedisConditionOperator.cpp, ConditionScripts.h): wait_replicas refused.
   [[nodiscard]] std::string conditionUnsupported() const override;
 
@@ -99,12 +97,14 @@ class RedisOperator : public IOperator,
   bool doLeave(std::string_view name, std::string_view token, ReadWriteMode mode, std::chrono::milliseconds ttl) override;
   std::unique_ptr<IGrantWatch> doWatch(std::string_view name, std::string_view token) override;
   ReadWriteInfo doInspect(std::string_view name) override;
-  // The semaphore's calls (RedisSemaphoreOperator.cpp); the watchdog's batch is one call per lease.
+  // The semaphore's calls (RedisSemaphoreOperator.cpp); the watchdog's batch is one call per slot.
   SemaphoreAcquireResult doAcquirePermits(std::string_view name, std::string_view token, std::uint32_t permits,
                                           std::uint32_t capacity, std::chrono::milliseconds lease,
                                           std::chrono::milliseconds waiterLease) override;
   ReleaseResult doReleasePermits(std::string_view name, std::string_view token) override;
   bool doExtendPermits(std::string_view name, std::string_view token, std::chrono::milliseconds lease) override;
+  std::vector<ExtendResult> doExtendPermitsAll(const std::vector<LeaseRef>& leases,
+                                               std::chrono::milliseconds lease) override;
   bool doLeavePermitQueue(std::string_view name, std::string_view token) override;
   std::unique_ptr<IGrantWatch> doWatchPermitGrants(std::string_view name, std::string_view token) override;
   std::uint32_t doResizeSemaphore(std::string_view name, std::uint32_t capacity) override;
