@@ -7,7 +7,7 @@
 //   eventually(condition[, budget])   polls `condition` until it holds; false when the budget ran out
 //   onceRecovered(op), recovers(op)   retry `op` while it throws ConnectionError (kEventBudget)
 //   infoField(client, field)          a field of the server's INFO ("loading", "master_link_status")
-//   releaseSubscribers(client, key)   subscribers of a key's release channel (waiters asleep on it)
+//   releaseSubscribers(client, key)   subscribers of a key's release and wake-up channels (waiters asleep)
 //   inNanosleep(pid)                  true while the main thread of `pid` sleeps in nanosleep
 //   TempDir                           a fresh directory, removed with everything in it
 //   processState(pid)                 the state letter of `pid` ('T' once a SIGSTOP took hold)
@@ -106,10 +106,16 @@ inline std::string infoField(RedisClient& client, const std::string& field) {
 
 // How many clients subscribe to the release channel of dlock key `key`: a waiter asleep on the
 // release message is one of them.
+// The release channel and each waiting operator's wake-up channel (`...:released:<listener>`).
 inline long long releaseSubscribers(RedisClient& client, const std::string& key,
                                     const std::string& prefix = "dlock:") {
-  const Reply reply = client.ok({"PUBSUB", "NUMSUB", prefix + "{" + key + "}:released"});
-  return reply.elements.size() == 2 ? reply.elements[1].integer : 0;
+  const std::string channel = prefix + "{" + key + "}:released";
+  std::vector<std::string> command = {"PUBSUB", "NUMSUB", channel};
+  for (const auto& wake : client.ok({"PUBSUB", "CHANNELS", channel + ":*"}).elements) command.push_back(wake.str);
+  long long subscribers = 0;
+  const Reply reply = client.ok(command);
+  for (std::size_t i = 1; i < reply.elements.size(); i += 2) subscribers += reply.elements[i].integer;
+  return subscribers;
 }
 
 // True while the main thread of `pid` is in nanosleep or clock_nanosleep: a redis-server running
