@@ -16,8 +16,8 @@ namespace dlock::detail {
 std::string releaseSource(const char* publish);
 
 // Lua helpers over a key's waiter registry (Scripts.h), shared by the acquire and the release:
-// serverMillis(), waiterEntries(text, nowMs, listener), storeWaiters(key, entries, nowMs) and
-// wakeOne(key, text, channel, nowMs), which publishes with `publish`.
+// serverMillis(), registerWaiter(key, text, listener, leaseMs, nowMs), dropWaiter(key, text,
+// listener) and wakeOne(key, text, channel, nowMs), which publishes with `publish`.
 std::string waiterRegistryPrelude(const char* publish);
 
 }  // namespace dlock::detail
