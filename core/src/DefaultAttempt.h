@@ -6,7 +6,8 @@
 // try that finds the key taken registers this waiter with the backend, so a release wakes one
 // registered waiter, not every one (no herd: one try per hand-off, not one per waiting process);
 // the waiter tries again at least every kRecheck, which renews its registration and finds a key
-// whose wake-up was lost (a lost wake-up costs at most that, or the holder's lease if shorter).
+// whose wake-up was lost (a lost wake-up costs at most that, its IWait's own recheck (NotifyWait:
+// 1 s) or the holder's lease, whichever is shortest).
 // The lock stays unfair: a newcomer may take the key before the woken waiter. A key waited for
 // lately is listened for before the first try (the subscription is most likely still there), so
 // that try registers and needs no second one. An acquisition right after a contended release of
@@ -31,8 +32,9 @@ class DefaultAttempt final : public Attempt {
  public:
   // The default lock's own parts, beside AttemptTools.
   // While it listens for wake-ups, a waiter tries at least this often: each try renews its
-  // registration, which a backend keeps longer (Redis: 3 s after the try).
-  static constexpr std::chrono::milliseconds kRecheck{1000};
+  // registration, which a backend keeps longer (Redis: 30 s after the try). Its IWait may recheck
+  // sooner (NotifyWait: every second by default); tests that wait for wake-ups make that long.
+  static constexpr std::chrono::milliseconds kRecheck{10000};
 
   struct Parts {
     IWait& wait;

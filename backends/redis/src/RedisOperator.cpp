@@ -35,10 +35,11 @@ using std::chrono::milliseconds;
 constexpr std::size_t kExtendChunk = 5000;
 
 // How long a waiter's entry in a key's waiter registry lasts after its last try (server time): a
-// waiting DefaultAttempt tries at least every second (DefaultAttempt::kRecheck), so a live
-// waiter's entry never lapses, and a waiter that stopped trying (killed, stopped, gone) holds its
-// place at most this long. While it lasts, a release may wake its process for nothing, once.
-constexpr const char* kWaiterRegistrationMs = "3000";
+// waiting DefaultAttempt tries at least every 10 s (DefaultAttempt::kRecheck), so a live waiter's
+// entry never lapses, and a waiter that stopped trying (stopped, hung) keeps its place at most
+// this long; while it does, a release may wake its process for nothing, once (a killed one has no
+// subscriber and is passed over).
+constexpr const char* kWaiterRegistrationMs = "30000";
 
 // The route of a call's next try: the ASK target of the last verdict, or where the topology says;
 // waits (as the policy says) while no node serves the slot.
