@@ -8,6 +8,7 @@
 //   onceRecovered(op), recovers(op)   retry `op` while it throws ConnectionError (kEventBudget)
 //   infoField(client, field)          a field of the server's INFO ("loading", "master_link_status")
 //   releaseSubscribers(client, key)   subscribers of a key's release and wake-up channels (waiters asleep)
+//   waiterRegistered(client, key)     some waiter's try registered it for the key's next wake-up
 //   inNanosleep(pid)                  true while the main thread of `pid` sleeps in nanosleep
 //   TempDir                           a fresh directory, removed with everything in it
 //   processState(pid)                 the state letter of `pid` ('T' once a SIGSTOP took hold)
@@ -106,6 +107,13 @@ inline std::string infoField(RedisClient& client, const std::string& field) {
 
 // How many clients subscribe to the release channel of dlock key `key`: a waiter asleep on the
 // release message is one of them.
+// A waiter of the default lock asleep for `key`: it listens (releaseSubscribers) and its last try
+// registered it in the key's waiter registry (`<prefix>{key}:waiters`, `listener=expiry;` each),
+// so a release now wakes it.
+inline bool waiterRegistered(RedisClient& client, const std::string& key, const std::string& prefix = "dlock:") {
+  return !client.ok({"GET", prefix + "{" + key + "}:waiters"}).str.empty();
+}
+
 // The release channel and each waiting operator's wake-up channel (`...:released:<listener>`).
 inline long long releaseSubscribers(RedisClient& client, const std::string& key,
                                     const std::string& prefix = "dlock:") {
