@@ -2,7 +2,8 @@
 // ContendedReleases.h — fairness of the default lock: after a release of ours that reached
 // waiters, this process holds back from the key for about two round trips (the release message
 // reaches a waiter, its acquire reaches the server), so a waiter can take it instead of the
-// releaser barging back in. The round trip is a smoothed sample of acquire attempts.
+// releaser barging back in. The round trip is a smoothed sample of acquire attempts. And the keys
+// this process waited for lately (recent()), whose next acquisition listens before its first try.
 // Owner: one LockCore (a forked child gets its own: a parent's thread may have held the mutex).
 // Thread safety: thread-safe.
 #pragma once
@@ -16,6 +17,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "RecentContention.h"
 
 namespace dlock::detail {
 
@@ -62,7 +65,10 @@ class ContendedReleases {
     return until;
   }
 
+  [[nodiscard]] RecentContention& recent() noexcept { return recent_; }
+
  private:
+  RecentContention recent_;
   std::atomic<std::int64_t> roundTripNanos_{0};  // smoothed duration of a sampled acquire attempt
   std::atomic<std::size_t> pending_{0};          // until_.size(), readable without the mutex
   std::mutex mutex_;

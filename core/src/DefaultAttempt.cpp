@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "DefaultAttempt.h"
 
+#include <algorithm>
+
 #include "OwnerLabel.h"
+#include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/core/Token.h"
 #include "dlock/detail/Log.h"
@@ -9,7 +12,10 @@
 namespace dlock::detail {
 
 DefaultAttempt::DefaultAttempt(const AttemptTools& tools, const Parts& parts)
-    : tools_(tools), parts_(parts), token_(generateToken()) {}
+    : tools_(tools),
+      parts_(parts),
+      token_(generateToken()),
+      listenFirst_(!parts.once && parts.wait.wantsReleaseWatch() && parts.contended.recent().lately(tools.key)) {}
 
 AcquireResult DefaultAttempt::send() {
   return parts_.recorder != nullptr
@@ -22,6 +28,15 @@ TryResult DefaultAttempt::tryAcquire(const WaitState& state) {
   if (cutOff_) {
     token_ = generateToken();
     cutOff_ = false;
+  }
+  if (listenFirst_) {
+    listenFirst_ = false;
+    try {
+      releases_ = tools_.backend->watch(tools_.key);
+    } catch (const LockError& error) {
+      // join() listens again, or the try below meets the trouble.
+      logger()->debug("dlock: listening for a release of {} failed: {}", quoteKey(tools_.key), error.what());
+    }
   }
   const bool timed = state.tryNumber % ContendedReleases::kRoundTripSampling == 0;
   const Clock::time_point sentAt = tools_.clock.now();
@@ -36,6 +51,7 @@ TryResult DefaultAttempt::tryAcquire(const WaitState& state) {
     throw;
   }
   if (result.acquired) return Held{result.fencingToken, sentAt, result.validity};
+  if (!parts_.once) parts_.contended.recent().note(tools_.key);
   const Log log = logger();
   if (log->should_log(spdlog::level::debug)) {
     log->debug("dlock: {} on {} is held by another owner for {} ms more", quoteKey(tools_.key),
@@ -77,7 +93,8 @@ std::optional<Held> DefaultAttempt::await(const WaitState& state, const Pause& p
   WaitContext context;
   context.key = tools_.key;
   context.attempt = state.failures;
-  context.remaining = pause.remaining;
+  // Listening, the waiter is registered: it tries again within kRecheck (placeRenewal).
+  context.remaining = releases_ ? std::min(pause.remaining, kRecheck) : pause.remaining;
   context.holderTtl = state.last.holderTtl;
   context.waitingSince = *state.waitingSince;
   context.releases = releases_.get();

@@ -61,7 +61,8 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
     const std::optional<Held> held = loop.run(attempt, policy);
     return held ? holding(key, attempt, *held, ttl, renewed) : nullptr;
   }
-  DefaultAttempt attempt(tools, {*wait_, waiters_, *contended_, capabilities_.ownerRecorder.get(), options_.ownerLabel});
+  DefaultAttempt attempt(tools, {*wait_, waiters_, *contended_, capabilities_.ownerRecorder.get(), options_.ownerLabel,
+                                 policy.once()});
   const std::optional<Held> held = loop.run(attempt, policy);
   return held ? holding(key, attempt, *held, ttl, renewed) : nullptr;
 }

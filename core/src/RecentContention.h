@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// RecentContention.h — the keys this process waited for lately, for the fair lock: the next
-// acquisition of such a key listens for its hand-off before its first attempt (the subscription
-// is most likely still there, lingering), so it needs no second attempt after subscribing, and a
-// contended hand-off costs two commands: the waiter's attempt and the holder's release.
-// Owner: one FairBackend (a forked child gets its own, through ForkLocal).
+// RecentContention.h — the keys this process waited for lately: the next acquisition of such a key
+// listens for its hand-off (the fair lock) or its wake-up (the default lock) before its first
+// attempt (the subscription is most likely still there, lingering), so it needs no second attempt
+// after subscribing, and a contended hand-off costs two commands: the waiter's attempt and the
+// holder's release (the default lock: and the woken waiter's try).
+// Owner: one FairBackend, or one ContendedReleases (a forked child gets its own, through ForkLocal).
 // Thread safety: thread-safe.
 #pragma once
 

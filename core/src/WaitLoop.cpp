@@ -34,7 +34,8 @@ std::optional<Held> WaitLoop::run(Attempt& attempt, WaitPolicy& policy) {
       // Queue behind this process's other waiters for the key; only the head talks to the backend.
       turn.emplace(*local, key_);
       if (!turn->waitForTurn(policy.deadline()) && !policy.interrupted()) return timedOut(attempt, policy, state);
-      continue;  // our turn (the key may be free by now), or interrupted
+      // Interrupted, or our turn after others' (the key may be free by now): back to the top.
+      if (policy.interrupted() || !turn->first()) continue;
     }
     if (joinNow(attempt, policy, state)) continue;
     const SteadyTime pausing = std::chrono::steady_clock::now();

@@ -4,7 +4,7 @@
 //
 //   try ── held ───────────────────────────────────────────────────────────▶ Held
 //    │ └─ waiting ─ over? ── yes ─ leave ──────────────────────────────────▶ nullopt (timed out)
-//    │               └ no ─ first time: queue behind this process's waiters, then try
+//    │               └ no ─ first time: queue behind this process's waiters (waited: try)
 //    │                      join: listening began now ─ try again
 //    │                      await (a pause) ─ handed over ────────────────▶ Held
 //    │                                       └ else ─ try again

@@ -17,8 +17,7 @@
 // and the deadline every backend call inside the wait must meet (CallBudget): the wait's own when
 // it has one; for lock(key) without one, the outage budget's once an outage began; none for a
 // single try (tryLock(key) gets the command timeout, as any call outside a wait).
-// Pauses apart from it, each bounded by what it is given: an IWait's sleep (cut to `remaining`;
-// NotifyWait's step back of at most 150 µs after a release is not), a watch's re-subscription
+// Pauses apart from it, each bounded by what it is given: an IWait's sleep (cut to `remaining`), a watch's re-subscription
 // pause (cut to the wait's pause), and the backends' own schedules: a command's retries and the
 // pool's reconnect back-off (within the CallBudget set here), Sentinel's promotion poll and
 // Redlock's quorum of watches (their own threads and node timeouts), shared by every wait.

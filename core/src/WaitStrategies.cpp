@@ -11,7 +11,6 @@ namespace dlock {
 namespace {
 
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 void sleepAtMost(milliseconds wanted, milliseconds remaining) {
   const milliseconds sleep = std::min(wanted, remaining);
@@ -46,21 +45,6 @@ void ExponentialBackoffWait::wait(const WaitContext& ctx) {
   sleepAtMost(milliseconds(pick(threadRandom())), ctx.remaining);
 }
 
-namespace {
-
-// A release wakes one waiter per process, and the first retry to reach the server wins. Waiters
-// that have waited less step back a little, so the longest-waiting one usually wins: roughly
-// first come, first served across processes, which keeps the tail of the wait short.
-void yieldToOlderWaiters(std::chrono::steady_clock::time_point waitingSince) {
-  constexpr std::chrono::microseconds kLongest{150};   // the delay of a waiter that just arrived
-  constexpr std::chrono::microseconds kHorizon{5000};  // waited this long: no delay at all
-  const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - waitingSince);
-  if (waited >= kHorizon || waited.count() < 0) return;
-  pauseInWait(kLongest * (kHorizon - waited).count() / kHorizon.count());
-}
-
-}  // namespace
-
 NotifyWait::NotifyWait(milliseconds recheck, milliseconds poll) : recheck_(recheck), poll_(poll) {
   detail::checkPositive(recheck, "the recheck interval", "NotifyWait");
   detail::checkPositive(poll, "the poll interval", "NotifyWait");
@@ -71,8 +55,10 @@ void NotifyWait::wait(const WaitContext& ctx) {
   // past the caller's deadline or the recheck bound.
   milliseconds bound = std::min(ctx.remaining, recheck_);
   if (ctx.holderTtl.count() > 0) bound = std::min(bound, ctx.holderTtl + milliseconds(1));
+  // A release wakes one registered waiter (not every one: no herd to step back from), which tries
+  // at once.
   if (ctx.releases != nullptr) {
-    if (bound.count() > 0 && ctx.releases->waitForRelease(bound)) yieldToOlderWaiters(ctx.waitingSince);
+    if (bound.count() > 0) (void)ctx.releases->waitForRelease(bound);
     return;
   }
   sleepAtMost(std::min(bound, poll_), ctx.remaining);

@@ -26,7 +26,8 @@ class WaiterQueue {
   class Ticket {
    public:
     // Joins the end of `key`'s queue.
-    Ticket(WaiterQueue& queue, std::string_view key) : queue_(&queue), key_(key), number_(queue.enqueue(key_)) {}
+    Ticket(WaiterQueue& queue, std::string_view key)
+        : queue_(&queue), key_(key), number_(queue.enqueue(key_, first_)) {}
     Ticket(const Ticket&) = delete;
     Ticket& operator=(const Ticket&) = delete;
     ~Ticket() { queue_->leave(key_, number_); }
@@ -34,18 +35,23 @@ class WaiterQueue {
     // Blocks until this ticket heads its queue (true), or `deadline` passes or the wait is
     // woken (Wakeup.h) first (false).
     bool waitForTurn(std::chrono::steady_clock::time_point deadline) { return queue_->waitForTurn(key_, number_, deadline); }
+    // True when the ticket headed its queue as it joined: no waiter of this process was ahead.
+    [[nodiscard]] bool first() const noexcept { return first_; }
 
    private:
     WaiterQueue* queue_;
     std::string key_;
+    bool first_ = false;
     std::uint64_t number_;
   };
 
  private:
-  std::uint64_t enqueue(const std::string& key) {
+  std::uint64_t enqueue(const std::string& key, bool& first) {
     std::lock_guard<std::mutex> guard(mutex_);
     const std::uint64_t number = ++lastTicket_;
-    queues_[key].push_back(number);
+    auto& queue = queues_[key];
+    first = queue.empty();
+    queue.push_back(number);
     return number;
   }
 

@@ -100,7 +100,8 @@ TEST_SUITE("FollowingWatch") {
     CHECK_FALSE(watch->waitForRelease(200ms));
     CHECK_FALSE(watch->waitForRelease(200ms));
 
-    // And it hears A's releases.
+    // And it hears A's releases: those that wake it, after a try found the key taken (registered).
+    REQUIRE_FALSE(op.lock("k", "waiter", 60s).acquired);
     REQUIRE(op.unlock("k", "holder").released);
     CHECK(watch->waitForRelease(30s));
   }

@@ -24,6 +24,7 @@
 #include "ForkedIncrements.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
@@ -225,8 +226,7 @@ TEST_SUITE("Fork") {
     std::shared_ptr<dlock::IOperator> backend = dlock::connect(server.uri());
     auto lock = dlock::LockBuilder().backend(backend).build();
     exerciseBeforeFork(*lock, "fork-sockets");
-    const std::string channel = "dlock:{fork-sockets}:released";
-    const auto subscribers = [&] { return client.ok({"PUBSUB", "NUMSUB", channel}).elements.at(1).integer; };
+    const auto subscribers = [&] { return dlock::test::releaseSubscribers(client, "fork-sockets"); };
     const auto clients = [&] {  // connections to the server, the test's own included
       const std::string list = client.ok({"CLIENT", "LIST"}).str;
       return std::count(list.begin(), list.end(), '\n');

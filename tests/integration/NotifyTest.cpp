@@ -41,10 +41,12 @@ struct TwoClients {
                                              .waitStrategy(std::make_shared<dlock::NotifyWait>(kLongLease))
                                              .build();
 
-  // True once the waiter lock has made `attempts` attempts in all and someone listens for the
-  // release of `key`: a waiter attempts, queues, subscribes, attempts again, then sleeps.
+  // True once the waiter lock has made `attempts` attempts in all, listens for the release of
+  // `key` and is registered for it: a waiter attempts, subscribes, attempts again (registering),
+  // then sleeps; a key waited for lately, it subscribes before its first attempt.
   bool waiterAsleep(const std::string& key, std::uint64_t attempts) {
-    return waiter->stats().attempts >= attempts && releaseSubscribers(admin, key) >= 1;
+    return waiter->stats().attempts >= attempts && releaseSubscribers(admin, key) >= 1 &&
+           dlock::test::waiterRegistered(admin, key);
   }
 };
 
@@ -61,7 +63,7 @@ TEST_SUITE("Notify") {
       acquiredAt = Steady::now();
       if (acquired) c.waiter->unlock("k");
     });
-    CHECK(eventually([&] { return c.waiterAsleep("k", 3); }));
+    CHECK(eventually([&] { return c.waiterAsleep("k", 2); }));
     const auto releasedAt = Steady::now();
     c.holder->unlock("k");
     waiter.join();
@@ -93,7 +95,7 @@ TEST_SUITE("Notify") {
       first = c.waiter->tryLock("k", kWaitFor);
       if (first) c.waiter->unlock("k");
     });
-    CHECK(eventually([&] { return c.waiterAsleep("k", 3); }));
+    CHECK(eventually([&] { return c.waiterAsleep("k", 2); }));
     c.holder->unlock("k");
     waiter.join();
     REQUIRE(first);
@@ -112,7 +114,8 @@ TEST_SUITE("Notify") {
     });
     // The subscriber has reconnected and subscribed again, and the waiter sleeps on it.
     CHECK(eventually([&] {
-      return c.waiter->stats().attempts >= attemptsBefore + 3 && releaseSubscribers(admin, "k") >= 1;
+      return c.waiter->stats().attempts >= attemptsBefore + 1 && releaseSubscribers(admin, "k") >= 1 &&
+             dlock::test::waiterRegistered(admin, "k");
     }));
     const auto releasedAt = Steady::now();
     c.holder->unlock("k");
@@ -136,8 +139,8 @@ TEST_SUITE("Notify") {
         }
       });
     }
-    // Each waiter attempted once and queued; the head attempted twice more around its subscription.
-    CHECK(eventually([&] { return c.waiterAsleep("k", kWaiters + 2); }));
+    // Each waiter attempted once and queued; the head once more after subscribing.
+    CHECK(eventually([&] { return c.waiterAsleep("k", kWaiters + 1); }));
     const auto before = client.commandCalls()["evalsha"];
     std::this_thread::sleep_for(500ms);
     // Queued waiters make no calls while the key stays held (the head sleeps on the subscription).

@@ -19,6 +19,7 @@
 #include "LogCapture.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "TestHelpers.h"
 #include "ThreadState.h"
 #include "dlock/IOperator.h"
 #include "dlock/LockError.h"
@@ -48,10 +49,8 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
 
 double seconds(Steady::duration duration) { return std::chrono::duration<double>(duration).count(); }
 
-// Subscribers of `channel` on the server (PUBSUB NUMSUB).
-long long subscribers(RedisClient& client, const std::string& channel) {
-  return client.ok({"PUBSUB", "NUMSUB", channel}).elements.at(1).integer;
-}
+// Subscribers of a key's release channel and of its waiters' wake-up channels (PUBSUB NUMSUB).
+long long subscribers(RedisClient& client, const std::string& key) { return dlock::test::releaseSubscribers(client, key); }
 
 // An operator that passes every call to `inner`, counting acquire attempts and the waiters
 // parked on a release watch.
@@ -108,7 +107,6 @@ TEST_SUITE("Subscriber") {
     RedisProcess server;
     RedisClient admin(server.host(), server.port());
     LinkProxy proxy(server.host(), server.port());
-    const std::string channel = "dlock:{k}:released";
     // Long enough that a missed release shows as a timeout, not as a slow hand-off: the waiters
     // recheck every 30 s and the holder's lease lasts 30 s.
     constexpr auto kLong = 30s;
@@ -134,7 +132,7 @@ TEST_SUITE("Subscriber") {
       });
     }
     REQUIRE(eventually([&] { return backend->parked == 2; }, 10s));
-    REQUIRE(subscribers(admin, channel) == 1);
+    REQUIRE(subscribers(admin, "k") == 1);
     const int attemptsBefore = backend->attempts;
 
     // The subscriber's connection dies; what it sends on the next one is held back by the proxy:
@@ -146,7 +144,7 @@ TEST_SUITE("Subscriber") {
     REQUIRE(proxy.waitForHeld("PING", 10s));
     const auto releasedAt = Steady::now();
     holder->unlock("k");
-    CHECK(subscribers(admin, channel) == 0);
+    CHECK(subscribers(admin, "k") == 0);
     // Nobody retried yet: a retry now would be answered "held", then miss the release.
     CHECK(backend->attempts.load() == attemptsBefore);
     proxy.release();
@@ -229,10 +227,15 @@ TEST_SUITE("Subscriber") {
       switchesAfter = dlock::test::voluntarySwitches();
     });
     REQUIRE(eventually([&] { return waiterTid != 0 && dlock::test::threadSleeping(waiterTid); }, 30s));
-    for (int i = 0; i < 200; ++i) client.ok({"PUBLISH", "dlock:{busy}:released", "1"});
+    // Each watch listens on its key's wake-up channel for this operator (`...:released:<listener>`).
+    const auto wakeChannel = [&](const std::string& key) {
+      return client.ok({"PUBSUB", "CHANNELS", "dlock:{" + key + "}:released:*"}).elements.at(0).str;
+    };
+    const std::string busyChannel = wakeChannel("busy");
+    for (int i = 0; i < 200; ++i) client.ok({"PUBLISH", busyChannel, "1"});
     // Replies on one connection come in order: the subscriber has handled every message above
     // when it hears this one.
-    client.ok({"PUBLISH", "dlock:{quiet}:released", "1"});
+    client.ok({"PUBLISH", wakeChannel("quiet"), "1"});
     waiter.join();
     CHECK(woken);
     // Its own release, and a mutex it may have found held on the way out; not one per message.
@@ -247,13 +250,12 @@ TEST_SUITE("Subscriber") {
     options.connection.host = server.host();
     options.connection.port = server.port();
     dlock::SingleOperator backend(options);
-    const std::string channel = "dlock:{k}:released";
 
     // Watched once, then by nobody: the channel lingers a while, then the subscriber drops it
     // and keeps its connection with no channel at all.
     (void)backend.watch("k");
-    REQUIRE(subscribers(admin, channel) == 1);
-    REQUIRE(eventually([&] { return subscribers(admin, channel) == 0; }, 30s));  // the linger is 5 s
+    REQUIRE(subscribers(admin, "k") == 1);
+    REQUIRE(eventually([&] { return subscribers(admin, "k") == 0; }, 30s));  // the linger is 5 s
 
     // It PINGs every second when idle; a PONG it does not recognise costs a reconnect each time.
     const long long before = admin.commandCalls()["ping"];

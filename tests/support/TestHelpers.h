@@ -7,7 +7,8 @@
 //   eventually(condition[, budget])   polls `condition` until it holds; false when the budget ran out
 //   onceRecovered(op), recovers(op)   retry `op` while it throws ConnectionError (kEventBudget)
 //   infoField(client, field)          a field of the server's INFO ("loading", "master_link_status")
-//   releaseSubscribers(client, key)   subscribers of a key's release channel (waiters asleep on it)
+//   releaseSubscribers(client, key)   subscribers of a key's release and wake-up channels (waiters asleep)
+//   waiterRegistered(client, key)     some waiter's try registered it for the key's next wake-up
 //   serverNow(client)                 the server's clock (TIME) in ms
 //   commandsSent(client)              server calls so far (commandstats) but the tests' own look-ups
 //   inNanosleep(pid)                  true while the main thread of `pid` sleeps in nanosleep
@@ -108,10 +109,23 @@ inline std::string infoField(RedisClient& client, const std::string& field) {
 
 // How many clients subscribe to the release channel of dlock key `key`: a waiter asleep on the
 // release message is one of them.
+// A waiter of the default lock asleep for `key`: it listens (releaseSubscribers) and its last try
+// registered it in the key's waiter registry (`<prefix>{key}:waiters`, `listener=expiry;` each),
+// so a release now wakes it.
+inline bool waiterRegistered(RedisClient& client, const std::string& key, const std::string& prefix = "dlock:") {
+  return !client.ok({"GET", prefix + "{" + key + "}:waiters"}).str.empty();
+}
+
+// The release channel and each waiting operator's wake-up channel (`...:released:<listener>`).
 inline long long releaseSubscribers(RedisClient& client, const std::string& key,
                                     const std::string& prefix = "dlock:") {
-  const Reply reply = client.ok({"PUBSUB", "NUMSUB", prefix + "{" + key + "}:released"});
-  return reply.elements.size() == 2 ? reply.elements[1].integer : 0;
+  const std::string channel = prefix + "{" + key + "}:released";
+  std::vector<std::string> command = {"PUBSUB", "NUMSUB", channel};
+  for (const auto& wake : client.ok({"PUBSUB", "CHANNELS", channel + ":*"}).elements) command.push_back(wake.str);
+  long long subscribers = 0;
+  const Reply reply = client.ok(command);
+  for (std::size_t i = 1; i < reply.elements.size(); i += 2) subscribers += reply.elements[i].integer;
+  return subscribers;
 }
 
 // The server's clock in ms.

@@ -74,8 +74,14 @@ std::string readFile(const std::string& path) {
 
 // Subscribers (SSUBSCRIBE) of the release channel of `key` on `node`: a waiter asleep on it is one.
 long long shardSubscribers(const ClusterServers& cluster, std::size_t node, const std::string& key) {
-  const auto reply = cluster.client(node).ok({"PUBSUB", "SHARDNUMSUB", std::string(kPrefix) + "{" + key + "}:released"});
-  return reply.elements.size() == 2 ? reply.elements[1].integer : 0;
+  auto client = cluster.client(node);
+  const std::string channel = std::string(kPrefix) + "{" + key + "}:released";
+  std::vector<std::string> command = {"PUBSUB", "SHARDNUMSUB", channel};
+  for (const auto& wake : client.ok({"PUBSUB", "SHARDCHANNELS", channel + ":*"}).elements) command.push_back(wake.str);
+  const auto reply = client.ok(command);
+  long long subscribers = 0;
+  for (std::size_t i = 1; i < reply.elements.size(); i += 2) subscribers += reply.elements[i].integer;
+  return subscribers;  // the release channel's and the waiters' wake-up channels' (`...:released:<listener>`)
 }
 
 // A waiter that rechecks a held key only after a minute, with a lease of a minute: when it gets
@@ -272,6 +278,7 @@ TEST_SUITE("ClusterOperator") {
         auto watch = waiterBackend->watch(keys[i]);
         REQUIRE(watch != nullptr);
         CHECK_FALSE(watch->waitForRelease(50ms));
+        REQUIRE_FALSE(waiterBackend->lock(keys[i], "token-w", 10000ms).acquired);  // a waiter's try: registered
         const auto released = holderBackend->unlock(keys[i], "token-a");
         CHECK(released.released);
         CHECK(released.notified == 1);  // the waiter's SSUBSCRIBE on that master
@@ -296,11 +303,12 @@ TEST_SUITE("ClusterOperator") {
           }
         });
       }
-      // Each waiter attempted, queued, subscribed on its key's master and attempted again: asleep.
+      // Each waiter attempted, subscribed on its key's master and attempted again (registered): asleep.
       CHECK(eventually([&] {
-        if (waiter->stats().attempts < 3 * keys.size()) return false;
+        if (waiter->stats().attempts < 2 * keys.size()) return false;
         for (std::size_t i = 0; i < keys.size(); ++i) {
-          if (shardSubscribers(cluster, masters[i], keys[i]) < 1) return false;
+          auto master = cluster.client(masters[i]);
+          if (shardSubscribers(cluster, masters[i], keys[i]) < 1 || !dlock::test::waiterRegistered(master, keys[i])) return false;
         }
         return true;
       }));

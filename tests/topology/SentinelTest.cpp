@@ -353,7 +353,8 @@ TEST_SUITE("SentinelOperator") {
         if (acquired) waiter->unlock(key);
       });
       CHECK(dlock::test::eventually([&] {
-        return waiter->stats().attempts >= attemptsBefore + 3 && dlock::test::releaseSubscribers(master, key) >= 1;
+        return waiter->stats().attempts >= attemptsBefore + 1 && dlock::test::releaseSubscribers(master, key) >= 1 &&
+               dlock::test::waiterRegistered(master, key);
       }));
       const auto releasedAt = Steady::now();
       holder->unlock(key);

@@ -195,18 +195,28 @@ TEST_SUITE("MemoryOperator") {
 }
 
 TEST_SUITE("MemoryOperator") {
-  TEST_CASE("a release reports how many watchers it reached") {
+  TEST_CASE("a release wakes one watcher, the longest registered of those not woken yet") {
     dlock::MemoryOperator backend;
     REQUIRE(backend.lock("k", "t", 60000ms).acquired);
     CHECK(backend.unlock("k", "t").notified == 0);
+    auto first = backend.watch("k");
+    auto second = backend.watch("k");
     REQUIRE(backend.lock("k", "t", 60000ms).acquired);
-    {
-      auto first = backend.watch("k");
-      auto second = backend.watch("k");
-      const auto result = backend.unlock("k", "t");
-      CHECK(result.released);
-      CHECK(result.notified == 2);
-    }
+    const auto result = backend.unlock("k", "t");
+    CHECK(result.released);
+    CHECK(result.notified == 1);
+    CHECK(first->waitForRelease(0ms));
+    CHECK_FALSE(second->waitForRelease(0ms));  // not woken: one release, one wake-up
+    // The next release goes to `second`, then to `first` again (woken ones go to the back).
+    REQUIRE(backend.lock("k", "t", 60000ms).acquired);
+    CHECK(backend.unlock("k", "t").notified == 1);
+    CHECK_FALSE(first->waitForRelease(0ms));
+    CHECK(second->waitForRelease(0ms));
+    REQUIRE(backend.lock("k", "t", 60000ms).acquired);
+    CHECK(backend.unlock("k", "t").notified == 1);
+    CHECK(first->waitForRelease(0ms));
+    first.reset();
+    second.reset();
     REQUIRE(backend.lock("k", "t", 60000ms).acquired);
     CHECK(backend.unlock("k", "t").notified == 0);  // the watches are gone
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <condition_variable>
+#include <list>
 #include <map>
 #include <optional>
 #include <mutex>
@@ -65,9 +66,14 @@ struct MemoryOperator::State {
     std::chrono::system_clock::time_point ownerSince{};
   };
   struct KeyState {
+    // A live IReleaseWatch, and whether a release woke it since it last returned.
+    struct Watcher {
+      std::uint64_t id = 0;
+      bool woken = false;
+    };
     std::uint64_t fence = 0;          // last fencing token handed out
-    std::uint64_t releases = 0;       // bumped on every release, for watchers
-    std::uint32_t watchers = 0;       // live IReleaseWatch objects on this key
+    std::list<Watcher> watchers;      // this key's, the longest registered first
+    std::uint64_t lastWatcher = 0;    // the id of the newest
     RecentReleases releasedBy;
     detail::MemoryFairQueue fair;     // the fair lock's waiters (MemoryFairOperator.cpp)
 
@@ -84,6 +90,20 @@ struct MemoryOperator::State {
       return lease_;
     }
     void drop() { held_ = false; }
+
+    // As the Redis release wakes the longest-registered waiting process: wakes the first watcher
+    // not woken yet, which goes to the back; false when every one is woken already, or none waits.
+    bool wakeOne() {
+      const auto it = std::find_if(watchers.begin(), watchers.end(), [](const Watcher& w) { return !w.woken; });
+      if (it == watchers.end()) return false;
+      it->woken = true;
+      watchers.splice(watchers.end(), watchers, it);
+      return true;
+    }
+    Watcher* watcher(std::uint64_t id) {
+      const auto it = std::find_if(watchers.begin(), watchers.end(), [&](const Watcher& w) { return w.id == id; });
+      return it == watchers.end() ? nullptr : &*it;
+    }
 
    private:
     Entry lease_;
@@ -130,7 +150,7 @@ struct MemoryOperator::State {
     }
     entry->releasedBy.add(token, holder->expiresAt);
     entry->drop();
-    ++entry->releases;
+    result.notified = entry->wakeOne() ? 1 : 0;
     result.released = true;
     return entry;
   }
@@ -155,33 +175,30 @@ class MemoryReleaseWatch final : public IReleaseWatch {
     std::lock_guard<std::mutex> guard(state_->mutex);
     auto it = state_->keys.find(key_);
     if (it == state_->keys.end()) it = state_->keys.emplace(key_, MemoryOperator::State::KeyState{}).first;
-    ++it->second.watchers;
-    seen_ = it->second.releases;
+    it->second.watchers.push_back({++it->second.lastWatcher, false});
+    id_ = it->second.lastWatcher;
   }
   MemoryReleaseWatch(const MemoryReleaseWatch&) = delete;
   MemoryReleaseWatch& operator=(const MemoryReleaseWatch&) = delete;
   ~MemoryReleaseWatch() override {
     std::lock_guard<std::mutex> guard(state_->mutex);
-    if (auto* key = state_->find(key_)) --key->watchers;
+    if (auto* key = state_->find(key_)) key->watchers.remove_if([&](const auto& w) { return w.id == id_; });
   }
 
+  // Woken by a release that picked this watcher (since it was made or last returned).
   bool waitForRelease(std::chrono::milliseconds timeout) override {
     std::unique_lock<std::mutex> guard(state_->mutex);
-    const bool released =
-        detail::Wakeup::waitFor(state_->released, guard, timeout, [&] { return releasesLocked() != seen_; });
-    seen_ = releasesLocked();
+    const bool released = detail::Wakeup::waitFor(state_->released, guard, timeout, [&] { return self().woken; });
+    self().woken = false;
     return released;
   }
 
  private:
-  std::uint64_t releasesLocked() const {
-    const auto* key = state_->find(key_);
-    return key == nullptr ? 0 : key->releases;
-  }
+  MemoryOperator::State::KeyState::Watcher& self() { return *state_->find(key_)->watcher(id_); }
 
   const std::shared_ptr<MemoryOperator::State> state_;
   const std::string key_;
-  std::uint64_t seen_ = 0;
+  std::uint64_t id_ = 0;
 };
 
 }  // namespace
@@ -270,9 +287,7 @@ ReleaseResult MemoryOperator::unlock(std::string_view key, std::string_view toke
   {
     std::lock_guard<std::mutex> guard(state.mutex);
     const Clock::time_point now = state.clock->now();
-    State::KeyState* entry = state.release(key, token, now, result);
-    if (entry == nullptr) return result;
-    result.notified = entry->watchers;
+    if (state.release(key, token, now, result) == nullptr) return result;
   }
   state.released.notify_all();
   return result;
@@ -504,7 +519,7 @@ bool MemoryOperator::leaveQueue(std::string_view key, std::string_view token, st
     ours = holder != nullptr;
     entry->drop();
     (void)handOff(*entry, now, key);
-    ++entry->releases;
+    (void)entry->wakeOne();
   }
   state().released.notify_all();
   return ours;
@@ -557,7 +572,7 @@ AwaitResult MemoryOperator::doAwait(std::string_view key, std::string_view name,
       result.notified = handOff(*entry, now, key) ? 1 : 0;
       entry->releasedBy.forget(token);  // the token's next hold is a hand-off: not this release's evidence
     } else {
-      result.notified = entry->watchers;
+      result.notified = entry->wakeOne() ? 1 : 0;  // as the exclusive release: one waiting process
     }
     result.awaiting = true;
     result.position = state.conditions.join(key, name, {std::string(token), ttl, now + waiterLease}, now);

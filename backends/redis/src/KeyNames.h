@@ -34,6 +34,8 @@ class KeyNames {
   [[nodiscard]] std::string fence() const { return companion("fence"); }
   [[nodiscard]] std::string channel() const { return companion("released"); }
   [[nodiscard]] std::string owner() const { return companion("owner"); }
+  // The default lock's waiter registry (Scripts.h); each listener's wake-ups go to `channel():<listener>`.
+  [[nodiscard]] std::string waiters() const { return companion("waiters"); }
   // Tokens are fixed-length hex, so the token ends the name unambiguously.
   [[nodiscard]] std::string releaseRecord(std::string_view token) const {
     return companion(std::string("released:").append(token));

@@ -2,12 +2,14 @@
 #include "dlock/redis/RedisOperator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <optional>
 #include <thread>
 #include <utility>
 
 #include "ClientKill.h"
+#include "GrantWatch.h"
 #include "Errors.h"
 #include "ScriptCall.h"
 #include "RedisOperatorOptions.h"
@@ -19,6 +21,7 @@
 #include "Reply.h"
 #include "Scripts.h"
 #include "Subscriber.h"
+#include "WaitingKeys.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/detail/Log.h"
@@ -32,6 +35,13 @@ using std::chrono::milliseconds;
 
 // Leases per extendMany command in a batch renewal.
 constexpr std::size_t kExtendChunk = 5000;
+
+// How long a waiter's entry in a key's waiter registry lasts after its last try (server time): a
+// waiting DefaultAttempt tries at least every 10 s (DefaultAttempt::kRecheck), so a live waiter's
+// entry never lapses, and a waiter that stopped trying (stopped, hung) keeps its place at most
+// this long; while it does, a release may wake its process for nothing, once (a killed one has no
+// subscriber and is passed over).
+constexpr const char* kWaiterRegistrationMs = "30000";
 
 // The route of a call's next try: the ASK target of the last verdict, or where the topology says;
 // waits (as the policy says) while no node serves the slot.
@@ -184,13 +194,15 @@ Subscription subscribe(Topology& topology, milliseconds budget, std::uint16_t sl
 // may have gone there unheard.
 class FollowingWatch final : public IReleaseWatch {
  public:
+  // `registration`: while the watch lives, the key's acquires register its listener (WaitingKeys).
   FollowingWatch(std::shared_ptr<Topology> topology, milliseconds budget, std::uint16_t slot, std::string channel,
-                 Subscription subscription)
+                 Subscription subscription, std::unique_ptr<WaitingKeys::Registration> registration = nullptr)
       : topology_(std::move(topology)),
         budget_(budget),
         slot_(slot),
         channel_(std::move(channel)),
-        current_(std::move(subscription)) {}
+        current_(std::move(subscription)),
+        registration_(std::move(registration)) {}
 
   bool waitForRelease(milliseconds timeout) override {
     if (listening()) {
@@ -228,6 +240,7 @@ class FollowingWatch final : public IReleaseWatch {
   const std::string channel_;
   Subscription current_;
   Backoff rewatch_{milliseconds(10), milliseconds(1000)};  // while the key's node cannot be subscribed to
+  const std::unique_ptr<WaitingKeys::Registration> registration_;
 };
 
 // The release script's call for `token` (see ReleaseSource.cpp): its keys and arguments.
@@ -238,8 +251,9 @@ struct ReleaseCall {
         // The release's record outlives every retry of its call, and a caller's retry soon after.
         recordFloor(std::to_string((options.commandTimeout + options.retryBudget).count())),
         owner(names.owner()),
+        waiters(names.waiters()),
         keys{names.lock()},
-        args{token, channel, record, recordFloor, cancel ? "1" : "0", owner} {}  // the owner record last (Scripts.h)
+        args{token, channel, record, recordFloor, cancel ? "1" : "0", waiters, owner} {}  // the owner record last (Scripts.h)
   ReleaseCall(const ReleaseCall&) = delete;
   ReleaseCall& operator=(const ReleaseCall&) = delete;
 
@@ -247,6 +261,7 @@ struct ReleaseCall {
   const std::string record;
   const std::string recordFloor;
   const std::string owner;
+  const std::string waiters;
   const Argv keys;
   const Argv args;
 };
@@ -282,11 +297,29 @@ void runScriptCallOn(Topology& topology, Call& call, std::uint16_t slot, const S
 
 using namespace detail;
 
+namespace {
+
+std::uint64_t nextOperatorNumber() noexcept {
+  static std::atomic<std::uint64_t> made{0};
+  return made.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
 struct RedisOperator::State {
-  State(RedisOperatorOptions given, MakeTopology make) : options(std::move(given)), topology(std::move(make)) {}
+  State(RedisOperatorOptions given, MakeTopology make)
+      : options(std::move(given)),
+        topology(std::move(make)),
+        listenerSuffix("." + std::to_string(nextOperatorNumber())) {}
+
+  // This operator's name in waiter registries: the process's listener (a forked child has its
+  // own) and the operator's number, as each operator listens on its own subscribers.
+  [[nodiscard]] std::string listener() const { return grantListener() + listenerSuffix; }
 
   const RedisOperatorOptions options;
   ForkLocal<Topology> topology;
+  const std::string listenerSuffix;
+  ForkLocal<WaitingKeys> waiting{[] { return std::make_shared<WaitingKeys>(); }};
 };
 
 RedisOperator::RedisOperator(const RedisOperatorOptions& options, MakeTopology makeTopology)
@@ -327,15 +360,19 @@ AcquireResult RedisOperator::acquire(std::string_view key, std::string_view toke
   const std::string ttlText = std::to_string(ttl.count());
   const std::string fenceTtl = std::to_string(options.fenceTtl.count());
   const std::string record = names.releaseRecord(token);
+  const std::string waiters = names.waiters();
+  // Registered in the key's waiters only while a watch of this operator listens for the key; its
+  // entry stays when another watch here still listens (two locks of one process on one key).
+  const std::uint32_t watching = state_->waiting->count(key);
+  const std::string listener = watching > 0 ? state_->listener() : std::string();
+  Argv args{token, ttlText, fenceTtl, record, waiters, listener, kWaiterRegistrationMs, watching > 1 ? "1" : "0"};
+  if (label != nullptr) args.push_back(*label);
   Call call("lock", key, options.retryBudget);
   return run(
       topology, call, names.slot(),
       [&](Connection& connection, const Route& route) {
-        if (label == nullptr) {
-          return runOn(connection, route, acquireScript(), {names.lock(), fence}, {token, ttlText, fenceTtl, record});
-        }
-        return runOn(connection, route, acquireRecordingOwnerScript(), {names.lock(), fence, names.owner()},
-                     {token, ttlText, fenceTtl, record, *label});
+        if (label == nullptr) return runOn(connection, route, acquireScript(), {names.lock(), fence}, args);
+        return runOn(connection, route, acquireRecordingOwnerScript(), {names.lock(), fence, names.owner()}, args);
       },
       [&](Connection& connection, const redisReply& reply, const Route& route) {
         const ReplySource where("lock", key, route.node->displayAddress());
@@ -535,10 +572,13 @@ std::unique_ptr<IReleaseWatch> RedisOperator::watch(std::string_view key) {
   const std::shared_ptr<Topology>& topology = state_->topology.shared();
   const RedisOperatorOptions& options = state_->options;
   const KeyNames names(options.keyPrefix, key, topology->sharded());
-  std::string channel = names.channel();
+  // This operator's own wake-up channel, not the release channel every waiter of 0.2 hears: a
+  // release wakes the one waiter it picks (Scripts.h). Registered before the subscription is
+  // confirmed would do no harm either: the first registering try comes after this returns.
+  std::string channel = names.channel() + ":" + state_->listener();
   Subscription subscription = subscribe(*topology, options.retryBudget, names.slot(), channel);
   return std::make_unique<FollowingWatch>(topology, options.retryBudget, names.slot(), std::move(channel),
-                                          std::move(subscription));
+                                          std::move(subscription), state_->waiting->add(key));
 }
 
 LeaseInfo RedisOperator::inspect(std::string_view key) {

@@ -24,11 +24,26 @@ namespace dlock::detail {
 // record ('1') is evidence of a release.
 // The owner record (the last ARGV, KeyNames::owner) goes with the key in one DEL; named in ARGV,
 // it may be refused during a migration as the record may, and then the key goes alone.
+// Waiters: a release wakes one waiting process of this version, the longest registered in the
+// key's waiter registry (ARGV[6], read in the same MGET as the key: a key nobody waits for costs
+// no more calls), on its own channel; the release channel still gets its '1' for waiters of
+// dlock 0.2, which listen there (a waiter of this version does not, so that message wakes no
+// herd). Both publishes come before the DEL, for the reason above; the registry's is a pcall.
+// A refused MGET (an undeclared registry during a migration) reads the key alone: nobody is
+// woken, and the waiters' rechecks find the key.
 std::string releaseSource(const char* publish) {
-  return std::string(R"lua(
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return waiterRegistryPrelude(publish) + R"lua(
+local got = redis.pcall('MGET', KEYS[1], ARGV[6])
+local holder, waiting = false, false
+if type(got) == 'table' and not got.err then
+  holder, waiting = got[1], got[2]
+else
+  holder = redis.call('GET', KEYS[1])
+end
+if holder == ARGV[1] then
   local left = redis.call('PTTL', KEYS[1])
-  local notified = redis.call(')lua") + publish + R"lua(', ARGV[2], '1')
+  local notified = redis.call(')lua" + std::string(publish) + R"lua(', ARGV[2], '1')
+  if waiting then notified = notified + wakeOne(ARGV[6], waiting, ARGV[2], serverMillis()) end
   redis.pcall('SET', ARGV[3], '1', 'PX', math.max(left, tonumber(ARGV[4])))
   local gone = redis.pcall('DEL', KEYS[1], ARGV[#ARGV])
   if type(gone) == 'table' and gone.err then redis.call('DEL', KEYS[1]) end

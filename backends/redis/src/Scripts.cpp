@@ -6,6 +6,80 @@
 #include "dlock/detail/Fork.h"
 
 namespace dlock::detail {
+
+// The registry is one string, `listener=expiry-ms;` per waiting process in the order they first
+// registered, with a TTL as long as its longest entry: a few bytes per waiter, read in the MGET
+// the scripts make anyway, and no key without a TTL. An entry ends at its expiry (server time),
+// renewed in place by the waiter's tries; a listener names the wake-up channel
+// `<release channel>:<listener>`. The scripts edit the text with plain finds (C speed), not by
+// parsing every entry: at 32 waiters a parse in Lua cost each hand-off tens of µs of the server.
+//   registerWaiter  renews the listener's entry in place, or appends it; past kMaxBytes it first
+//                   drops the entries that ended (the release drops those it passes)
+//   dropWaiter      takes the listener's entry out (it got the key)
+//   wakeOne         publishes to the first live entries in turn, dropping them and the ended ones
+//                   before them, until one reaches a subscriber (at most three: a process killed
+//                   with its entry left has no subscriber, and is passed); the message is '1', as
+//                   on the release channel. A refused publish (an ACL) wakes nobody: the waiters'
+//                   rechecks find the key.
+std::string waiterRegistryPrelude(const char* publish) {
+  return std::string(R"lua(
+local function serverMillis()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function storeRest(key, rest)
+  if rest == '' then redis.pcall('DEL', key) else redis.pcall('SET', key, rest, 'KEEPTTL') end
+end
+local function findWaiter(text, listener)
+  local from = string.find(';' .. text, ';' .. listener .. '=', 1, true)
+  if not from then return nil end
+  return from, string.find(text, ';', from, true)
+end
+local function registerWaiter(key, text, listener, leaseMs, nowMs)
+  local mine = listener .. '=' .. string.format('%d', nowMs + leaseMs) .. ';'
+  local from, to = findWaiter(text, listener)
+  if from and to then
+    text = string.sub(text, 1, from - 1) .. mine .. string.sub(text, to + 1)
+  else
+    if #text > 16384 then
+      local live = {}
+      for entry, expiry in string.gmatch(text, '([^;=]*=(%d+);)') do
+        if tonumber(expiry) > nowMs then live[#live + 1] = entry end
+      end
+      text = table.concat(live)
+    end
+    if #text > 16384 then return end  -- full of live waiters: this one rechecks
+    text = text .. mine
+  end
+  redis.pcall('SET', key, text, 'PX', leaseMs)
+end
+local function dropWaiter(key, text, listener)
+  local from, to = findWaiter(text, listener)
+  if from and to then storeRest(key, string.sub(text, 1, from - 1) .. string.sub(text, to + 1)) end
+end
+local function wakeOne(key, text, channel, nowMs)
+  local reached, asked, at = 0, 0, 1
+  while reached == 0 and asked < 3 do
+    local equals = string.find(text, '=', at, true)
+    local ends = equals and string.find(text, ';', equals, true)
+    if not ends then
+      at = #text + 1
+      break
+    end
+    local listener, expiry = string.sub(text, at, equals - 1), tonumber(string.sub(text, equals + 1, ends - 1))
+    at = ends + 1
+    if expiry and expiry > nowMs then
+      asked = asked + 1
+      local heard = redis.pcall(')lua") + publish + R"lua(', channel .. ':' .. listener, '1')
+      if type(heard) == 'number' then reached = heard end
+    end
+  end
+  storeRest(key, string.sub(text, at))
+  return reached
+end
+)lua";
+}
+
 namespace {
 
 Script makeScript(const char* name, std::string source) {
@@ -50,20 +124,34 @@ std::string acquireSource(const char* onTaken) {
   // node, whether that try takes the key or not, or a release of a later hold that finds the key
   // lost here would take it for evidence that it ran.
   // Each redis.call costs the server microseconds, so the uncontended path makes few: one EXISTS
-  // asks for the key and the token's record at once (none: free, no tombstone; pcall, as the
-  // record may be refused during a migration, and then both are asked apart; with no record, the
-  // count was the key's alone, so a held key costs no second EXISTS); INCR's reply is
-  // exact below 2^53 (Lua's doubles), and only a larger counter is read back as text.
-  return std::string(R"lua(
-local present = redis.pcall('EXISTS', KEYS[1], ARGV[4])
+  // asks for the key, the token's record and the waiter registry at once (none: free, no
+  // tombstone, nobody waiting; pcall, as the record may be refused during a migration, and then
+  // they are asked apart); INCR's reply is exact below 2^53 (Lua's doubles), and only a larger
+  // counter is read back as text.
+  // The waiter registry (ARGV[5], see Scripts.h) joins the first EXISTS, so a free key nobody
+  // waits for costs what it did; when any of the three exists, one MGET reads the record and the
+  // registry (both strings: what EXISTS counted beyond them is the key), and only a held key is
+  // read itself (a key of another type then fails there, as before). A try with a listener
+  // (ARGV[6]: a process listening for the key's wake-ups) registers it when the key is taken, and
+  // takes it out of the registry when it gets the key (unless ARGV[8] says another waiter of that
+  // listener still listens). A registry the script could not read (a refused MGET during a
+  // migration) is left alone.
+  return waiterRegistryPrelude("PUBLISH") + R"lua(
+local present = redis.pcall('EXISTS', KEYS[1], ARGV[4], ARGV[5])
 local free = present == 0
+local known, waiting = free, false
 if not free then
-  local record = redis.pcall('GET', ARGV[4])
+  local record
+  local got = type(present) == 'number' and redis.pcall('MGET', ARGV[4], ARGV[5])
+  if type(got) == 'table' and not got.err then
+    record, waiting, known = got[1], got[2], true
+    free = present == (record and 1 or 0) + (waiting and 1 or 0)
+  else
+    record = redis.pcall('GET', ARGV[4])
+  end
   if record == '0' then return {0, 0} end
   if record == '1' then redis.pcall('DEL', ARGV[4]) end
-  if record ~= false or type(present) ~= 'number' then
-    free = redis.call('EXISTS', KEYS[1]) == 0
-  end
+  if not known then free = redis.call('EXISTS', KEYS[1]) == 0 end
 end
 if free then
   local counted = redis.call('INCR', KEYS[2])
@@ -76,12 +164,15 @@ if free then
   end
   redis.call('SET', KEYS[2], fence, 'PX', ARGV[3])
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-)lua") + onTaken + R"lua(  return {1, fence}
+)lua" + onTaken + R"lua(  if waiting and ARGV[6] ~= '' and ARGV[8] ~= '1' then dropWaiter(ARGV[5], waiting, ARGV[6]) end
+  return {1, fence}
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return {1, redis.call('GET', KEYS[2]) or '0'}
 end
-return {0, redis.call('PTTL', KEYS[1])}
+local left = redis.call('PTTL', KEYS[1])
+if known and ARGV[6] ~= '' then registerWaiter(ARGV[5], waiting or '', ARGV[6], tonumber(ARGV[7]), serverMillis()) end
+return {0, left}
 )lua";
 }
 
@@ -97,7 +188,7 @@ const Script& acquireRecordingOwnerScript() {
   // commands can leave it without one; `now` is the acquire's server TIME (seconds, µs). pcall: the
   // record is for diagnostics, and the lease is taken already (a script is not rolled back).
   static const Script script = makeScript("acquireRecordingOwner", acquireSource(R"lua(
-  redis.pcall('SET', KEYS[3], ARGV[1] .. '\n' .. now[1] .. string.format('%06d', tonumber(now[2])) .. '\n' .. ARGV[5],
+  redis.pcall('SET', KEYS[3], ARGV[1] .. '\n' .. now[1] .. string.format('%06d', tonumber(now[2])) .. '\n' .. ARGV[9],
               'PX', ARGV[2])
 )lua"));
   return script;

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // Scripts.h — the Lua scripts of the lock protocol and how they are called.
 //
-//   acquire  KEYS: lock, fence   ARGV: token, ttl-ms, fence-ttl-ms, release record
-//            → {1, "fencing token"} taken (or already ours: a retried acquire is idempotent)
-//            → {0, holder's PTTL} busy (or {0, 0}: the token was cancelled, its record a tombstone)
+//   acquire  KEYS: lock, fence   ARGV: token, ttl-ms, fence-ttl-ms, release record, waiter
+//            registry, listener ('' for none), registration-ms, '1' to keep the listener's entry
+//            → {1, "fencing token"} taken (or already ours: a retried acquire is idempotent); the
+//              listener's registry entry goes (unless kept)
+//            → {0, holder's PTTL} busy (or {0, 0}: the token was cancelled, its record a tombstone);
+//              the listener is registered, or its entry renewed, for registration-ms
 //   acquireRecordingOwner  KEYS: lock, fence, owner   ARGV: as acquire's, then label
 //            → as acquire; when it takes the key, also SETs owner to "token\nsince-µs\nlabel"
 //            with the lease's TTL (the owner record, KeyNames::owner)
 //   release  KEYS: lock          ARGV: token, channel, release record, record-floor-ms, '1' for a
-//            cancel, owner
-//            → {1, subscribers reached} deleted, PUBLISHed on the channel, recorded
+//            cancel, waiter registry, owner
+//            → {1, subscribers reached} deleted, PUBLISHed on the channel and to the longest
+//              registered live waiter's `channel:listener` (ReleaseSource.cpp), recorded
 //            → {2, 0} released earlier by this token (the record of a try whose reply was lost)
 //            → {0, 0} not ours, and no record that it was (a cancel leaves a tombstone record)
 //            The owner record, always the last ARGV, is dropped with the key (kDropOwnerRecord).
@@ -20,6 +24,10 @@
 //   inspect  KEYS: lock, fence   ARGV: owner
 //            → {PTTL, "last fencing token"[, "since-µs\nlabel" when the holder recorded one]}
 //   raiseFence KEYS: fence       ARGV: at-least, fence-ttl-ms → "the counter", raised to at least ARGV[1]
+//
+// The waiter registry (KeyNames::waiters) lists the processes waiting for the key, each by the
+// listener its wake-up channel is named after, so that a release wakes one of them rather than
+// every waiter (Scripts.cpp has its format).
 //
 // Fencing tokens travel as text: exact in 64 bits, where Lua's numbers are doubles.
 //

@@ -4,7 +4,8 @@
 // It behaves as the Redis backends do: leases expire at their TTL on the injected clock, unlock
 // and extend check the token, each key has a fencing counter that grows with every acquisition,
 // an acquire by the token that holds the key succeeds again (same fencing token, same expiry,
-// as the Redis acquire script), a release wakes the key's waiters (watch()), and each key keeps
+// as the Redis acquire script), a release wakes one of the key's waiters (watch(): the longest
+// registered of those not woken yet, as the Redis release does), and each key keeps
 // a record of its last four releases, each until its lease would have ended, so that a retried
 // release whose first try ran is told so (ReleaseResult::releasedEarlier). On a VirtualClock, lease expiry is tested in
 // microseconds. Faults can be injected: failNextCalls(n) makes the next n calls throw

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+// The default lock's release wakes one registered waiting process, not every waiter: waiters are
+// worker processes (their own subscribers and listeners), the holder a bare operator whose
+// release says how many subscribers its messages reached (ReleaseResult::notified), and the
+// waiter registry (`dlock:{k}:waiters`, Scripts.h) is read from the server.
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <chrono>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ChildProcess.h"
+#include "RedisClient.h"
+#include "RedisProcess.h"
+#include "TestHelpers.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+#include "dlock/core/WaitStrategies.h"
+
+using namespace std::chrono_literals;
+using dlock::test::ChildProcess;
+using dlock::test::RedisClient;
+using dlock::test::RedisProcess;
+using dlock::test::eventually;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kHolder = "00000000000000000000000000000001";
+constexpr auto kLongLease = 60s;  // no lease ends during a test: a waiter gets the key by a release
+
+// The listeners of the live entries in a key's waiter registry (`listener=expiry-ms;`, expiry in
+// the server's time), oldest first.
+std::vector<std::string> registered(RedisClient& client, const std::string& key) {
+  const auto time = client.ok({"TIME"});
+  const long long nowMs = std::stoll(time.elements.at(0).str) * 1000 + std::stoll(time.elements.at(1).str) / 1000;
+  std::vector<std::string> listeners;
+  std::istringstream entries(client.ok({"GET", "dlock:{" + key + "}:waiters"}).str);
+  std::string entry;
+  while (std::getline(entries, entry, ';')) {
+    const auto equals = entry.find('=');
+    if (std::stoll(entry.substr(equals + 1)) > nowMs) listeners.push_back(entry.substr(0, equals));
+  }
+  return listeners;
+}
+
+// A listener is "0", 17 digits, the pid, "." and the operator's number (GrantWatch.h, RedisOperator.cpp).
+pid_t pidOf(const std::string& listener) {
+  return static_cast<pid_t>(std::stol(listener.substr(18, listener.find('.') - 18)));
+}
+
+long long subscribers(RedisClient& client, const std::string& channel) {
+  return client.ok({"PUBSUB", "NUMSUB", channel}).elements.at(1).integer;
+}
+
+std::unique_ptr<ChildProcess> waiterProcess(const RedisProcess& server, const std::string& key) {
+  return std::make_unique<ChildProcess>(std::vector<std::string>{DLOCK_TEST_WORKER, "hold", server.uri(), key, "lease",
+                                                                 std::to_string(std::chrono::milliseconds(kLongLease).count())});
+}
+
+bool acquiredLine(const std::optional<std::string>& line) { return line && line->rfind("acquired", 0) == 0; }
+
+}  // namespace
+
+TEST_SUITE("WakeOne") {
+  TEST_CASE("a release wakes one waiting process, the longest registered, the others get the key in turn") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    auto holder = dlock::connect(server.uri());
+    REQUIRE(holder->lock("k", kHolder, kLongLease).acquired);
+    std::vector<std::unique_ptr<ChildProcess>> waiters;
+    for (int i = 0; i < 3; ++i) {
+      waiters.push_back(waiterProcess(server, "k"));
+      REQUIRE(eventually([&] { return registered(admin, "k").size() == waiters.size(); }));
+    }
+    const std::vector<std::string> before = registered(admin, "k");
+    const dlock::ReleaseResult released = holder->unlock("k", kHolder);
+    CHECK(released.released);
+    CHECK(released.notified == 1);  // one process's subscriber; every waiter's, before (3)
+    // The woken one's entry went; the others keep theirs, in order (renewals keep the place).
+    CHECK(registered(admin, "k") == std::vector<std::string>(before.begin() + 1, before.end()));
+    // Each waiter gets the key in turn, each release waking the next: none is left behind.
+    for (std::size_t done = 0; done < waiters.size(); ++done) {
+      ChildProcess* owner = nullptr;
+      REQUIRE(eventually([&] {
+        for (auto& waiter : waiters) {
+          if (waiter && acquiredLine(waiter->readLine(20ms))) owner = waiter.get();
+        }
+        return owner != nullptr;
+      }));
+      owner->writeLine("unlock");
+      CHECK(owner->readLine() == std::optional<std::string>("unlocked"));
+      for (auto& waiter : waiters) {
+        if (waiter.get() == owner) waiter.reset();
+      }
+    }
+    CHECK(registered(admin, "k").empty());
+  }
+
+  TEST_CASE("a killed waiter's entry is passed over: the release wakes the next live one") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    auto holder = dlock::connect(server.uri());
+    REQUIRE(holder->lock("k", kHolder, kLongLease).acquired);
+    auto dead = waiterProcess(server, "k");
+    REQUIRE(eventually([&] { return registered(admin, "k").size() == 1; }));
+    auto live = waiterProcess(server, "k");
+    REQUIRE(eventually([&] { return registered(admin, "k").size() == 2; }));
+    const std::string deadListener = registered(admin, "k").front();
+    REQUIRE(pidOf(deadListener) == dead->pid());
+    dead->signal(SIGKILL);
+    (void)dead->wait();
+    // The server has seen its subscriber go: its entry, still the oldest, names a channel nobody hears.
+    REQUIRE(eventually([&] { return subscribers(admin, "dlock:{k}:released:" + deadListener) == 0; }));
+    REQUIRE(registered(admin, "k").front() == deadListener);
+    CHECK(holder->unlock("k", kHolder).notified == 1);
+    CHECK(acquiredLine(live->readLine()));
+    CHECK(registered(admin, "k").empty());  // the dead entry dropped, the live one woken
+  }
+
+  TEST_CASE("a stopped waiter's entry ends with its registration, a live waiter's lasts") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    auto holder = dlock::connect(server.uri());
+    REQUIRE(holder->lock("k", kHolder, kLongLease).acquired);
+    auto stopped = waiterProcess(server, "k");
+    REQUIRE(eventually([&] { return registered(admin, "k").size() == 1; }));
+    auto live = waiterProcess(server, "k");
+    REQUIRE(eventually([&] { return registered(admin, "k").size() == 2; }));
+    const std::vector<std::string> both = registered(admin, "k");
+    REQUIRE(pidOf(both.front()) == stopped->pid());
+    stopped->signal(SIGSTOP);  // its subscription stays: a wake-up sent to it would reach nobody who acts
+    REQUIRE(eventually([&] { return dlock::test::processState(stopped->pid()) == 'T'; }));
+    // Its entry ends 30 s after its last try (the registration); the live waiter's tries renew its own.
+    CHECK(eventually([&] { return registered(admin, "k") == std::vector<std::string>{both.back()}; }, 2 * 30s));
+    CHECK(holder->unlock("k", kHolder).notified == 1);
+    CHECK(acquiredLine(live->readLine()));
+    stopped->signal(SIGKILL);
+  }
+
+  TEST_CASE("a waiter whose wake-up is lost gets the key at its recheck, long before the holder's lease ends") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    auto holder = dlock::connect(server.uri());
+    REQUIRE(holder->lock("k", kHolder, kLongLease).acquired);
+    // A release watch rechecks after a minute on its own; the lock's registered waiter every 10 s.
+    auto waiter = dlock::LockBuilder()
+                      .backend(dlock::connect(server.uri()))
+                      .waitStrategy(std::make_shared<dlock::NotifyWait>(kLongLease))
+                      .leaseTime(kLongLease)
+                      .build();
+    bool acquired = false;
+    Steady::time_point acquiredAt;
+    std::thread waiting([&] {
+      acquired = waiter->tryLock("k", 45s);
+      acquiredAt = Steady::now();
+      if (acquired) waiter->unlock("k");
+    });
+    REQUIRE(eventually([&] { return registered(admin, "k").size() == 1; }));
+    admin.ok({"DEL", "dlock:{k}:waiters"});  // as if the wake-up were lost on its way
+    const auto releasedAt = Steady::now();
+    CHECK(holder->unlock("k", kHolder).notified == 0);
+    waiting.join();
+    REQUIRE(acquired);
+    // The recheck is 10 s (DefaultAttempt::kRecheck): three of them is a busy machine; without it the
+    // waiter would sleep to its deadline (45 s) and take the key at its last try.
+    CHECK(acquiredAt - releasedAt < 30s);
+  }
+
+  TEST_CASE("an uncontended lock and unlock make ten server calls, as before the registry") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).leaseTime(kLongLease).build();
+    REQUIRE(lock->tryLock("k"));  // loads the scripts
+    lock->unlock("k");
+    const auto callsInScripts = [&] {
+      long long calls = 0;
+      for (const auto& [command, count] : admin.commandCalls()) {
+        if (command != "evalsha" && command != "eval" && command != "info" && command != "script") calls += count;
+      }
+      return calls;
+    };
+    const long long before = callsInScripts();
+    constexpr int kCycles = 20;
+    for (int i = 0; i < kCycles; ++i) {
+      REQUIRE(lock->tryLock("k"));
+      lock->unlock("k");
+    }
+    // acquire: EXISTS, INCR, TIME, SET, SET; release: MGET, PTTL, PUBLISH, SET (the record), DEL.
+    CHECK(callsInScripts() - before == 10 * kCycles);
+  }
+}
