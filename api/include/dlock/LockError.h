@@ -9,6 +9,7 @@
 //   LockLostError         the lease expired or was taken before unlock: the section ran unprotected
 //   InvalidArgumentError  empty or oversized key, bad duration; thrown before anything is sent
 //   ConfigError           bad URI or options; the message names the field
+//   UpgradeError          a thread holding a read lock asked for the write lock of the same key
 //
 // Messages name the key and the backend address, never a password.
 #pragma once
@@ -50,6 +51,13 @@ class DLOCK_API InvalidArgumentError : public LockError {
 };
 
 class DLOCK_API ConfigError : public LockError {
+ public:
+  using LockError::LockError;
+};
+
+// Thrown at once, never after a wait: the write would wait for this thread's own read hold
+// (ReentrantReadWriteLock deadlocks there; ReadWriteLock::tryUpgrade is the way up).
+class DLOCK_API UpgradeError : public LockError {
  public:
   using LockError::LockError;
 };
