@@ -231,6 +231,20 @@ TEST_SUITE("ReadWriteLock") {
     CHECK_THROWS_AS(rw->readLock()->unlock("r"), dlock::LockLostError);
   }
 
+  TEST_CASE("an unlock after the lease ended never frees the hold someone else took since") {
+    ReadWriteFixture f;
+    auto rw = f.leasedRw(1s);
+    REQUIRE(rw->writeLock()->tryLock("k"));
+    f.clock->advance(2s);
+    dlock::Lease next = rw->writeLock()->acquire("k", {0ms, std::nullopt});
+    REQUIRE(next);
+    CHECK_THROWS_AS(rw->writeLock()->unlock("k"), dlock::LockLostError);
+    const dlock::ReadWriteInfo info = rw->inspect("k");
+    REQUIRE(info.writer);
+    CHECK(info.writer->token == next.token());
+    CHECK(next.isHeld());
+  }
+
   TEST_CASE("writers get rising fencing tokens; a reader gets the last write's") {
     ReadWriteFixture f;
     auto rw = f.leasedRw();
