@@ -20,7 +20,7 @@ using Steady = std::chrono::steady_clock;
 
 constexpr milliseconds kSlice{100};
 
-// A fair wait in one piece, so the waiter keeps its place in the queue (slices would each leave
+// A fair wait (--fair, --read, --write) in one piece, so the waiter keeps its place in the queue (slices would each leave
 // it and join again at the end): made on a thread of its own while this one watches for signals.
 // The library rides out an outage within the wait's budget itself (one acquire, one budget).
 // An interrupted wait is abandoned with the process, which dies by the signal: its place ends
@@ -100,7 +100,7 @@ Acquired acquireInterruptibly(const std::shared_ptr<dlock::ILock>& lock, const C
     tryOnce.waitTime = milliseconds(0);
     return {lock->acquire(options.key, tryOnce), std::nullopt};
   }
-  if (options.fair) return acquireFair(lock, options, supervisor);
+  if (options.fair || options.access != Access::Exclusive) return acquireFair(lock, options, supervisor);
   return acquireInSlices(*lock, options, supervisor, outageTolerance);
 }
 

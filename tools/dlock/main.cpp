@@ -26,6 +26,7 @@
 
 #include "Acquire.h"
 #include "CliArgs.h"
+#include "ReadWriteAccess.h"
 #include "Supervisor.h"
 #include "dlock/ILock.h"
 #include "dlock/LockError.h"
@@ -115,7 +116,9 @@ std::string utcText(std::chrono::system_clock::time_point when) {
 }
 
 int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<std::string>& secrets) {
-  const dlock::LeaseInfo info = connectBackend(options.uri)->inspect(options.key);
+  const std::shared_ptr<dlock::IOperator> backend = connectBackend(options.uri);
+  const dlock::LeaseInfo info = backend->inspect(options.key);
+  bool held = info.held;
   std::string text;
   text += "key:           " + dlock::detail::quoteKey(options.key) + "\n";
   text += "backend:       " + dlock::redactUri(options.uri) + "\n";
@@ -125,12 +128,13 @@ int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<
   const bool owned = info.held && !info.owner.empty();
   text += "owner:         " + (owned ? dlock::detail::quoteText(info.owner, dlock::kMaxOwnerLabelBytes) : "-") + "\n";
   text += "since:         " + (owned ? utcText(info.ownerSince) : "-") + "\n";
+  text += readWriteStatusLines(*backend, options.key, held);
   text = scrubSecrets(std::move(text), secrets);
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
     log.error("dlock: writing the status failed: {}", std::strerror(errno));
     return kExitFailure;
   }
-  return info.held ? 0 : kExitStatusFree;  // scriptable: `if dlock status KEY; then ...`
+  return held ? 0 : kExitStatusFree;  // scriptable: `if dlock status KEY; then ...`
 }
 
 // Who holds `key`, for the message of a wait that gave up: the owner label the holder recorded
@@ -233,8 +237,8 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
   dlock::LockBuilder builder;
   builder.backend(backend).watchdogLease(options.ttl).fair(options.fair).outageTolerance(outageTolerance);
   // The fair lock records no owner label yet: `dlock status` shows its lease and token only.
-  if (options.ownerLabel && !options.fair) builder.ownerLabel(*options.ownerLabel);
-  auto lock = builder.build();
+  if (options.ownerLabel && !options.fair && options.access == Access::Exclusive) builder.ownerLabel(*options.ownerLabel);
+  auto lock = buildLockFor(builder, options);
   lock->onLockLost([&supervisor](std::string_view, std::uint64_t fencingToken) { supervisor.notifyLost(fencingToken); });
 
   Acquired acquired = acquireInterruptibly(lock, options, supervisor, outageTolerance);
@@ -248,7 +252,8 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
   if (!lease) {
     if (log.should_log(spdlog::level::info)) {
       const milliseconds waited = options.wait.value_or(milliseconds(0));
-      log.info("dlock: {} on {} is held by {}; gave up {}", key, uri, holderText(*backend, options.key),
+      log.info("dlock: {} on {} is held by {}; gave up {}", key, uri, options.access == Access::Exclusive ? holderText(*backend, options.key)
+                                                                    : readWriteHolderText(*backend, options.key),
                waited.count() == 0 ? std::string("at once") : "after " + formatDuration(waited));
     }
     return options.conflictExitCode;
