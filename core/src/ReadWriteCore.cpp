@@ -150,7 +150,18 @@ std::shared_ptr<LeaseState> ReadWriteCore::tryUpgrade(LeaseState& read) {
                         ": the read hold was acquired by the parent process before fork()");
   }
   const Clock::time_point sentAt = clock_->now();
-  const FairAcquireResult result = rw_.tryUpgrade(read.key, read.token, read.ttl);
+  FairAcquireResult result;
+  try {
+    result = rw_.tryUpgrade(read.key, read.token, read.ttl);
+  } catch (const ConnectionError&) {
+    // It may have run: a write nobody knows of would block the key for its whole ttl. Released
+    // if so (best effort; the read hold went with the upgrade, which the watchdog then reports).
+    try {
+      (void)rw_.releaseWrite(read.key, read.token);
+    } catch (const std::exception&) {
+    }
+    throw;
+  }
   if (!result.acquired) return nullptr;
   // The server turned the read hold into the write: finished here without a release of its own.
   if (read.transition(LeasePhase::Held, LeasePhase::Releasing)) read.transition(LeasePhase::Releasing, LeasePhase::Released);

@@ -56,7 +56,8 @@ class ReadWriteCore {
 
   // The sole reader `read` becomes the writer (never waits): the write lease, of the same token
   // and a new fencing token; the read lease is finished (the server dropped it). nullptr when
-  // refused (another reader, a writer).
+  // refused (another reader, a writer). A ConnectionError releases a write the upgrade may have
+  // taken before it is thrown.
   std::shared_ptr<LeaseState> tryUpgrade(LeaseState& read);
 
   [[nodiscard]] bool isValid(const LeaseState& lease) const { return lease.validAt(clock_->now()); }

@@ -184,6 +184,20 @@ TEST_SUITE("ReadWriteLock") {
     CHECK(rw->inspect("k").readers.empty());
   }
 
+  TEST_CASE("a tryUpgrade cut off by a connection error leaves the read hold as it was") {
+    ReadWriteFixture f;
+    auto rw = f.leasedRw();
+    REQUIRE(rw->readLock()->tryLock("k"));
+    f.backend->failNextCalls(1);
+    CHECK_THROWS_AS((void)rw->tryUpgrade("k"), dlock::ConnectionError);
+    CHECK(rw->readLock()->isHeld("k"));
+    CHECK_FALSE(rw->writeLock()->isHeld("k"));
+    CHECK(rw->inspect("k").readers.size() == 1);
+    REQUIRE(rw->tryUpgrade("k"));
+    rw->writeLock()->unlock("k");
+    rw->readLock()->unlock("k");
+  }
+
   TEST_CASE("read holds are renewed by the watchdog, each reader's own, a downgraded one too") {
     ReadWriteFixture f;
     auto rw = f.watchedRw(3s);
@@ -191,9 +205,17 @@ TEST_SUITE("ReadWriteLock") {
     REQUIRE(rw->writeLock()->tryLock("w"));
     REQUIRE(rw->readLock()->tryLock("w"));
     rw->writeLock()->unlock("w");  // downgraded: a read hold of its own, renewed as any other
+    dlock::Lease x = rw->writeLock()->acquire("x", {});
+    REQUIRE(x);
     for (int i = 0; i < 10; ++i) f.clock->advance(1s);
     CHECK(a.isHeld());
+    CHECK(x.isHeld());
     CHECK(rw->readLock()->isHeld("w"));
+    // Reads and the write in one batch: one round trip renews all three.
+    const dlock::LockStats stats = rw->writeLock()->stats();
+    CHECK(stats.renewalRoundTrips > 0);
+    CHECK(stats.renewals == 3 * stats.renewalRoundTrips);
+    x.release();
     const dlock::ReadWriteInfo info = rw->inspect("k");
     REQUIRE(info.readers.size() == 1);
     CHECK(info.readers[0].remaining > 1s);
