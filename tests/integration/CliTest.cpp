@@ -401,7 +401,7 @@ TEST_SUITE("Cli") {
     CHECK(refused.err().find("no single queue") != std::string::npos);
   }
 
-  TEST_CASE("--read runs beside readers, --write waits for them; status shows the readers, the writer and waiters") {
+  TEST_CASE("--read runs beside readers, --write waits for them, status shows the readers, the writer and waiters") {
     RedisProcess server;
     const std::string key = testKey("read-write");
     auto rw = dlock::LockBuilder().backend(dlock::connect(server.uri())).buildReadWrite();

@@ -171,7 +171,7 @@ TEST_SUITE("ReadWriteLockOnRedis") {
     CHECK(got.load());
   }
 
-  TEST_CASE("a reader asking for the write lock gets UpgradeError in under 1 ms; tryUpgrade works for the sole reader") {
+  TEST_CASE("a reader asking for the write lock gets UpgradeError in under 1 ms, tryUpgrade works for the sole reader") {
     RwServer f;
     REQUIRE(f.rw->readLock()->tryLock("k"));
     const auto start = std::chrono::steady_clock::now();

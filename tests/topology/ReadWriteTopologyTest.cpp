@@ -111,7 +111,7 @@ TEST_SUITE("ReadWriteTopology") {
     rw::aDowngradeKeepsItsPlace(readWrite, "}odd{", true);
   }
 
-  TEST_CASE("Sentinel: the read-write lock shares, excludes and downgrades on the master; wait_replicas is refused") {
+  TEST_CASE("Sentinel: the read-write lock shares, excludes and downgrades on the master, wait_replicas is refused") {
     dlock::test::SentinelServers set;
     // The backend's read-write scripts are not acknowledged by replicas: a ConfigError at build.
     CHECK_THROWS_AS((void)dlock::LockBuilder().backend(dlock::connect(set.uri("wait_replicas=1"))).buildReadWrite(),

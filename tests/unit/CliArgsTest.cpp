@@ -50,7 +50,7 @@ TEST_SUITE("CliArgs") {
     CHECK(usageErrorOf({"--fair=1", "k", "--", "true"}) == "--fair takes no value");
   }
 
-  TEST_CASE("--read and --write ask for the key's read-write lock; they exclude each other, --fair and status") {
+  TEST_CASE("--read and --write ask for the key's read-write lock, they exclude each other, --fair and status") {
     CHECK(parse({"k", "--", "true"}).access == dlock::cli::Access::Exclusive);
     CHECK(parse({"--read", "k", "--", "true"}).access == dlock::cli::Access::Read);
     CHECK(parse({"k", "--write", "--", "true"}).access == dlock::cli::Access::Write);

@@ -64,7 +64,7 @@ struct Writer {
 }  // namespace
 
 TEST_SUITE("ReadWriteLock") {
-  TEST_CASE("readers share a key; a writer waits for them, and readers for a writer") {
+  TEST_CASE("readers share a key, a writer waits for them, and readers for a writer") {
     ReadWriteFixture f;
     auto rw = f.leasedRw();
     dlock::Lease r1 = rw->readLock()->acquire("k", {});
@@ -94,7 +94,7 @@ TEST_SUITE("ReadWriteLock") {
     CHECK(writer.acquired);
   }
 
-  TEST_CASE("reads and writes are reentrant per thread; a writer reads without a round trip") {
+  TEST_CASE("reads and writes are reentrant per thread, a writer reads without a round trip") {
     ReadWriteFixture f;
     auto rw = f.leasedRw();
     auto r = rw->readLock();
@@ -224,7 +224,7 @@ TEST_SUITE("ReadWriteLock") {
     rw->readLock()->unlock("w");
   }
 
-  TEST_CASE("a lost read hold is reported as the exclusive lock's are; its unlock throws LockLostError") {
+  TEST_CASE("a lost read hold is reported as the exclusive lock's are, its unlock throws LockLostError") {
     ReadWriteFixture f;
     auto rw = f.watchedRw(3s);
     dlock::test::Event lost;
@@ -267,7 +267,7 @@ TEST_SUITE("ReadWriteLock") {
     CHECK(next.isHeld());
   }
 
-  TEST_CASE("writers get rising fencing tokens; a reader gets the last write's") {
+  TEST_CASE("writers get rising fencing tokens, a reader gets the last write's") {
     ReadWriteFixture f;
     auto rw = f.leasedRw();
     REQUIRE(rw->readLock()->tryLock("k"));
@@ -285,7 +285,7 @@ TEST_SUITE("ReadWriteLock") {
     rw->readLock()->unlock("k");
   }
 
-  TEST_CASE("bad input is InvalidArgumentError with nothing sent; unlock twice is NotOwnerError") {
+  TEST_CASE("bad input is InvalidArgumentError with nothing sent, unlock twice is NotOwnerError") {
     ReadWriteFixture f;
     auto rw = f.leasedRw();
     const std::uint64_t calls = f.backend->calls();
