@@ -4,6 +4,7 @@
 #include <atomic>
 #include <utility>
 
+#include "FixedLease.h"
 #include "ReadWriteAttempt.h"
 #include "ReadWriteRenewer.h"
 #include "WaitLoop.h"
@@ -46,6 +47,7 @@ ReadWriteCore::ReadWriteCore(std::shared_ptr<IOperator> backend, IReadWriteOpera
       options_(std::move(options)),
       counters_(std::make_shared<LockCounters>()),
       cleanup_([] { return std::make_shared<CleanupLane>(); }),
+      holds_(backend_, counters_, [this](const LeaseState& lease) { return side(lease).unlock(lease.key, lease.token); }),
       watchdog_([this] { return makeWatchdog(); }) {}
 
 ReadWriteCore::~ReadWriteCore() {
@@ -54,11 +56,12 @@ ReadWriteCore::~ReadWriteCore() {
 }
 
 std::shared_ptr<LeaseState> ReadWriteCore::acquire(ReadWriteMode mode, std::string_view key, Deadline deadline,
-                                                   std::optional<milliseconds> leaseTime) {
+                                                   std::optional<milliseconds> leaseTime, const CancelToken& cancel) {
+  if (closed()) throwClosed(std::string(mode == ReadWriteMode::Read ? "read" : "write") + " lock " + quoteKey(key));
   if (!leaseTime) leaseTime = options_.leaseTime;
   const bool renewed = !leaseTime.has_value();
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
-  WaitPolicy policy(deadline, options_.outageTolerance);
+  WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
   WaitLoop loop(key, *backend_, *counters_);
   const std::shared_ptr<IOperator> sideBackend = mode == ReadWriteMode::Read ? read_ : write_;
   const AttemptTools tools{sideBackend, *clock_, cleanup_, key, ttl};
@@ -88,11 +91,13 @@ LeasePhase ReadWriteCore::beginRelease(LeaseState& lease) {
     throw NotOwnerError("dlock: unlock " + quoteKey(lease.key) + " on " + backend_->describe() +
                         ": acquired by the parent process before fork(); only the parent can release it");
   }
+  // A thread hold only reaches Released here when close() released it under the thread.
+  if (lease.phase() == LeasePhase::Released) throwLost(lease, false, "was released when the lock was closed");
   const LeasePhase from = lease.phase();
   if (!lease.transition(from, LeasePhase::Releasing)) {
     // Lost or given up; the hold may still carry our token (its renewals failed): free it if so.
     try {
-      (void)side(lease.kind == LeaseKind::Read ? ReadWriteMode::Read : ReadWriteMode::Write).unlock(lease.key, lease.token);
+      (void)side(lease).unlock(lease.key, lease.token);
     } catch (const std::exception&) {
     }
     throwLost(lease, false, "was lost while held");
@@ -129,8 +134,7 @@ void ReadWriteCore::settle(LeaseState& lease, bool valid, const ReleaseResult& r
 void ReadWriteCore::release(LeaseState& lease) {
   const bool valid = isValid(lease);
   const LeasePhase from = beginRelease(lease);
-  const ReadWriteMode mode = lease.kind == LeaseKind::Read ? ReadWriteMode::Read : ReadWriteMode::Write;
-  const ReleaseResult result = releasing(lease, valid, from, [&] { return side(mode).unlock(lease.key, lease.token); });
+  const ReleaseResult result = releasing(lease, valid, from, [&] { return side(lease).unlock(lease.key, lease.token); });
   settle(lease, valid, result);
 }
 
@@ -140,9 +144,23 @@ std::shared_ptr<LeaseState> ReadWriteCore::downgrade(LeaseState& write) {
   const Clock::time_point sentAt = clock_->now();
   const bool kept = releasing(write, valid, from, [&] { return rw_.downgrade(write.key, write.token, write.ttl); });
   settle(write, valid, ReleaseResult{kept, 0, false});
-  return holding(write.key, ReadWriteMode::Read, write.token, write.fencingToken, sentAt, milliseconds(0), write.ttl,
-                 write.renewed);
+  std::shared_ptr<LeaseState> read = holding(write.key, ReadWriteMode::Read, write.token, write.fencingToken, sentAt,
+                                             milliseconds(0), write.ttl, write.renewed);
+  rekeep(write, read);
+  return read;
 }
+
+void ReadWriteCore::rekeep(const LeaseState& before, const std::shared_ptr<LeaseState>& now) noexcept {
+  holds_.forget(before);
+  try {
+    holds_.keep(now);
+  } catch (const std::exception&) {
+  }
+}
+
+void ReadWriteCore::extend(LeaseState& lease, milliseconds ttl) { extendFixedLease(lease, side(lease), *clock_, *counters_, ttl); }
+
+milliseconds ReadWriteCore::remaining(const LeaseState& lease) const { return remainingOf(lease, *clock_); }
 
 std::shared_ptr<LeaseState> ReadWriteCore::tryUpgrade(LeaseState& read) {
   if (read.inheritedAcrossFork()) {
@@ -166,8 +184,10 @@ std::shared_ptr<LeaseState> ReadWriteCore::tryUpgrade(LeaseState& read) {
   // The server turned the read hold into the write: finished here without a release of its own.
   if (read.transition(LeasePhase::Held, LeasePhase::Releasing)) read.transition(LeasePhase::Releasing, LeasePhase::Released);
   counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
-  return holding(read.key, ReadWriteMode::Write, read.token, result.fencingToken, sentAt, result.validity, read.ttl,
-                 read.renewed);
+  std::shared_ptr<LeaseState> write = holding(read.key, ReadWriteMode::Write, read.token, result.fencingToken, sentAt,
+                                              result.validity, read.ttl, read.renewed);
+  rekeep(read, write);
+  return write;
 }
 
 bool ReadWriteCore::releaseQuietly(LeaseState& lease) noexcept {

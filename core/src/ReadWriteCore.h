@@ -4,7 +4,9 @@
 // through the one wait loop (ReadWriteAttempt), release with hand-off, downgrade (the write given
 // up for a read hold in one step) and tryUpgrade (the sole reader becomes the writer). Every hold
 // is a LeaseState of kind Read or Write, renewed by one watchdog in one batch (ReadWriteRenewer).
-// Kept alive by the ReadWriteLock, its sides and every Lease they handed out.
+// Kept alive by the ReadWriteLock, its sides and every Lease they handed out. close() (of either
+// side, or when the last of the ReadWriteLock and its sides goes: ReadWriteOwners) ends the waits
+// of both sides and releases the thread holds they keep (keep()); Leases are their holders'.
 // Owner: shared. Thread safety: thread-safe.
 #pragma once
 
@@ -12,14 +14,18 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "CleanupLane.h"
 #include "FairBackend.h"
+#include "KeptHolds.h"
 #include "LeaseState.h"
 #include "LockCounters.h"
 #include "ReadWriteQueue.h"
 #include "Watchdog.h"
+#include "dlock/Cancel.h"
 #include "dlock/Clock.h"
 #include "dlock/ILock.h"
 #include "dlock/IReadWriteOperator.h"
@@ -40,9 +46,25 @@ class ReadWriteCore {
   ~ReadWriteCore();
 
   // A `mode` hold of `key` for a new token, waiting until `deadline`; nullptr on timeout. Throws
-  // what the backend throws; then nothing is held.
+  // what the backend throws, or InterruptedError (`cancel`, or close(): before or during the
+  // wait); then nothing is held.
   std::shared_ptr<LeaseState> acquire(ReadWriteMode mode, std::string_view key, Deadline deadline,
-                                      std::optional<std::chrono::milliseconds> leaseTime);
+                                      std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel);
+
+  // A thread hold, for close() to release, as LockCore's: InterruptedError (released first) when
+  // the lock was closed as it was acquired. forget() when the hold ends.
+  void keep(const std::shared_ptr<LeaseState>& lease) { holds_.keep(lease); }
+  void forget(const LeaseState& lease) noexcept { holds_.forget(lease); }
+  // Every wait of both sides ends (InterruptedError), new ones are refused, every kept hold is
+  // released ("released at close"). Idempotent.
+  void close() noexcept { holds_.close(); }
+  [[nodiscard]] bool closed() const noexcept { return holds_.closed(); }
+  [[noreturn]] void throwClosed(const std::string& what) const { holds_.throwClosed(what); }
+
+  // A fixed-lease hold's end moved to `ttl` from now (ILock::extend), renewing its own mode only.
+  void extend(LeaseState& lease, std::chrono::milliseconds ttl);
+  // The lease's local deadline minus now; zero once ended.
+  [[nodiscard]] std::chrono::milliseconds remaining(const LeaseState& lease) const;
 
   // Releases a read or write hold (by its kind), as LockCore::release: Released on the server's
   // word while valid, else LockLostError; a backend error keeps it for a retry.
@@ -50,13 +72,14 @@ class ReadWriteCore {
   bool releaseQuietly(LeaseState& lease) noexcept;
 
   // Gives up the write `write` for a read hold of the same token in one step (the backend's
-  // downgrade: no writer queued behind gets in between): the new read lease. LockLostError when
+  // downgrade: no writer queued behind gets in between): the new read lease, kept for close() in
+  // the write's stead. LockLostError when
   // the write had ended (then no read hold either); a backend error keeps the write for a retry.
   std::shared_ptr<LeaseState> downgrade(LeaseState& write);
 
   // The sole reader `read` becomes the writer (never waits): the write lease, of the same token
   // and a new fencing token; the read lease is finished (the server dropped it). nullptr when
-  // refused (another reader, a writer). A ConnectionError releases a write the upgrade may have
+  // refused (another reader, a writer). The write is kept for close() in the read's stead. A ConnectionError releases a write the upgrade may have
   // taken before it is thrown.
   std::shared_ptr<LeaseState> tryUpgrade(LeaseState& read);
 
@@ -87,6 +110,12 @@ class ReadWriteCore {
   auto releasing(LeaseState& lease, bool valid, LeasePhase from, Call call);
   std::shared_ptr<Watchdog> makeWatchdog();
   [[nodiscard]] FairBackend& side(ReadWriteMode mode) const { return mode == ReadWriteMode::Read ? *read_ : *write_; }
+  [[nodiscard]] FairBackend& side(const LeaseState& lease) const {
+    return lease.kind == LeaseKind::Read ? *read_ : *write_;
+  }
+  // Keeps `now` for close() in place of `before` (a downgrade, an upgrade). Closed meanwhile:
+  // `now` was released at close, and the thread's next unlock of it says so.
+  void rekeep(const LeaseState& before, const std::shared_ptr<LeaseState>& now) noexcept;
 
   const std::uint64_t readId_;
   const std::shared_ptr<IOperator> backend_;
@@ -101,7 +130,18 @@ class ReadWriteCore {
   ILock::LostHandler lostHandler_;  // guarded by handlerMutex_
 
   ForkLocal<CleanupLane> cleanup_;
+  KeptHolds holds_;  // the close token every wait listens to, and the thread holds close() releases
   ForkLocal<Watchdog> watchdog_;  // last: made from the members above
+};
+
+// Shared by a ReadWriteLock and its two sides: the last of them to go closes the core, as
+// destroying a DistributedLock closes its (the Leases they handed out keep only the core).
+struct ReadWriteOwners {
+  explicit ReadWriteOwners(std::shared_ptr<ReadWriteCore> coreIn) : core(std::move(coreIn)) {}
+  ReadWriteOwners(const ReadWriteOwners&) = delete;
+  ReadWriteOwners& operator=(const ReadWriteOwners&) = delete;
+  ~ReadWriteOwners() { core->close(); }
+  const std::shared_ptr<ReadWriteCore> core;
 };
 
 }  // namespace dlock::detail

@@ -12,9 +12,10 @@
 namespace dlock {
 
 ReadWriteLock::ReadWriteLock(std::shared_ptr<detail::ReadWriteCore> core)
-    : core_(std::move(core)),
-      read_(std::make_shared<detail::ReadWriteSide>(core_, ReadWriteMode::Read)),
-      write_(std::make_shared<detail::ReadWriteSide>(core_, ReadWriteMode::Write)) {}
+    : owners_(std::make_shared<detail::ReadWriteOwners>(std::move(core))),
+      core_(owners_->core),
+      read_(std::make_shared<detail::ReadWriteSide>(owners_, ReadWriteMode::Read)),
+      write_(std::make_shared<detail::ReadWriteSide>(owners_, ReadWriteMode::Write)) {}
 
 ReadWriteLock::~ReadWriteLock() = default;
 

@@ -27,6 +27,11 @@ class ReadWriteLeaseControl final : public LeaseControl {
   [[nodiscard]] const std::string& token() const noexcept override { return lease_->token; }
   [[nodiscard]] std::uint64_t fencingToken() const noexcept override { return lease_->fencingToken; }
   [[nodiscard]] std::chrono::steady_clock::time_point validUntil() const override { return lease_->deadline(); }
+  void extend(std::chrono::milliseconds ttl) override {
+    checkLeaseTime(ttl, "the lease time", "extend");
+    core_->extend(*lease_, ttl);
+  }
+  [[nodiscard]] std::chrono::milliseconds remainingLease() const override { return core_->remaining(*lease_); }
 
  private:
   const std::shared_ptr<ReadWriteCore> core_;
@@ -35,8 +40,8 @@ class ReadWriteLeaseControl final : public LeaseControl {
 
 }  // namespace
 
-ReadWriteSide::ReadWriteSide(std::shared_ptr<ReadWriteCore> core, ReadWriteMode mode)
-    : core_(std::move(core)), mode_(mode), name_(mode == ReadWriteMode::Read ? "read" : "write") {}
+ReadWriteSide::ReadWriteSide(std::shared_ptr<ReadWriteOwners> owners, ReadWriteMode mode)
+    : owners_(std::move(owners)), core_(owners_->core), mode_(mode), name_(mode == ReadWriteMode::Read ? "read" : "write") {}
 
 RequestIdHolder::Hold* ReadWriteSide::own(std::string_view key) const {
   return RequestIdHolder::find(core_->sideId(mode_), key);
@@ -47,6 +52,7 @@ RequestIdHolder::Hold* ReadWriteSide::other(std::string_view key) const {
 }
 
 void ReadWriteSide::reenter(RequestIdHolder::Hold& hold, std::string_view key) {
+  if (core_->closed()) core_->throwClosed(std::string(name_) + " lock " + quoteKey(key));  // released at close
   // Reentry must not extend an ended lease: the outer section is already unprotected.
   if (!core_->isValid(*hold.lease)) throwEnded("lock", key);
   ++hold.count;
@@ -54,7 +60,7 @@ void ReadWriteSide::reenter(RequestIdHolder::Hold& hold, std::string_view key) {
 }
 
 bool ReadWriteSide::doAcquire(std::string_view key, Deadline deadline,
-                              std::optional<std::chrono::milliseconds> leaseTime) {
+                              std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel) {
   if (RequestIdHolder::Hold* hold = own(key)) {
     reenter(*hold, key);
     return true;
@@ -66,13 +72,15 @@ bool ReadWriteSide::doAcquire(std::string_view key, Deadline deadline,
                          ": this thread holds the read lock; release it first, or use tryUpgrade");
     }
     // The writer reads too: a read hold carried by its write, at once.
+    if (core_->closed()) core_->throwClosed(std::string(name_) + " lock " + quoteKey(key));
     if (!core_->isValid(*held->lease)) throwEnded("lock", key);
     RequestIdHolder::insert(core_->sideId(mode_), key, held->lease);
     core_->counters().reentries.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
-  std::shared_ptr<LeaseState> lease = core_->acquire(mode_, key, deadline, leaseTime);
+  std::shared_ptr<LeaseState> lease = core_->acquire(mode_, key, deadline, leaseTime, cancel);
   if (!lease) return false;
+  core_->keep(lease);
   RequestIdHolder::insert(core_->sideId(mode_), key, std::move(lease));
   return true;
 }
@@ -94,11 +102,17 @@ void ReadWriteSide::releaseLast(RequestIdHolder::Hold& hold, std::string_view ke
       core_->release(*hold.lease);
     }
   } catch (const LockLostError&) {
-    RequestIdHolder::erase(id, key);  // a carried read hold keeps the lost lease: it ended too
+    erase(key, hold);  // a carried read hold keeps the lost lease: it ended too
     throw;
   }
   // A ConnectionError or BackendError propagated above, keeping the hold for a retry.
-  RequestIdHolder::erase(id, key);
+  erase(key, hold);
+}
+
+void ReadWriteSide::erase(std::string_view key, const RequestIdHolder::Hold& hold) noexcept {
+  // A read hold carried by the write leaves the write kept (the write side forgets it).
+  if (!(mode_ == ReadWriteMode::Read && carried(hold))) core_->forget(*hold.lease);
+  RequestIdHolder::erase(core_->sideId(mode_), key);
 }
 
 void ReadWriteSide::doUnlock(std::string_view key) {
@@ -126,7 +140,7 @@ bool ReadWriteSide::doUnlockQuietly(std::string_view key) noexcept {
   try {
     if (RequestIdHolder::Hold* hold = own(key)) {
       if (!(mode_ == ReadWriteMode::Read && carried(*hold))) hold->lease->abandon();
-      RequestIdHolder::erase(core_->sideId(mode_), key);
+      erase(key, *hold);
     }
   } catch (...) {
   }
@@ -150,10 +164,25 @@ std::uint64_t ReadWriteSide::doFencingToken(std::string_view key) const {
 }
 
 Lease ReadWriteSide::doAcquireLease(std::string_view key, Deadline deadline,
-                                    std::optional<std::chrono::milliseconds> leaseTime) {
-  std::shared_ptr<LeaseState> lease = core_->acquire(mode_, key, deadline, leaseTime);
+                                    std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel) {
+  std::shared_ptr<LeaseState> lease = core_->acquire(mode_, key, deadline, leaseTime, cancel);
   if (!lease) return Lease();
   return Lease(std::make_unique<ReadWriteLeaseControl>(core_, std::move(lease)));
+}
+
+void ReadWriteSide::doExtend(std::string_view key, std::chrono::milliseconds ttl) {
+  RequestIdHolder::Hold* hold = own(key);
+  if (hold == nullptr) throwNotHeld("extend", key);
+  if (mode_ == ReadWriteMode::Read && carried(*hold)) {
+    throw InvalidArgumentError("dlock: extend " + quoteKey(key) + " (read) on " + core_->describe() +
+                               ": the read hold is carried by this thread's write hold; extend the write");
+  }
+  core_->extend(*hold->lease, ttl);
+}
+
+std::chrono::milliseconds ReadWriteSide::doRemainingLease(std::string_view key) const {
+  const RequestIdHolder::Hold* hold = own(key);
+  return hold == nullptr ? std::chrono::milliseconds(0) : core_->remaining(*hold->lease);
 }
 
 void ReadWriteSide::doOnLockLost(LostHandler handler) { core_->setLostHandler(std::move(handler)); }

@@ -16,6 +16,8 @@
 // A read hold carried by the write has the write's lease (kind Write): valid while the write is,
 // and its fencing token is the write's (a reader's token is the last write's). After
 // ReadWriteLock::tryUpgrade the read hold is carried by the new write in the same way.
+// close() of either side closes the lock (both sides share one core: ReadWriteCore::close); so
+// does the last of the ReadWriteLock and its two sides to go (ReadWriteOwners).
 // Owner: shared (by the ReadWriteLock). Thread safety: thread-safe.
 #pragma once
 
@@ -29,7 +31,7 @@ namespace dlock::detail {
 
 class ReadWriteSide final : public ILock {
  public:
-  ReadWriteSide(std::shared_ptr<ReadWriteCore> core, ReadWriteMode mode);
+  ReadWriteSide(std::shared_ptr<ReadWriteOwners> owners, ReadWriteMode mode);
   ~ReadWriteSide() override = default;
 
   // True when `hold`, this thread's read hold, is carried by its write hold (it has no lease of
@@ -37,14 +39,18 @@ class ReadWriteSide final : public ILock {
   static bool carried(const RequestIdHolder::Hold& hold) { return hold.lease->kind == LeaseKind::Write; }
 
  private:
-  bool doAcquire(std::string_view key, Deadline deadline, std::optional<std::chrono::milliseconds> leaseTime) override;
+  bool doAcquire(std::string_view key, Deadline deadline, std::optional<std::chrono::milliseconds> leaseTime,
+                 const CancelToken& cancel) override;
   void doUnlock(std::string_view key) override;
   bool doUnlockQuietly(std::string_view key) noexcept override;
   [[nodiscard]] bool doIsHeld(std::string_view key) const override;
   [[nodiscard]] unsigned doHoldCount(std::string_view key) const override;
   [[nodiscard]] std::uint64_t doFencingToken(std::string_view key) const override;
-  Lease doAcquireLease(std::string_view key, Deadline deadline,
-                       std::optional<std::chrono::milliseconds> leaseTime) override;
+  Lease doAcquireLease(std::string_view key, Deadline deadline, std::optional<std::chrono::milliseconds> leaseTime,
+                       const CancelToken& cancel) override;
+  void doExtend(std::string_view key, std::chrono::milliseconds ttl) override;
+  [[nodiscard]] std::chrono::milliseconds doRemainingLease(std::string_view key) const override;
+  void doClose() noexcept override { core_->close(); }
   void doOnLockLost(LostHandler handler) override;
   [[nodiscard]] LockStats doStats() const override;
   [[nodiscard]] const std::string& doDefaultKey() const noexcept override;
@@ -59,8 +65,11 @@ class ReadWriteSide final : public ILock {
   void releaseLast(RequestIdHolder::Hold& hold, std::string_view key);
   [[noreturn]] void throwNotHeld(const char* operation, std::string_view key) const;
   [[noreturn]] void throwEnded(const char* operation, std::string_view key) const;
+  // Forgets this thread's hold of `key` on this side (RequestIdHolder and the core's kept holds).
+  void erase(std::string_view key, const RequestIdHolder::Hold& hold) noexcept;
 
-  const std::shared_ptr<ReadWriteCore> core_;
+  const std::shared_ptr<ReadWriteOwners> owners_;
+  const std::shared_ptr<ReadWriteCore> core_;  // owners_'s
   const ReadWriteMode mode_;
   const char* const name_;  // "read" or "write", for messages
 };

@@ -14,6 +14,10 @@
 // wait for itself), and tryUpgrade() is the way up. Holds are leases renewed by the lock's
 // watchdog (each reader's own), or of a fixed leaseTime; writers get fencing tokens, a reader the
 // last write's. The two ILocks share the lost handler (onLockLost) and stats().
+// Every wait takes a CancelToken (InterruptedError). close() of either ILock closes both: every
+// wait of the lock ends with InterruptedError, new ones are refused, and the holds this
+// process's threads keep are released (logged "released at close"). The last of the
+// ReadWriteLock and its two ILocks to be destroyed does the same; Leases stay their holders'.
 // Owner: shared (std::shared_ptr). Thread safety: thread-safe.
 #pragma once
 
@@ -26,6 +30,7 @@
 namespace dlock {
 namespace detail {
 class ReadWriteCore;
+struct ReadWriteOwners;
 }
 
 class ReadWriteLock {
@@ -52,6 +57,7 @@ class ReadWriteLock {
   [[nodiscard]] ReadWriteInfo inspect(std::string_view key);
 
  private:
+  const std::shared_ptr<detail::ReadWriteOwners> owners_;  // the last of this and its sides closes the lock
   const std::shared_ptr<detail::ReadWriteCore> core_;
   const std::shared_ptr<ILock> read_;
   const std::shared_ptr<ILock> write_;
