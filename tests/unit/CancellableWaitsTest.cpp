@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -42,7 +43,9 @@ struct WaitsFixture : dlock::test::VirtualFixture {
 };
 
 // A wait run on its own thread: whether it threw InterruptedError, and when it returned.
+// `unblock` ends the wait (a close()) should a failed check leave it waiting, so the join returns.
 struct Waiter {
+  std::function<void()> unblock;
   Event returned;
   std::atomic<bool> interrupted{false};
   std::atomic<bool> acquired{false};
@@ -62,6 +65,7 @@ struct Waiter {
           returned.set();
         }) {}
   ~Waiter() {
+    if (unblock && !returned.wait(0ms)) unblock();
     if (thread.joinable()) thread.join();
   }
   double msSince(Steady::time_point from) const { return std::chrono::duration<double, std::milli>(ended - from).count(); }
@@ -97,6 +101,7 @@ TEST_SUITE("Cancellation") {
         side->lock("k", stop.token());
         return true;
       });
+      waiter.unblock = [&] { side->close(); };
       REQUIRE(until([&] { return rw->inspect("k").waiters.size() == 1; }));
       const Steady::time_point cancelled = Steady::now();
       stop.requestCancel();
@@ -134,6 +139,7 @@ TEST_SUITE("Cancellation") {
     dlock::AcquireOptions options;
     options.cancel = stop.token();
     Waiter waiter([&] { return static_cast<bool>(semaphore->acquire(2, options)); });
+    waiter.unblock = [&] { semaphore->close(); };
     REQUIRE(until([&] { return semaphore->inspect().waiters.size() == 1; }));
     const Steady::time_point cancelled = Steady::now();
     stop.requestCancel();
@@ -154,6 +160,7 @@ TEST_SUITE("Cancellation") {
     dlock::PermitLease held = semaphore->acquire(1);
     REQUIRE(held);
     Waiter waiter([&] { return static_cast<bool>(semaphore->acquire(1)); });
+    waiter.unblock = [&] { semaphore->close(); };
     REQUIRE(until([&] { return semaphore->inspect().waiters.size() == 1; }));
     semaphore->close();
     REQUIRE(waiter.returned.wait(5s));
@@ -179,6 +186,8 @@ TEST_SUITE("Cancellation") {
       return true;
     });
     Waiter writer([&] { return rw->writeLock()->tryLock("r", 60s); });
+    reader.unblock = [&] { other->writeLock()->unlock("w"); };
+    writer.unblock = [&] { other->readLock()->unlock("r"); };
     REQUIRE(until([&] { return rw->inspect("w").waiters.size() == 1 && rw->inspect("r").waiters.size() == 1; }));
     rw->readLock()->close();  // either side closes the lock
     REQUIRE(reader.returned.wait(5s));
