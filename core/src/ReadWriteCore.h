@@ -51,19 +51,15 @@ class ReadWriteCore {
   std::shared_ptr<LeaseState> acquire(ReadWriteMode mode, std::string_view key, Deadline deadline,
                                       std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel);
 
-  // A thread hold, for close() to release, as LockCore's: InterruptedError (released first) when
-  // the lock was closed as it was acquired. forget() when the hold ends.
+  // Thread holds kept for close(), and close() itself, as LockCore's (KeptHolds.h): closing
+  // ends the waits of both sides and releases the holds of both.
   void keep(const std::shared_ptr<LeaseState>& lease) { holds_.keep(lease); }
   void forget(const LeaseState& lease) noexcept { holds_.forget(lease); }
-  // Every wait of both sides ends (InterruptedError), new ones are refused, every kept hold is
-  // released ("released at close"). Idempotent.
   void close() noexcept { holds_.close(); }
   [[nodiscard]] bool closed() const noexcept { return holds_.closed(); }
   [[noreturn]] void throwClosed(const std::string& what) const { holds_.throwClosed(what); }
-
-  // A fixed-lease hold's end moved to `ttl` from now (ILock::extend), renewing its own mode only.
+  // ILock::extend of a fixed-lease hold (its own mode only) and remainingLease (FixedLease.h).
   void extend(LeaseState& lease, std::chrono::milliseconds ttl);
-  // The lease's local deadline minus now; zero once ended.
   [[nodiscard]] std::chrono::milliseconds remaining(const LeaseState& lease) const;
 
   // Releases a read or write hold (by its kind), as LockCore::release: Released on the server's

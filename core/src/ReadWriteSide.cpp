@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "HeldLease.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/detail/Log.h"
@@ -13,30 +14,6 @@ namespace {
 ReadWriteMode otherMode(ReadWriteMode mode) {
   return mode == ReadWriteMode::Read ? ReadWriteMode::Write : ReadWriteMode::Read;
 }
-
-// A Lease handle's link back to the read-write lock that granted it.
-class ReadWriteLeaseControl final : public LeaseControl {
- public:
-  ReadWriteLeaseControl(std::shared_ptr<ReadWriteCore> core, std::shared_ptr<LeaseState> lease)
-      : core_(std::move(core)), lease_(std::move(lease)) {}
-
-  void release() override { core_->release(*lease_); }
-  bool releaseQuietly() noexcept override { return core_->releaseQuietly(*lease_); }
-  [[nodiscard]] bool isHeld() const override { return !lease_->finished() && core_->isValid(*lease_); }
-  [[nodiscard]] const std::string& key() const noexcept override { return lease_->key; }
-  [[nodiscard]] const std::string& token() const noexcept override { return lease_->token; }
-  [[nodiscard]] std::uint64_t fencingToken() const noexcept override { return lease_->fencingToken; }
-  [[nodiscard]] std::chrono::steady_clock::time_point validUntil() const override { return lease_->deadline(); }
-  void extend(std::chrono::milliseconds ttl) override {
-    checkLeaseTime(ttl, "the lease time", "extend");
-    core_->extend(*lease_, ttl);
-  }
-  [[nodiscard]] std::chrono::milliseconds remainingLease() const override { return core_->remaining(*lease_); }
-
- private:
-  const std::shared_ptr<ReadWriteCore> core_;
-  const std::shared_ptr<LeaseState> lease_;
-};
 
 }  // namespace
 
@@ -167,7 +144,7 @@ Lease ReadWriteSide::doAcquireLease(std::string_view key, Deadline deadline,
                                     std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel) {
   std::shared_ptr<LeaseState> lease = core_->acquire(mode_, key, deadline, leaseTime, cancel);
   if (!lease) return Lease();
-  return Lease(std::make_unique<ReadWriteLeaseControl>(core_, std::move(lease)));
+  return Lease(std::make_unique<CoreLease<ReadWriteCore>>(core_, std::move(lease)));
 }
 
 void ReadWriteSide::doExtend(std::string_view key, std::chrono::milliseconds ttl) {

@@ -7,13 +7,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "Fixtures.h"
 #include "LogCapture.h"
+#include "Waiter.h"
 #include "dlock/Cancel.h"
 #include "dlock/LockError.h"
 #include "dlock/core/LockBuilder.h"
@@ -21,7 +21,7 @@
 #include "dlock/core/SemaphoreBuilder.h"
 
 using namespace std::chrono_literals;
-using dlock::test::Event;
+using dlock::test::Waiter;
 using Steady = std::chrono::steady_clock;
 
 namespace {
@@ -40,35 +40,6 @@ struct WaitsFixture : dlock::test::VirtualFixture {
     if (lease) builder.leaseTime(*lease);
     return builder.build();
   }
-};
-
-// A wait run on its own thread: whether it threw InterruptedError, and when it returned.
-// `unblock` ends the wait (a close()) should a failed check leave it waiting, so the join returns.
-struct Waiter {
-  std::function<void()> unblock;
-  Event returned;
-  std::atomic<bool> interrupted{false};
-  std::atomic<bool> acquired{false};
-  Steady::time_point ended;
-  std::thread thread;
-
-  template <class Wait>
-  explicit Waiter(Wait wait)
-      : thread([this, wait] {
-          try {
-            acquired = wait();
-          } catch (const dlock::InterruptedError&) {
-            interrupted = true;
-          } catch (...) {
-          }
-          ended = Steady::now();
-          returned.set();
-        }) {}
-  ~Waiter() {
-    if (unblock && !returned.wait(0ms)) unblock();
-    if (thread.joinable()) thread.join();
-  }
-  double msSince(Steady::time_point from) const { return std::chrono::duration<double, std::milli>(ended - from).count(); }
 };
 
 // Until `done` holds (real time, bounded).
