@@ -21,13 +21,13 @@ DistributedSemaphore::DistributedSemaphore(std::string name, std::shared_ptr<Per
       core_(std::make_shared<LockCore>(permits_, LockCapabilities{}, std::make_shared<FixedIntervalWait>(), clock_, options)) {}
 
 PermitLease DistributedSemaphore::doAcquire(std::uint32_t permits, Deadline deadline,
-                                            std::optional<milliseconds> leaseTime) {
+                                            std::optional<milliseconds> leaseTime, const CancelToken& cancel) {
   std::shared_ptr<LeaseState> lease = core_->acquireBy(
-      name_, deadline, leaseTime, LeaseKind::Permits, [&](const AttemptTools& tools, const WaitPolicy& policy) {
+      name_, deadline, leaseTime, LeaseKind::Permits, cancel, [&](const AttemptTools& tools, const WaitPolicy& policy) {
         return std::make_unique<PermitAttempt>(tools, *permits_, permits, policy.once() ? milliseconds(0) : waiterLease_);
       });
   if (!lease) return PermitLease();
-  return PermitLease(Lease(std::make_unique<HeldLease>(core_, std::move(lease))), permits, clock_);
+  return PermitLease(Lease(std::make_unique<HeldLease>(core_, std::move(lease))), permits);
 }
 
 std::uint32_t DistributedSemaphore::doResize(std::uint32_t capacity) {

@@ -19,10 +19,12 @@ class DistributedSemaphore final : public Semaphore {
  public:
   DistributedSemaphore(std::string name, std::shared_ptr<PermitBackend> permits, std::shared_ptr<Clock> clock,
                        const LockOptions& options);
+  ~DistributedSemaphore() override { core_->close(); }
 
  private:
-  PermitLease doAcquire(std::uint32_t permits, Deadline deadline,
-                        std::optional<std::chrono::milliseconds> leaseTime) override;
+  PermitLease doAcquire(std::uint32_t permits, Deadline deadline, std::optional<std::chrono::milliseconds> leaseTime,
+                        const CancelToken& cancel) override;
+  void doClose() noexcept override { core_->close(); }
   std::uint32_t doResize(std::uint32_t capacity) override;
   SemaphoreInfo doInspect() override;
   [[nodiscard]] std::uint32_t doCapacity() const noexcept override { return permits_->capacity(); }

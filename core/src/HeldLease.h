@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // HeldLease.h — a Lease's link back to the lock core that granted it (Lease.h's LeaseControl),
-// shared by the lock's Lease handles and the semaphore's PermitLease.
+// shared by the lock's Lease handles, the semaphore's PermitLease (HeldLease, over LockCore) and
+// the read-write lock's Lease handles (CoreLease<ReadWriteCore>). `Core` has release,
+// releaseQuietly, isValid, extend and remaining over a LeaseState.
 // Owner: one Lease. Thread safety: as Lease (one thread at a time); the core is thread-safe.
 #pragma once
 
@@ -16,9 +18,10 @@
 
 namespace dlock::detail {
 
-class HeldLease final : public LeaseControl {
+template <class Core>
+class CoreLease final : public LeaseControl {
  public:
-  HeldLease(std::shared_ptr<LockCore> core, std::shared_ptr<LeaseState> lease)
+  CoreLease(std::shared_ptr<Core> core, std::shared_ptr<LeaseState> lease)
       : core_(std::move(core)), lease_(std::move(lease)) {}
 
   void release() override { core_->release(*lease_); }
@@ -35,8 +38,10 @@ class HeldLease final : public LeaseControl {
   [[nodiscard]] std::chrono::milliseconds remainingLease() const override { return core_->remaining(*lease_); }
 
  private:
-  const std::shared_ptr<LockCore> core_;
+  const std::shared_ptr<Core> core_;
   const std::shared_ptr<LeaseState> lease_;
 };
+
+using HeldLease = CoreLease<LockCore>;
 
 }  // namespace dlock::detail

@@ -6,9 +6,11 @@
 #include "DistributedLock.h"
 #include "LockCapabilities.h"
 #include "LockCore.h"
+#include "ReadWriteCore.h"
 #include "dlock/IOwnerRecorder.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
+#include "dlock/core/ReadWriteLock.h"
 #include "dlock/core/WaitStrategies.h"
 
 namespace dlock {
@@ -27,6 +29,34 @@ detail::LockCapabilities chooseCapabilities(const std::shared_ptr<IOperator>& ba
   }
   if (options.fair) capabilities.fair = detail::FairBackend::wrap(backend, options);
   return capabilities;
+}
+
+// The options every lock checks at build: ConfigError naming the field.
+void checkOptions(const std::shared_ptr<IOperator>& backend, const LockOptions& options) {
+  if (!backend) throw ConfigError("dlock: LockBuilder: no backend; call backend(...) with an IOperator");
+  if (options.outageTolerance.count() < 0) {
+    throw ConfigError("dlock: LockBuilder: outageTolerance must not be negative");
+  }
+  if (options.watchdogLease < std::chrono::milliseconds(3)) {
+    throw ConfigError("dlock: LockBuilder: watchdogLease must be at least 3 ms");
+  }
+  if (options.ownerLabel) {
+    if (options.ownerLabel->size() > kMaxOwnerTextBytes) {
+      throw ConfigError("dlock: LockBuilder: the ownerLabel text has " + std::to_string(options.ownerLabel->size()) +
+                        " bytes, more than the limit of " + std::to_string(kMaxOwnerTextBytes));
+    }
+    if (options.fair) {
+      throw ConfigError("dlock: LockBuilder: a fair lock records no owner label yet; drop ownerLabel() or fair()");
+    }
+  }
+  // The rules every entry point applies, reported as a bad option.
+  try {
+    if (options.leaseTime) detail::checkLeaseTime(*options.leaseTime, "leaseTime", "LockBuilder");
+    detail::checkLeaseTime(options.watchdogLease, "watchdogLease", "LockBuilder");
+    detail::checkKey(options.defaultKey, "LockBuilder defaultKey");
+  } catch (const InvalidArgumentError& error) {
+    throw ConfigError(error.what());
+  }
 }
 
 }  // namespace
@@ -92,30 +122,7 @@ LockBuilder& LockBuilder::options(LockOptions options) {
 }
 
 std::shared_ptr<ILock> LockBuilder::build() const {
-  if (!backend_) throw ConfigError("dlock: LockBuilder: no backend; call backend(...) with an IOperator");
-  if (options_.outageTolerance.count() < 0) {
-    throw ConfigError("dlock: LockBuilder: outageTolerance must not be negative");
-  }
-  if (options_.watchdogLease < std::chrono::milliseconds(3)) {
-    throw ConfigError("dlock: LockBuilder: watchdogLease must be at least 3 ms");
-  }
-  if (options_.ownerLabel) {
-    if (options_.ownerLabel->size() > kMaxOwnerTextBytes) {
-      throw ConfigError("dlock: LockBuilder: the ownerLabel text has " + std::to_string(options_.ownerLabel->size()) +
-                        " bytes, more than the limit of " + std::to_string(kMaxOwnerTextBytes));
-    }
-    if (options_.fair) {
-      throw ConfigError("dlock: LockBuilder: a fair lock records no owner label yet; drop ownerLabel() or fair()");
-    }
-  }
-  // The rules every entry point applies, reported as a bad option.
-  try {
-    if (options_.leaseTime) detail::checkLeaseTime(*options_.leaseTime, "leaseTime", "LockBuilder");
-    detail::checkLeaseTime(options_.watchdogLease, "watchdogLease", "LockBuilder");
-    detail::checkKey(options_.defaultKey, "LockBuilder defaultKey");
-  } catch (const InvalidArgumentError& error) {
-    throw ConfigError(error.what());
-  }
+  checkOptions(backend_, options_);
   detail::LockCapabilities capabilities = chooseCapabilities(backend_, options_);
   std::shared_ptr<IOperator> backend = capabilities.fair ? capabilities.fair : backend_;  // a fair lock's releases hand off
   auto wait = wait_ ? wait_ : std::make_shared<NotifyWait>();
@@ -123,6 +130,28 @@ std::shared_ptr<ILock> LockBuilder::build() const {
   auto core = std::make_shared<detail::LockCore>(std::move(backend), std::move(capabilities), std::move(wait),
                                                  std::move(clock), options_);
   return std::make_shared<detail::DistributedLock>(std::move(core));
+}
+
+std::shared_ptr<ReadWriteLock> LockBuilder::buildReadWrite() const {
+  checkOptions(backend_, options_);
+  auto* rw = dynamic_cast<IReadWriteOperator*>(backend_.get());
+  if (rw == nullptr) {
+    throw ConfigError("dlock: LockBuilder: buildReadWrite needs one queue of readers and writers per key on one "
+                      "server; " + backend_->describe() +
+                      " has none (Redlock spreads a key over independent servers, whose queues would disagree on "
+                      "who is admitted); use a single, Sentinel, Cluster or memory backend");
+  }
+  const std::string unsupported = rw->readWriteUnsupported();
+  if (!unsupported.empty()) throw ConfigError("dlock: LockBuilder: buildReadWrite on " + backend_->describe() + ": " + unsupported);
+  if (options_.ownerLabel) throw ConfigError("dlock: LockBuilder: a read-write lock records no owner label; drop ownerLabel()");
+  try {
+    detail::checkLeaseTime(options_.waiterLease, "waiterLease", "LockBuilder");
+  } catch (const InvalidArgumentError& error) {
+    throw ConfigError(error.what());
+  }
+  if (options_.waiterLease < std::chrono::milliseconds(3)) throw ConfigError("dlock: LockBuilder: waiterLease must be at least 3 ms");
+  auto clock = clock_ ? clock_ : SteadyClock::instance();
+  return std::make_shared<ReadWriteLock>(std::make_shared<detail::ReadWriteCore>(backend_, *rw, std::move(clock), options_));
 }
 
 }  // namespace dlock

@@ -3,10 +3,10 @@
 
 #include <atomic>
 #include <utility>
-#include <vector>
 
 #include "DefaultAttempt.h"
 #include "FairAttempt.h"
+#include "FixedLease.h"
 #include "WaitLoop.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
@@ -37,7 +37,7 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, LockCapabilities capabili
       waiters_([] { return std::make_shared<WaiterQueue>(); }),
       contended_([] { return std::make_shared<ContendedReleases>(); }),
       cleanup_([] { return std::make_shared<CleanupLane>(); }),
-      closingToken_(closing_.token()),
+      holds_(backend_, counters_, [backend = backend_](const LeaseState& lease) { return backend->unlock(lease.key, lease.token); }),
       watchdog_([this] { return makeWatchdog(); }) {}
 
 LockCore::~LockCore() {
@@ -53,7 +53,7 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
   // A ConnectionError inside a wait is retried within the wait's budget; tryLock(key), which
   // tries once, throws at once.
-  WaitPolicy policy(deadline, options_.outageTolerance, {cancel, closingToken_});
+  WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
   WaitLoop loop(key, *backend_, *counters_);
   const AttemptTools tools{backend_, *clock_, cleanup_, key, ttl};
   if (capabilities_.fair) {
@@ -69,11 +69,12 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
 
 std::shared_ptr<LeaseState> LockCore::acquireBy(std::string_view key, Deadline deadline,
                                                 std::optional<milliseconds> leaseTime, LeaseKind kind,
-                                                const MakeAttempt& make) {
+                                                const CancelToken& cancel, const MakeAttempt& make) {
+  if (closed()) throwClosed("acquire " + quoteKey(key));
   if (!leaseTime) leaseTime = options_.leaseTime;
   const bool renewed = !leaseTime.has_value();
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
-  WaitPolicy policy(deadline, options_.outageTolerance);
+  WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
   WaitLoop loop(key, *backend_, *counters_);
   const std::unique_ptr<Attempt> attempt = make(AttemptTools{backend_, *clock_, cleanup_, key, ttl}, policy);
   const std::optional<Held> held = loop.run(*attempt, policy);
@@ -175,6 +176,10 @@ void LockCore::throwInherited(const LeaseState& lease) const {
                       ": acquired by the parent process before fork(); only the parent can release it");
 }
 
+void LockCore::extend(LeaseState& lease, milliseconds ttl) { extendFixedLease(lease, *backend_, *clock_, *counters_, ttl); }
+
+milliseconds LockCore::remaining(const LeaseState& lease) const { return remainingOf(lease, *clock_); }
+
 std::shared_ptr<Watchdog> LockCore::makeWatchdog() {
   auto watchdog = std::make_shared<Watchdog>(std::make_shared<ExclusiveRenewer>(backend_), clock_, options_.watchdogLease, counters_);
   // A forked child makes its own watchdog: it reports to the handler the lock was given.
@@ -189,95 +194,6 @@ void LockCore::setLostHandler(ILock::LostHandler handler) {
   std::lock_guard<ForkSafeMutex> guard(handlerMutex_);
   lostHandler_ = handler;
   watchdog.setLostHandler(std::move(handler));
-}
-
-}  // namespace dlock::detail
-
-namespace dlock::detail {
-
-void LockCore::keep(const std::shared_ptr<LeaseState>& lease) {
-  {
-    std::lock_guard<ForkSafeMutex> guard(keptMutex_);
-    if (!closed()) {
-      kept_.emplace(lease.get(), lease);
-      return;
-    }
-  }
-  releaseAtClose(*lease);  // closed as it was acquired: not kept past close()
-  throwClosed("lock " + quoteKey(lease->key));
-}
-
-void LockCore::forget(const LeaseState& lease) noexcept {
-  std::lock_guard<ForkSafeMutex> guard(keptMutex_);
-  kept_.erase(&lease);
-}
-
-void LockCore::throwClosed(const std::string& what) const {
-  throw InterruptedError("dlock: " + what + " on " + backend_->describe() + ": the lock was closed; nothing is held");
-}
-
-void LockCore::close() noexcept {
-  closing_.requestCancel();  // wakes every wait of the lock; a later one is refused before it sends
-  std::vector<std::shared_ptr<LeaseState>> held;
-  {
-    std::lock_guard<ForkSafeMutex> guard(keptMutex_);  // no network under it: copied out first
-    for (auto& [state, kept] : kept_) {
-      if (auto lease = kept.lock()) held.push_back(std::move(lease));
-    }
-    kept_.clear();
-  }
-  for (const auto& lease : held) releaseAtClose(*lease);
-}
-
-void LockCore::releaseAtClose(LeaseState& lease) noexcept {
-  // A parent's hold (after fork) is the parent's to release; a finished one needs nothing.
-  if (lease.inheritedAcrossFork() || !lease.transition(LeasePhase::Held, LeasePhase::Releasing)) return;
-  try {
-    const ReleaseResult result = backend_->unlock(lease.key, lease.token);
-    if (result.released) {
-      lease.transition(LeasePhase::Releasing, LeasePhase::Released);
-      log_->info("dlock: released {} on {} at close", quoteKey(lease.key), backend_->describe());
-    } else {
-      if (lease.transition(LeasePhase::Releasing, LeasePhase::Lost)) {
-        counters_->lostLeases.fetch_add(1, std::memory_order_relaxed);
-      }
-      log_->warn("dlock: {} on {} had been lost before close (fencing token {})", quoteKey(lease.key),
-                 backend_->describe(), lease.fencingToken);
-    }
-  } catch (const std::exception& error) {
-    lease.transition(LeasePhase::Releasing, LeasePhase::InDoubt);
-    lease.abandon();
-    try {
-      log_->warn("dlock: releasing {} at close failed: {}; the lease ends on its own within {} ms",
-                 quoteKey(lease.key), error.what(), lease.ttl.count());
-    } catch (...) {
-    }
-  }
-}
-
-void LockCore::extend(LeaseState& lease, milliseconds ttl) {
-  const std::string what = "dlock: extend " + quoteKey(lease.key) + " on " + backend_->describe();
-  if (lease.inheritedAcrossFork()) throw NotOwnerError(what + ": acquired by the parent process before fork()");
-  if (lease.renewed) throw InvalidArgumentError(what + ": the watchdog renews this lease; extend is for a fixed lease time");
-  if (lease.phase() != LeasePhase::Held || !isValid(lease)) {
-    throw LockLostError(what + ": the lease had ended (fencing token " + std::to_string(lease.fencingToken) + ")");
-  }
-  const Clock::time_point sentAt = clock_->now();
-  const std::vector<ExtendResult> results = backend_->extendAll({LeaseRef{lease.key, lease.token}}, ttl);
-  const ExtendResult result = results.empty() ? ExtendResult{false, true, milliseconds(0)} : results.front();
-  if (result.unknown) throw ConnectionError(what + ": no answer; the lease is as it was");
-  if (!result.extended) {
-    if (lease.transition(LeasePhase::Held, LeasePhase::Lost)) counters_->lostLeases.fetch_add(1, std::memory_order_relaxed);
-    throw LockLostError(what + ": the lease had expired or was taken (fencing token " +
-                        std::to_string(lease.fencingToken) + "); the critical section was not protected");
-  }
-  lease.setDeadline(sentAt + knownValidity(result.validity, ttl));
-}
-
-milliseconds LockCore::remaining(const LeaseState& lease) const {
-  const Clock::time_point now = clock_->now();
-  if (lease.finished() || !lease.validAt(now)) return milliseconds(0);
-  return std::chrono::duration_cast<milliseconds>(lease.deadline() - now);
 }
 
 }  // namespace dlock::detail

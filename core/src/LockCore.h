@@ -13,11 +13,11 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
-#include <unordered_map>
 
 #include "Attempt.h"
 #include "CleanupLane.h"
 #include "ContendedReleases.h"
+#include "KeptHolds.h"
 #include "LeaseState.h"
 #include "LockCapabilities.h"
 #include "LockCounters.h"
@@ -55,25 +55,26 @@ class LockCore {
 
   // A thread hold, for close() to release: InterruptedError (released first) when the lock was
   // closed as it was acquired. forget() when the hold ends.
-  void keep(const std::shared_ptr<LeaseState>& lease);
-  void forget(const LeaseState& lease) noexcept;
+  void keep(const std::shared_ptr<LeaseState>& lease) { holds_.keep(lease); }
+  void forget(const LeaseState& lease) noexcept { holds_.forget(lease); }
   // Every wait ends (InterruptedError), new ones are refused, every kept hold is released (each
   // within the backend's command timeout, logged "released at close"). Idempotent.
-  void close() noexcept;
-  [[nodiscard]] bool closed() const noexcept { return closing_.cancelRequested(); }
+  void close() noexcept { holds_.close(); }
+  [[nodiscard]] bool closed() const noexcept { return holds_.closed(); }
   // InterruptedError: the lock was closed. `what`: "lock 'k'".
-  [[noreturn]] void throwClosed(const std::string& what) const;
+  [[noreturn]] void throwClosed(const std::string& what) const { holds_.throwClosed(what); }
 
   // A fixed lease's end moved to `ttl` from now (ILock::extend); its local deadline with it.
   void extend(LeaseState& lease, std::chrono::milliseconds ttl);
   // The lease's local deadline minus now; zero once ended.
   [[nodiscard]] std::chrono::milliseconds remaining(const LeaseState& lease) const;
 
-  // acquire() through the attempt `make` builds (a semaphore's permits), holding a lease of `kind`.
+  // acquire() through the attempt `make` builds (a semaphore's permits), holding a lease of `kind`;
+  // ended as acquire() by `cancel` or close().
   using MakeAttempt = std::function<std::unique_ptr<Attempt>(const AttemptTools& tools, const WaitPolicy& policy)>;
   std::shared_ptr<LeaseState> acquireBy(std::string_view key, Deadline deadline,
                                         std::optional<std::chrono::milliseconds> leaseTime, LeaseKind kind,
-                                        const MakeAttempt& make);
+                                        const CancelToken& cancel, const MakeAttempt& make);
 
   // Releases a lease. Released when the server released it now while the lease was valid, or
   // shows that an earlier try of this release ran (its reply lost); otherwise LockLostError (the
@@ -104,7 +105,6 @@ class LockCore {
   [[noreturn]] void throwLost(LeaseState& lease, bool releasing, const char* what);
   std::shared_ptr<Watchdog> makeWatchdog();
   [[noreturn]] void throwInherited(const LeaseState& lease) const;
-  void releaseAtClose(LeaseState& lease) noexcept;
 
   const std::uint64_t id_;
   const std::shared_ptr<IOperator> backend_;
@@ -125,11 +125,7 @@ class LockCore {
 
   ForkLocal<CleanupLane> cleanup_;  // a forked child's own: the parent's thread is not there
 
-  CancelSource closing_;             // cancelled by close(): every wait of the lock listens to it
-  const CancelToken closingToken_;   // closing_'s, copied once rather than per acquire
-  // The thread holds close() releases (a forked child skips the parent's: inheritedAcrossFork).
-  ForkSafeMutex keptMutex_;
-  std::unordered_map<const LeaseState*, std::weak_ptr<LeaseState>> kept_;  // guarded by keptMutex_
+  KeptHolds holds_;  // the close token every wait listens to, and the thread holds close() releases
 
   // Last: made from the members above; stopped by the destructor. A forked child gets its own,
   // which renews only the child's leases; the parent's thread does not exist there.

@@ -23,6 +23,7 @@
 #include "dlock/core/DefaultLock.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/Metrics.h"
+#include "dlock/core/ReadWriteLock.h"
 #include "dlock/core/PermitLease.h"
 #include "dlock/core/RequestIdHolder.h"
 #include "dlock/core/Semaphore.h"

@@ -401,6 +401,38 @@ TEST_SUITE("Cli") {
     CHECK(refused.err().find("no single queue") != std::string::npos);
   }
 
+  TEST_CASE("--read runs beside readers, --write waits for them, status shows the readers, the writer and waiters") {
+    RedisProcess server;
+    const std::string key = testKey("read-write");
+    auto rw = dlock::LockBuilder().backend(dlock::connect(server.uri())).buildReadWrite();
+    dlock::Lease reading = rw->readLock()->acquire(key);
+    REQUIRE(reading);
+    Cli reader({"--uri", server.uri(), "--read", "--no-wait", key, "--", "echo", "read"});
+    CHECK(reader.readLine() == "read");
+    CHECK(reader.wait() == 0);
+    Cli refused({"--uri", server.uri(), "--write", "--no-wait", key, "--", "echo", "wrote"});
+    CHECK(refused.wait() == 1);
+    Cli writer({"--uri", server.uri(), "--write", key, "--", "echo", "wrote"});
+    REQUIRE(eventually([&] { return rw->inspect(key).waiters.size() == 1; }));
+    Cli status({"--uri", server.uri(), "status", key});
+    CHECK(status.wait() == 0);
+    const std::string& out = status.out();
+    CAPTURE(out);
+    CHECK(out.find("held:          no\n") != std::string::npos);  // the exclusive lock of the key
+    CHECK(out.find("writer:        -\nreaders:       1 (") != std::string::npos);
+    CHECK(out.find("waiters:       1 (write)\n") != std::string::npos);
+    CHECK(out.find(reading.token()) == std::string::npos);  // a token is the right to release: never shown
+    reading.release();
+    CHECK(writer.readLine() == "wrote");
+    CHECK(writer.wait() == 0);
+    Cli free({"--uri", server.uri(), "status", key});
+    CHECK(free.wait() == 1);
+
+    Cli redlock({"--uri", "redlock://memory://;memory://;memory://", "--read", key, "--", "true"});
+    CHECK(redlock.wait() == 2);
+    CHECK(redlock.err().find("Redlock spreads a key over independent servers") != std::string::npos);
+  }
+
   TEST_CASE("a waiting dlock gets the key when its holder releases it") {
     RedisProcess server;
     const std::string key = testKey("handoff");

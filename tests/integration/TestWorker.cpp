@@ -27,6 +27,16 @@
 //                                                                tryLock: released, nothing written
 //                                       error T acquire|unlock TYPE MESSAGE   a dlock exception
 //   fork-first-call URI KEY THREADS START_US EVERY_US plain|fair   see ForkFirstCall.h
+//   readwrite URI KEY reader|writer HOLD_MS COUNT OUT
+//                                     holds KEY's read or write lock (watchdog) for HOLD_MS at a
+//                                     time: a writer COUNT times, a reader until the Redis key
+//                                     "stop" exists. Inside, an unfenced flag on URI's server: a
+//                                     writer INCRs "writers" then GETs "readers", a reader INCRs
+//                                     "readers" then GETs "writers" (DECR on the way out), so any
+//                                     overlap is seen by one side. Appends per hold to OUT:
+//                                     "<r|w> <own side's count> <other side's count> <wait µs>
+//                                     <hold µs> <unlock µs>" (wait: the lock call; hold: from
+//                                     holding to unlocked; unlock: the release's round trip)
 //   permit-tally URI NAME CAPACITY ROUNDS TALLY OUT
 //                                     ROUNDS times: one permit of the semaphore NAME (watchdog,
 //                                     3 s lease), INCR the Redis string TALLY, append the value
@@ -247,6 +257,38 @@ int sentinelIncrement(const std::string& uri, const std::string& key, const std:
   return 0;
 }
 
+long long microsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+}
+
+int readWrite(const std::string& uri, const std::string& key, const std::string& role, long long holdMillis, int count,
+              const std::string& out) {
+  auto rw = dlock::LockBuilder().backend(dlock::connect(uri)).buildReadWrite();
+  const bool writer = role == "writer";
+  const std::shared_ptr<dlock::ILock>& lock = writer ? rw->writeLock() : rw->readLock();
+  const dlock::Endpoint server = serverOf(uri);
+  dlock::test::RedisClient client(server.host, server.port);
+  const std::string own = writer ? "writers" : "readers";
+  const std::string other = writer ? "readers" : "writers";
+  std::ofstream log(out, std::ios::app);
+  for (int i = 0; writer ? i < count : client.ok({"EXISTS", "stop"}).integer == 0; ++i) {
+    const auto asked = std::chrono::steady_clock::now();
+    lock->lock(key);
+    const long long wait = microsSince(asked);
+    const auto holding = std::chrono::steady_clock::now();
+    const long long mine = client.ok({"INCR", own}).integer;
+    const auto seen = client.ok({"GET", other});
+    std::this_thread::sleep_for(std::chrono::milliseconds(holdMillis));
+    (void)client.ok({"DECR", own});
+    const auto releasing = std::chrono::steady_clock::now();
+    lock->unlock(key);
+    log << (writer ? "w " : "r ") << mine << " " << (seen.isNil() ? "0" : seen.str) << " " << wait << " "
+        << microsSince(holding) << " " << microsSince(releasing) << std::endl;
+    if (writer) std::this_thread::sleep_for(std::chrono::milliseconds(holdMillis));  // readers flow between writes
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -263,6 +305,9 @@ int main(int argc, char** argv) {
     if (mode == "sentinel-increment" && argc == 10) {
       return sentinelIncrement(argv[2], argv[3], argv[4], argv[5], argv[6], std::atoll(argv[7]), argv[8], argv[9]);
     }
+    if (mode == "readwrite" && argc == 8) {
+      return readWrite(argv[2], argv[3], argv[4], std::atoll(argv[5]), std::atoi(argv[6]), argv[7]);
+    }
     if (mode == "permit-tally" && argc == 8) {
       return permitTally(argv[2], argv[3], std::atol(argv[4]), std::atoi(argv[5]), argv[6], argv[7]);
     }
@@ -272,6 +317,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: dlock_test_worker increment URI KEY COUNTER N OUT [HOST:PORT] | hold URI KEY lease|watchdog|fair MS\n"
                  "       | sentinel-increment URI KEY COUNTER DONE NAME LEASE_MS STOP OUT\n"
+                 "       | readwrite URI KEY reader|writer HOLD_MS COUNT OUT\n"
                  "       | permit-tally URI NAME CAPACITY ROUNDS TALLY OUT | permit-hold URI NAME CAPACITY COUNT LEASE_MS\n");
     return 2;
   } catch (const std::exception& error) {

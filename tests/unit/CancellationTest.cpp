@@ -13,6 +13,7 @@
 
 #include "Fixtures.h"
 #include "LogCapture.h"
+#include "Waiter.h"
 #include "dlock/Cancel.h"
 #include "dlock/LockError.h"
 #include "dlock/core/LockBuilder.h"
@@ -22,6 +23,7 @@
 using namespace std::chrono_literals;
 using dlock::test::Event;
 using dlock::test::VirtualFixture;
+using dlock::test::Waiter;
 
 namespace {
 
@@ -49,30 +51,6 @@ struct CancelFixture : VirtualFixture {
         .waitStrategy(std::make_shared<dlock::NotifyWait>(60s))
         .fair(fair)
         .build();
-  }
-};
-
-// Runs `wait` on a thread; `thrown` is set when it threw InterruptedError, `returned` when it
-// returned or threw at all.
-struct Waiter {
-  Event returned;
-  std::atomic<bool> interrupted{false};
-  std::atomic<bool> acquired{false};
-  std::thread thread;
-
-  template <class Wait>
-  explicit Waiter(Wait wait)
-      : thread([this, wait] {
-          try {
-            acquired = wait();
-          } catch (const dlock::InterruptedError&) {
-            interrupted = true;
-          } catch (...) {
-          }
-          returned.set();
-        }) {}
-  ~Waiter() {
-    if (thread.joinable()) thread.join();
   }
 };
 

@@ -69,6 +69,17 @@ TEST_SUITE("CliArgs") {
     CHECK(usageErrorOf({"--fair=1", "k", "--", "true"}) == "--fair takes no value");
   }
 
+  TEST_CASE("--read and --write ask for the key's read-write lock, they exclude each other, --fair and status") {
+    CHECK(parse({"k", "--", "true"}).access == dlock::cli::Access::Exclusive);
+    CHECK(parse({"--read", "k", "--", "true"}).access == dlock::cli::Access::Read);
+    CHECK(parse({"k", "--write", "--", "true"}).access == dlock::cli::Access::Write);
+    CHECK(parse({"--read", "--read", "k", "--", "true"}).access == dlock::cli::Access::Read);
+    CHECK_THROWS_AS(parse({"--read", "--write", "k", "--", "true"}), dlock::cli::UsageError);
+    CHECK_THROWS_AS(parse({"--write", "--fair", "k", "--", "true"}), dlock::cli::UsageError);
+    CHECK_THROWS_AS(parse({"--read", "status", "k"}), dlock::cli::UsageError);
+    CHECK_THROWS_AS(parse({"--read=1", "k", "--", "true"}), dlock::cli::UsageError);
+  }
+
   TEST_CASE("KEY -- COMMAND takes the defaults: wait as long as it takes, 30s lease, codes 1 and 3") {
     const CliOptions options = parse({"nightly", "--", "backup.sh", "--full"});
     CHECK(options.mode == Mode::Run);

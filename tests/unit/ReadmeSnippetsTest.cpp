@@ -107,6 +107,27 @@ void settleInvoice(const std::string& invoiceId) {
   (void)fence;
 }
 
+#include <map>
+
+std::shared_ptr<dlock::ReadWriteLock> configLock(std::shared_ptr<dlock::IOperator> backend) {
+  return dlock::LockBuilder().backend(std::move(backend)).buildReadWrite();  // the watchdog renews each hold
+}
+
+struct Config {
+  std::string endpoint, pool;
+};
+
+Config readConfig(dlock::ReadWriteLock& rw, const std::map<std::string, std::string>& store) {
+  DISTRIBUTED_READ_LOCK_WITH(rw, "config");  // beside other readers, never beside the writer
+  return Config{store.at("endpoint"), store.at("pool")};
+}
+
+void reloadConfig(dlock::ReadWriteLock& rw, std::map<std::string, std::string>& store) {
+  DISTRIBUTED_WRITE_LOCK_WITH(rw, "config");  // alone; readers arriving now queue behind it
+  store["endpoint"] = "db2:5432";
+  store["pool"] = "64";
+}
+
 #include <mutex>
 
 void transfer(dlock::ILock& lock) {
@@ -252,6 +273,11 @@ TEST_SUITE("Readme") {
     auto fair = fairLock(std::make_shared<dlock::MemoryOperator>());
     CHECK(fair->tryLock("queue:1", std::chrono::milliseconds(0)));
     fair->unlock("queue:1");
+    auto rw = configLock(std::make_shared<dlock::MemoryOperator>());
+    std::map<std::string, std::string> store{{"endpoint", "db1:5432"}, {"pool", "32"}};
+    reloadConfig(*rw, store);
+    CHECK(readConfig(*rw, store).pool == "64");
+    CHECK(rw->inspect("config").readers.empty());
     startUp(lock);
     shipOrder("42");
     nightlyReport();

@@ -19,7 +19,7 @@ using Steady = std::chrono::steady_clock;
 
 constexpr milliseconds kSlice{100};
 
-// A fair wait in one piece (waitInOnePiece), so the waiter keeps its place in the queue.
+// A fair wait (--fair, --read, --write) in one piece (waitInOnePiece), so the waiter keeps its place in the queue.
 Acquired acquireFair(const std::shared_ptr<dlock::ILock>& lock, const CliOptions& options, Supervisor& supervisor) {
   auto [lease, interrupt] = waitInOnePiece<dlock::Lease>(
       [lock, options] {
@@ -88,7 +88,7 @@ Acquired acquireInterruptibly(const std::shared_ptr<dlock::ILock>& lock, const C
     tryOnce.waitTime = milliseconds(0);
     return {lock->acquire(options.key, tryOnce), std::nullopt};
   }
-  if (options.fair) return acquireFair(lock, options, supervisor);
+  if (options.fair || options.access != Access::Exclusive) return acquireFair(lock, options, supervisor);
   return acquireInSlices(*lock, options, supervisor, outageTolerance);
 }
 

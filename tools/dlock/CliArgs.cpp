@@ -40,6 +40,8 @@ const std::map<std::string, OptionSpec>& optionSpecs() {
       {"--no-wait", {"--no-wait", false, false}},
       {"-n", {"--no-wait", false, false}},
       {"--fair", {"--fair", false, false}},
+      {"--read", {"--read", false, false}},
+      {"--write", {"--write", false, false}},
       {"--conflict-exit-code", {"--conflict-exit-code", true, false}},
       {"-E", {"--conflict-exit-code", true, false}},
       {"--lost-exit-code", {"--lost-exit-code", true, false}},
@@ -103,6 +105,24 @@ void checkKeyArgument(const std::string& key) {
     throw UsageError("KEY has " + std::to_string(key.size()) + " bytes, more than the limit of " +
                      std::to_string(kMaxKeyBytes));
   }
+}
+
+// --read and --write: true when `canonical` was one of them (recorded in `options`).
+bool parseAccessOption(const std::string& canonical, CliOptions& options) {
+  if (canonical != "--read" && canonical != "--write") return false;
+  const Access access = canonical == "--read" ? Access::Read : Access::Write;
+  if (options.access != Access::Exclusive && options.access != access) {
+    throw UsageError("--read and --write exclude each other");
+  }
+  options.access = access;
+  return true;
+}
+
+// What --read or --write excludes, once every option is read.
+void checkAccessOptions(const CliOptions& options) {
+  if (options.access == Access::Exclusive) return;
+  const char* flag = options.access == Access::Read ? "--read" : "--write";
+  if (options.fair) throw UsageError(std::string("--fair does not apply to ") + flag + ": a read-write lock is always fair");
 }
 
 }  // namespace
@@ -211,8 +231,11 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
       permitsGiven[canonical] = *value;
     } else if (canonical == "--verbose") {
       options.verbose = true;
+    } else {
+      (void)parseAccessOption(canonical, options);
     }
   }
+  checkAccessOptions(options);
   if (waitGiven && noWaitGiven) throw UsageError("--wait and --no-wait exclude each other");
   if (ownerLabelGiven && noOwnerLabelGiven) {
     throw UsageError("--owner-label and --no-owner-label exclude each other");
@@ -276,6 +299,10 @@ Options:
                            first failure of each outage; with --no-wait, not at all
       --fair             wait in line: KEY goes to the waiters in the order they asked (across
                            hosts), handed over by each release; not on a redlock URI
+      --read             hold KEY's read-write lock as a reader: any number of readers at once,
+                           never beside a writer; in line behind a waiting writer
+      --write            hold KEY's read-write lock as the writer: alone, after the readers
+                           before it (--read and --write: not on a redlock URI, no owner label)
   -E, --conflict-exit-code N
                          exit status when KEY was not had (default 1)
       --lost-exit-code N exit status when the lease was lost while COMMAND ran, or COMMAND was
@@ -310,7 +337,11 @@ dlock status KEY prints seven lines, "name: value":
   owner          the holder's owner label, quoted (host=NAME pid=N [TEXT]), or - when free or
                  when the holder recorded none (a library lock records one only when asked)
   since          when the holder took the lease, by the backend's clock (UTC), or -
-and exits 0 when KEY is held, 1 when it is free, so a script can test it:
+and, when KEY has a read-write lock (--read, --write), three more:
+  writer         the writer's lease left, or -
+  readers        how many, and each one's lease left: 2 (29571ms, 12040ms)
+  waiters        how many, and each one's side, head first: 1 (write)
+and exits 0 when KEY is held (by a writer or readers too), 1 when it is free, so a script can test it:
   if dlock status nightly-report >/dev/null; then echo "running elsewhere"; fi
 
 When KEY is a semaphore, dlock status prints its permits in use and capacity ("permits: 3 of 4

@@ -46,6 +46,10 @@ enum class OnLost {
   Ignore,     // let it run on (dlock still exits with the lost code)
 };
 
+// Which lock of KEY the command runs under: the exclusive lock, or KEY's read-write lock
+// (LockBuilder::buildReadWrite) as a reader (--read) or the writer (--write).
+enum class Access { Exclusive, Read, Write };
+
 struct CliOptions {
   Mode mode = Mode::Run;
   std::string uri = kDefaultUri;  // --uri, else $DLOCK_URI, else kDefaultUri
@@ -57,6 +61,7 @@ struct CliOptions {
   std::optional<std::chrono::milliseconds> wait;
   // --fair: a fair lock (LockBuilder::fair): waiters get KEY in the order they asked for it.
   bool fair = false;
+  Access access = Access::Exclusive;  // --read, --write
   int conflictExitCode = 1;
   int lostExitCode = 3;
   OnLost onLost = OnLost::Terminate;

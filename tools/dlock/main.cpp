@@ -26,6 +26,7 @@
 
 #include "Acquire.h"
 #include "CliArgs.h"
+#include "ReadWriteAccess.h"
 #include "Permits.h"
 #include "Supervisor.h"
 #include "dlock/ILock.h"
@@ -131,6 +132,7 @@ int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<
     return printStatus(std::move(semaphore->text), semaphore->inUse, log, secrets);
   }
   const dlock::LeaseInfo info = backend->inspect(options.key);
+  bool held = info.held;
   std::string text;
   text += "key:           " + dlock::detail::quoteKey(options.key) + "\n";
   text += "backend:       " + dlock::redactUri(options.uri) + "\n";
@@ -140,7 +142,8 @@ int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<
   const bool owned = info.held && !info.owner.empty();
   text += "owner:         " + (owned ? dlock::detail::quoteText(info.owner, dlock::kMaxOwnerLabelBytes) : "-") + "\n";
   text += "since:         " + (owned ? utcText(info.ownerSince) : "-") + "\n";
-  return printStatus(std::move(text), info.held, log, secrets);
+  text += readWriteStatusLines(*backend, options.key, held);
+  return printStatus(std::move(text), held, log, secrets);
 }
 
 // Who holds `key`, for the message of a wait that gave up: the owner label the holder recorded
@@ -263,8 +266,8 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
   dlock::LockBuilder builder;
   builder.backend(backend).watchdogLease(options.ttl).fair(options.fair).outageTolerance(outageTolerance);
   // The fair lock records no owner label yet: `dlock status` shows its lease and token only.
-  if (options.ownerLabel && !options.fair) builder.ownerLabel(*options.ownerLabel);
-  auto lock = builder.build();
+  if (options.ownerLabel && !options.fair && options.access == Access::Exclusive) builder.ownerLabel(*options.ownerLabel);
+  auto lock = buildLockFor(builder, options);
   lock->onLockLost([&supervisor](std::string_view, std::uint64_t fencingToken) { supervisor.notifyLost(fencingToken); });
 
   Acquired acquired = acquireInterruptibly(lock, options, supervisor, outageTolerance);
@@ -278,7 +281,8 @@ int runLocked(const CliOptions& options, spdlog::logger& log) {
   if (!lease) {
     if (log.should_log(spdlog::level::info)) {
       const milliseconds waited = options.wait.value_or(milliseconds(0));
-      log.info("dlock: {} on {} is held by {}; gave up {}", key, uri, holderText(*backend, options.key),
+      log.info("dlock: {} on {} is held by {}; gave up {}", key, uri, options.access == Access::Exclusive ? holderText(*backend, options.key)
+                                                                    : readWriteHolderText(*backend, options.key),
                waited.count() == 0 ? std::string("at once") : "after " + formatDuration(waited));
     }
     return options.conflictExitCode;

@@ -11,6 +11,7 @@
 //   ConfigError           bad URI or options; the message names the field
 //   InterruptedError      a wait was cancelled (its CancelToken, or the lock's close()); nothing
 //                         is held and no queue place is left behind
+//   UpgradeError          a thread holding a read lock asked for the write lock of the same key
 //
 // Messages name the key and the backend address, never a password.
 #pragma once
@@ -57,6 +58,13 @@ class DLOCK_API ConfigError : public LockError {
 };
 
 class DLOCK_API InterruptedError : public LockError {
+ public:
+  using LockError::LockError;
+};
+
+// Thrown at once, never after a wait: the write would wait for this thread's own read hold
+// (ReentrantReadWriteLock deadlocks there; ReadWriteLock::tryUpgrade is the way up).
+class DLOCK_API UpgradeError : public LockError {
  public:
   using LockError::LockError;
 };

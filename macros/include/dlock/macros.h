@@ -11,6 +11,10 @@
 //   DISTRIBUTED_LOCK_NAMED(guard, key);         DISTRIBUTED_LOCK with a guard named `guard`, a
 //                                               dlock::ScopedLock whose unlock() reports
 //   DISTRIBUTED_TRY_LOCK_NAMED(guard, key, timeout) { ... } else { ... }
+//   DISTRIBUTED_READ_LOCK_WITH(rw, key);        the read lock of a dlock::ReadWriteLock (reference or
+//   DISTRIBUTED_WRITE_LOCK_WITH(rw, key);       shared_ptr), or its write lock, for the scope
+//   DISTRIBUTED_TRY_READ_LOCK_WITH(rw, key, timeout) { ... } else { ... }
+//   DISTRIBUTED_TRY_WRITE_LOCK_WITH(rw, key, timeout) { ... } else { ... }
 //
 // A guard's destructor never throws, so a scope that just ends cannot say that its lease was
 // lost on the way (a long pause, a network partition). Code that must know has three ways:
@@ -29,6 +33,7 @@
 
 #include "dlock/ScopedLock.h"
 #include "dlock/core/DefaultLock.h"
+#include "dlock/core/ReadWriteLock.h"
 
 #define DLOCK_DETAIL_CONCAT_INNER(a, b) a##b
 #define DLOCK_DETAIL_CONCAT(a, b) DLOCK_DETAIL_CONCAT_INNER(a, b)
@@ -52,6 +57,18 @@
 #define DLOCK_DISTRIBUTED_TRY_LOCK_NAMED(guard, key, timeout) \
   DLOCK_DETAIL_TRY_LOCK(guard, ::dlock::defaultLock(), key, timeout)
 
+#define DLOCK_DISTRIBUTED_READ_LOCK_WITH(rw, key) \
+  const ::dlock::ScopedLock DLOCK_DETAIL_GUARD(::dlock::detail::readWriteOf(rw).readLock(), (key))
+
+#define DLOCK_DISTRIBUTED_WRITE_LOCK_WITH(rw, key) \
+  const ::dlock::ScopedLock DLOCK_DETAIL_GUARD(::dlock::detail::readWriteOf(rw).writeLock(), (key))
+
+#define DLOCK_DISTRIBUTED_TRY_READ_LOCK_WITH(rw, key, timeout) \
+  DLOCK_DETAIL_TRY_LOCK(DLOCK_DETAIL_GUARD, ::dlock::detail::readWriteOf(rw).readLock(), key, timeout)
+
+#define DLOCK_DISTRIBUTED_TRY_WRITE_LOCK_WITH(rw, key, timeout) \
+  DLOCK_DETAIL_TRY_LOCK(DLOCK_DETAIL_GUARD, ::dlock::detail::readWriteOf(rw).writeLock(), key, timeout)
+
 #ifndef DLOCK_NO_SHORT_MACROS
 #define DISTRIBUTED_LOCK(key) DLOCK_DISTRIBUTED_LOCK(key)
 #define DISTRIBUTED_LOCK_WITH(lock, key) DLOCK_DISTRIBUTED_LOCK_WITH(lock, key)
@@ -59,4 +76,8 @@
 #define DISTRIBUTED_TRY_LOCK_WITH(lock, key, timeout) DLOCK_DISTRIBUTED_TRY_LOCK_WITH(lock, key, timeout)
 #define DISTRIBUTED_LOCK_NAMED(guard, key) DLOCK_DISTRIBUTED_LOCK_NAMED(guard, key)
 #define DISTRIBUTED_TRY_LOCK_NAMED(guard, key, timeout) DLOCK_DISTRIBUTED_TRY_LOCK_NAMED(guard, key, timeout)
+#define DISTRIBUTED_READ_LOCK_WITH(rw, key) DLOCK_DISTRIBUTED_READ_LOCK_WITH(rw, key)
+#define DISTRIBUTED_WRITE_LOCK_WITH(rw, key) DLOCK_DISTRIBUTED_WRITE_LOCK_WITH(rw, key)
+#define DISTRIBUTED_TRY_READ_LOCK_WITH(rw, key, timeout) DLOCK_DISTRIBUTED_TRY_READ_LOCK_WITH(rw, key, timeout)
+#define DISTRIBUTED_TRY_WRITE_LOCK_WITH(rw, key, timeout) DLOCK_DISTRIBUTED_TRY_WRITE_LOCK_WITH(rw, key, timeout)
 #endif

@@ -19,6 +19,7 @@
 #include "dlock/IOperator.h"
 #include "dlock/IWait.h"
 #include "dlock/LockOptions.h"
+#include "dlock/core/ReadWriteLock.h"
 
 namespace dlock {
 
@@ -54,6 +55,12 @@ class LockBuilder {
   // owner label's text above kMaxOwnerTextBytes or a backend that cannot record one), or
   // fair(true) on a backend without one queue per key (Redlock).
   [[nodiscard]] std::shared_ptr<ILock> build() const;
+
+  // A read-write lock (ReadWriteLock.h) with these options (fair() does not apply: it is always
+  // fair, with writer preference; the wait strategy neither: its waiters hear grants). ConfigError
+  // as build(), when the backend has no read-write queue (Redlock: no one queue per name), or
+  // with an owner label.
+  [[nodiscard]] std::shared_ptr<ReadWriteLock> buildReadWrite() const;
 
  private:
   std::shared_ptr<IOperator> backend_;

@@ -6,10 +6,10 @@
 // the permits come back at their lease's end, by the backend's clock). Empty when the acquire
 // timed out, after release(), and once moved from.
 //
-//                  release()                     isHeld()   fencingToken(), permits()
-//   empty          NotOwnerError                 false      NotOwnerError
-//   held           released; empty               true       the grant's
-//   lease ended    LockLostError; empty          false      the grant's
+//                  release()                     isHeld()   fencingToken(), permits()   extend(ttl)
+//   empty          NotOwnerError                 false      NotOwnerError               NotOwnerError
+//   held           released; empty               true       the grant's                 moved (fixed lease)
+//   lease ended    LockLostError; empty          false      the grant's                 LockLostError
 //
 // Owner: whoever holds the object. Thread safety: not thread-safe (one thread at a time, like
 // std::unique_ptr); moving it between threads is fine.
@@ -17,11 +17,9 @@
 
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <utility>
 
-#include "dlock/Clock.h"
 #include "dlock/Lease.h"
 #include "dlock/LockError.h"
 
@@ -30,9 +28,8 @@ namespace dlock {
 class PermitLease {
  public:
   PermitLease() noexcept = default;
-  // `permits` held under `lease`; `clock` is the semaphore's, for remaining().
-  PermitLease(Lease lease, std::uint32_t permits, std::shared_ptr<Clock> clock) noexcept
-      : lease_(std::move(lease)), permits_(permits), clock_(std::move(clock)) {}
+  // `permits` held under `lease`.
+  PermitLease(Lease lease, std::uint32_t permits) noexcept : lease_(std::move(lease)), permits_(permits) {}
   PermitLease(const PermitLease&) = delete;
   PermitLease& operator=(const PermitLease&) = delete;
   PermitLease(PermitLease&& other) noexcept = default;
@@ -63,17 +60,21 @@ class PermitLease {
   }
   // Until when the permits hold as far as this client knows (see Lease::validUntil).
   [[nodiscard]] std::chrono::steady_clock::time_point validUntil() const { return lease_.validUntil(); }
-  // What is left of that, on the semaphore's clock; zero when not held.
-  [[nodiscard]] std::chrono::milliseconds remaining() const {
-    if (!isHeld()) return std::chrono::milliseconds(0);
-    const auto left = lease_.validUntil() - clock_->now();
-    return left.count() > 0 ? std::chrono::duration_cast<std::chrono::milliseconds>(left) : std::chrono::milliseconds(0);
+  // What is left of that, on the semaphore's clock; zero when not held or ended. Local.
+  [[nodiscard]] std::chrono::milliseconds remainingLease() const { return lease_.remainingLease(); }
+  [[nodiscard]] std::chrono::milliseconds remaining() const { return remainingLease(); }
+  // Moves the end of permits held for a fixed lease time (AcquireOptions::leaseTime) to `ttl`
+  // from now, one round trip, as Lease::extend: NotOwnerError when empty; InvalidArgumentError
+  // for a bad ttl or permits the watchdog renews (nothing sent); LockLostError when their lease
+  // had ended; ConnectionError leaves it as it was.
+  void extend(std::chrono::milliseconds ttl) {
+    if (!lease_) throw NotOwnerError("dlock: extend of an empty PermitLease (released already, moved from, or timed out)");
+    lease_.extend(ttl);
   }
 
  private:
   Lease lease_;
   std::uint32_t permits_ = 0;
-  std::shared_ptr<Clock> clock_;
 };
 
 }  // namespace dlock

@@ -19,7 +19,7 @@
 // handler, LockLostError from release). A release admits, in the same step, as many head waiters
 // as fit, and a small request never passes a large one at the head. Bad input (n = 0, n above
 // the capacity, a bad lease) is an InvalidArgumentError with nothing sent. Backends: single,
-// Sentinel, Cluster, memory; not Redlock.
+// Sentinel, Cluster, memory; not Redlock. Every wait is cancellable (AcquireOptions::cancel, close()).
 // Owner: shared (std::shared_ptr); PermitLeases keep what they need alive. Thread safety: thread-safe.
 #pragma once
 
@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 
+#include "dlock/Cancel.h"
 #include "dlock/ISemaphoreOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/LockOptions.h"
@@ -51,22 +52,30 @@ class Semaphore {
 
   // `permits` of the semaphore, waiting as options.waitTime says (unset: as long as it takes;
   // <= 0: one try); an empty PermitLease when that ran out. Throws what the backend throws
-  // (ConnectionError once the outage budget is spent); then nothing is held.
+  // (ConnectionError once the outage budget is spent), or InterruptedError when options.cancel
+  // is cancelled or the semaphore closed (before anything is sent, or during the wait, leaving
+  // no queue place); then nothing is held.
   [[nodiscard]] PermitLease acquire(std::uint32_t permits, const AcquireOptions& options = {}) {
     check(permits, "acquire");
     if (options.leaseTime) detail::checkLeaseTime(*options.leaseTime, "the lease time", "acquire");
-    return doAcquire(permits, options.waitTime ? deadlineAfter(*options.waitTime) : kNoDeadline, options.leaseTime);
+    return doAcquire(permits, options.waitTime ? deadlineAfter(*options.waitTime) : kNoDeadline, options.leaseTime,
+                     options.cancel);
   }
   // One try, never queued.
   [[nodiscard]] PermitLease tryAcquire(std::uint32_t permits = 1) {
     check(permits, "tryAcquire");
-    return doAcquire(permits, kTryOnce, std::nullopt);
+    return doAcquire(permits, kTryOnce, std::nullopt, kNeverCancelled);
   }
-  // Waits at most `timeout` (<= 0: one try).
-  [[nodiscard]] PermitLease tryAcquire(std::uint32_t permits, std::chrono::milliseconds timeout) {
+  // Waits at most `timeout` (<= 0: one try); `cancel` ends the wait as in acquire().
+  [[nodiscard]] PermitLease tryAcquire(std::uint32_t permits, std::chrono::milliseconds timeout,
+                                       const CancelToken& cancel = kNeverCancelled) {
     check(permits, "tryAcquire");
-    return doAcquire(permits, deadlineAfter(timeout), std::nullopt);
+    return doAcquire(permits, deadlineAfter(timeout), std::nullopt, cancel);
   }
+
+  // Ends every wait for permits (InterruptedError) and refuses new ones. PermitLeases handed out
+  // stay their holders' (released when they are destroyed). Idempotent; the destructor does the same.
+  void close() noexcept { doClose(); }
 
   // Stores `capacity` for every user of the semaphore (from 1 to kMaxSemaphorePermits, else
   // InvalidArgumentError): holders keep their permits, waiters that now fit are admitted (their
@@ -108,6 +117,7 @@ class Semaphore {
 
   static constexpr Deadline kTryOnce = Deadline::min();
   static constexpr Deadline kNoDeadline = Deadline::max();
+  static inline const CancelToken kNeverCancelled{};
 
  private:
   void check(std::uint32_t permits, const char* operation) const {
@@ -125,9 +135,11 @@ class Semaphore {
     return now + timeout;
   }
 
-  // The hooks; arguments are validated. `leaseTime` unset: the semaphore's own (or the watchdog).
+  // The hooks; arguments are validated. `leaseTime` unset: the semaphore's own (or the watchdog);
+  // `cancel` ends the wait (InterruptedError).
   virtual PermitLease doAcquire(std::uint32_t permits, Deadline deadline,
-                                std::optional<std::chrono::milliseconds> leaseTime) = 0;
+                                std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel) = 0;
+  virtual void doClose() noexcept = 0;
   virtual std::uint32_t doResize(std::uint32_t capacity) = 0;
   virtual SemaphoreInfo doInspect() = 0;
   [[nodiscard]] virtual std::uint32_t doCapacity() const noexcept = 0;
