@@ -145,9 +145,14 @@ class RoundWaiter {
   std::thread thread_;
 };
 
-// Until `lock` has made `tries` more acquire calls than `before`.
-void waitForTries(const dlock::ILock& lock, std::uint64_t before, std::uint64_t tries) {
-  while (lock.stats().attempts < before + tries) std::this_thread::yield();
+// Until `lock` has made `tries` more acquire calls than `before`; false after 10 s without.
+bool waitForTries(const dlock::ILock& lock, std::uint64_t before, std::uint64_t tries) {
+  const auto give = Steady::now() + std::chrono::seconds(10);
+  while (lock.stats().attempts < before + tries) {
+    if (Steady::now() > give) return false;
+    std::this_thread::yield();
+  }
+  return true;
 }
 
 void cancelsRacingGrants(bool fair) {
@@ -166,7 +171,9 @@ void cancelsRacingGrants(bool fair) {
     dlock::CancelSource stop;
     const std::uint64_t before = waiting->stats().attempts;
     waiter.start(stop.token());
-    waitForTries(*waiting, before, fair ? 1 : 2);  // found it taken; from here it pauses, or is about to
+    // Its try has gone out (a waiter of a key waited on recently listens first and tries once):
+    // from here it finds the key taken and pauses, or is about to.
+    REQUIRE(waitForTries(*waiting, before, 1));
     Steady::time_point cancelled;
     if (round % 2 == 0) {
       holder->unlock(key);  // the grant (a release message, a hand-off) races the cancel

@@ -484,10 +484,16 @@ TEST_SUITE("ClusterOperator") {
     auto late = lateBackend->watch(key);
     CHECK(cluster.errorCount(source, "MOVED") == lateMovedBefore + 1);
     CHECK(lateBackend->nodeFor(key) == cluster.address(target));
-    const auto released = backend->unlock(key, "token-2");
+    // A release wakes one waiting process (the one whose try registered first), on the target.
+    REQUIRE_FALSE(watcherBackend->lock(key, "token-w", 10000ms).acquired);
+    auto released = backend->unlock(key, "token-2");
     CHECK(released.released);
-    CHECK(released.notified == 2);
+    CHECK(released.notified == 1);
     CHECK(watch->waitForRelease(dlock::test::kEventBudget));
+    REQUIRE(backend->lock(key, "token-3", 30000ms).acquired);
+    REQUIRE_FALSE(lateBackend->lock(key, "token-l", 10000ms).acquired);
+    released = backend->unlock(key, "token-3");
+    CHECK(released.notified == 1);
     CHECK(late->waitForRelease(dlock::test::kEventBudget));
   }
 
@@ -520,6 +526,7 @@ TEST_SUITE("ClusterOperator") {
     CHECK_FALSE(watch->waitForRelease(50ms));
     // And it hears the next release there.
     REQUIRE(holderBackend->lock(key, "token", 10000ms).acquired);
+    REQUIRE_FALSE(watcherBackend->lock(key, "token-w", 10000ms).acquired);  // a waiter's try: registered
     const auto released = holderBackend->unlock(key, "token");
     CHECK(released.released);
     CHECK(released.notified == 1);
@@ -639,6 +646,7 @@ TEST_SUITE("ClusterOperator") {
       // The waiter's operator subscribes on the victim before it dies.
       REQUIRE(backend->lock(victimKey, "before", 5000ms).acquired);
       auto watch = waiterBackend->watch(victimKey);
+      REQUIRE_FALSE(waiterBackend->lock(victimKey, "waiter", 5000ms).acquired);  // a waiter's try: registered
       REQUIRE(backend->unlock(victimKey, "before").notified == 1);
       CHECK(watch->waitForRelease(dlock::test::kEventBudget));
     }

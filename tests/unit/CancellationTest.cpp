@@ -64,6 +64,25 @@ bool triedAtLeast(const dlock::ILock& lock, std::uint64_t tries) {
   return true;
 }
 
+// NotifyWait(60 s) that says when a wait has begun pausing (its try found the key taken).
+struct PausingNotify final : dlock::IWait {
+  dlock::NotifyWait inner{60s};
+  std::atomic<int> pauses{0};
+  [[nodiscard]] bool wantsReleaseWatch() const noexcept override { return inner.wantsReleaseWatch(); }
+  void wait(const dlock::WaitContext& ctx) override {
+    pauses.fetch_add(1);
+    inner.wait(ctx);
+  }
+  [[nodiscard]] bool paused() const {
+    const auto give = std::chrono::steady_clock::now() + 10s;
+    while (pauses.load() == 0) {
+      if (std::chrono::steady_clock::now() > give) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
+};
+
 }  // namespace
 
 TEST_SUITE("Cancellation") {
@@ -151,19 +170,19 @@ TEST_SUITE("Cancellation") {
     std::vector<std::shared_ptr<dlock::IOperator>> members;
     for (int i = 0; i < 3; ++i) members.push_back(std::make_shared<dlock::MemoryOperator>(f.clock));
     auto redlock = std::make_shared<dlock::RedlockOperator>(members);
-    const auto build = [&] {
-      return dlock::LockBuilder().backend(redlock).clock(f.clock).leaseTime(60s)
-          .waitStrategy(std::make_shared<dlock::NotifyWait>(60s)).build();
+    auto pausing = std::make_shared<PausingNotify>();
+    const auto build = [&](std::shared_ptr<dlock::IWait> wait) {
+      return dlock::LockBuilder().backend(redlock).clock(f.clock).leaseTime(60s).waitStrategy(std::move(wait)).build();
     };
-    auto holder = build();
-    auto lock = build();
+    auto holder = build(std::make_shared<dlock::NotifyWait>(60s));
+    auto lock = build(pausing);
     REQUIRE(holder->tryLock("k"));
     dlock::CancelSource stop;
     Waiter waiter([&] {
       lock->lock("k", stop.token());
       return true;
     });
-    REQUIRE(triedAtLeast(*lock, 3));
+    REQUIRE(pausing->paused());  // asleep on the members' watches (or about to be)
     stop.requestCancel();
     REQUIRE(waiter.returned.wait(5s));
     CHECK(waiter.interrupted);
