@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "WaiterFaults.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "redis/src/KeyNames.h"
@@ -16,8 +17,8 @@ constexpr milliseconds kWaiterHold{3000};
 constexpr milliseconds kWaiterWait{10000};
 constexpr milliseconds kWaiterFault{2500};
 
-// How many waiters the server shows for the first key: a queue's length, or the subscribers of
-// the key's release channel (the default lock's notify wait).
+// How many waiters the server shows for the first key: a queue's length, or the processes in the
+// key's waiter registry (the default lock: each waiting process's try registers it, `listener=expiry;`).
 long long serverWaiters(Run& run, WaitQueue queue) {
   const std::string address = run.deployment<Deployment>().dataAddresses().front();
   const auto colon = address.rfind(':');
@@ -26,8 +27,8 @@ long long serverWaiters(Run& run, WaitQueue queue) {
   if (queue == WaitQueue::fair) return client.command({"LLEN", names.fairQueue()}).integer;
   if (queue == WaitQueue::readWrite) return client.command({"LLEN", names.rwQueue()}).integer;
   if (queue == WaitQueue::semaphore) return client.command({"LLEN", names.semaphore("queue")}).integer;
-  const auto reply = client.command({"PUBSUB", "NUMSUB", names.channel()});
-  return reply.elements.size() == 2 ? reply.elements[1].integer : 0;
+  const std::string registry = client.command({"GET", names.waiters()}).str;
+  return static_cast<long long>(std::count(registry.begin(), registry.end(), ';'));
 }
 
 // Whether the client in `slot` is inside an acquire of the first key it was asked for.
