@@ -420,7 +420,11 @@ TEST_SUITE("FairLock") {
     pausing->failingExtends.store(1000);  // every extend of the claim is reset on the wire
     REQUIRE(op.fairUnlock("f", kA).notified == 1);
     REQUIRE(acquired.wait());  // held for the claim (the rest of a 3 s place) on the server's word
-    f.clock->advance(4s);      // past the claim: only a renewal before its end keeps the key
+    // The watchdog renews the claim at once (its end is nearer than the next tick), on its own
+    // thread: the virtual clock does not move until it has. The old watchdog waited a third of the
+    // 30 s lease, so this never came.
+    REQUIRE(dlock::test::eventually([&] { return lock->stats().renewals >= 1; }));
+    f.clock->advance(4s);      // past the claim: only that renewal keeps the key
     const std::string holder = op.holderOf("f");
     CHECK_FALSE(holder.empty());
     CHECK(holder != kA);
