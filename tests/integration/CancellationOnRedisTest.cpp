@@ -206,13 +206,13 @@ double closeWithBlockedThreads(const RedisProcess& server, bool fair, int thread
   auto holder = lockOn(server, fair);
   auto lock = lockOn(server, fair);
   REQUIRE(holder->tryLock("busy"));
-  std::vector<pid_t> tids(static_cast<std::size_t>(threads), 0);
+  std::vector<std::atomic<pid_t>> tids(static_cast<std::size_t>(threads));  // written by each thread, read here
   std::vector<Steady::time_point> ended(static_cast<std::size_t>(threads));
   std::atomic<int> interrupted{0};
   std::vector<std::thread> waiters;
   for (int i = 0; i < threads; ++i) {
     waiters.emplace_back([&, i] {
-      tids[static_cast<std::size_t>(i)] = static_cast<pid_t>(::syscall(SYS_gettid));
+      tids[static_cast<std::size_t>(i)].store(static_cast<pid_t>(::syscall(SYS_gettid)));
       try {
         lock->lock("busy");
       } catch (const dlock::InterruptedError&) {
@@ -222,10 +222,13 @@ double closeWithBlockedThreads(const RedisProcess& server, bool fair, int thread
       ended[static_cast<std::size_t>(i)] = Steady::now();
     });
   }
-  // Each has tried once and sleeps: in its pause, or in the process queue behind the first.
-  while (lock->stats().attempts < static_cast<std::uint64_t>(threads)) std::this_thread::yield();
+  // Each sleeps: the first in its pause, the others in the process queue behind it (a thread
+  // queued there may not have tried at all). Given up after a minute: a thread that never sleeps.
+  const auto give = Steady::now() + std::chrono::seconds(60);
   for (int i = 0; i < threads; ++i) {
-    while (tids[static_cast<std::size_t>(i)] == 0 || !dlock::test::threadSleeping(tids[static_cast<std::size_t>(i)])) {
+    const auto& tid = tids[static_cast<std::size_t>(i)];
+    while (tid.load() == 0 || !dlock::test::threadSleeping(tid.load())) {
+      REQUIRE(Steady::now() < give);
       std::this_thread::yield();
     }
   }
