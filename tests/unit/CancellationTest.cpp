@@ -4,6 +4,9 @@
 // releases the thread holds; extend and remainingLease of a fixed lease.
 #include <doctest/doctest.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -13,6 +16,7 @@
 
 #include "Fixtures.h"
 #include "LogCapture.h"
+#include "ThreadState.h"
 #include "Waiter.h"
 #include "dlock/Cancel.h"
 #include "dlock/LockError.h"
@@ -115,8 +119,10 @@ TEST_SUITE("Cancellation") {
     });
     std::thread canceller([&] { source.requestCancel(); });
     REQUIRE(running.wait());
+    const pid_t self = static_cast<pid_t>(::syscall(SYS_gettid));
     std::thread releaser([&] {
-      std::this_thread::sleep_for(20ms);  // the destructor below must be waiting by then, or not yet called
+      // Once this thread is blocked in the destructor below, waiting for the running callback.
+      while (!dlock::test::threadSleeping(self)) std::this_thread::yield();
       release.set();
     });
     callback.reset();
