@@ -78,12 +78,18 @@ class Sha1 {
 std::string sha1Hex(std::string_view data) {
   Sha1 sha;
   sha.update(data);
+  const auto digest = sha.finish();
+  return hexOf(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
+}
+
+std::string hexOf(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(40);
-  for (const std::uint8_t byte : sha.finish()) {
+  out.reserve(bytes.size() * 2);
+  for (const char c : bytes) {
+    const auto byte = static_cast<unsigned char>(c);
     out += kHex[byte >> 4];
-    out += kHex[byte & 0xf];
+    out += kHex[byte & 0xfU];
   }
   return out;
 }

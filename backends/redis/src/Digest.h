@@ -11,4 +11,7 @@ namespace dlock::detail {
 
 [[nodiscard]] std::string sha1Hex(std::string_view data);
 
+// `bytes` in lower-case hex, two digits a byte.
+[[nodiscard]] std::string hexOf(std::string_view bytes);
+
 }  // namespace dlock::detail

@@ -57,14 +57,7 @@ KeyNames::KeyNames(std::string_view prefix, std::string_view key, bool sharded) 
 }
 
 std::string KeyNames::condition(std::string_view part, std::string_view name) const {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string role = std::string("cond:").append(part).append(":");
-  for (const char c : name) {
-    const auto byte = static_cast<unsigned char>(c);
-    role += kHex[byte >> 4];
-    role += kHex[byte & 0xfU];
-  }
-  return companion(role);
+  return companion(std::string("cond:").append(part).append(":").append(hexOf(name)));
 }
 
 std::string KeyNames::companion(std::string_view role) const {
