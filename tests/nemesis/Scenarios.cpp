@@ -924,27 +924,27 @@ const std::vector<Scenario>& scenarios() {
        "fair lock: the head waiter SIGSTOPped, cut off or SIGKILLed as the holder releases, drawn from the seed", "",
        kHit, single(), [](Run& run) { waiterMixed(run, WaitQueue::fair); }, true},
       {"single", "stale-release",
-       "a holder SIGSTOPped past its lease; another takes the key for 1.5 s; with ~250 ms of it left a third asks "
-       "for the key and the stale holder releases",
-       "", kTaken, single(), staleReleaseNearExpiry},
+       "a holder SIGSTOPped past its lease; another takes the key for 1.5 s while a third keeps asking for it; with "
+       "~250 ms of it left the stale holder releases",
+       "", kTaken, single(), [](Run& run) { staleReleaseNearExpiry(run, WaitQueue::releaseChannel); }},
       {"single", "rw-partition", "read-write lock: a writer cut off from the server for 2.5 leases", "", kTaken,
        single(), partitionClient, false, "", "rw"},
       {"single", "rw-waiter-mixed",
        "read-write lock: the head waiting writer SIGSTOPped, cut off or SIGKILLed as the writer releases, drawn from "
        "the seed", "", kHit, single(), [](Run& run) { waiterMixed(run, WaitQueue::readWrite); }, false, "", "rw"},
       {"single", "rw-stale-release",
-       "read-write lock: a writer SIGSTOPped past its lease; another takes the write for 1.5 s; with ~250 ms of it "
-       "left a third asks for it and the stale writer releases",
-       "", kTaken, single(), staleReleaseNearExpiry, false, "", "rw"},
+       "read-write lock: a writer SIGSTOPped past its lease; another takes the write for 1.5 s while a third keeps "
+       "asking for it; with ~250 ms of it left the stale writer releases",
+       "", kTaken, single(), [](Run& run) { staleReleaseNearExpiry(run, WaitQueue::readWrite); }, false, "", "rw"},
       {"single", "sem-partition", "semaphore: a holder of every permit cut off from the server for 2.5 leases", "",
        kTaken, single(), partitionClient, false, "", "sem"},
       {"single", "sem-waiter-mixed",
        "semaphore: the head waiter SIGSTOPped, cut off or SIGKILLed as the holder of every permit releases, drawn from "
        "the seed", "", kHit, single(), [](Run& run) { waiterMixed(run, WaitQueue::semaphore); }, false, "", "sem"},
       {"single", "sem-stale-release",
-       "semaphore: a holder of every permit SIGSTOPped past its lease; another takes them for 1.5 s; with ~250 ms "
-       "left a third asks for them and the stale holder releases",
-       "", kTaken, single(), staleReleaseNearExpiry, false, "", "sem"},
+       "semaphore: a holder of every permit SIGSTOPped past its lease; another takes them for 1.5 s while a third "
+       "keeps asking for them; with ~250 ms left the stale holder releases",
+       "", kTaken, single(), [](Run& run) { staleReleaseNearExpiry(run, WaitQueue::semaphore); }, false, "", "sem"},
       {"redlock", "overlapping-majorities", "the holder keeps nodes {a,b,c}, every other client {c,d,e}, for 2.5 leases",
        "", kKept, redlock, overlappingMajorities},
       {"redlock", "clock-bump-restart", "two nodes' clocks 3 leases ahead and a third restarted empty, under a holder",

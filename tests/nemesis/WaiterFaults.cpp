@@ -19,10 +19,14 @@ constexpr milliseconds kWaiterFault{2500};
 
 // How many waiters the server shows for the first key: a queue's length, or the processes in the
 // key's waiter registry (the default lock: each waiting process's try registers it, `listener=expiry;`).
-long long serverWaiters(Run& run, WaitQueue queue) {
+test::RedisClient firstServer(Run& run) {
   const std::string address = run.deployment<Deployment>().dataAddresses().front();
   const auto colon = address.rfind(':');
-  test::RedisClient client(address.substr(0, colon), std::stoi(address.substr(colon + 1)), milliseconds(500));
+  return test::RedisClient(address.substr(0, colon), std::stoi(address.substr(colon + 1)), milliseconds(500));
+}
+
+long long serverWaiters(Run& run, WaitQueue queue) {
+  test::RedisClient client = firstServer(run);
   const detail::KeyNames names("dlock:", run.fleet().firstKey(), false);
   if (queue == WaitQueue::fair) return client.command({"LLEN", names.fairQueue()}).integer;
   if (queue == WaitQueue::readWrite) return client.command({"LLEN", names.rwQueue()}).integer;
@@ -61,6 +65,34 @@ std::string faultName(WaiterFault fault, const std::string& process) {
     case WaiterFault::kill: return "SIGKILL " + process + " (waiter)";
   }
   return "";
+}
+
+// How long the first key's lease (the exclusive lock's, the writer's, or the permits' last to end)
+// has to run on the server; 0 or less when none does.
+long long leaseLeft(test::RedisClient& client, const detail::KeyNames& names, WaitQueue queue) {
+  if (queue == WaitQueue::semaphore) {
+    const auto last = client.command({"ZRANGE", names.semaphore("deadlines"), "-1", "-1", "WITHSCORES"});
+    if (last.elements.size() < 2) return 0;
+    const auto time = client.command({"TIME"});
+    const long long nowMs = std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
+    return std::stoll(last.elements[1].str) - nowMs;
+  }
+  return client.command({"PTTL", queue == WaitQueue::readWrite ? names.rwWriter() : names.lock()}).integer;
+}
+
+// Waits until the first key's lease has at most `left` to run on the server: false when it has
+// none (ended, or never set) by then or `budget` passed.
+bool untilLeaseLeft(Run& run, WaitQueue queue, milliseconds left, milliseconds budget) {
+  test::RedisClient client = firstServer(run);
+  const detail::KeyNames names("dlock:", run.fleet().firstKey(), false);
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const long long remaining = leaseLeft(client, names, queue);
+    if (remaining <= 0) return false;
+    if (remaining <= left.count()) return true;
+    std::this_thread::sleep_for(std::min(milliseconds(remaining - left.count()), milliseconds(5)));
+  }
+  return false;
 }
 
 }  // namespace
@@ -122,32 +154,40 @@ void waiterMixed(Run& run, WaitQueue queue) {
   waiterAroundHandOff(run, faults[run.pick(3)], queue);
 }
 
-void staleReleaseNearExpiry(Run& run) {
+void staleReleaseNearExpiry(Run& run, WaitQueue queue) {
   Fleet& fleet = run.fleet();
   const auto holder = run.holdLong(milliseconds(0), run.timing().faultLength * 4);
   if (!holder) return;
   constexpr milliseconds kOtherLease{1500};
   constexpr milliseconds kLeft{250};
+  constexpr milliseconds kThirdTry{100};  // the third client's acquire timeout: a try every ~100 ms
   run.fault(
       "SIGSTOP " + holder->process, milliseconds(0), [&] { fleet.pause(holder->slot); },
       [&] {
         // Its key expires unrenewed; another client takes it for a fixed lease.
         const std::size_t other = (holder->slot + 1) % fleet.size();
-        fleet.requestHold(other, kOtherLease, kOtherLease * 2, run.timing().lease * 4);
-        const bool taken = fleet.waitHolding(other, run.timing().lease * 6);
-        if (!taken) run.missed("no other client took the paused holder's key");
-        if (taken) run.sleep(kOtherLease - kLeft);
-        // A third client asks for the key now, with ~250 ms of the other's lease left: only a lock
-        // that takes a held key it thinks nearly free gets it before the other's lease ends.
         const std::size_t third = (holder->slot + 2) % fleet.size();
-        if (taken && third != holder->slot && third != other) {
-          fleet.requestHold(third, kOtherLease, kOtherLease, kLeft * 4);
+        const bool hasThird = third != holder->slot && third != other;
+        fleet.requestHold(other, kOtherLease, kOtherLease * 2, run.timing().lease * 4);
+        bool taken = fleet.waitHolding(other, run.timing().lease * 6);
+        if (!taken) run.missed("no other client took the paused holder's key");
+        // A third client asks for the key over and over, one short acquire after another, until
+        // it has it: one of its tries lands in the other's last 300 ms, where only a lock that takes
+        // a held key it thinks nearly free gets it. (One long acquire would try once early, then
+        // sleep to the lease's end; and a client busy in an acquire of its own takes a request up
+        // only after it, so the request goes in at once.)
+        if (taken && hasThird) fleet.requestHold(third, kOtherLease, kOtherLease, kThirdTry);
+        // The stale holder releases with ~250 ms of the other's lease left, as the server shows it
+        // (its PTTL, not a sleep: a client's report of the hold comes late on a busy machine).
+        if (taken && !untilLeaseLeft(run, queue, kLeft, kOtherLease * 2)) {
+          run.missed("the other's lease ended before the stale holder could release");
+          taken = false;
         }
         fleet.endHold(holder->slot);  // released at once when it resumes
         fleet.resume(holder->slot);
         if (taken) run.sleep(kLeft * 2);
         fleet.endHold(other);
-        if (taken && third != holder->slot && third != other) fleet.endHold(third);
+        if (hasThird) fleet.endHold(third);
       },
       &*holder);
 }

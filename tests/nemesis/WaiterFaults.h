@@ -27,6 +27,6 @@ void waiterMixed(Run& run, WaitQueue queue);
 // A holder SIGSTOPped past its lease; another client takes the key with a fixed 1.5 s lease; the
 // stale holder resumes and releases when about 250 ms of that lease are left: its release must
 // leave the other's key alone.
-void staleReleaseNearExpiry(Run& run);
+void staleReleaseNearExpiry(Run& run, WaitQueue queue);
 
 }  // namespace dlock::nemesis
