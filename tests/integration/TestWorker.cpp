@@ -46,6 +46,9 @@
 //                                     COUNT permits of NAME under the watchdog with a lease of
 //                                     LEASE_MS; prints "acquired <fence>", then answers lines on
 //                                     stdin: "release" → "released" or "error <type>"
+//   timed-try URI KEY BUDGET_MS      connects to URI and calls tryLock(KEY, BUDGET_MS) (unlocking a
+//                                     key it got); prints "took <ms> got <0|1> error <type|none>",
+//                                     the time from before the connect to the outcome
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -289,6 +292,25 @@ int readWrite(const std::string& uri, const std::string& key, const std::string&
   return 0;
 }
 
+// timed-try: the time from before the connect to tryLock's outcome, and the outcome.
+int timedTry(const std::string& uri, const std::string& key, long long budgetMs) {
+  const auto start = std::chrono::steady_clock::now();
+  const char* error = "none";
+  bool got = false;
+  try {
+    auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).build();
+    got = lock->tryLock(key, std::chrono::milliseconds(budgetMs));
+    if (got) lock->unlock(key);
+  } catch (const dlock::ConnectionError&) {
+    error = "ConnectionError";
+  } catch (const dlock::LockError&) {
+    error = "LockError";
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  std::printf("took %lld got %d error %s\n", static_cast<long long>(took.count()), got ? 1 : 0, error);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -314,11 +336,13 @@ int main(int argc, char** argv) {
     if (mode == "permit-hold" && argc == 7) {
       return permitHold(argv[2], argv[3], std::atol(argv[4]), std::atol(argv[5]), std::atoll(argv[6]));
     }
+    if (mode == "timed-try" && argc == 5) return timedTry(argv[2], argv[3], std::atoll(argv[4]));
     std::fprintf(stderr,
                  "usage: dlock_test_worker increment URI KEY COUNTER N OUT [HOST:PORT] | hold URI KEY lease|watchdog|fair MS\n"
                  "       | sentinel-increment URI KEY COUNTER DONE NAME LEASE_MS STOP OUT\n"
                  "       | readwrite URI KEY reader|writer HOLD_MS COUNT OUT\n"
-                 "       | permit-tally URI NAME CAPACITY ROUNDS TALLY OUT | permit-hold URI NAME CAPACITY COUNT LEASE_MS\n");
+                 "       | permit-tally URI NAME CAPACITY ROUNDS TALLY OUT | permit-hold URI NAME CAPACITY COUNT LEASE_MS\n"
+                 "       | timed-try URI KEY BUDGET_MS\n");
     return 2;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "dlock_test_worker: %s\n", error.what());

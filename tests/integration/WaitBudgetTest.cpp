@@ -6,9 +6,11 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 
+#include "ChildProcess.h"
 #include "LinkProxy.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
@@ -31,6 +33,31 @@ const std::string kLongCommands = "?connect_timeout=2s&command_timeout=2s";
 std::shared_ptr<dlock::ILock> lockOn(const std::string& uri, bool fair,
                                      std::chrono::milliseconds outageTolerance = 30s) {
   return dlock::LockBuilder().backend(dlock::connect(uri)).leaseTime(5s).fair(fair).outageTolerance(outageTolerance).build();
+}
+
+// What `dlock_test_worker timed-try` printed for `uri`, the name ".slow.test" resolving after
+// `resolveMs` (SlowResolve.c preloaded): "took <ms> got <0|1> error <type|none>".
+struct TimedTry {
+  long long took = -1;
+  int got = -1;
+  std::string error;
+};
+
+TimedTry timedTryResolvingIn(const std::string& uri, long long resolveMs, long long budgetMs) {
+  dlock::test::ChildProcess::Options options;
+  options.argv = {DLOCK_TEST_WORKER, "timed-try", uri, "k", std::to_string(budgetMs)};
+  options.env = {{"LD_PRELOAD", DLOCK_TEST_SLOW_RESOLVE},
+                 {"DLOCK_SLOW_RESOLVE_MS", std::to_string(resolveMs)},
+                 {"ASAN_OPTIONS", "verify_asan_link_order=0"}};
+  dlock::test::ChildProcess worker(options);
+  const auto line = worker.readLine(std::chrono::seconds(60));
+  REQUIRE(line);
+  CHECK(worker.wait() == 0);
+  TimedTry result;
+  char error[64] = {};
+  REQUIRE(std::sscanf(line->c_str(), "took %lld got %d error %63s", &result.took, &result.got, error) == 3);
+  result.error = error;
+  return result;
 }
 
 // Warms the lock's connections, so the wait below meets the fault on a pooled one.
@@ -145,5 +172,26 @@ TEST_SUITE("WaitBudget") {
       CHECK(took <= 200ms + kAllowance);
       proxy.pass();
     }
+  }
+
+  TEST_CASE("a host name whose resolution hangs: connect gives up at its connect timeout, tryLock(k, 200ms) at its budget") {
+    RedisProcess server;
+    const std::string slowHost = "redis://dlock.slow.test:" + std::to_string(server.port());
+    // Resolved after 20 ms: the name leads to the server (the check below would pass on any error).
+    const TimedTry quick = timedTryResolvingIn(slowHost, 20, 200);
+    CHECK(quick.got == 1);
+    CHECK(quick.error == "none");
+    // Resolved after 8 s (a DNS server that does not answer: resolv.conf's 5 s timeout, twice).
+    const TimedTry eager = timedTryResolvingIn(slowHost + "?connect_timeout=500ms&command_timeout=2s", 8000, 200);
+    MESSAGE("connect with connect_timeout=500ms took " << eager.took << " ms");
+    CHECK(eager.error == "ConnectionError");
+    CHECK(eager.took >= 500);
+    CHECK(eager.took <= 500 + kAllowance.count());
+    const TimedTry lazy =
+        timedTryResolvingIn(slowHost + "?connect_timeout=2s&command_timeout=2s&lazy_connect=true", 8000, 200);
+    MESSAGE("tryLock(k, 200ms) with lazy_connect took " << lazy.took << " ms");
+    CHECK(lazy.error == "ConnectionError");
+    CHECK(lazy.took >= 200);
+    CHECK(lazy.took <= 200 + kAllowance.count());
   }
 }

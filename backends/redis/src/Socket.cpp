@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "Errors.h"
+#include "HostResolver.h"
 #include "dlock/LockError.h"
 
 namespace dlock::detail {
@@ -83,18 +84,9 @@ std::unique_ptr<Socket> connectUnix(const ConnectionOptions& options, Steady::ti
 std::unique_ptr<Socket> connectTcp(const ConnectionOptions& options, Steady::time_point deadline) {
   // getaddrinfo reads the name up to a NUL: "good\0.evil" would resolve "good".
   if (options.host.find('\0') != std::string::npos) throw ConfigError("dlock: the host name holds a NUL byte");
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const std::string port = std::to_string(options.port);
-  if (const int status = ::getaddrinfo(options.host.c_str(), port.c_str(), &hints, &found); status != 0) {
-    throw ConnectionError("dlock: connect to " + options.address() + ": cannot resolve the host: " +
-                          ::gai_strerror(status));
-  }
-  std::unique_ptr<addrinfo, void (*)(addrinfo*)> addresses(found, ::freeaddrinfo);
+  const ResolvedAddresses addresses = resolveHost(options.host, options.port, deadline, options.address());
   int error = EHOSTUNREACH;  // if the name has no address of a stream socket's family
-  for (const addrinfo* each = found; each != nullptr; each = each->ai_next) {
+  for (const addrinfo* each = addresses.get(); each != nullptr; each = each->ai_next) {
     auto socket = connectTo(each->ai_family, each->ai_addr, each->ai_addrlen, deadline, error);
     if (socket) {
       const int fd = socket->fd();
