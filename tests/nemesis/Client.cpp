@@ -566,9 +566,10 @@ std::shared_ptr<dlock::nemesis::ICondHolder> buildConditionHolder(const Args& ar
                                              args.lease, args.lease * 2);
 }
 
-// One bounded-buffer client's loop: a producer (every third client, by id) or a consumer takes a
+// One bounded-buffer client's loop: a producer (every fifth client, by id) or a consumer takes a
 // key; while its buffer is full (empty), it awaits notFull (notEmpty) once, for the acquire
-// timeout; then it holds, and once a look found the key held, puts a new item (takes the head it
+// timeout (an unasked producer leaves the first key to the producers the nemesis asks); then it
+// holds, and once a look found the key held, puts a new item (takes the head it
 // read) with a fenced write of its current fencing token (the store refuses a stale one), and
 // signals the other side, either way, for the library to refuse when it is not the owner. A hold
 // the nemesis asks for (--control) takes the role its PERMITS field names (1 producer, 2
@@ -583,8 +584,11 @@ class ConditionWorkload {
 
   void iteration() {
     const std::optional<HoldRequest> request = pendingRequest(args_.control);
-    const std::string& key = request ? args_.keys.front() : args_.keys[pick_(random_)];
-    const bool producer = request && request->permits != 0 ? request->permits == 1 : args_.id % 3 == 0;
+    const bool producer = request && request->permits != 0 ? request->permits == 1 : args_.id % 5 == 0;
+    // Only the producers the nemesis asks put into the first key, so consumers there await.
+    const std::size_t pick = producer && !request && args_.keys.size() > 1 ? 1 + pick_(random_) % (args_.keys.size() - 1)
+                                                                           : pick_(random_);
+    const std::string& key = request ? args_.keys.front() : args_.keys[pick];
     const milliseconds timeout =
         request && request->acquireTimeout.count() > 0 ? request->acquireTimeout : args_.acquireTimeout;
     std::unique_ptr<dlock::nemesis::ICondHold> hold;

@@ -945,6 +945,9 @@ const std::vector<Scenario>& scenarios() {
        "semaphore: a holder of every permit SIGSTOPped past its lease; another takes them for 1.5 s; with ~250 ms "
        "left a third asks for them and the stale holder releases",
        "", kTaken, single(), staleReleaseNearExpiry, false, "", "sem"},
+      {"single", "cond-waiter-mixed",
+       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped or SIGKILLed, drawn from the seed, while a "
+       "producer outlives its fixed lease and another puts and signals; the stale producer signals last", "", kHit, single(), awaiterMixed, false, "", "cond"},
       {"redlock", "overlapping-majorities", "the holder keeps nodes {a,b,c}, every other client {c,d,e}, for 2.5 leases",
        "", kKept, redlock, overlappingMajorities},
       {"redlock", "clock-bump-restart", "two nodes' clocks 3 leases ahead and a third restarted empty, under a holder",
@@ -996,6 +999,9 @@ const std::vector<Scenario>& scenarios() {
        sentinel(), partitionClient, false, "", "rw"},
       {"sentinel", "sem-partition", "semaphore: a holder of every permit cut off from every server for 2.5 leases", "",
        kTaken, sentinel(), partitionClient, false, "", "sem"},
+      {"sentinel", "cond-waiter-mixed",
+       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped or SIGKILLed, drawn from the seed, while a "
+       "producer outlives its fixed lease and another puts and signals; the stale producer signals last", "", kHit, sentinel(), awaiterMixed, false, "", "cond"},
       {"cluster", "failover", "the first key's master SIGKILLed under a holder, its replica promoted, the old master back",
        kFailoverExplained, kOutlived, cluster, clusterFailover},
       {"cluster", "migrate-slot", "the first key's slot migrated live to another master under its holder", "", kKept,
@@ -1015,6 +1021,9 @@ const std::vector<Scenario>& scenarios() {
        partitionClient, false, "", "rw"},
       {"cluster", "sem-partition", "semaphore: a holder of every permit cut off from every node for 2.5 leases", "",
        kTaken, cluster, partitionClient, false, "", "sem"},
+      {"cluster", "cond-waiter-mixed",
+       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped or SIGKILLed, drawn from the seed, while a "
+       "producer outlives its fixed lease and another puts and signals; the stale producer signals last", "", kHit, cluster, awaiterMixed, false, "", "cond"},
   };
   return all;
 }
