@@ -16,6 +16,8 @@ constexpr const char* kAwaitTwoSteps = "cond-await-two-steps";
 constexpr const char* kSignalNoOwnerCheck = "cond-signal-no-owner-check";
 // How long the two-step await tries to take the key back before it gives up (not awaiting).
 constexpr milliseconds kTakeBack{10'000};
+// The longest the two-step await leaves the key to others between its steps.
+constexpr milliseconds kGap{1'000};
 
 class BrokenConditionOperator final : public IConditionOperator {
  public:
@@ -32,9 +34,12 @@ class BrokenConditionOperator final : public IConditionOperator {
     if (variant_ != kAwaitTwoSteps) return inner_->await(key, name, token, lock, fencingToken, ttl, waiterLease);
     // Step one: the key released as unlock releases it (its waiters hear the message).
     if (!lock_->unlock(key, token).released) return AwaitResult{};
+    // The interleaving that loses a signal, made likely: another process's hold of the key (up to
+    // kGap) runs between the two steps, as it may on any busy machine.
+    const std::unique_ptr<IReleaseWatch> watch = lock_->watch(key);
+    if (watch) (void)watch->waitForRelease(kGap);
     // Step two: the key taken back, then the library's await over it (joins, releases again).
     const auto deadline = std::chrono::steady_clock::now() + kTakeBack;
-    const std::unique_ptr<IReleaseWatch> watch = lock_->watch(key);
     while (std::chrono::steady_clock::now() < deadline) {
       const AcquireResult again = lock_->lock(key, token, ttl);
       if (again.acquired) return inner_->await(key, name, token, lock, again.fencingToken, ttl, waiterLease);

@@ -7,7 +7,9 @@
 //   cond-await-two-steps      await releases the key (the lock's unlock) and joins the condition
 //                             in a second step (the key taken back with the same token and the
 //                             library's await run over it): a signal that falls between the two
-//                             is lost
+//                             is lost. Between the steps it lets another process's hold of the key
+//                             run (it waits up to 1 s for the key's next release message), the
+//                             interleaving that loses one, made likely
 //   cond-signal-no-owner-check  a signal the server refused (not the owner) is sent again with the
 //                             token of whoever holds the key now (read from the server: single
 //                             server only) and reported as the owner's
