@@ -946,7 +946,7 @@ const std::vector<Scenario>& scenarios() {
        "left a third asks for them and the stale holder releases",
        "", kTaken, single(), staleReleaseNearExpiry, false, "", "sem"},
       {"single", "cond-waiter-mixed",
-       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped or SIGKILLed, drawn from the seed, while a "
+       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the seed, while a "
        "producer outlives its fixed lease and another puts and signals; the stale producer signals last", "", kHit, single(), awaiterMixed, false, "", "cond"},
       {"redlock", "overlapping-majorities", "the holder keeps nodes {a,b,c}, every other client {c,d,e}, for 2.5 leases",
        "", kKept, redlock, overlappingMajorities},
@@ -1000,7 +1000,7 @@ const std::vector<Scenario>& scenarios() {
       {"sentinel", "sem-partition", "semaphore: a holder of every permit cut off from every server for 2.5 leases", "",
        kTaken, sentinel(), partitionClient, false, "", "sem"},
       {"sentinel", "cond-waiter-mixed",
-       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped or SIGKILLed, drawn from the seed, while a "
+       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the seed, while a "
        "producer outlives its fixed lease and another puts and signals; the stale producer signals last", "", kHit, sentinel(), awaiterMixed, false, "", "cond"},
       {"cluster", "failover", "the first key's master SIGKILLed under a holder, its replica promoted, the old master back",
        kFailoverExplained, kOutlived, cluster, clusterFailover},
@@ -1022,7 +1022,7 @@ const std::vector<Scenario>& scenarios() {
       {"cluster", "sem-partition", "semaphore: a holder of every permit cut off from every node for 2.5 leases", "",
        kTaken, cluster, partitionClient, false, "", "sem"},
       {"cluster", "cond-waiter-mixed",
-       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped or SIGKILLed, drawn from the seed, while a "
+       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the seed, while a "
        "producer outlives its fixed lease and another puts and signals; the stale producer signals last", "", kHit, cluster, awaiterMixed, false, "", "cond"},
   };
   return all;

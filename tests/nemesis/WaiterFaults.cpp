@@ -115,20 +115,26 @@ void awaiterAroundSignal(Run& run, WaiterFault fault) {
   const std::size_t p = (*w + 1) % fleet.size();
   const std::size_t c = (*w + 2) % fleet.size();
   const Target waiter{*w, fleet.id(*w), fleet.firstKey()};
+  const auto links = run.deployment<Deployment>().clientLinks(*w);
   const auto startedNs = monotonicNs();
   run.fault(
       faultName(fault, waiter.process), fault == WaiterFault::kill ? milliseconds(0) : kWaiterFault,
       [&] {
-        if (fault == WaiterFault::kill) {
-          fleet.kill(*w);
-        } else {
-          fleet.pause(*w);
+        switch (fault) {
+          case WaiterFault::pause: fleet.pause(*w); break;
+          case WaiterFault::partition:
+            for (auto* link : links) link->blackhole();
+            break;
+          case WaiterFault::kill: fleet.kill(*w); break;
         }
         fleet.requestHold(p, kStaleLease, kStaleHold, kWaiterWait, kProducer);
         if (fleet.waitHolding(p, kWaiterWait)) fleet.requestHold(c, milliseconds(0), milliseconds(300), kWaiterWait, kProducer);
       },
       [&] {
         if (fault == WaiterFault::pause) fleet.resume(*w);
+        if (fault == WaiterFault::partition) {
+          for (auto* link : links) link->pass();
+        }
       },
       &waiter);
   // P's signal comes at the end of its hold; C's hold is short.
@@ -139,8 +145,8 @@ void awaiterAroundSignal(Run& run, WaiterFault fault) {
 }
 
 void awaiterMixed(Run& run) {
-  const WaiterFault faults[] = {WaiterFault::pause, WaiterFault::kill};
-  awaiterAroundSignal(run, faults[run.pick(2)]);
+  const WaiterFault faults[] = {WaiterFault::pause, WaiterFault::partition, WaiterFault::kill};
+  awaiterAroundSignal(run, faults[run.pick(3)]);
 }
 
 void waiterAroundHandOff(Run& run, WaiterFault fault, WaitQueue queue) {

@@ -26,7 +26,7 @@ void waiterMixed(Run& run, WaitQueue queue);
 
 // The bounded buffer (Client.cpp --primitive cond): a consumer W awaiting the first key's
 // notEmpty (its history inside the await, the server listing its token on the condition) is
-// paused (2.5 s, past its 2 s waiter lease) or killed; a producer P is asked for the key with a
+// paused or cut off from the servers (2.5 s, past its 2 s waiter lease), or killed; a producer P is asked for the key with a
 // fixed 1 s lease and holds it 1.6 s, and a producer C for the key as soon as P holds: C takes it
 // once P's lease ended, puts and signals (while W is away), and P's signal at the end of its hold
 // comes after C took the key (the library must refuse it: NotOwnerError). W, back, must re-acquire
@@ -34,7 +34,7 @@ void waiterMixed(Run& run, WaitQueue queue);
 // the await).
 void awaiterAroundSignal(Run& run, WaiterFault fault);
 
-// awaiterAroundSignal with a pause or a kill per cycle, drawn from the seed.
+// awaiterAroundSignal with a pause, a partition or a kill per cycle, drawn from the seed.
 void awaiterMixed(Run& run);
 
 // A holder SIGSTOPped past its lease; another client takes the key with a fixed 1.5 s lease; the
