@@ -288,6 +288,30 @@ std::optional<HoldRequest> pendingRequest(const std::string& control) {
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
+// Takes up the hold the runner asked for: FILE renamed FILE.holding (the runner ends the hold by
+// removing it) and `hold-start` recorded. The path the hold watches.
+std::string startRequestedHold(Recorder& recorder, const Args& args, const std::string& key, std::uint64_t token,
+                               const HoldRequest& request) {
+  std::string holding = args.control + ".holding";
+  std::rename(args.control.c_str(), holding.c_str());
+  recorder.record(Kind::Info, "hold-start", key, token, std::to_string(request.max.count()));
+  return holding;
+}
+
+// The release step, then the hold dropped: a release that failed leaves it to the hold's
+// destructor, which tries once more, watched for hangs like a step.
+template <typename Hold>
+void releaseAndDrop(Recorder& recorder, const std::string& key, std::uint64_t token, std::unique_ptr<Hold>& hold) {
+  (void)recorder.step("release", key, token, [&] {
+    hold->release();
+    return Outcome{};
+  });
+  stepName = "release-retry";
+  stepStartNs = dlock::nemesis::monotonicNs();
+  hold.reset();
+  stepStartNs = 0;
+}
+
 // Sleeps `length` (or until `holding` is removed), checking every few ms whether the lease
 // still holds for its holder and recording `invalid` once it does not. The last look that found
 // it held is recorded (value of `invalid`, or of `held` at the end), dated from before that
@@ -393,12 +417,7 @@ class Workload {
     if (!acquired) return;
     if (!lease) return;
     const std::uint64_t token = lease.fencingToken();
-    std::string holding;
-    if (request) {
-      holding = args_.control + ".holding";
-      std::rename(args_.control.c_str(), holding.c_str());
-      recorder_.record(Kind::Info, "hold-start", key, token, std::to_string(request->max.count()));
-    }
+    const std::string holding = request ? startRequestedHold(recorder_, args_, key, token, *request) : std::string();
     const auto read = recorder_.step("read", key, token, [&] { return Outcome{Kind::Ok, std::to_string(store_.get(key)), 0}; });
     bool held = false;
     std::int64_t lookedNs = 0;
@@ -490,12 +509,7 @@ class SharedWorkload {
     // What the checker replays the act log with: the hold's mode and permits, by owner token.
     recorder_.record(Kind::Info, "mode", key, token,
                      std::string(dlock::nemesis::sharedModeName(ask.mode)) + " " + std::to_string(ask.permits), "", owner);
-    std::string holding;
-    if (request) {
-      holding = args_.control + ".holding";
-      std::rename(args_.control.c_str(), holding.c_str());
-      recorder_.record(Kind::Info, "hold-start", key, token, std::to_string(request->max.count()));
-    }
+    const std::string holding = request ? startRequestedHold(recorder_, args_, key, token, *request) : std::string();
     const auto entered = hold->isHeld() ? recorder_.step("enter", key, token, [&] {
       return Outcome{Kind::Ok, std::to_string(store_.act(key, true, owner, ask.permits)), 0};
     })
@@ -507,14 +521,7 @@ class SharedWorkload {
         return Outcome{Kind::Ok, std::to_string(store_.act(key, false, owner, ask.permits)), 0};
       });
     }
-    (void)recorder_.step("release", key, token, [&] {
-      hold->release();
-      return Outcome{};
-    });
-    stepName = "release-retry";  // a release that failed: the hold's destructor tries once more
-    stepStartNs = dlock::nemesis::monotonicNs();
-    hold.reset();
-    stepStartNs = 0;
+    releaseAndDrop(recorder_, key, token, hold);
   }
 
  private:
@@ -599,21 +606,9 @@ class ConditionWorkload {
     });
     if (!acquired || !hold) return;
     const std::uint64_t token = hold->fencingToken();  // the release's record pairs with the acquire's
-    std::string holding;
-    if (request) {
-      holding = args_.control + ".holding";
-      std::rename(args_.control.c_str(), holding.c_str());
-      recorder_.record(Kind::Info, "hold-start", key, token, std::to_string(request->max.count()));
-    }
+    const std::string holding = request ? startRequestedHold(recorder_, args_, key, token, *request) : std::string();
     section(*hold, key, producer, request ? request->max : milliseconds(holdFor_(random_)), holding);
-    (void)recorder_.step("release", key, token, [&] {
-      hold->release();
-      return Outcome{};
-    });
-    stepName = "release-retry";  // a release that failed: the hold's destructor tries once more
-    stepStartNs = dlock::nemesis::monotonicNs();
-    hold.reset();
-    stepStartNs = 0;
+    releaseAndDrop(recorder_, key, token, hold);
   }
 
  private:

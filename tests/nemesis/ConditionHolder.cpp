@@ -3,16 +3,13 @@
 // key, a renewer for the hold, and the waiter's own loop inside await.
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <cstdio>
-#include <mutex>
 #include <optional>
-#include <random>
 #include <thread>
 
 #include <dlock/LockError.h>
 
 #include "ConditionHold.h"
+#include "HoldRenewal.h"
 
 namespace dlock::nemesis {
 namespace {
@@ -21,26 +18,7 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 using Sink = std::function<void(Op)>;
 
-std::string newToken() {
-  thread_local std::mt19937_64 random(std::random_device{}());
-  char text[33];
-  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(random()),
-                static_cast<unsigned long long>(random()));
-  return text;
-}
 
-void recordOp(const Sink& sink, const char* name, const std::string& key, const std::string& owner, std::string value,
-              std::int64_t timeNs = 0, std::uint64_t token = 0) {
-  Op op;
-  op.kind = Kind::Info;
-  op.op = name;
-  op.key = key;
-  op.message = owner;
-  op.value = std::move(value);
-  op.timeNs = timeNs;
-  op.token = token;
-  sink(std::move(op));
-}
 
 struct Taken {
   AcquireResult result;
@@ -108,9 +86,9 @@ class CondHold final : public ICondHold {
       lost_ = true;
       throw LockLostError("dlock: await '" + key_ + "': the key was not held; nothing joined");
     }
-    recordOp(sink_, "joined", key_, token_, name);
+    recordHoldOp(sink_, "joined", key_, token_, name);
     const char* why = waitOnCondition(*watch, name, timeout, sent);
-    recordOp(sink_, "woken", key_, token_, name + " " + why);
+    recordHoldOp(sink_, "woken", key_, token_, name + " " + why);
     const auto taken = take(*lock_, key_, token_, lease_, Clock::now() + reacquire);
     if (!taken) throw LockLostError("dlock: await '" + key_ + "': the key was not re-acquired in time");
     adopt(*taken);
@@ -167,50 +145,17 @@ class CondHold final : public ICondHold {
     fence_ = taken.result.fencingToken;
     const milliseconds valid = taken.result.validity.count() > 0 ? taken.result.validity : lease_;
     deadlineNs_ = taken.sentNs + valid.count() * 1'000'000;
-    recordOp(sink_, "lease", key_, token_, std::to_string(valid.count()), taken.sentNs);
-    recordOp(sink_, "taken", key_, token_, std::to_string(taken.replyNs), taken.sentNs);
+    recordHoldOp(sink_, "lease", key_, token_, std::to_string(valid.count()), taken.sentNs);
+    recordHoldOp(sink_, "taken", key_, token_, std::to_string(taken.replyNs), taken.sentNs);
     lost_ = false;
     held_ = true;
-    stop_ = false;
-    if (renewed_) renewer_ = std::thread([this] { renewLoop(); });
-  }
-
-  // Renews every third of the lease until released or awaiting, as the watchdog does.
-  void renewLoop() {
-    std::unique_lock<std::mutex> guard(mutex_);
-    while (!stop_) {
-      if (wake_.wait_for(guard, lease_ / 3, [this] { return stop_; })) break;
-      guard.unlock();
-      const std::int64_t sent = monotonicNs();
-      bool gone = false;
-      try {
-        const ExtendResult result = lock_->extendAll({LeaseRef{key_, token_}}, lease_).front();
-        if (result.extended) {
-          const milliseconds valid = result.validity.count() > 0 ? result.validity : lease_;
-          deadlineNs_ = sent + valid.count() * 1'000'000;
-          recordOp(sink_, "lease", key_, token_, std::to_string(valid.count()), sent);
-        } else if (!result.unknown) {
-          gone = true;
-        }
-      } catch (const LockError&) {  // unknown: the local deadline decides
-      }
-      if (gone) {
-        lost_ = true;
-        recordOp(sink_, "lost", key_, token_, "", 0, fence_);
-      }
-      guard.lock();
-      if (gone) break;
+    if (renewed_) {
+      renewal_.start({[this] { return lock_->extendAll({LeaseRef{key_, token_}}, lease_).front(); }, sink_, key_, token_,
+                      fence_, lease_, &deadlineNs_, &lost_});
     }
   }
 
-  void stopRenewing() {
-    {
-      const std::lock_guard<std::mutex> guard(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    if (renewer_.joinable()) renewer_.join();
-  }
+  void stopRenewing() { renewal_.stop(); }
 
   std::shared_ptr<IOperator> lock_;
   std::shared_ptr<IConditionOperator> conditions_;
@@ -225,10 +170,7 @@ class CondHold final : public ICondHold {
   std::atomic<bool> lost_{false};
   std::atomic<bool> held_{false};
   bool released_ = false;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;  // guarded by mutex_
-  std::thread renewer_;
+  HoldRenewal renewal_;
 };
 
 class CondHolder final : public ICondHolder {
@@ -239,7 +181,7 @@ class CondHolder final : public ICondHolder {
         waiterLease_(waiterLease) {}
 
   std::unique_ptr<ICondHold> acquire(const std::string& key, milliseconds timeout, milliseconds fixedLease) override {
-    std::string token = newToken();
+    std::string token = newOwnerToken();
     const milliseconds lease = fixedLease.count() > 0 ? fixedLease : lease_;
     const auto taken = take(*lock_, key, token, lease, Clock::now() + timeout);
     if (!taken) return nullptr;

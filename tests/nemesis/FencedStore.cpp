@@ -6,9 +6,9 @@
 namespace dlock::nemesis {
 namespace {
 
-// The fenced write: a token not lower than the last accepted one is accepted and recorded. The
-// first write to a key is always accepted.
-constexpr const char* kFencedWrite = R"lua(
+// The fenced write's decision: a token not lower than the last accepted one is accepted and
+// recorded. The first write to a key is always accepted.
+constexpr const char* kFenceDecision = R"lua(
 local last = redis.call('GET', KEYS[1])
 if last and tonumber(ARGV[1]) < tonumber(last) then
   return 0
@@ -16,19 +16,17 @@ end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('INCR', KEYS[2])
 redis.call('RPUSH', KEYS[3], ARGV[1])
-return 1
 )lua";
 
-// A fenced write of the bounded buffer: kFencedWrite's decision, then the put (RPUSH, the peak
-// raised) or the take (LREM of the item) and its record.
-constexpr const char* kBufferWrite = R"lua(
-local last = redis.call('GET', KEYS[1])
-if last and tonumber(ARGV[1]) < tonumber(last) then
-  return 0
-end
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('INCR', KEYS[2])
-redis.call('RPUSH', KEYS[3], ARGV[1])
+const std::string& fencedWriteScript() {
+  static const std::string script = std::string(kFenceDecision) + "return 1\n";
+  return script;
+}
+
+// A fenced write of the bounded buffer: the decision, then the put (RPUSH, the peak raised) or the
+// take (LREM of the item) and its record.
+const std::string& bufferWriteScript() {
+  static const std::string script = std::string(kFenceDecision) + R"lua(
 if ARGV[2] == 'put' then
   local length = redis.call('RPUSH', KEYS[4], ARGV[3])
   if length > tonumber(redis.call('GET', KEYS[7]) or '0') then redis.call('SET', KEYS[7], length) end
@@ -39,6 +37,8 @@ else
 end
 return 1
 )lua";
+  return script;
+}
 
 // One act of a holder and the tally it moves, in one step of the store.
 constexpr const char* kAct = R"lua(
@@ -125,7 +125,7 @@ FencedStore::Reply FencedStore::command(const std::vector<std::string>& args) {
 }
 
 bool FencedStore::write(const std::string& key, std::uint64_t token) {
-  const Reply reply = command({"EVAL", kFencedWrite, "3", storeKey(key, "fence-last"), storeKey(key, "fence-count"),
+  const Reply reply = command({"EVAL", fencedWriteScript(), "3", storeKey(key, "fence-last"), storeKey(key, "fence-count"),
                                storeKey(key, "fence-tokens"), std::to_string(token)});
   if (reply.type != REDIS_REPLY_INTEGER) throw StoreError("store: the fenced write gave no integer");
   return reply.integer == 1;
@@ -147,7 +147,7 @@ bool FencedStore::bufferTake(const std::string& key, std::uint64_t token, const 
 }
 
 bool FencedStore::bufferWrite(const std::string& key, std::uint64_t token, const char* action, const std::string& item) {
-  const Reply reply = command({"EVAL", kBufferWrite, "7", storeKey(key, "fence-last"), storeKey(key, "fence-count"),
+  const Reply reply = command({"EVAL", bufferWriteScript(), "7", storeKey(key, "fence-last"), storeKey(key, "fence-count"),
                                storeKey(key, "fence-tokens"), storeKey(key, "buffer"), storeKey(key, "put"),
                                storeKey(key, "taken"), storeKey(key, "peak"), std::to_string(token), action, item});
   if (reply.type != REDIS_REPLY_INTEGER) throw StoreError(std::string("store: the buffer's ") + action + " gave no integer");
