@@ -25,7 +25,8 @@
 //   taken    time = the send of an acquisition the backend confirmed (acquire's or await's),
 //            value = when its reply came (ns)
 //   joined   the await's script answered: on the condition (value = the condition's name)
-//   woken    the wait ended: value "<name> signalled|timeout|lapsed"
+//   woken    the wait ended: value "<name> signalled|timeout|lapsed" (before a timed-out waiter
+//            leaves its place)
 //   lost     a renewal found the hold gone (token = the fencing token)
 // Owner: one client process. Thread safety: a holder is thread-safe; a hold is used by one thread.
 #pragma once

@@ -88,7 +88,14 @@ class CondHold final : public ICondHold {
     }
     recordHoldOp(sink_, "joined", key_, token_, name);
     const char* why = waitOnCondition(*watch, name, timeout, sent);
+    // Recorded before the place is left: a signal answered before this record ran before the leave.
     recordHoldOp(sink_, "woken", key_, token_, name + " " + why);
+    if (std::string(why) == "timeout") {
+      try {
+        (void)conditions_->leaveCondition(key_, name, token_, lease_);
+      } catch (const LockError&) {  // its place ends with its lease
+      }
+    }
     const auto taken = take(*lock_, key_, token_, lease_, Clock::now() + reacquire);
     if (!taken) throw LockLostError("dlock: await '" + key_ + "': the key was not re-acquired in time");
     adopt(*taken);
@@ -110,20 +117,15 @@ class CondHold final : public ICondHold {
   }
 
  private:
-  // Until signalled (a message, or a renewal that finds the place gone), the timeout (the place
-  // left) or the place's local deadline passing unrenewed. Renews every third of the waiter lease.
+  // Until signalled (a message, or a renewal that finds the place gone), the timeout (the caller
+  // leaves the place) or the place's local deadline passing unrenewed. Renews every third of the
+  // waiter lease.
   const char* waitOnCondition(IGrantWatch& watch, const std::string& name, milliseconds timeout, std::int64_t sentNs) {
     const auto deadline = Clock::now() + timeout;
     std::int64_t placeUntilNs = sentNs + waiterLease_.count() * 1'000'000;
     const ConditionWaiter waiter{key_, name, token_, lease_};
     while (true) {
-      if (Clock::now() >= deadline) {
-        try {
-          (void)conditions_->leaveCondition(key_, name, token_, lease_);
-        } catch (const LockError&) {  // its place ends with its lease
-        }
-        return "timeout";
-      }
+      if (Clock::now() >= deadline) return "timeout";
       if (monotonicNs() >= placeUntilNs) return "lapsed";
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()) + milliseconds(1);
       if (watch.waitForGrant(std::min(waiterLease_ / 3, left)).kind == Grant::Kind::Granted) return "signalled";
