@@ -19,11 +19,13 @@
 //
 // --control FILE lets the runner ask for a long hold: when FILE exists, holding "LEASE MAX [WAIT
 // [PERMITS]]" (ms; LEASE 0: the watchdog's; WAIT: the acquire's timeout, else --acquire-timeout-ms;
-// PERMITS: a semaphore client's, 0 for every permit), the
+// PERMITS: a semaphore client's, 0 for every permit; a condition client's role, 1 producer,
+// 2 consumer, 0 its own), the
 // next acquisition is of the first key, with that fixed lease;
 // once acquired the client renames FILE to FILE.holding, records `hold-start`, and holds until
 // the runner removes FILE.holding or MAX ms passed.
-// --broken VARIANT runs a deliberately broken lock (BrokenOperator.h; BrokenShared.h for rw, sem).
+// --broken VARIANT runs a deliberately broken lock (BrokenOperator.h; BrokenShared.h for rw, sem;
+// BrokenCondition.h for cond).
 // --primitive rw or sem runs read-write or semaphore holds (SharedHold.h, capacity C, 3 by
 // default) instead of the ILock: SharedWorkload below says what each acquisition does.
 // --primitive cond runs the bounded buffer (ConditionHold.h, capacity C): ConditionWorkload below.
@@ -86,7 +88,7 @@ struct Args {
 constexpr const char* kUsage =
     "usage: dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T --lease-ms L "
     "--acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] "
-    "[--control FILE] [--broken VARIANT (BrokenOperator.h, BrokenShared.h)] [--primitive lock|rw|sem|cond] [--capacity C]\n"
+    "[--control FILE] [--broken VARIANT (BrokenOperator.h, BrokenShared.h, BrokenCondition.h)] [--primitive lock|rw|sem|cond] [--capacity C]\n"
     "(see the top of tests/nemesis/Client.cpp)\n";
 
 [[noreturn]] void usage(const std::string& problem) {
