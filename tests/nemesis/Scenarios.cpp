@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "AwaiterFaults.h"
 #include "ClusterDeployment.h"
 #include "redis/src/KeyNames.h"
 #include "RedisClient.h"
@@ -938,6 +939,10 @@ const std::vector<Scenario>& scenarios() {
        "", kTaken, single(), staleReleaseNearExpiry, false, "", "rw"},
       {"single", "sem-partition", "semaphore: a holder of every permit cut off from the server for 2.5 leases", "",
        kTaken, single(), partitionClient, false, "", "sem"},
+      {"single", "cond-waiter-mixed",
+       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the "
+       "seed, while a producer outlives its fixed lease and another puts and signals; the stale producer signals last",
+       "", kHit, single(), awaiterMixed, false, "", "cond"},
       {"single", "sem-waiter-mixed",
        "semaphore: the head waiter SIGSTOPped, cut off or SIGKILLed as the holder of every permit releases, drawn from "
        "the seed", "", kHit, single(), [](Run& run) { waiterMixed(run, WaitQueue::semaphore); }, false, "", "sem"},
@@ -945,9 +950,6 @@ const std::vector<Scenario>& scenarios() {
        "semaphore: a holder of every permit SIGSTOPped past its lease; another takes them for 1.5 s; with ~250 ms "
        "left a third asks for them and the stale holder releases",
        "", kTaken, single(), staleReleaseNearExpiry, false, "", "sem"},
-      {"single", "cond-waiter-mixed",
-       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the seed, while a "
-       "producer outlives its fixed lease and another puts and signals; the stale producer signals last", "", kHit, single(), awaiterMixed, false, "", "cond"},
       {"redlock", "overlapping-majorities", "the holder keeps nodes {a,b,c}, every other client {c,d,e}, for 2.5 leases",
        "", kKept, redlock, overlappingMajorities},
       {"redlock", "clock-bump-restart", "two nodes' clocks 3 leases ahead and a third restarted empty, under a holder",
@@ -1000,8 +1002,9 @@ const std::vector<Scenario>& scenarios() {
       {"sentinel", "sem-partition", "semaphore: a holder of every permit cut off from every server for 2.5 leases", "",
        kTaken, sentinel(), partitionClient, false, "", "sem"},
       {"sentinel", "cond-waiter-mixed",
-       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the seed, while a "
-       "producer outlives its fixed lease and another puts and signals; the stale producer signals last", "", kHit, sentinel(), awaiterMixed, false, "", "cond"},
+       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the "
+       "seed, while a producer outlives its fixed lease and another puts and signals; the stale producer signals last",
+       "", kHit, sentinel(), awaiterMixed, false, "", "cond"},
       {"cluster", "failover", "the first key's master SIGKILLed under a holder, its replica promoted, the old master back",
        kFailoverExplained, kOutlived, cluster, clusterFailover},
       {"cluster", "migrate-slot", "the first key's slot migrated live to another master under its holder", "", kKept,
@@ -1022,8 +1025,9 @@ const std::vector<Scenario>& scenarios() {
       {"cluster", "sem-partition", "semaphore: a holder of every permit cut off from every node for 2.5 leases", "",
        kTaken, cluster, partitionClient, false, "", "sem"},
       {"cluster", "cond-waiter-mixed",
-       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the seed, while a "
-       "producer outlives its fixed lease and another puts and signals; the stale producer signals last", "", kHit, cluster, awaiterMixed, false, "", "cond"},
+       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the "
+       "seed, while a producer outlives its fixed lease and another puts and signals; the stale producer signals last",
+       "", kHit, cluster, awaiterMixed, false, "", "cond"},
   };
   return all;
 }

@@ -24,19 +24,6 @@ void waiterAroundHandOff(Run& run, WaiterFault fault, WaitQueue queue);
 // One of pause, partition or kill per cycle, drawn from the seed.
 void waiterMixed(Run& run, WaitQueue queue);
 
-// The bounded buffer (Client.cpp --primitive cond): a consumer W awaiting the first key's
-// notEmpty (its history inside the await, the server listing its token on the condition) is
-// paused or cut off from the servers (2.5 s, past its 2 s waiter lease), or killed; a producer P is asked for the key with a
-// fixed 1 s lease and holds it 1.6 s, and a producer C for the key as soon as P holds: C takes it
-// once P's lease ended, puts and signals (while W is away), and P's signal at the end of its hold
-// comes after C took the key (the library must refuse it: NotOwnerError). W, back, must re-acquire
-// before it acts. The fault's target is W ("(waiter)": FaultHits.h counts it hit when W was inside
-// the await).
-void awaiterAroundSignal(Run& run, WaiterFault fault);
-
-// awaiterAroundSignal with a pause, a partition or a kill per cycle, drawn from the seed.
-void awaiterMixed(Run& run);
-
 // A holder SIGSTOPped past its lease; another client takes the key with a fixed 1.5 s lease; the
 // stale holder resumes and releases when about 250 ms of that lease are left: its release must
 // leave the other's key alone.
