@@ -13,6 +13,7 @@
 #include "redis/src/KeyNames.h"
 #include "ServerRecord.h"
 #include "ServerWrites.h"
+#include "ConditionChecks.h"
 #include "SharedChecks.h"
 
 namespace dlock::nemesis {
@@ -285,6 +286,12 @@ void checkTtls(const CheckerInput& input, Report& report) {
                  " in use after the run, not 0 (available != capacity)";
     }
   }
+  for (const auto& [condition, waiters] : input.conditionWaitersAfter) {
+    if (waiters != 0 && leftover.empty()) {
+      leftover = "; condition '" + condition + "': " + (waiters < 0 ? std::string("unreadable") : std::to_string(waiters) + " waiters") +
+                 " left after every waiter lease ended, not 0";
+    }
+  }
   if (report.keysWithoutTtl > 0) {
     fail(report.checks[5], std::to_string(report.keysWithoutTtl) + " keys without a TTL that are not fence counters; first: " + first + leftover);
   } else if (!leftover.empty()) {
@@ -292,7 +299,9 @@ void checkTtls(const CheckerInput& input, Report& report) {
   } else {
     report.checks[5].reason = std::to_string(input.keysWithoutTtl.size()) + " keys without a TTL, all fence counters" +
                               (input.permitsInUseAfter.empty() ? std::string()
-                                                               : "; every semaphore back to its capacity after the run");
+                                                               : "; every semaphore back to its capacity after the run") +
+                              (input.conditionWaitersAfter.empty() ? std::string()
+                                                                   : "; no condition waiter left after the run");
   }
 }
 
@@ -771,6 +780,11 @@ Report check(const CheckerInput& input) {
   checkErrorsAndExits(input, processes, report);
   checkTtls(input, report);
   std::set<std::string> excusedKeys;
+  if (input.primitive == "cond") {
+    checkConditionRun(input, report);
+    checkFaultsOnHolders(input, report);
+    return report;
+  }
   if (input.primitive != "lock") {
     checkSharedHolds(input, holds, report);
     countLostUpdates(input, holds, windows, excusedKeys, report);

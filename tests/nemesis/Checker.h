@@ -97,7 +97,8 @@ struct CheckerInput {
   bool fair = false;
   bool serverRecord = true;
   bool serverSetsShowLosses = true;  // one server: its record's SET for another owner is a loss
-  // What the clients ran: "lock" (ILock), "rw" (read-write holds) or "sem" (permits of `capacity`),
+  // What the clients ran: "lock" (ILock), "rw" (read-write holds), "sem" (permits of `capacity`)
+  // or "cond" (the bounded buffer, ConditionChecks.h),
   // the last two with the hold's lease `lease` as their waiter lease (SharedChecks.h).
   std::string primitive = "lock";
   std::uint32_t capacity = 1;
@@ -105,6 +106,10 @@ struct CheckerInput {
   // A semaphore run: the permits each lock server counted in use once every lease had ended after
   // the run, by key (-1: could not be read). Check 6 wants 0 everywhere.
   std::map<std::string, long long> permitsInUseAfter;
+  // A condition run ("cond", ConditionChecks.h; `capacity` is the buffer's): the live waiters each
+  // condition still had once every waiter lease had ended after the run, by "key/name" (-1: could
+  // not be read). Check 6 wants 0 everywhere.
+  std::map<std::string, long long> conditionWaitersAfter;
 };
 
 struct CheckResult {

@@ -8,7 +8,7 @@
 //   dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T
 //       --lease-ms L --acquire-timeout-ms A --history FILE
 //       [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] [--control FILE]
-//       [--broken VARIANT] [--primitive lock|rw|sem] [--capacity C]
+//       [--broken VARIANT] [--primitive lock|rw|sem|cond] [--capacity C]
 //
 // The hold between the counter's GET and SET is H ms, or drawn from [H, M] with --hold-max-ms.
 // --fair 1 runs the fair lock (LockBuilder::fair) with a waiter lease of --lease-ms.
@@ -19,13 +19,16 @@
 //
 // --control FILE lets the runner ask for a long hold: when FILE exists, holding "LEASE MAX [WAIT
 // [PERMITS]]" (ms; LEASE 0: the watchdog's; WAIT: the acquire's timeout, else --acquire-timeout-ms;
-// PERMITS: a semaphore client's, 0 for every permit), the
+// PERMITS: a semaphore client's, 0 for every permit; a condition client's role, 1 producer,
+// 2 consumer, 0 its own), the
 // next acquisition is of the first key, with that fixed lease;
 // once acquired the client renames FILE to FILE.holding, records `hold-start`, and holds until
 // the runner removes FILE.holding or MAX ms passed.
-// --broken VARIANT runs a deliberately broken lock (BrokenOperator.h; BrokenShared.h for rw, sem).
+// --broken VARIANT runs a deliberately broken lock (BrokenOperator.h; BrokenShared.h for rw, sem;
+// BrokenCondition.h for cond).
 // --primitive rw or sem runs read-write or semaphore holds (SharedHold.h, capacity C, 3 by
 // default) instead of the ILock: SharedWorkload below says what each acquisition does.
+// --primitive cond runs the bounded buffer (ConditionHold.h, capacity C): ConditionWorkload below.
 #include <signal.h>
 #include <unistd.h>
 
@@ -45,9 +48,11 @@
 #include <typeinfo>
 #include <vector>
 
+#include "BrokenCondition.h"
 #include "BrokenOperator.h"
 #include "BrokenShared.h"
 #include "Checker.h"
+#include "ConditionHold.h"
 #include "FencedStore.h"
 #include "History.h"
 #include "LeaseRecorder.h"
@@ -76,14 +81,14 @@ struct Args {
   std::string history;
   std::string control;
   std::string broken;
-  std::string primitive = "lock";  // lock, rw, sem
+  std::string primitive = "lock";  // lock, rw, sem, cond
   std::uint32_t capacity = 3;
 };
 
 constexpr const char* kUsage =
     "usage: dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T --lease-ms L "
     "--acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] "
-    "[--control FILE] [--broken VARIANT (BrokenOperator.h, BrokenShared.h)] [--primitive lock|rw|sem] [--capacity C]\n"
+    "[--control FILE] [--broken VARIANT (BrokenOperator.h, BrokenShared.h, BrokenCondition.h)] [--primitive lock|rw|sem|cond] [--capacity C]\n"
     "(see the top of tests/nemesis/Client.cpp)\n";
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -148,12 +153,14 @@ Args parseArgs(int argc, char** argv) {
   if (auto fair = take("--fair", false)) args.fair = number("--fair", *fair) != 0;
   if (auto control = take("--control", false)) args.control = *control;
   if (auto primitive = take("--primitive", false)) args.primitive = *primitive;
-  if (args.primitive != "lock" && args.primitive != "rw" && args.primitive != "sem") usage("no primitive '" + args.primitive + "'");
+  if (args.primitive != "lock" && args.primitive != "rw" && args.primitive != "sem" && args.primitive != "cond") usage("no primitive '" + args.primitive + "'");
   if (auto capacity = take("--capacity", false)) args.capacity = static_cast<std::uint32_t>(number("--capacity", *capacity));
   if (args.capacity == 0) usage("--capacity wants at least 1");
   if (auto broken = take("--broken", false)) {
     args.broken = *broken;
-    const auto& known = args.primitive == "lock" ? dlock::nemesis::brokenVariants() : dlock::nemesis::brokenSharedVariants();
+    const auto& known = args.primitive == "lock"   ? dlock::nemesis::brokenVariants()
+                        : args.primitive == "cond" ? dlock::nemesis::brokenConditionVariants()
+                                                   : dlock::nemesis::brokenSharedVariants();
     if (std::find(known.begin(), known.end(), args.broken) == known.end()) usage("no broken variant '" + args.broken + "'");
   }
   if (!given.empty()) usage("unknown argument '" + given.begin()->first + "'");
@@ -172,6 +179,7 @@ struct Outcome {
   Kind kind = Kind::Ok;
   std::string value;
   std::uint64_t token = 0;
+  std::string message{};
 };
 
 class Recorder {
@@ -203,8 +211,8 @@ class Recorder {
   // Returns the outcome, or nothing after an error. `invokeNs` (0: now) dates the invoke record.
   template <typename Body>
   std::optional<Outcome> step(const char* op, const std::string& key, std::uint64_t token, Body&& body,
-                              std::int64_t invokeNs = 0) {
-    record(Kind::Invoke, op, key, token, "", "", "", invokeNs);
+                              std::int64_t invokeNs = 0, const std::string& invokeValue = "") {
+    record(Kind::Invoke, op, key, token, invokeValue, "", "", invokeNs);
     stepName = op;
     stepStartNs = dlock::nemesis::monotonicNs();
     std::optional<Outcome> outcome;
@@ -213,7 +221,7 @@ class Recorder {
     };
     try {
       outcome = body();
-      record(outcome->kind, op, key, outcome->token != 0 ? outcome->token : token, outcome->value);
+      record(outcome->kind, op, key, outcome->token != 0 ? outcome->token : token, outcome->value, "", outcome->message);
     } catch (const dlock::ConnectionError& e) {
       failed("ConnectionError", e.what());
     } catch (const dlock::BackendError& e) {
@@ -281,6 +289,30 @@ std::optional<HoldRequest> pendingRequest(const std::string& control) {
 }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+// Takes up the hold the runner asked for: FILE renamed FILE.holding (the runner ends the hold by
+// removing it) and `hold-start` recorded. The path the hold watches.
+std::string startRequestedHold(Recorder& recorder, const Args& args, const std::string& key, std::uint64_t token,
+                               const HoldRequest& request) {
+  std::string holding = args.control + ".holding";
+  std::rename(args.control.c_str(), holding.c_str());
+  recorder.record(Kind::Info, "hold-start", key, token, std::to_string(request.max.count()));
+  return holding;
+}
+
+// The release step, then the hold dropped: a release that failed leaves it to the hold's
+// destructor, which tries once more, watched for hangs like a step.
+template <typename Hold>
+void releaseAndDrop(Recorder& recorder, const std::string& key, std::uint64_t token, std::unique_ptr<Hold>& hold) {
+  (void)recorder.step("release", key, token, [&] {
+    hold->release();
+    return Outcome{};
+  });
+  stepName = "release-retry";
+  stepStartNs = dlock::nemesis::monotonicNs();
+  hold.reset();
+  stepStartNs = 0;
+}
 
 // Sleeps `length` (or until `holding` is removed), checking every few ms whether the lease
 // still holds for its holder and recording `invalid` once it does not. The last look that found
@@ -387,12 +419,7 @@ class Workload {
     if (!acquired) return;
     if (!lease) return;
     const std::uint64_t token = lease.fencingToken();
-    std::string holding;
-    if (request) {
-      holding = args_.control + ".holding";
-      std::rename(args_.control.c_str(), holding.c_str());
-      recorder_.record(Kind::Info, "hold-start", key, token, std::to_string(request->max.count()));
-    }
+    const std::string holding = request ? startRequestedHold(recorder_, args_, key, token, *request) : std::string();
     const auto read = recorder_.step("read", key, token, [&] { return Outcome{Kind::Ok, std::to_string(store_.get(key)), 0}; });
     bool held = false;
     std::int64_t lookedNs = 0;
@@ -484,12 +511,7 @@ class SharedWorkload {
     // What the checker replays the act log with: the hold's mode and permits, by owner token.
     recorder_.record(Kind::Info, "mode", key, token,
                      std::string(dlock::nemesis::sharedModeName(ask.mode)) + " " + std::to_string(ask.permits), "", owner);
-    std::string holding;
-    if (request) {
-      holding = args_.control + ".holding";
-      std::rename(args_.control.c_str(), holding.c_str());
-      recorder_.record(Kind::Info, "hold-start", key, token, std::to_string(request->max.count()));
-    }
+    const std::string holding = request ? startRequestedHold(recorder_, args_, key, token, *request) : std::string();
     const auto entered = hold->isHeld() ? recorder_.step("enter", key, token, [&] {
       return Outcome{Kind::Ok, std::to_string(store_.act(key, true, owner, ask.permits)), 0};
     })
@@ -501,14 +523,7 @@ class SharedWorkload {
         return Outcome{Kind::Ok, std::to_string(store_.act(key, false, owner, ask.permits)), 0};
       });
     }
-    (void)recorder_.step("release", key, token, [&] {
-      hold->release();
-      return Outcome{};
-    });
-    stepName = "release-retry";  // a release that failed: the hold's destructor tries once more
-    stepStartNs = dlock::nemesis::monotonicNs();
-    hold.reset();
-    stepStartNs = 0;
+    releaseAndDrop(recorder_, key, token, hold);
   }
 
  private:
@@ -547,6 +562,113 @@ class SharedWorkload {
   std::uniform_int_distribution<long long> holdFor_;
 };
 
+// The bounded-buffer holder over the backend's operators (ConditionHold.h), with a broken double
+// over its conditions for the condition variants (BrokenCondition.h). A waiter's place lasts two
+// leases, renewed every third of that.
+std::shared_ptr<dlock::nemesis::ICondHolder> buildConditionHolder(const Args& args, Recorder& recorder) {
+  std::shared_ptr<dlock::IOperator> backend = dlock::connect(args.uri);
+  auto conditions = std::dynamic_pointer_cast<dlock::IConditionOperator>(backend);
+  if (conditions && !args.broken.empty()) {
+    conditions = dlock::nemesis::brokenCondition(conditions, backend, args.broken, args.uri);
+  }
+  return dlock::nemesis::makeConditionHolder(backend, conditions, [&recorder](Op op) { recorder.append(std::move(op)); },
+                                             args.lease, args.lease * 2);
+}
+
+// One bounded-buffer client's loop: a producer (every fifth client, by id) or a consumer takes a
+// key; while its buffer is full (empty), it awaits notFull (notEmpty) once, for the acquire
+// timeout (an unasked producer leaves the first key to the producers the nemesis asks); then it
+// holds, and once a look found the key held, puts a new item (takes the head it
+// read) with a fenced write of its current fencing token (the store refuses a stale one), and
+// signals the other side, either way, for the library to refuse when it is not the owner. A hold
+// the nemesis asks for (--control) takes the role its PERMITS field names (1 producer, 2
+// consumer, 0 its own).
+class ConditionWorkload {
+ public:
+  ConditionWorkload(const Args& args, Recorder& recorder, dlock::nemesis::FencedStore& store,
+                    dlock::nemesis::ICondHolder& holder)
+      : args_(args), recorder_(recorder), store_(store), holder_(holder),
+        random_(args.seed * 1000003 + static_cast<std::uint64_t>(args.id)), pick_(0, args.keys.size() - 1),
+        holdFor_(args.hold.count(), args.holdMax.count()) {}
+
+  void iteration() {
+    const std::optional<HoldRequest> request = pendingRequest(args_.control);
+    const bool producer = request && request->permits != 0 ? request->permits == 1 : args_.id % 5 == 0;
+    // Only the producers the nemesis asks put into the first key, so consumers there await.
+    const std::size_t pick = producer && !request && args_.keys.size() > 1 ? 1 + pick_(random_) % (args_.keys.size() - 1)
+                                                                           : pick_(random_);
+    const std::string& key = request ? args_.keys.front() : args_.keys[pick];
+    const milliseconds timeout =
+        request && request->acquireTimeout.count() > 0 ? request->acquireTimeout : args_.acquireTimeout;
+    std::unique_ptr<dlock::nemesis::ICondHold> hold;
+    const auto acquired = recorder_.step("acquire", key, 0, [&] {
+      hold = holder_.acquire(key, timeout, request ? request->lease : milliseconds(0));
+      if (!hold) return Outcome{Kind::Fail, "timeout", 0};
+      return Outcome{Kind::Ok, hold->ownerToken(), hold->fencingToken()};
+    });
+    if (!acquired || !hold) return;
+    const std::uint64_t token = hold->fencingToken();  // the release's record pairs with the acquire's
+    const std::string holding = request ? startRequestedHold(recorder_, args_, key, token, *request) : std::string();
+    section(*hold, key, producer, request ? request->max : milliseconds(holdFor_(random_)), holding);
+    releaseAndDrop(recorder_, key, token, hold);
+  }
+
+ private:
+  // The buffer as this side reads it: a producer its length, a consumer its head ("" when empty).
+  std::optional<Outcome> look(const std::string& key, std::uint64_t fence, bool producer) {
+    return recorder_.step("read", key, fence, [&] {
+      return Outcome{Kind::Ok, producer ? std::to_string(store_.bufferLength(key)) : store_.bufferHead(key), 0};
+    });
+  }
+  [[nodiscard]] bool blocked(bool producer, const std::string& seen) const {
+    return producer ? std::stoll(seen) >= static_cast<long long>(args_.capacity) : seen.empty();
+  }
+
+  void section(dlock::nemesis::ICondHold& hold, const std::string& key, bool producer, milliseconds length,
+               const std::string& holding) {
+    const std::string waitOn = producer ? "notFull" : "notEmpty";
+    const std::string wake = producer ? "notEmpty" : "notFull";
+    std::optional<Outcome> seen = look(key, hold.fencingToken(), producer);
+    if (seen && blocked(producer, seen->value) && !stopping) {
+      const auto woke = recorder_.step(
+          "await", key, hold.fencingToken(),
+          [&] {
+            (void)hold.await(waitOn, args_.acquireTimeout, args_.acquireTimeout * 10);
+            return Outcome{Kind::Ok, waitOn, hold.fencingToken()};
+          },
+          0, waitOn);
+      if (!woke) return;  // not held: nothing to act on
+      seen = look(key, hold.fencingToken(), producer);
+    }
+    if (!seen || blocked(producer, seen->value) || stopping) return;  // this round gives up
+    const std::uint64_t fence = hold.fencingToken();
+    holdFor(recorder_, args_, [&hold] { return hold.isHeld(); }, key, fence, length, holding);
+    const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
+    if (hold.isHeld()) {
+      const std::string item = producer ? "c" + std::to_string(args_.id) + "-" + std::to_string(++produced_) : seen->value;
+      (void)recorder_.step(
+          "fenced-write", key, fence,
+          [&] {
+            const bool accepted = producer ? store_.bufferPut(key, fence, item) : store_.bufferTake(key, fence, item);
+            return Outcome{Kind::Ok, accepted ? "accepted" : "rejected", 0, (producer ? "put " : "take ") + item};
+          },
+          lookedNs);
+    }
+    (void)recorder_.step(
+        "signal", key, fence,
+        [&] { return Outcome{Kind::Ok, wake + " " + std::to_string(hold.signalAll(wake)), 0}; }, 0, wake);
+  }
+
+  const Args& args_;
+  Recorder& recorder_;
+  dlock::nemesis::FencedStore& store_;
+  dlock::nemesis::ICondHolder& holder_;
+  std::mt19937_64 random_;
+  std::uniform_int_distribution<std::size_t> pick_;
+  std::uniform_int_distribution<long long> holdFor_;
+  long long produced_ = 0;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -564,15 +686,18 @@ int main(int argc, char** argv) {
   dlock::nemesis::FencedStore store(args.store);
   std::shared_ptr<dlock::ILock> lock;
   std::shared_ptr<dlock::nemesis::ISharedHolder> holder;
+  std::shared_ptr<dlock::nemesis::ICondHolder> conditions;
   (void)recorder.step("setup", "", 0, [&] {
     if (args.primitive == "lock") {
       lock = buildLock(args, recorder);
+    } else if (args.primitive == "cond") {
+      conditions = buildConditionHolder(args, recorder);
     } else {
       holder = buildHolder(args, recorder);
     }
     return Outcome{};
   });
-  if (!lock && !holder) {
+  if (!lock && !holder && !conditions) {
     done = true;
     hangWatch.join();
     return 1;
@@ -581,6 +706,9 @@ int main(int argc, char** argv) {
   const auto end = steady_clock::now() + args.run;
   if (lock) {
     Workload workload(args, recorder, store, *lock);
+    while (!stopping && steady_clock::now() < end) workload.iteration();
+  } else if (conditions) {
+    ConditionWorkload workload(args, recorder, store, *conditions);
     while (!stopping && steady_clock::now() < end) workload.iteration();
   } else {
     SharedWorkload workload(args, recorder, store, *holder);
@@ -592,6 +720,7 @@ int main(int argc, char** argv) {
   stepStartNs = dlock::nemesis::monotonicNs();
   lock.reset();
   holder.reset();
+  conditions.reset();
   stepStartNs = 0;
   done = true;
   hangWatch.join();

@@ -20,12 +20,12 @@ const Hold* heldAtStart(const std::vector<Hold>& holds, const FaultWindow& windo
   return nullptr;
 }
 
-// Whether the target was inside an acquire of the key (invoked, not completed) when the fault
-// started: a fault aimed at a waiter.
+// Whether the target was inside an acquire or a condition's await of the key (invoked, not
+// completed) when the fault started: a fault aimed at a waiter.
 bool waitingAtStart(const std::vector<Op>& history, const FaultWindow& window) {
   bool waiting = false;
   for (const Op& op : history) {
-    if (op.process != window.target || op.op != "acquire" || op.timeNs > window.startNs) continue;
+    if (op.process != window.target || (op.op != "acquire" && op.op != "await") || op.timeNs > window.startNs) continue;
     if (op.kind == Kind::Invoke) {
       waiting = op.key == window.targetKey;
     } else {

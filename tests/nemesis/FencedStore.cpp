@@ -6,9 +6,9 @@
 namespace dlock::nemesis {
 namespace {
 
-// The fenced write: a token not lower than the last accepted one is accepted and recorded. The
-// first write to a key is always accepted.
-constexpr const char* kFencedWrite = R"lua(
+// The fenced write's decision: a token not lower than the last accepted one is accepted and
+// recorded. The first write to a key is always accepted.
+constexpr const char* kFenceDecision = R"lua(
 local last = redis.call('GET', KEYS[1])
 if last and tonumber(ARGV[1]) < tonumber(last) then
   return 0
@@ -16,8 +16,29 @@ end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('INCR', KEYS[2])
 redis.call('RPUSH', KEYS[3], ARGV[1])
+)lua";
+
+const std::string& fencedWriteScript() {
+  static const std::string script = std::string(kFenceDecision) + "return 1\n";
+  return script;
+}
+
+// A fenced write of the bounded buffer: the decision, then the put (RPUSH, the peak raised) or the
+// take (LREM of the item) and its record.
+const std::string& bufferWriteScript() {
+  static const std::string script = std::string(kFenceDecision) + R"lua(
+if ARGV[2] == 'put' then
+  local length = redis.call('RPUSH', KEYS[4], ARGV[3])
+  if length > tonumber(redis.call('GET', KEYS[7]) or '0') then redis.call('SET', KEYS[7], length) end
+  redis.call('RPUSH', KEYS[5], ARGV[3])
+else
+  redis.call('LREM', KEYS[4], 1, ARGV[3])
+  redis.call('RPUSH', KEYS[6], ARGV[3])
+end
 return 1
 )lua";
+  return script;
+}
 
 // One act of a holder and the tally it moves, in one step of the store.
 constexpr const char* kAct = R"lua(
@@ -104,9 +125,32 @@ FencedStore::Reply FencedStore::command(const std::vector<std::string>& args) {
 }
 
 bool FencedStore::write(const std::string& key, std::uint64_t token) {
-  const Reply reply = command({"EVAL", kFencedWrite, "3", storeKey(key, "fence-last"), storeKey(key, "fence-count"),
+  const Reply reply = command({"EVAL", fencedWriteScript(), "3", storeKey(key, "fence-last"), storeKey(key, "fence-count"),
                                storeKey(key, "fence-tokens"), std::to_string(token)});
   if (reply.type != REDIS_REPLY_INTEGER) throw StoreError("store: the fenced write gave no integer");
+  return reply.integer == 1;
+}
+
+long long FencedStore::bufferLength(const std::string& key) { return command({"LLEN", storeKey(key, "buffer")}).integer; }
+
+std::string FencedStore::bufferHead(const std::string& key) {
+  const Reply head = command({"LINDEX", storeKey(key, "buffer"), "0"});
+  return head.type == REDIS_REPLY_NIL ? std::string() : head.str;
+}
+
+bool FencedStore::bufferPut(const std::string& key, std::uint64_t token, const std::string& item) {
+  return bufferWrite(key, token, "put", item);
+}
+
+bool FencedStore::bufferTake(const std::string& key, std::uint64_t token, const std::string& item) {
+  return bufferWrite(key, token, "take", item);
+}
+
+bool FencedStore::bufferWrite(const std::string& key, std::uint64_t token, const char* action, const std::string& item) {
+  const Reply reply = command({"EVAL", bufferWriteScript(), "7", storeKey(key, "fence-last"), storeKey(key, "fence-count"),
+                               storeKey(key, "fence-tokens"), storeKey(key, "buffer"), storeKey(key, "put"),
+                               storeKey(key, "taken"), storeKey(key, "peak"), std::to_string(token), action, item});
+  if (reply.type != REDIS_REPLY_INTEGER) throw StoreError(std::string("store: the buffer's ") + action + " gave no integer");
   return reply.integer == 1;
 }
 
@@ -145,6 +189,11 @@ std::map<std::string, StoreKeySnapshot> FencedStore::snapshot(const std::vector<
     shot.lastToken = lastToken(key);
     shot.counter = get(key);
     shot.acts = command({"LRANGE", storeKey(key, "acts"), "0", "-1"}).elements;
+    shot.put = command({"LRANGE", storeKey(key, "put"), "0", "-1"}).elements;
+    shot.taken = command({"LRANGE", storeKey(key, "taken"), "0", "-1"}).elements;
+    shot.buffer = command({"LRANGE", storeKey(key, "buffer"), "0", "-1"}).elements;
+    const Reply peak = command({"GET", storeKey(key, "peak")});
+    if (peak.type != REDIS_REPLY_NIL) shot.bufferPeak = toNumber(peak.str, "the buffer's peak");
   }
   return result;
 }

@@ -12,6 +12,9 @@
 //                              `exit OWNER N` (N permits; 1 for a reader or writer), in the
 //                              store's order (RPUSH), written with the tally in one script
 //   nemesis:{k}:tally          the permits inside their sections: INCRBY N at enter, DECRBY at exit
+//   nemesis:{k}:buffer         the condition workload's bounded buffer (items, oldest first)
+//   nemesis:{k}:put, :taken    every item a fenced put or take the store accepted, in its order
+//   nemesis:{k}:peak           the buffer's longest length after an accepted put
 //
 // Connection: one hiredis context with a generous timeout, reconnected before the next command
 // after any error. A command whose reply was lost is not resent: it may have run, and a second
@@ -42,6 +45,10 @@ struct StoreKeySnapshot {
   std::uint64_t lastToken = 0;
   long long counter = 0;  // the unfenced counter's final value (0 when never set)
   std::vector<std::string> acts{};  // the act log, in the store's order
+  std::vector<std::string> put{};     // the buffer's accepted puts and takes, in the store's order
+  std::vector<std::string> taken{};
+  std::vector<std::string> buffer{};  // the items left in it
+  long long bufferPeak = 0;
 };
 
 class FencedStore {
@@ -68,6 +75,14 @@ class FencedStore {
   // The fenced register's last accepted token of `key` (0 before any): what a reader reads.
   [[nodiscard]] std::uint64_t lastToken(const std::string& key);
 
+  // The bounded buffer of `key` (a plain LLEN, a plain LINDEX 0: "" when empty), and its fenced
+  // writes: a put appends `item`, a take removes it; each as write() decides by `token` and is
+  // recorded in the fenced register with it (fence-last, -count, -tokens). True when accepted.
+  [[nodiscard]] long long bufferLength(const std::string& key);
+  [[nodiscard]] std::string bufferHead(const std::string& key);
+  [[nodiscard]] bool bufferPut(const std::string& key, std::uint64_t token, const std::string& item);
+  [[nodiscard]] bool bufferTake(const std::string& key, std::uint64_t token, const std::string& item);
+
   // The final state of each of `keys`, for the checker.
   [[nodiscard]] std::map<std::string, StoreKeySnapshot> snapshot(const std::vector<std::string>& keys);
 
@@ -78,6 +93,7 @@ class FencedStore {
   struct Reply;
 
   Reply command(const std::vector<std::string>& argv);
+  bool bufferWrite(const std::string& key, std::uint64_t token, const char* action, const std::string& item);
   redisContext& connection();
 
   std::string host_;

@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include <dlock/IConditionOperator.h>
 #include <dlock/ISemaphoreOperator.h>
 #include <dlock/dlock.h>
 
@@ -164,8 +165,9 @@ ClientSettings settingsFor(const Arguments& args, const char* self, const Timing
   if (!args.broken.empty()) settings.extraArguments.insert(settings.extraArguments.end(), {"--broken", args.broken});
   if (scenario.fair) settings.extraArguments.insert(settings.extraArguments.end(), {"--fair", "1"});
   if (scenario.primitive != "lock") {
+    const std::uint32_t capacity = scenario.primitive == "cond" ? kBufferCapacity : kSemaphoreCapacity;
     settings.extraArguments.insert(settings.extraArguments.end(),
-                                   {"--primitive", scenario.primitive, "--capacity", std::to_string(kSemaphoreCapacity)});
+                                   {"--primitive", scenario.primitive, "--capacity", std::to_string(capacity)});
   }
   settings.historyDirectory = dir;
   settings.seed = args.seed;
@@ -189,6 +191,30 @@ std::map<std::string, long long> permitsLeftInUse(Deployment& deployment, const 
     }
     const bool back = std::all_of(inUse.begin(), inUse.end(), [](const auto& each) { return each.second == 0; });
     if (back || std::chrono::steady_clock::now() >= deadline) return inUse;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+}
+
+// The live waiters each condition of the bounded buffer still has, by "key/name" (-1: unreadable):
+// polled until none is left or the clients' waiter lease (two leases) and a second passed.
+std::map<std::string, long long> conditionWaitersLeft(Deployment& deployment, const std::vector<std::string>& keys,
+                                                      std::chrono::milliseconds lease) {
+  std::map<std::string, long long> left;
+  const auto deadline = std::chrono::steady_clock::now() + lease * 2 + milliseconds(1000);
+  while (true) {
+    try {
+      const auto backend = dlock::connect(deployment.lockUri(0));
+      auto& conditions = dynamic_cast<dlock::IConditionOperator&>(*backend);
+      for (const auto& key : keys) {
+        for (const char* name : {"notEmpty", "notFull"}) {
+          left[key + "/" + name] = static_cast<long long>(conditions.inspectCondition(key, name).waiters.size());
+        }
+      }
+    } catch (const std::exception&) {
+      for (auto& each : left) each.second = -1;
+    }
+    const bool none = !left.empty() && std::all_of(left.begin(), left.end(), [](const auto& each) { return each.second == 0; });
+    if (none || std::chrono::steady_clock::now() >= deadline) return left;
     std::this_thread::sleep_for(milliseconds(50));
   }
 }
@@ -307,9 +333,10 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
   // outside the holder's quorum may rightly carry another owner's token (ServerObserver.h).
   input.serverSetsShowLosses = scenario.topology == "single";
   input.primitive = scenario.primitive;
-  input.capacity = kSemaphoreCapacity;
+  input.capacity = scenario.primitive == "cond" ? kBufferCapacity : kSemaphoreCapacity;
   input.lease = timing.lease;
   if (scenario.primitive == "sem") input.permitsInUseAfter = permitsLeftInUse(*deployment, keys, timing.lease);
+  if (scenario.primitive == "cond") input.conditionWaitersAfter = conditionWaitersLeft(*deployment, keys, timing.lease);
   const Report report = check(input);
   std::ofstream(dir + "/report.json") << report.json();
   writeTimeline(dir + "/timeline.svg", input.history);

@@ -11,6 +11,7 @@
 
 #include <dlock/LockError.h>
 
+#include "HoldRenewal.h"
 #include "SharedHold.h"
 
 namespace dlock::nemesis {
@@ -28,13 +29,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string newToken() {
-  thread_local std::mt19937_64 random(std::random_device{}());
-  char text[33];
-  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(random()),
-                static_cast<unsigned long long>(random()));
-  return text;
-}
 
 struct AttemptResult {
   bool acquired = false;
@@ -117,18 +111,6 @@ class PermitCalls final : public ModeCalls {
 
 using Sink = std::function<void(Op)>;
 
-void recordOp(const Sink& sink, const char* name, const std::string& key, const std::string& owner, std::string value,
-              std::int64_t timeNs, std::uint64_t token = 0) {
-  Op op;
-  op.kind = Kind::Info;
-  op.op = name;
-  op.key = key;
-  op.message = owner;
-  op.value = std::move(value);
-  op.timeNs = timeNs;
-  op.token = token;
-  sink(std::move(op));
-}
 
 // Runs `call` until it answers or `deadline` passes, as the lock rides out an outage inside its
 // wait: a ConnectionError with time left is tried again after a short pause (never a hot loop
@@ -156,7 +138,10 @@ class OperatorHold final : public ISharedHold {
                milliseconds ttl, std::int64_t deadlineNs, bool renewed)
       : calls_(std::move(calls)), sink_(std::move(sink)), key_(std::move(key)), token_(std::move(token)),
         fence_(fence), ttl_(ttl), deadlineNs_(deadlineNs) {
-    if (renewed) renewer_ = std::thread([this] { renewLoop(); });
+    if (renewed) {
+      renewal_.start({[this] { return calls_->renew(key_, token_, ttl_); }, sink_, key_, token_, fence_, ttl_, &deadlineNs_,
+                      &lost_});
+    }
   }
   ~OperatorHold() override {
     stopRenewing();
@@ -181,41 +166,7 @@ class OperatorHold final : public ISharedHold {
   }
 
  private:
-  // Renews every third of the lease until released, as the watchdog does.
-  void renewLoop() {
-    std::unique_lock<std::mutex> guard(mutex_);
-    while (!stop_) {
-      if (wake_.wait_for(guard, ttl_ / 3, [this] { return stop_; })) break;
-      guard.unlock();
-      const std::int64_t sent = monotonicNs();
-      bool gone = false;
-      try {
-        const ExtendResult result = calls_->renew(key_, token_, ttl_);
-        if (result.extended) {
-          deadlineNs_ = validUntil(sent, result.validity, ttl_);
-          recordOp(sink_, "lease", key_, token_, std::to_string((deadlineNs_ - sent) / 1'000'000), sent);
-        } else if (!result.unknown) {
-          gone = true;
-        }
-      } catch (const LockError&) {  // unknown: the local deadline decides
-      }
-      if (gone) {
-        lost_ = true;
-        recordOp(sink_, "lost", key_, token_, "", 0, fence_);
-      }
-      guard.lock();
-      if (gone) break;
-    }
-  }
-
-  void stopRenewing() {
-    {
-      const std::lock_guard<std::mutex> guard(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    if (renewer_.joinable()) renewer_.join();
-  }
+  void stopRenewing() { renewal_.stop(); }
 
   std::unique_ptr<ModeCalls> calls_;
   Sink sink_;
@@ -226,10 +177,7 @@ class OperatorHold final : public ISharedHold {
   std::atomic<std::int64_t> deadlineNs_;
   std::atomic<bool> lost_{false};
   bool released_ = false;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;  // guarded by mutex_
-  std::thread renewer_;
+  HoldRenewal renewal_;
 };
 
 class OperatorHolder final : public ISharedHolder {
@@ -241,7 +189,7 @@ class OperatorHolder final : public ISharedHolder {
 
   std::unique_ptr<ISharedHold> acquire(const std::string& key, const SharedRequest& request) override {
     std::unique_ptr<ModeCalls> calls = callsFor(request);
-    const std::string token = newToken();
+    const std::string token = newOwnerToken();
     const milliseconds ttl = request.lease.count() > 0 ? request.lease : lease_;
     try {
       return attemptUntil(std::move(calls), key, token, ttl, request);
@@ -268,14 +216,14 @@ class OperatorHolder final : public ISharedHolder {
     try {
       calls.leave(key, token, ttl);
     } catch (...) {
-      recordOp(sink_, "leave-failed", key, token, "", monotonicNs());
+      recordHoldOp(sink_, "leave-failed", key, token, "", monotonicNs());
     }
   }
 
   // An attempt's record (SharedHold.h): its outcome, send, place, mode and the validity it reported.
   void recordAttempt(const ModeCalls& calls, const char* outcome, const std::string& key, const std::string& token,
                      std::int64_t sentNs, std::uint32_t position, milliseconds validity) const {
-    recordOp(sink_, "attempt", key, token,
+    recordHoldOp(sink_, "attempt", key, token,
              std::string(outcome) + " " + std::to_string(sentNs) + " " + std::to_string(position) + " " + calls.mode() +
                  " " + std::to_string(validity.count()),
              monotonicNs());
@@ -296,7 +244,7 @@ class OperatorHolder final : public ISharedHolder {
       });
       if (result.acquired) {
         std::int64_t until = validUntil(sent, result.validity, ttl);
-        recordOp(sink_, "lease", key, token, std::to_string((until - sent) / 1'000'000), sent);
+        recordHoldOp(sink_, "lease", key, token, std::to_string((until - sent) / 1'000'000), sent);
         recordAttempt(*calls, "taken", key, token, sent, 0, result.validity);
         // Ours already with part of a lease (a grant whose message is on its way): made whole at
         // once, as a grant's claim is, so that a hold lasts its lease from here.
@@ -304,7 +252,7 @@ class OperatorHolder final : public ISharedHolder {
           const std::int64_t renewSent = monotonicNs();
           if (calls->renew(key, token, ttl).extended) {
             until = validUntil(renewSent, milliseconds(0), ttl);
-            recordOp(sink_, "lease", key, token, std::to_string(ttl.count()), renewSent);
+            recordHoldOp(sink_, "lease", key, token, std::to_string(ttl.count()), renewSent);
           }
         }
         return std::make_unique<OperatorHold>(std::move(calls), sink_, key, token, result.fencingToken, ttl, until,
@@ -323,7 +271,7 @@ class OperatorHolder final : public ISharedHolder {
       const std::int64_t confirmSent = monotonicNs();
       if (!calls->renew(key, token, ttl).extended) continue;  // no grant without the server's word
       const std::int64_t until = validUntil(confirmSent, milliseconds(0), ttl);
-      recordOp(sink_, "lease", key, token, std::to_string(ttl.count()), confirmSent);
+      recordHoldOp(sink_, "lease", key, token, std::to_string(ttl.count()), confirmSent);
       recordAttempt(*calls, "granted", key, token, confirmSent, 0, milliseconds(0));
       return std::make_unique<OperatorHold>(std::move(calls), sink_, key, token, grant.fencingToken, ttl, until, renewed);
     }

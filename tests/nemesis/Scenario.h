@@ -103,14 +103,17 @@ struct Scenario {
   bool fair = false;
   // The cause that makes fencing tokens go back here; empty where they must keep rising (check 3).
   std::string tokensBackExplained{};
-  // What the clients run: "lock" (the ILock), "rw" (read and write holds) or "sem" (permits of
-  // kSemaphoreCapacity); the last two are checked by SharedChecks.h.
+  // What the clients run: "lock" (the ILock), "rw" (read and write holds), "sem" (permits of
+  // kSemaphoreCapacity), checked by SharedChecks.h, or "cond" (the bounded buffer of
+  // kBufferCapacity, ConditionHold.h), checked by ConditionChecks.h.
   std::string primitive = "lock";
 };
 
 // The semaphore scenarios' capacity. A client asks for one permit, or a third of the time (and
 // whenever the nemesis asks it for a hold) for all of them.
 inline constexpr std::uint32_t kSemaphoreCapacity = 3;
+// The condition scenarios' bounded buffer: items per key.
+inline constexpr std::uint32_t kBufferCapacity = 8;
 
 [[nodiscard]] const std::vector<Scenario>& scenarios();
 

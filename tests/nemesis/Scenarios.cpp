@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "AwaiterFaults.h"
 #include "ClusterDeployment.h"
 #include "redis/src/KeyNames.h"
 #include "RedisClient.h"
@@ -938,6 +939,10 @@ const std::vector<Scenario>& scenarios() {
        "", kTaken, single(), [](Run& run) { staleReleaseNearExpiry(run, WaitQueue::readWrite); }, false, "", "rw"},
       {"single", "sem-partition", "semaphore: a holder of every permit cut off from the server for 2.5 leases", "",
        kTaken, single(), partitionClient, false, "", "sem"},
+      {"single", "cond-waiter-mixed",
+       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the "
+       "seed, while a producer outlives its fixed lease and another puts and signals; the stale producer signals last",
+       "", kHit, single(), awaiterMixed, false, "", "cond"},
       {"single", "sem-waiter-mixed",
        "semaphore: the head waiter SIGSTOPped, cut off or SIGKILLed as the holder of every permit releases, drawn from "
        "the seed", "", kHit, single(), [](Run& run) { waiterMixed(run, WaitQueue::semaphore); }, false, "", "sem"},
@@ -996,6 +1001,10 @@ const std::vector<Scenario>& scenarios() {
        sentinel(), partitionClient, false, "", "rw"},
       {"sentinel", "sem-partition", "semaphore: a holder of every permit cut off from every server for 2.5 leases", "",
        kTaken, sentinel(), partitionClient, false, "", "sem"},
+      {"sentinel", "cond-waiter-mixed",
+       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the "
+       "seed, while a producer outlives its fixed lease and another puts and signals; the stale producer signals last",
+       "", kHit, sentinel(), awaiterMixed, false, "", "cond"},
       {"cluster", "failover", "the first key's master SIGKILLed under a holder, its replica promoted, the old master back",
        kFailoverExplained, kOutlived, cluster, clusterFailover},
       {"cluster", "migrate-slot", "the first key's slot migrated live to another master under its holder", "", kKept,
@@ -1015,6 +1024,10 @@ const std::vector<Scenario>& scenarios() {
        partitionClient, false, "", "rw"},
       {"cluster", "sem-partition", "semaphore: a holder of every permit cut off from every node for 2.5 leases", "",
        kTaken, cluster, partitionClient, false, "", "sem"},
+      {"cluster", "cond-waiter-mixed",
+       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the "
+       "seed, while a producer outlives its fixed lease and another puts and signals; the stale producer signals last",
+       "", kHit, cluster, awaiterMixed, false, "", "cond"},
   };
   return all;
 }
