@@ -34,8 +34,9 @@ constexpr const char* kHolder = "00000000000000000000000000000001";
 constexpr auto kLongLease = 60s;  // no lease ends during a test: a waiter gets the key by a release
 
 // The listeners of the live entries in a key's waiter registry (`listener=expiry-ms;`, expiry in
-// the server's time), oldest first.
-std::vector<std::string> registered(RedisClient& client, const std::string& key) {
+// the server's time; `listener=expiry-ms~;` once a release woke it), oldest first; only the woken
+// ones when `woken`.
+std::vector<std::string> registered(RedisClient& client, const std::string& key, bool woken = false) {
   const auto time = client.ok({"TIME"});
   const long long nowMs = std::stoll(time.elements.at(0).str) * 1000 + std::stoll(time.elements.at(1).str) / 1000;
   std::vector<std::string> listeners;
@@ -43,10 +44,13 @@ std::vector<std::string> registered(RedisClient& client, const std::string& key)
   std::string entry;
   while (std::getline(entries, entry, ';')) {
     const auto equals = entry.find('=');
-    if (std::stoll(entry.substr(equals + 1)) > nowMs) listeners.push_back(entry.substr(0, equals));
+    const bool marked = entry.back() == '~';
+    if (std::stoll(entry.substr(equals + 1)) > nowMs && (marked || !woken)) listeners.push_back(entry.substr(0, equals));
   }
   return listeners;
 }
+
+std::vector<std::string> woken(RedisClient& client, const std::string& key) { return registered(client, key, true); }
 
 // A listener is "0", 17 digits, the pid, "." and the operator's number (GrantWatch.h, RedisOperator.cpp).
 pid_t pidOf(const std::string& listener) {
@@ -81,8 +85,6 @@ TEST_SUITE("WakeOne") {
     const dlock::ReleaseResult released = holder->unlock("k", kHolder);
     CHECK(released.released);
     CHECK(released.notified == 1);  // one process's subscriber; every waiter's, before (3)
-    // The woken one's entry went; the others keep theirs, in order (renewals keep the place).
-    CHECK(registered(admin, "k") == std::vector<std::string>(before.begin() + 1, before.end()));
     // Each waiter gets the key in turn, each release waking the next: none is left behind.
     for (std::size_t done = 0; done < waiters.size(); ++done) {
       ChildProcess* owner = nullptr;
@@ -92,6 +94,11 @@ TEST_SUITE("WakeOne") {
         }
         return owner != nullptr;
       }));
+      // The oldest got it, and its entry went; the others keep theirs, in order (renewals keep
+      // the place), none of them woken.
+      CHECK(pidOf(before[done]) == owner->pid());
+      CHECK(registered(admin, "k") == std::vector<std::string>(before.begin() + static_cast<std::ptrdiff_t>(done) + 1, before.end()));
+      CHECK(woken(admin, "k").empty());
       owner->writeLine("unlock");
       CHECK(owner->readLine() == std::optional<std::string>("unlocked"));
       for (auto& waiter : waiters) {
@@ -120,6 +127,68 @@ TEST_SUITE("WakeOne") {
     CHECK(holder->unlock("k", kHolder).notified == 1);
     CHECK(acquiredLine(live->readLine()));
     CHECK(registered(admin, "k").empty());  // the dead entry dropped, the live one woken
+  }
+
+  TEST_CASE("a woken waiter whose try lost the key to a newcomer keeps its place and is the next one woken") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    auto holder = dlock::connect(server.uri());
+    auto newcomer = dlock::connect(server.uri());
+    REQUIRE(holder->lock("k", kHolder, kLongLease).acquired);
+    auto first = waiterProcess(server, "k");
+    REQUIRE(eventually([&] { return registered(admin, "k").size() == 1; }));
+    auto second = waiterProcess(server, "k");
+    REQUIRE(eventually([&] { return registered(admin, "k").size() == 2; }));
+    const std::vector<std::string> order = registered(admin, "k");
+    REQUIRE(pidOf(order.front()) == first->pid());
+    // Both stopped, so that the newcomer's try lands before any of theirs: the wake-up waits in
+    // the first one's subscription.
+    for (auto* waiter : {first.get(), second.get()}) {
+      waiter->signal(SIGSTOP);
+      REQUIRE(eventually([&] { return dlock::test::processState(waiter->pid()) == 'T'; }));
+    }
+    CHECK(holder->unlock("k", kHolder).notified == 1);
+    CHECK(woken(admin, "k") == std::vector<std::string>{order.front()});
+    REQUIRE(newcomer->lock("k", "00000000000000000000000000000002", kLongLease).acquired);
+    first->signal(SIGCONT);
+    second->signal(SIGCONT);
+    // The first one's try found the key taken and renewed its entry, in place (no longer marked).
+    REQUIRE(eventually([&] { return woken(admin, "k").empty(); }));
+    CHECK(registered(admin, "k") == order);
+    // The newcomer's release wakes the first one again, and only it.
+    CHECK(newcomer->unlock("k", "00000000000000000000000000000002").notified == 1);
+    CHECK(acquiredLine(first->readLine()));
+    CHECK(registered(admin, "k") == std::vector<std::string>{order.back()});
+    CHECK(woken(admin, "k").empty());  // the second was not woken
+    first->writeLine("unlock");
+    CHECK(first->readLine() == std::optional<std::string>("unlocked"));
+    CHECK(acquiredLine(second->readLine()));
+  }
+
+  TEST_CASE("a woken waiter that does not try is passed over by the next release") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    auto holder = dlock::connect(server.uri());
+    REQUIRE(holder->lock("k", kHolder, kLongLease).acquired);
+    auto stuck = waiterProcess(server, "k");
+    REQUIRE(eventually([&] { return registered(admin, "k").size() == 1; }));
+    auto live = waiterProcess(server, "k");
+    REQUIRE(eventually([&] { return registered(admin, "k").size() == 2; }));
+    const std::vector<std::string> order = registered(admin, "k");
+    REQUIRE(pidOf(order.front()) == stuck->pid());
+    for (auto* waiter : {stuck.get(), live.get()}) {
+      waiter->signal(SIGSTOP);  // its subscription stays: a wake-up reaches it, and nobody acts on it
+      REQUIRE(eventually([&] { return dlock::test::processState(waiter->pid()) == 'T'; }));
+    }
+    CHECK(holder->unlock("k", kHolder).notified == 1);
+    REQUIRE(holder->lock("k", kHolder, kLongLease).acquired);  // a newcomer, before any woken try
+    // The stuck head was woken once; this release wakes the next one, not the stuck one again.
+    CHECK(holder->unlock("k", kHolder).notified == 1);
+    CHECK(woken(admin, "k") == order);
+    live->signal(SIGCONT);
+    CHECK(acquiredLine(live->readLine()));
+    CHECK(registered(admin, "k") == std::vector<std::string>{order.front()});
+    stuck->signal(SIGKILL);
   }
 
   TEST_CASE("a stopped waiter's entry ends with its registration, a live waiter's lasts") {
