@@ -5,6 +5,9 @@
 // waiter registry (`dlock:{k}:waiters`, Scripts.h) is read from the server.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <csignal>
 #include <chrono>
 #include <memory>
@@ -163,6 +166,60 @@ TEST_SUITE("WakeOne") {
     first->writeLine("unlock");
     CHECK(first->readLine() == std::optional<std::string>("unlocked"));
     CHECK(acquiredLine(second->readLine()));
+  }
+
+  TEST_CASE("a process whose waiter got the key while another of its waiters listens goes behind the other processes") {
+    RedisProcess server;
+    RedisClient admin(server.host(), server.port());
+    auto holder = dlock::connect(server.uri());
+    REQUIRE(holder->lock("k", kHolder, kLongLease).acquired);
+    // Two locks of this process on one operator: one listener, and its entry kept while either waits.
+    auto backend = dlock::connect(server.uri());
+    const auto lockOf = [&] {
+      return dlock::LockBuilder().backend(backend).waitStrategy(std::make_shared<dlock::NotifyWait>(kLongLease))
+          .leaseTime(kLongLease).build();
+    };
+    std::shared_ptr<dlock::ILock> locks[] = {lockOf(), lockOf()};
+    std::atomic<int> holding{-1};
+    std::atomic<bool> unlock[] = {false, false};
+    std::vector<std::thread> threads;
+    struct Joined {  // a failed check still ends the threads: each unlocks once it got the key
+      std::vector<std::thread>& threads;
+      std::atomic<bool>* unlock;
+      ~Joined() {
+        unlock[0] = unlock[1] = true;
+        for (auto& thread : threads) thread.join();
+      }
+    } joined{threads, unlock};
+    const auto evals = [&] { return admin.commandCalls()["evalsha"]; };
+    const long long before = evals();
+    for (int i = 0; i < 2; ++i) {
+      threads.emplace_back([&, i] {
+        locks[i]->lock("k");
+        holding = i;
+        while (!unlock[i]) std::this_thread::sleep_for(1ms);
+        holding = -1;
+        locks[i]->unlock("k");
+      });
+      // Each waiter's first try, then the one after it listens (NotifyWait rechecks after a minute).
+      REQUIRE(eventually([&] { return evals() >= before + 2 * (i + 1); }));
+    }
+    auto other = waiterProcess(server, "k");
+    REQUIRE(eventually([&] { return registered(admin, "k").size() == 2; }));
+    const std::vector<std::string> order = registered(admin, "k");
+    REQUIRE(pidOf(order.front()) == ::getpid());
+    REQUIRE(pidOf(order.back()) == other->pid());
+    CHECK(holder->unlock("k", kHolder).notified == 1);
+    REQUIRE(eventually([&] { return holding >= 0; }));
+    const int first = holding;
+    // This process's entry went behind the other process's, for its second waiter.
+    CHECK(eventually([&] { return registered(admin, "k") == std::vector<std::string>{order.back(), order.front()}; }));
+    unlock[first] = true;
+    CHECK(acquiredLine(other->readLine()));  // woken next, before this process's second waiter
+    CHECK(holding == -1);
+    other->writeLine("unlock");
+    CHECK(other->readLine() == std::optional<std::string>("unlocked"));
+    REQUIRE(eventually([&] { return holding == 1 - first; }));
   }
 
   TEST_CASE("a woken waiter that does not try is passed over by the next release") {
