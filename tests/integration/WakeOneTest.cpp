@@ -71,6 +71,27 @@ std::unique_ptr<ChildProcess> waiterProcess(const RedisProcess& server, const st
 
 bool acquiredLine(const std::optional<std::string>& line) { return line && line->rfind("acquired", 0) == 0; }
 
+// `count` waiter processes for `key`, each registered before the next starts: the registry lists
+// them in this order.
+std::vector<std::unique_ptr<ChildProcess>> registeredWaiters(const RedisProcess& server, RedisClient& admin,
+                                                             const std::string& key, std::size_t count) {
+  std::vector<std::unique_ptr<ChildProcess>> waiters;
+  while (waiters.size() < count) {
+    waiters.push_back(waiterProcess(server, key));
+    REQUIRE(eventually([&] { return registered(admin, key).size() == waiters.size(); }));
+  }
+  for (std::size_t i = 0; i < count; ++i) REQUIRE(pidOf(registered(admin, key)[i]) == waiters[i]->pid());
+  return waiters;
+}
+
+// Stops each waiter: its subscription stays, so a wake-up reaches it, and nobody acts on it yet.
+void stopAll(const std::vector<std::unique_ptr<ChildProcess>>& waiters) {
+  for (const auto& waiter : waiters) {
+    waiter->signal(SIGSTOP);
+    REQUIRE(eventually([&] { return dlock::test::processState(waiter->pid()) == 'T'; }));
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("WakeOne") {
@@ -79,11 +100,7 @@ TEST_SUITE("WakeOne") {
     RedisClient admin(server.host(), server.port());
     auto holder = dlock::connect(server.uri());
     REQUIRE(holder->lock("k", kHolder, kLongLease).acquired);
-    std::vector<std::unique_ptr<ChildProcess>> waiters;
-    for (int i = 0; i < 3; ++i) {
-      waiters.push_back(waiterProcess(server, "k"));
-      REQUIRE(eventually([&] { return registered(admin, "k").size() == waiters.size(); }));
-    }
+    auto waiters = registeredWaiters(server, admin, "k", 3);
     const std::vector<std::string> before = registered(admin, "k");
     const dlock::ReleaseResult released = holder->unlock("k", kHolder);
     CHECK(released.released);
@@ -138,18 +155,13 @@ TEST_SUITE("WakeOne") {
     auto holder = dlock::connect(server.uri());
     auto newcomer = dlock::connect(server.uri());
     REQUIRE(holder->lock("k", kHolder, kLongLease).acquired);
-    auto first = waiterProcess(server, "k");
-    REQUIRE(eventually([&] { return registered(admin, "k").size() == 1; }));
-    auto second = waiterProcess(server, "k");
-    REQUIRE(eventually([&] { return registered(admin, "k").size() == 2; }));
+    const auto waiters = registeredWaiters(server, admin, "k", 2);
+    ChildProcess* first = waiters[0].get();
+    ChildProcess* second = waiters[1].get();
     const std::vector<std::string> order = registered(admin, "k");
-    REQUIRE(pidOf(order.front()) == first->pid());
     // Both stopped, so that the newcomer's try lands before any of theirs: the wake-up waits in
     // the first one's subscription.
-    for (auto* waiter : {first.get(), second.get()}) {
-      waiter->signal(SIGSTOP);
-      REQUIRE(eventually([&] { return dlock::test::processState(waiter->pid()) == 'T'; }));
-    }
+    stopAll(waiters);
     CHECK(holder->unlock("k", kHolder).notified == 1);
     CHECK(woken(admin, "k") == std::vector<std::string>{order.front()});
     REQUIRE(newcomer->lock("k", "00000000000000000000000000000002", kLongLease).acquired);
@@ -227,16 +239,11 @@ TEST_SUITE("WakeOne") {
     RedisClient admin(server.host(), server.port());
     auto holder = dlock::connect(server.uri());
     REQUIRE(holder->lock("k", kHolder, kLongLease).acquired);
-    auto stuck = waiterProcess(server, "k");
-    REQUIRE(eventually([&] { return registered(admin, "k").size() == 1; }));
-    auto live = waiterProcess(server, "k");
-    REQUIRE(eventually([&] { return registered(admin, "k").size() == 2; }));
+    const auto waiters = registeredWaiters(server, admin, "k", 2);
+    ChildProcess* stuck = waiters[0].get();
+    ChildProcess* live = waiters[1].get();
     const std::vector<std::string> order = registered(admin, "k");
-    REQUIRE(pidOf(order.front()) == stuck->pid());
-    for (auto* waiter : {stuck.get(), live.get()}) {
-      waiter->signal(SIGSTOP);  // its subscription stays: a wake-up reaches it, and nobody acts on it
-      REQUIRE(eventually([&] { return dlock::test::processState(waiter->pid()) == 'T'; }));
-    }
+    stopAll(waiters);
     CHECK(holder->unlock("k", kHolder).notified == 1);
     REQUIRE(holder->lock("k", kHolder, kLongLease).acquired);  // a newcomer, before any woken try
     // The stuck head was woken once; this release wakes the next one, not the stuck one again.
