@@ -126,6 +126,30 @@ inline Merged mergeRecords(const std::vector<std::string>& files) {
   return merged;
 }
 
+// Where a wait's length came from: the acquisitions by other processes during it (its turns; a
+// FIFO allows P - 1, plus one granted while the request was on its way) and how many of those were
+// by a process that asked after it did (it was overtaken: it lost a wake-up, or its place).
+struct WaitTurns {
+  std::vector<double> turns;      // per acquisition of `timed`, in its order
+  std::vector<double> overtaken;  // of which by later requests
+};
+
+inline WaitTurns waitTurns(const std::vector<Acquisition>& timed) {
+  WaitTurns result;
+  result.turns.reserve(timed.size());
+  result.overtaken.reserve(timed.size());
+  for (std::size_t i = 0; i < timed.size(); ++i) {
+    const Record& mine = timed[i].record;
+    const auto end = timed.begin() + static_cast<std::ptrdiff_t>(i);
+    const auto first = std::lower_bound(timed.begin(), end, mine.requested,
+                                        [](const Acquisition& a, long long at) { return a.record.acquired < at; });
+    result.turns.push_back(static_cast<double>(end - first));
+    result.overtaken.push_back(static_cast<double>(
+        std::count_if(first, end, [&](const Acquisition& a) { return a.record.requested > mine.requested; })));
+  }
+  return result;
+}
+
 // A contended run as the coordinator sees it: the workers' merged records and what the server
 // did over the window.
 struct ContendedRun {

@@ -80,6 +80,18 @@ int main(int argc, char** argv) {
       }
     }
 
+    // The slowest 1% of waits, and what they waited through (the p99's evidence).
+    const dlock::bench::WaitTurns turns = dlock::bench::waitTurns(all);
+    const double slowMs = dlock::bench::percentile(waitsMs, 99);
+    double slowCount = 0, slowTurns = 0, slowOvertaken = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (waitsMs[i] < slowMs) continue;
+      ++slowCount;
+      slowTurns += turns.turns[i];
+      slowOvertaken += turns.overtaken[i];
+    }
+    const auto perSlow = [&](double total) { return slowCount == 0 ? 0.0 : total / slowCount; };
+
     const std::string counter = admin.text({"GET", "bench:counter"});
     const bool counterExact = std::atoll(counter.c_str()) == merged.cycles;
     const double duration = seconds;
@@ -91,6 +103,11 @@ int main(int argc, char** argv) {
         .field("wait_p50_ms", dlock::bench::percentile(waitsMs, 50))
         .field("wait_p99_ms", dlock::bench::percentile(waitsMs, 99))
         .field("wait_max_ms", dlock::bench::percentile(waitsMs, 100))
+        .field("turns_p99", dlock::bench::percentile(turns.turns, 99))
+        .field("turns_max", dlock::bench::percentile(turns.turns, 100))
+        .field("overtaken_p99", dlock::bench::percentile(turns.overtaken, 99))
+        .field("slowest_turns_mean", perSlow(slowTurns))
+        .field("slowest_overtaken_mean", perSlow(slowOvertaken))
         .field("handoff_p50_us", dlock::bench::percentile(handoffUs, 50))
         .field("handoff_p99_us", dlock::bench::percentile(handoffUs, 99))
         .field("commands_per_handoff",

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // ContendedReleases.h — fairness of the default lock: after a release of ours that reached
-// waiters, this process holds back from the key for about two round trips (the release message
-// reaches a waiter, its acquire reaches the server), so a waiter can take it instead of the
-// releaser barging back in. The round trip is a smoothed sample of acquire attempts. And the keys
-// this process waited for lately (recent()), whose next acquisition listens before its first try.
+// waiters, this process holds back from the key for about four round trips (the release message
+// reaches a waiter, its acquire reaches the server; two more for a woken process that waits for a
+// CPU: at two, the slowest waits of bench/handoff were mostly overtaken by releasers barging back
+// in), so a waiter can take it instead. The round trip is a smoothed sample of acquire attempts.
+// And the keys this process waited for lately (recent()), whose next acquisition listens before
+// its first try.
 // Owner: one LockCore (a forked child gets its own: a parent's thread may have held the mutex).
 // Thread safety: thread-safe.
 #pragma once
@@ -37,7 +39,7 @@ class ContendedReleases {
   // A release of `key` reached waiters.
   void note(std::string_view key) {
     const auto roundTrip = std::chrono::nanoseconds(roundTripNanos_.load(std::memory_order_relaxed));
-    const auto window = std::clamp<std::chrono::nanoseconds>(2 * roundTrip, std::chrono::microseconds(50),
+    const auto window = std::clamp<std::chrono::nanoseconds>(4 * roundTrip, std::chrono::microseconds(50),
                                                              std::chrono::milliseconds(5));
     const SteadyTime now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> guard(mutex_);

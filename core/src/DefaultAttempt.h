@@ -8,9 +8,10 @@
 // the waiter tries again at least every kRecheck, which renews its registration and finds a key
 // whose wake-up was lost (a lost wake-up costs at most that, its IWait's own recheck (NotifyWait:
 // 1 s) or the holder's lease, whichever is shortest).
-// The lock stays unfair: a newcomer may take the key before the woken waiter. A key waited for
-// lately is listened for before the first try (the subscription is most likely still there), so
-// that try registers and needs no second one. An acquisition right after a contended release of
+// The lock stays unfair: a newcomer may take the key before the woken waiter, which then keeps its
+// place and is woken first at the next release. A key waited for lately is listened for before
+// the first try (the subscription is most likely still there), so that try registers and needs no
+// second one. An acquisition right after a contended release of
 // ours holds back first (ContendedReleases).
 // Owner: one acquire call. Thread safety: not thread-safe.
 #pragma once

@@ -110,10 +110,14 @@ inline std::string infoField(RedisClient& client, const std::string& field) {
 // How many clients subscribe to the release channel of dlock key `key`: a waiter asleep on the
 // release message is one of them.
 // A waiter of the default lock asleep for `key`: it listens (releaseSubscribers) and its last try
-// registered it in the key's waiter registry (`<prefix>{key}:waiters`, `listener=expiry;` each),
-// so a release now wakes it.
+// registered it in the key's waiter registry (`<prefix>{key}:waiters`, `listener=expiry;` each,
+// `listener=expiry~;` once woken and not yet tried again), so a release now wakes it.
 inline bool waiterRegistered(RedisClient& client, const std::string& key, const std::string& prefix = "dlock:") {
-  return !client.ok({"GET", prefix + "{" + key + "}:waiters"}).str.empty();
+  const std::string text = client.ok({"GET", prefix + "{" + key + "}:waiters"}).str;
+  for (std::size_t at = text.find(';'); at != std::string::npos; at = text.find(';', at + 1)) {
+    if (at > 0 && text[at - 1] != '~') return true;
+  }
+  return false;
 }
 
 // The release channel and each waiting operator's wake-up channel (`...:released:<listener>`).

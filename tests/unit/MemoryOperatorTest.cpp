@@ -195,7 +195,7 @@ TEST_SUITE("MemoryOperator") {
 }
 
 TEST_SUITE("MemoryOperator") {
-  TEST_CASE("a release wakes one watcher, the longest registered of those not woken yet") {
+  TEST_CASE("a release wakes one watcher, the longest registered of those not woken yet, which keeps its place") {
     dlock::MemoryOperator backend;
     REQUIRE(backend.lock("k", "t", 60000ms).acquired);
     CHECK(backend.unlock("k", "t").notified == 0);
@@ -207,15 +207,19 @@ TEST_SUITE("MemoryOperator") {
     CHECK(result.notified == 1);
     CHECK(first->waitForRelease(0ms));
     CHECK_FALSE(second->waitForRelease(0ms));  // not woken: one release, one wake-up
-    // The next release goes to `second`, then to `first` again (woken ones go to the back).
+    // `first` woke and waits again (its try lost the key): the next release wakes it again.
     REQUIRE(backend.lock("k", "t", 60000ms).acquired);
     CHECK(backend.unlock("k", "t").notified == 1);
-    CHECK_FALSE(first->waitForRelease(0ms));
+    CHECK_FALSE(second->waitForRelease(0ms));
+    // While `first` has not taken its wake-up, a release goes to `second`.
+    REQUIRE(backend.lock("k", "t", 60000ms).acquired);
+    CHECK(backend.unlock("k", "t").notified == 1);
     CHECK(second->waitForRelease(0ms));
+    CHECK(first->waitForRelease(0ms));
+    first.reset();  // it got the key: the next release wakes `second`
     REQUIRE(backend.lock("k", "t", 60000ms).acquired);
     CHECK(backend.unlock("k", "t").notified == 1);
-    CHECK(first->waitForRelease(0ms));
-    first.reset();
+    CHECK(second->waitForRelease(0ms));
     second.reset();
     REQUIRE(backend.lock("k", "t", 60000ms).acquired);
     CHECK(backend.unlock("k", "t").notified == 0);  // the watches are gone

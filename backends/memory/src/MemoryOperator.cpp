@@ -92,12 +92,13 @@ struct MemoryOperator::State {
     void drop() { held_ = false; }
 
     // As the Redis release wakes the longest-registered waiting process: wakes the first watcher
-    // not woken yet, which goes to the back; false when every one is woken already, or none waits.
+    // not woken yet, which keeps its place (a woken waiter that loses the key to a newcomer is
+    // woken first again; its watch ends when it gets the key); false when every one is woken
+    // already, or none waits.
     bool wakeOne() {
       const auto it = std::find_if(watchers.begin(), watchers.end(), [](const Watcher& w) { return !w.woken; });
       if (it == watchers.end()) return false;
       it->woken = true;
-      watchers.splice(watchers.end(), watchers, it);
       return true;
     }
     Watcher* watcher(std::uint64_t id) {

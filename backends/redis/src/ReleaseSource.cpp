@@ -26,7 +26,8 @@ namespace dlock::detail {
 // it may be refused during a migration as the record may, and then the key goes alone.
 // Waiters: a release wakes one waiting process of this version, the longest registered in the
 // key's waiter registry (ARGV[6], read in the same MGET as the key: a key nobody waits for costs
-// no more calls), on its own channel; the release channel still gets its '1' for waiters of
+// no more calls) not woken yet (a woken one keeps its place until it gets the key: Scripts.cpp),
+// on its own channel; the release channel still gets its '1' for waiters of
 // dlock 0.2, which listen there (a waiter of this version does not, so that message wakes no
 // herd). Both publishes come before the DEL, for the reason above; the registry's is a pcall.
 // A refused MGET (an undeclared registry during a migration) reads the key alone: nobody is

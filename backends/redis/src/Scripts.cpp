@@ -8,19 +8,28 @@
 namespace dlock::detail {
 
 // The registry is one string, `listener=expiry-ms;` per waiting process in the order they first
-// registered, with a TTL as long as its longest entry: a few bytes per waiter, read in the MGET
-// the scripts make anyway, and no key without a TTL. An entry ends at its expiry (server time),
-// renewed in place by the waiter's tries; a listener names the wake-up channel
-// `<release channel>:<listener>`. The scripts edit the text with plain finds (C speed), not by
-// parsing every entry: at 32 waiters a parse in Lua cost each hand-off tens of µs of the server.
-//   registerWaiter  renews the listener's entry in place, or appends it; past kMaxBytes it first
-//                   drops the entries that ended (the release drops those it passes)
+// registered (`listener=expiry-ms~;` once a release woke it), with a TTL as long as its longest
+// entry: a few bytes per waiter, read in the MGET the scripts make anyway, and no key without a
+// TTL. An entry ends at its expiry (server time), renewed in place by the waiter's tries; a
+// listener names the wake-up channel `<release channel>:<listener>`. The scripts edit the text
+// with plain finds (C speed), not by parsing every entry: at 32 waiters a parse in Lua cost each
+// hand-off tens of µs of the server.
+//   registerWaiter  renews the listener's entry in place (clearing its woken mark), or appends it;
+//                   past kMaxBytes it first drops the entries that ended (the release drops those
+//                   it passes)
 //   dropWaiter      takes the listener's entry out (it got the key)
-//   wakeOne         publishes to the first live entries in turn, dropping them and the ended ones
-//                   before them, until one reaches a subscriber (at most three: a process killed
-//                   with its entry left has no subscriber, and is passed); the message is '1', as
-//                   on the release channel. A refused publish (an ACL) wakes nobody: the waiters'
-//                   rechecks find the key.
+//   requeueWaiter   moves the listener's entry to the end (it got the key, and another waiter of
+//                   the same process still listens: it waits behind the others again)
+//   wakeOne         publishes to the first live entries not woken yet in turn until one reaches a
+//                   subscriber (at most three: a process killed with its entry left has no
+//                   subscriber, and is dropped); the one reached is marked woken and keeps its
+//                   place, so that a woken waiter whose try loses the key to a newcomer (and so
+//                   renews its entry, unmarked) is woken first again, not sent to the back. A
+//                   woken entry is passed over by the next release: its process had a whole hold
+//                   to try, and one that no longer waits (its subscription lingering) costs one
+//                   lost wake-up, found at the others' rechecks. Ended entries before go. The
+//                   message is '1', as on the release channel. A refused publish (an ACL) wakes
+//                   nobody: the waiters' rechecks find the key.
 std::string waiterRegistryPrelude(const char* publish) {
   return std::string(R"lua(
 local function serverMillis()
@@ -43,7 +52,7 @@ local function registerWaiter(key, text, listener, leaseMs, nowMs)
   else
     if #text > 16384 then
       local live = {}
-      for entry, expiry in string.gmatch(text, '([^;=]*=(%d+);)') do
+      for entry, expiry in string.gmatch(text, '([^;=]*=(%d+)~?;)') do
         if tonumber(expiry) > nowMs then live[#live + 1] = entry end
       end
       text = table.concat(live)
@@ -57,8 +66,13 @@ local function dropWaiter(key, text, listener)
   local from, to = findWaiter(text, listener)
   if from and to then storeRest(key, string.sub(text, 1, from - 1) .. string.sub(text, to + 1)) end
 end
+local function requeueWaiter(key, text, listener, leaseMs, nowMs)
+  local from, to = findWaiter(text, listener)
+  if from and to then text = string.sub(text, 1, from - 1) .. string.sub(text, to + 1) end
+  registerWaiter(key, text, listener, leaseMs, nowMs)
+end
 local function wakeOne(key, text, channel, nowMs)
-  local reached, asked, at = 0, 0, 1
+  local kept, reached, asked, at = '', 0, 0, 1
   while reached == 0 and asked < 3 do
     local equals = string.find(text, '=', at, true)
     local ends = equals and string.find(text, ';', equals, true)
@@ -66,15 +80,21 @@ local function wakeOne(key, text, channel, nowMs)
       at = #text + 1
       break
     end
-    local listener, expiry = string.sub(text, at, equals - 1), tonumber(string.sub(text, equals + 1, ends - 1))
+    local from, woken = at, string.byte(text, ends - 1) == 126  -- '~'
+    local expiry = tonumber(string.sub(text, equals + 1, woken and ends - 2 or ends - 1))
     at = ends + 1
     if expiry and expiry > nowMs then
-      asked = asked + 1
-      local heard = redis.pcall(')lua") + publish + R"lua(', channel .. ':' .. listener, '1')
-      if type(heard) == 'number' then reached = heard end
+      if woken then
+        kept = kept .. string.sub(text, from, ends)
+      else
+        asked = asked + 1
+        local heard = redis.pcall(')lua") + publish + R"lua(', channel .. ':' .. string.sub(text, from, equals - 1), '1')
+        if type(heard) == 'number' then reached = heard end
+        if reached > 0 then kept = kept .. string.sub(text, from, ends - 1) .. '~;' end
+      end
     end
   end
-  storeRest(key, string.sub(text, at))
+  storeRest(key, kept .. string.sub(text, at))
   return reached
 end
 )lua";
@@ -133,8 +153,9 @@ std::string acquireSource(const char* onTaken) {
   // registry (both strings: what EXISTS counted beyond them is the key), and only a held key is
   // read itself (a key of another type then fails there, as before). A try with a listener
   // (ARGV[6]: a process listening for the key's wake-ups) registers it when the key is taken, and
-  // takes it out of the registry when it gets the key (unless ARGV[8] says another waiter of that
-  // listener still listens). A registry the script could not read (a refused MGET during a
+  // takes it out of the registry when it gets the key (or, when ARGV[8] says another waiter of
+  // that listener still listens, moves it to the end: a woken entry keeps its place until its
+  // process gets the key, and must not keep it for the process's next thread). A registry the script could not read (a refused MGET during a
   // migration) is left alone.
   return waiterRegistryPrelude("PUBLISH") + R"lua(
 local present = redis.pcall('EXISTS', KEYS[1], ARGV[4], ARGV[5])
@@ -164,7 +185,13 @@ if free then
   end
   redis.call('SET', KEYS[2], fence, 'PX', ARGV[3])
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-)lua" + onTaken + R"lua(  if waiting and ARGV[6] ~= '' and ARGV[8] ~= '1' then dropWaiter(ARGV[5], waiting, ARGV[6]) end
+)lua" + onTaken + R"lua(  if waiting and ARGV[6] ~= '' then
+    if ARGV[8] ~= '1' then
+      dropWaiter(ARGV[5], waiting, ARGV[6])
+    else
+      requeueWaiter(ARGV[5], waiting, ARGV[6], tonumber(ARGV[7]), tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000))
+    end
+  end
   return {1, fence}
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then

@@ -4,7 +4,7 @@
 //   acquire  KEYS: lock, fence   ARGV: token, ttl-ms, fence-ttl-ms, release record, waiter
 //            registry, listener ('' for none), registration-ms, '1' to keep the listener's entry
 //            → {1, "fencing token"} taken (or already ours: a retried acquire is idempotent); the
-//              listener's registry entry goes (unless kept)
+//              listener's registry entry goes (moves to the end when kept)
 //            → {0, holder's PTTL} busy (or {0, 0}: the token was cancelled, its record a tombstone);
 //              the listener is registered, or its entry renewed, for registration-ms
 //   acquireRecordingOwner  KEYS: lock, fence, owner   ARGV: as acquire's, then label
@@ -13,7 +13,8 @@
 //   release  KEYS: lock          ARGV: token, channel, release record, record-floor-ms, '1' for a
 //            cancel, waiter registry, owner
 //            → {1, subscribers reached} deleted, PUBLISHed on the channel and to the longest
-//              registered live waiter's `channel:listener` (ReleaseSource.cpp), recorded
+//              registered live waiter not woken yet, on its `channel:listener`, which keeps its
+//              place until its process gets the key (ReleaseSource.cpp), recorded
 //            → {2, 0} released earlier by this token (the record of a try whose reply was lost)
 //            → {0, 0} not ours, and no record that it was (a cancel leaves a tombstone record)
 //            The owner record, always the last ARGV, is dropped with the key (kDropOwnerRecord).
