@@ -95,7 +95,12 @@ bool Condition::wait(Deadline deadline, const CancelToken& cancel) {
       lease->transition(detail::LeasePhase::Releasing, joined.sent ? detail::LeasePhase::InDoubt : detail::LeasePhase::Held);
       throw;
     }
-    if (core_->closed()) throw InterruptedError(what + ": the lock was closed; the key is not held");
+    if (core_->closed()) {
+      // As a hold released at close: unlock reports LockLostError, isHeld says false.
+      lease->setDeadline(Clock::time_point{});
+      RequestIdHolder::insert(core_->id(), key_, lease).count = count;
+      throw InterruptedError(what + ": the lock was closed; the key is not held");
+    }
     takeAgain(*core_, key_, *lease, count, false);  // the JDK re-acquires before throwing too
     throw InterruptedError(what + ": cancelled; the condition was left and the key is held again");
   } catch (const LockLostError&) {
