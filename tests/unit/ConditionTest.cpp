@@ -48,6 +48,27 @@ struct ConditionFixture : dlock::test::VirtualFixture {
   }
 };
 
+// A thread that takes "q" on `lock`, awaits `condition` at most `budget` and releases: acquired
+// says it was signalled. A failed check leaves it to the lock's close().
+std::unique_ptr<Waiter> awaiting(const std::shared_ptr<dlock::ILock>& lock, dlock::Condition& condition,
+                                 std::chrono::milliseconds budget = 60s) {
+  auto waiter = std::make_unique<Waiter>([lock, &condition, budget] {
+    lock->lock("q");
+    const bool signalled = condition.awaitFor(budget);
+    lock->unlock("q");
+    return signalled;
+  });
+  waiter->unblock = [lock] { lock->close(); };
+  return waiter;
+}
+
+// Signals `condition` holding "q" on `lock`, then releases it.
+void signalHolding(dlock::ILock& lock, dlock::Condition& condition) {
+  REQUIRE(lock.tryLock("q"));
+  condition.signal();
+  lock.unlock("q");
+}
+
 }  // namespace
 
 TEST_SUITE("Condition") {
@@ -126,13 +147,7 @@ TEST_SUITE("Condition") {
     auto lateClock = std::make_shared<dlock::VirtualClock>();  // the late holder's own view of time
     auto late = dlock::LockBuilder().backend(f.backend).clock(lateClock).leaseTime(10s).build();
     dlock::Condition notEmpty = lock->newCondition("q", kName);
-    Waiter waiter([&] {
-      lock->lock("q");
-      const bool signalled = notEmpty.awaitFor(60s);
-      lock->unlock("q");
-      return signalled;
-    });
-    waiter.unblock = [&] { lock->close(); };
+    const std::unique_ptr<Waiter> waiter = awaiting(lock, notEmpty);
     REQUIRE(f.waiters("q", 1));
     REQUIRE(late->tryLock("q"));
     f.clock->advance(11s);  // the backend ends its lease; its own clock still says it holds
@@ -140,11 +155,9 @@ TEST_SUITE("Condition") {
     CHECK_THROWS_AS(late->newCondition("q", kName).signal(), dlock::NotOwnerError);
     CHECK(f.backend->inspectCondition("q", kName).waiters.size() == 1);
     CHECK_THROWS_AS(late->unlock("q"), dlock::LockLostError);
-    REQUIRE(lock->tryLock("q"));
-    notEmpty.signal();
-    lock->unlock("q");
-    REQUIRE(waiter.returned.wait());
-    CHECK(waiter.acquired);
+    signalHolding(*lock, notEmpty);
+    REQUIRE(waiter->returned.wait());
+    CHECK(waiter->acquired);
   }
 
   TEST_CASE("await after the lease was lost is LockLostError and joins nothing") {
@@ -185,20 +198,12 @@ TEST_SUITE("Condition") {
     const dlock::AcquireResult held = f.backend->lock("q", dead, 10s);
     REQUIRE(held.acquired);
     REQUIRE(f.backend->await("q", kName, dead, dlock::ConditionLock::Exclusive, held.fencingToken, 10s, 1s).awaiting);
-    Waiter waiter([&] {
-      lock->lock("q");
-      const bool signalled = notEmpty.awaitFor(60s);
-      lock->unlock("q");
-      return signalled;
-    });
-    waiter.unblock = [&] { lock->close(); };
+    const std::unique_ptr<Waiter> waiter = awaiting(lock, notEmpty);
     REQUIRE(f.waiters("q", 2));
     f.clock->advance(2s);  // the dead waiter's place ends; the live one's (60 s) goes on
-    REQUIRE(lock->tryLock("q"));
-    notEmpty.signal();
-    lock->unlock("q");
-    REQUIRE(waiter.returned.wait());
-    CHECK(waiter.acquired);
+    signalHolding(*lock, notEmpty);
+    REQUIRE(waiter->returned.wait());
+    CHECK(waiter->acquired);
   }
 
   TEST_CASE("signalAll wakes every waiter, each returns holding the key in turn (on the fair lock in order)") {
