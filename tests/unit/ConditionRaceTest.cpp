@@ -12,9 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "ConditionDoubles.h"
 #include "ConditionRace.h"
-#include "Fixtures.h"
-#include "dlock/IConditionOperator.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/WaitStrategies.h"
 #include "dlock/memory/MemoryOperator.h"
@@ -25,11 +24,9 @@ namespace {
 
 // A memory backend whose await releases the key, lets the next signal go by, and only then takes
 // the key back and joins: a lost signal each time.
-class TwoStepAwait final : public dlock::test::ForwardingOperator, public dlock::IConditionOperator {
+class TwoStepAwait final : public dlock::test::ForwardingConditions {
  public:
-  using ForwardingOperator::ForwardingOperator;
-
-  std::unique_ptr<dlock::IReleaseWatch> watch(std::string_view key) override { return inner_->watch(key); }
+  using ForwardingConditions::ForwardingConditions;
 
  private:
   dlock::AwaitResult doAwait(std::string_view key, std::string_view name, std::string_view token,
@@ -51,28 +48,13 @@ class TwoStepAwait final : public dlock::test::ForwardingOperator, public dlock:
   }
   dlock::SignalResult doSignal(std::string_view key, std::string_view name, std::string_view token,
                                dlock::ConditionLock lock, bool all) override {
-    const dlock::SignalResult result =
-        all ? inner_->signalAll(key, name, token, lock) : inner_->signal(key, name, token, lock);
+    const dlock::SignalResult result = ForwardingConditions::doSignal(key, name, token, lock, all);
     {
       std::lock_guard<std::mutex> guard(mutex_);
       ++signals_;
     }
     signalled_.notify_all();
     return result;
-  }
-  std::vector<dlock::ExtendResult> doRenewAwaitAll(const std::vector<dlock::ConditionWaiter>& waiters,
-                                                   std::chrono::milliseconds waiterLease) override {
-    return inner_->renewAwaitAll(waiters, waiterLease);
-  }
-  bool doLeaveCondition(std::string_view key, std::string_view name, std::string_view token,
-                        std::chrono::milliseconds ttl) override {
-    return inner_->leaveCondition(key, name, token, ttl);
-  }
-  std::unique_ptr<dlock::IGrantWatch> doWatchSignals(std::string_view key, std::string_view token) override {
-    return inner_->watchSignals(key, token);
-  }
-  dlock::ConditionInfo doInspectCondition(std::string_view key, std::string_view name) override {
-    return inner_->inspectCondition(key, name);
   }
 
   std::mutex mutex_;

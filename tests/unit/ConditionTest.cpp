@@ -14,13 +14,16 @@
 #include <thread>
 #include <vector>
 
+#include "ConditionDoubles.h"
 #include "Fixtures.h"
 #include "Waiter.h"
 #include "dlock/Cancel.h"
+#include "dlock/IConditionOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/core/Condition.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/ReadWriteLock.h"
+#include "dlock/detail/Wakeup.h"
 #include "dlock/redlock/RedlockOperator.h"
 
 using namespace std::chrono_literals;
@@ -45,6 +48,26 @@ struct ConditionFixture : dlock::test::VirtualFixture {
       std::this_thread::sleep_for(1ms);
     }
     return true;
+  }
+};
+
+// Conditions whose signal messages never arrive: only the waiter's recheck (its renewal) finds a
+// signal.
+class DeafWaiters final : public dlock::test::ForwardingConditions {
+ public:
+  using ForwardingConditions::ForwardingConditions;
+
+ private:
+  // Hears nothing: each wait sleeps its timeout out (or until a cancel wakes it).
+  class Deaf final : public dlock::IGrantWatch {
+   public:
+    dlock::Grant waitForGrant(std::chrono::milliseconds timeout) override {
+      (void)dlock::detail::Wakeup::sleepFor(timeout);
+      return {};
+    }
+  };
+  std::unique_ptr<dlock::IGrantWatch> doWatchSignals(std::string_view /*key*/, std::string_view /*token*/) override {
+    return std::make_unique<Deaf>();
   }
 };
 
@@ -176,6 +199,23 @@ TEST_SUITE("Condition") {
     lockClock->advance(11s);
     CHECK_THROWS_AS(notEmpty.await(), dlock::LockLostError);
     CHECK(f.backend->inspectCondition("q", kName).waiters.empty());
+  }
+
+  TEST_CASE("a signal whose message is lost is found by the waiter's recheck") {
+    ConditionFixture f;
+    // A waiter rechecks every third of its 300 ms place; its budget is a minute.
+    auto lock = dlock::LockBuilder()
+                    .backend(std::make_shared<DeafWaiters>(f.backend))
+                    .clock(f.clock)
+                    .leaseTime(60s)
+                    .waiterLease(300ms)
+                    .build();
+    dlock::Condition notEmpty = lock->newCondition("q", kName);
+    const std::unique_ptr<Waiter> waiter = awaiting(lock, notEmpty);
+    REQUIRE(f.waiters("q", 1));
+    signalHolding(*lock, notEmpty);
+    REQUIRE(waiter->returned.wait());
+    CHECK(waiter->acquired);  // signalled, not timed out
   }
 
   TEST_CASE("a signal with nobody waiting is not remembered") {
