@@ -218,6 +218,35 @@ TEST_SUITE("Condition") {
     CHECK(waiter->acquired);  // signalled, not timed out
   }
 
+  TEST_CASE("a cancel that comes after the signal returns holding the key: the signal is not lost") {
+    ConditionFixture f;
+    // The signal's message never arrives and the recheck is 20 s away: the cancel comes first.
+    auto lock = dlock::LockBuilder()
+                    .backend(std::make_shared<DeafWaiters>(f.backend))
+                    .clock(f.clock)
+                    .leaseTime(60s)
+                    .waiterLease(60s)
+                    .build();
+    dlock::Condition notEmpty = lock->newCondition("q", kName);
+    dlock::CancelSource stop;
+    std::atomic<bool> heldAfter{false};
+    Waiter waiter([&] {
+      lock->lock("q");
+      notEmpty.await(stop.token());
+      heldAfter = lock->isHeld("q");
+      lock->unlock("q");
+      return true;
+    });
+    waiter.unblock = [&] { lock->close(); };
+    REQUIRE(f.waiters("q", 1));
+    signalHolding(*lock, notEmpty);
+    stop.requestCancel();
+    REQUIRE(waiter.returned.wait());
+    CHECK_FALSE(waiter.interrupted);
+    CHECK(waiter.acquired);
+    CHECK(heldAfter);
+  }
+
   TEST_CASE("a signal with nobody waiting is not remembered") {
     ConditionFixture f;
     auto lock = f.lock();
