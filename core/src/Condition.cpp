@@ -118,7 +118,8 @@ bool Condition::wait(Deadline deadline, const CancelToken& cancel) {
     throw;
   }
   takeAgain(*core_, key_, *lease, count, signalled.has_value());
-  return signalled.has_value();
+  // Timed out, but signalled before it left: the signal was this waiter's, not lost.
+  return signalled.has_value() || joined.signalledBeforeLeave->load();
 }
 
 void Condition::signal(bool all) {

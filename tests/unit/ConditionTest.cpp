@@ -55,9 +55,20 @@ struct ConditionFixture : dlock::test::VirtualFixture {
 // signal.
 class DeafWaiters final : public dlock::test::ForwardingConditions {
  public:
-  using ForwardingConditions::ForwardingConditions;
+  // `blind`: the recheck says "still waiting" too, as if every signal came after it.
+  DeafWaiters(std::shared_ptr<dlock::MemoryOperator> inner, bool blind = false)
+      : ForwardingConditions(std::move(inner)), blind_(blind) {}
 
  private:
+  std::vector<dlock::ExtendResult> doRenewAwaitAll(const std::vector<dlock::ConditionWaiter>& waiters,
+                                                   std::chrono::milliseconds waiterLease) override {
+    std::vector<dlock::ExtendResult> renewed = ForwardingConditions::doRenewAwaitAll(waiters, waiterLease);
+    if (blind_) {
+      for (auto& one : renewed) one.extended = true;
+    }
+    return renewed;
+  }
+
   // Hears nothing: each wait sleeps its timeout out (or until a cancel wakes it).
   class Deaf final : public dlock::IGrantWatch {
    public:
@@ -69,6 +80,8 @@ class DeafWaiters final : public dlock::test::ForwardingConditions {
   std::unique_ptr<dlock::IGrantWatch> doWatchSignals(std::string_view /*key*/, std::string_view /*token*/) override {
     return std::make_unique<Deaf>();
   }
+
+  const bool blind_;
 };
 
 // A thread that takes "q" on `lock`, awaits `condition` at most `budget` and releases: acquired
@@ -245,6 +258,22 @@ TEST_SUITE("Condition") {
     CHECK_FALSE(waiter.interrupted);
     CHECK(waiter.acquired);
     CHECK(heldAfter);
+  }
+
+  TEST_CASE("awaitFor signalled after its last recheck, before it left at its timeout, returns true") {
+    ConditionFixture f;
+    auto lock = dlock::LockBuilder()
+                    .backend(std::make_shared<DeafWaiters>(f.backend, true))
+                    .clock(f.clock)
+                    .leaseTime(60s)
+                    .waiterLease(60s)
+                    .build();
+    dlock::Condition notEmpty = lock->newCondition("q", kName);
+    const std::unique_ptr<Waiter> waiter = awaiting(lock, notEmpty, 2s);  // the signal comes within it
+    REQUIRE(f.waiters("q", 1));
+    signalHolding(*lock, notEmpty);
+    REQUIRE(waiter->returned.wait());
+    CHECK(waiter->acquired);  // the signal was its own, not lost to a timeout
   }
 
   TEST_CASE("a signal with nobody waiting is not remembered") {
