@@ -1,41 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 // Condition.h — a condition of one key of an ILock (java.util.concurrent.locks.Condition), made by
-// ILock::newCondition(key, name). Any process whose lock uses the same backend, key and name shares
-// it; the waiters wait in the backend (IConditionOperator.h), longest first.
+// ILock::newCondition(key, name) and shared by every process using the same backend, key and name.
 //
-//   call              needs the key held   while waiting                       returns
-//   await(...)        by this thread       the key is free (every reentrant    holding the key again with
-//                                          count given up in one step)          the same count
-//   awaitFor/Until    by this thread       as await                            true: signalled; false: the
-//                                                                              time ran out (key held too)
-//   signal()          by this thread       —                                   moves the longest live waiter
-//   signalAll()       by this thread       —                                   moves every live waiter
+//   call                 needs          while waiting                  returns
+//   await([cancel])      the key held   the key free: every reentrant  holding the key, same count
+//                        by this thread count given up in one step
+//   awaitFor/Until       as await       as await                       true: signalled; false: timed
+//                                                                      out (the key held either way)
+//   signal/signalAll     as await       —                              moves the longest / every live
+//                                                                      waiter (none: not remembered)
 //
-// Not held by this thread: NotOwnerError, nothing sent. Held but its lease lost (the backend says
-// the key is not this token's): LockLostError, nothing joined (the hold stays, lost, so unlock
-// reports it too). A signal with nobody waiting is not remembered; a signal skips waiters whose
-// waiter lease ended (their process died).
-//
-// Spurious returns: await may return without a signal (as the JDK allows), e.g. when the waiter's
-// place ended while the backend could not be reached; test the predicate in a loop.
-// Re-acquiring: after the wait ends (a signal, the time out, a cancel) the key is taken again
-// through the lock's wait, with no deadline: awaitFor may return later than its budget, as the
-// JDK's awaitNanos does. On the fair lock a signalled waiter is handed the key in its queue order.
-// Cancel (its CancelToken): InterruptedError after leaving the condition and re-acquiring the key,
-// so the caller's guard still releases it (the JDK re-acquires before throwing too); a token
-// cancelled before the call throws at once, sending nothing, still holding the key. A waiter
-// signalled before its cancel took effect returns normally instead (the JDK's await does the same
-// when interrupted after its signal): the signal is never lost to the other waiters, and the
-// still-cancelled token ends the caller's next wait.
-// close() of the lock during a wait: InterruptedError without re-acquiring (the JDK has no closed
-// lock; its analogue, a lock nobody may take any more, would block for ever): the key is not held,
-// and the caller's unlock reports LockLostError, as for every hold released at close.
-// Errors while waiting: ConnectionError once the lock's outage tolerance is spent; the key is then
-// not held (the hold was given up) unless the give-up itself was never answered (then unlock asks).
-//
-// A Condition is a small value (the lock's core, the key and the name): copy it freely; copies are
-// the same condition. It keeps the lock's core alive, not the lock: after the lock is destroyed
-// (closed) every await throws InterruptedError. A forked child's copies act for the child only.
+// Not held by this thread: NotOwnerError, nothing sent; held but the backend says its lease ended:
+// LockLostError (await joins nothing; unlock reports the loss too), NotOwnerError (signal). The key
+// is re-taken through the lock's own wait with no deadline, so awaitFor may return after its budget
+// (as the JDK's awaitNanos); on the fair lock a signalled waiter is handed the key in queue order.
+// Spurious returns happen (e.g. a waiter's place that ended unrenewed): test the predicate in a loop.
+// Cancel: InterruptedError after leaving the condition and re-taking the key (as the JDK); a token
+// cancelled before the call throws at once, still holding; a waiter signalled before its cancel
+// returns normally (as the JDK), so no signal is lost. close() during a wait: InterruptedError
+// without re-taking the key (the JDK has no closed lock); unlock then reports LockLostError. After
+// the outage tolerance: ConnectionError, the key given up (unless the await's answer never came).
+// A small value: copies are the same condition; it keeps the lock's core (not the lock) alive, and
+// once the lock is closed every await throws InterruptedError. A forked child's copies act for it.
 // Owner: a value. Thread safety: thread-safe (each call acts for the calling thread).
 #pragma once
 
