@@ -84,6 +84,18 @@ class DeafWaiters final : public dlock::test::ForwardingConditions {
   const bool blind_;
 };
 
+// A lock (fixed lease) over DeafWaiters on `f`'s backend, whose waiters recheck every third of
+// `waiterLease`.
+std::shared_ptr<dlock::ILock> deafLock(const ConditionFixture& f, std::chrono::milliseconds waiterLease,
+                                       bool blind = false) {
+  return dlock::LockBuilder()
+      .backend(std::make_shared<DeafWaiters>(f.backend, blind))
+      .clock(f.clock)
+      .leaseTime(60s)
+      .waiterLease(waiterLease)
+      .build();
+}
+
 // A thread that takes "q" on `lock`, awaits `condition` at most `budget` and releases: acquired
 // says it was signalled. A failed check leaves it to the lock's close().
 std::unique_ptr<Waiter> awaiting(const std::shared_ptr<dlock::ILock>& lock, dlock::Condition& condition,
@@ -217,12 +229,7 @@ TEST_SUITE("Condition") {
   TEST_CASE("a signal whose message is lost is found by the waiter's recheck") {
     ConditionFixture f;
     // A waiter rechecks every third of its 300 ms place; its budget is a minute.
-    auto lock = dlock::LockBuilder()
-                    .backend(std::make_shared<DeafWaiters>(f.backend))
-                    .clock(f.clock)
-                    .leaseTime(60s)
-                    .waiterLease(300ms)
-                    .build();
+    auto lock = deafLock(f, 300ms);
     dlock::Condition notEmpty = lock->newCondition("q", kName);
     const std::unique_ptr<Waiter> waiter = awaiting(lock, notEmpty);
     REQUIRE(f.waiters("q", 1));
@@ -234,12 +241,7 @@ TEST_SUITE("Condition") {
   TEST_CASE("a cancel that comes after the signal returns holding the key: the signal is not lost") {
     ConditionFixture f;
     // The signal's message never arrives and the recheck is 20 s away: the cancel comes first.
-    auto lock = dlock::LockBuilder()
-                    .backend(std::make_shared<DeafWaiters>(f.backend))
-                    .clock(f.clock)
-                    .leaseTime(60s)
-                    .waiterLease(60s)
-                    .build();
+    auto lock = deafLock(f, 60s);
     dlock::Condition notEmpty = lock->newCondition("q", kName);
     dlock::CancelSource stop;
     std::atomic<bool> heldAfter{false};
@@ -262,12 +264,7 @@ TEST_SUITE("Condition") {
 
   TEST_CASE("awaitFor signalled after its last recheck, before it left at its timeout, returns true") {
     ConditionFixture f;
-    auto lock = dlock::LockBuilder()
-                    .backend(std::make_shared<DeafWaiters>(f.backend, true))
-                    .clock(f.clock)
-                    .leaseTime(60s)
-                    .waiterLease(60s)
-                    .build();
+    auto lock = deafLock(f, 60s, true);
     dlock::Condition notEmpty = lock->newCondition("q", kName);
     const std::unique_ptr<Waiter> waiter = awaiting(lock, notEmpty, 2s);  // the signal comes within it
     REQUIRE(f.waiters("q", 1));
