@@ -6,6 +6,8 @@
 #include "HeldLease.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
+#include "dlock/IConditionOperator.h"
+#include "dlock/core/Condition.h"
 #include "dlock/core/RequestIdHolder.h"
 #include "dlock/detail/Log.h"
 
@@ -111,6 +113,18 @@ Lease DistributedLock::doAcquireLease(std::string_view key, Deadline deadline,
   std::shared_ptr<LeaseState> lease = core_->acquire(key, deadline, leaseTime, cancel);
   if (!lease) return Lease();
   return Lease(std::make_unique<HeldLease>(core_, std::move(lease)));
+}
+
+Condition DistributedLock::doNewCondition(std::string_view key, std::string_view name) {
+  if (!core_->capabilities().condition) {
+    throw ConfigError("dlock: newCondition " + quoteKey(key) + ": " + core_->capabilities().conditionUnsupported);
+  }
+  if (name.empty() || name.size() > kMaxConditionNameBytes) {
+    throw InvalidArgumentError("dlock: newCondition " + quoteKey(key) + ": the condition name " + quoteText(name, 40) +
+                               " has " + std::to_string(name.size()) + " bytes, not 1 to " +
+                               std::to_string(kMaxConditionNameBytes));
+  }
+  return Condition(core_, std::string(key), std::string(name));
 }
 
 void DistributedLock::doOnLockLost(LostHandler handler) { core_->setLostHandler(std::move(handler)); }

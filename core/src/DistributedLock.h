@@ -31,6 +31,7 @@ class DistributedLock final : public ILock {
   [[nodiscard]] std::chrono::milliseconds doRemainingLease(std::string_view key) const override;
   void doClose() noexcept override { core_->close(); }
   void doOnLockLost(LostHandler handler) override;
+  [[nodiscard]] Condition doNewCondition(std::string_view key, std::string_view name) override;
   [[nodiscard]] LockStats doStats() const override;
   [[nodiscard]] const std::string& doDefaultKey() const noexcept override;
 

@@ -11,11 +11,11 @@ namespace dlock::detail {
 
 using std::chrono::milliseconds;
 
-FairAttempt::FairAttempt(const AttemptTools& tools, FairBackend& fair, milliseconds waiterLease)
+FairAttempt::FairAttempt(const AttemptTools& tools, FairBackend& fair, milliseconds waiterLease, std::string token)
     : tools_(tools),
       fair_(fair),
       waiterLease_(waiterLease),
-      token_(generateToken()),
+      token_(token.empty() ? generateToken() : std::move(token)),
       // A key waited for lately: listen before the first try, so a queued try needs no second.
       listenFirst_(waiterLease_.count() > 0 && fair_.contended().lately(tools_.key)) {}
 

@@ -30,7 +30,9 @@ namespace dlock::detail {
 class FairAttempt final : public Attempt {
  public:
   // `waiterLease`: how long a place lasts unrenewed; zero for a single try (never queued).
-  FairAttempt(const AttemptTools& tools, FairBackend& fair, std::chrono::milliseconds waiterLease);
+  // `token`: a place this token holds already (a signalled Condition waiter's); empty: a new one.
+  FairAttempt(const AttemptTools& tools, FairBackend& fair, std::chrono::milliseconds waiterLease,
+              std::string token = {});
 
   [[nodiscard]] std::chrono::milliseconds placeRenewal() const noexcept override { return waiterLease_ / 3; }
 

@@ -7,6 +7,7 @@
 #include "LockCapabilities.h"
 #include "LockCore.h"
 #include "ReadWriteCore.h"
+#include "dlock/IConditionOperator.h"
 #include "dlock/IOwnerRecorder.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
@@ -15,6 +16,21 @@
 
 namespace dlock {
 namespace {
+
+// The conditions newCondition uses; a backend without them is refused there, not here.
+void chooseCondition(const std::shared_ptr<IOperator>& backend, const LockOptions& options,
+                     detail::LockCapabilities& capabilities) {
+  capabilities.conditionLock = options.fair ? ConditionLock::Fair : ConditionLock::Exclusive;
+  auto* condition = dynamic_cast<IConditionOperator*>(backend.get());
+  if (condition == nullptr) {
+    capabilities.conditionUnsupported = backend->describe() +
+                                        " keeps no conditions (Redlock spreads a key over independent servers, whose "
+                                        "waiter lists would disagree); use a single, Sentinel, Cluster or memory backend";
+    return;
+  }
+  capabilities.conditionUnsupported = condition->conditionUnsupported();
+  if (capabilities.conditionUnsupported.empty()) capabilities.condition = std::shared_ptr<IConditionOperator>(backend, condition);
+}
 
 // What the lock uses of `backend` beyond IOperator, found here once: ConfigError, saying why, for
 // what the options ask and the backend lacks.
@@ -28,6 +44,7 @@ detail::LockCapabilities chooseCapabilities(const std::shared_ptr<IOperator>& ba
     capabilities.ownerRecorder = std::shared_ptr<IOwnerRecorder>(backend, recorder);
   }
   if (options.fair) capabilities.fair = detail::FairBackend::wrap(backend, options);
+  chooseCondition(backend, options, capabilities);
   return capabilities;
 }
 

@@ -6,8 +6,10 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "FairBackend.h"
+#include "dlock/IConditionOperator.h"
 #include "dlock/IOwnerRecorder.h"
 
 namespace dlock::detail {
@@ -15,6 +17,10 @@ namespace dlock::detail {
 struct LockCapabilities {
   std::shared_ptr<FairBackend> fair;              // the fair queue (then also the lock's backend); null: not fair
   std::shared_ptr<IOwnerRecorder> ownerRecorder;  // when an owner label is recorded; else null
+  // The conditions of the lock's keys (Condition.h); null with the reason when the backend keeps none.
+  std::shared_ptr<IConditionOperator> condition;
+  ConditionLock conditionLock = ConditionLock::Exclusive;  // Fair for the fair lock
+  std::string conditionUnsupported;
 };
 
 }  // namespace dlock::detail

@@ -17,6 +17,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
+const CancelToken kNever{};
+
 std::uint64_t nextLockId() {
   static std::atomic<std::uint64_t> counter{0};
   return counter.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -47,6 +49,17 @@ LockCore::~LockCore() {
 
 std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline deadline,
                                               std::optional<milliseconds> leaseTime, const CancelToken& cancel) {
+  return acquireAs(key, deadline, leaseTime, cancel, {});
+}
+
+std::shared_ptr<LeaseState> LockCore::reacquire(std::string_view key, std::optional<milliseconds> leaseTime,
+                                                std::string token) {
+  return acquireAs(key, Deadline::max(), leaseTime, kNever, std::move(token));
+}
+
+std::shared_ptr<LeaseState> LockCore::acquireAs(std::string_view key, Deadline deadline,
+                                                std::optional<milliseconds> leaseTime, const CancelToken& cancel,
+                                                std::string token) {
   if (closed()) throwClosed("lock " + quoteKey(key));
   if (!leaseTime) leaseTime = options_.leaseTime;
   const bool renewed = !leaseTime.has_value();
@@ -57,7 +70,8 @@ std::shared_ptr<LeaseState> LockCore::acquire(std::string_view key, Deadline dea
   WaitLoop loop(key, *backend_, *counters_);
   const AttemptTools tools{backend_, *clock_, cleanup_, key, ttl};
   if (capabilities_.fair) {
-    FairAttempt attempt(tools, *capabilities_.fair, policy.once() ? milliseconds(0) : options_.waiterLease);
+    FairAttempt attempt(tools, *capabilities_.fair, policy.once() ? milliseconds(0) : options_.waiterLease,
+                        std::move(token));
     const std::optional<Held> held = loop.run(attempt, policy);
     return held ? holding(key, attempt, *held, ttl, renewed) : nullptr;
   }
@@ -79,6 +93,14 @@ std::shared_ptr<LeaseState> LockCore::acquireBy(std::string_view key, Deadline d
   const std::unique_ptr<Attempt> attempt = make(AttemptTools{backend_, *clock_, cleanup_, key, ttl}, policy);
   const std::optional<Held> held = loop.run(*attempt, policy);
   return held ? holding(key, *attempt, *held, ttl, renewed, kind) : nullptr;
+}
+
+std::optional<Held> LockCore::waitBy(std::string_view key, Deadline deadline, milliseconds ttl,
+                                     const CancelToken& cancel, const MakeAttempt& make) {
+  WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
+  WaitLoop loop(key, *backend_, *counters_);
+  const std::unique_ptr<Attempt> attempt = make(AttemptTools{backend_, *clock_, cleanup_, key, ttl}, policy);
+  return loop.run(*attempt, policy);
 }
 
 std::shared_ptr<LeaseState> LockCore::holding(std::string_view key, Attempt& attempt, const Held& held,

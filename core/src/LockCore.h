@@ -53,6 +53,12 @@ class LockCore {
   std::shared_ptr<LeaseState> acquire(std::string_view key, Deadline deadline,
                                       std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel);
 
+  // The key taken again after a Condition's wait (Condition.cpp): the lock's own attempt with no
+  // deadline, ended only by close() (InterruptedError). `token`: the signalled fair waiter's, whose
+  // place in the queue it is; empty for a new one. `leaseTime` as the hold given up.
+  std::shared_ptr<LeaseState> reacquire(std::string_view key, std::optional<std::chrono::milliseconds> leaseTime,
+                                        std::string token);
+
   // A thread hold, for close() to release: InterruptedError (released first) when the lock was
   // closed as it was acquired. forget() when the hold ends.
   void keep(const std::shared_ptr<LeaseState>& lease) { holds_.keep(lease); }
@@ -76,6 +82,11 @@ class LockCore {
                                         std::optional<std::chrono::milliseconds> leaseTime, LeaseKind kind,
                                         const CancelToken& cancel, const MakeAttempt& make);
 
+  // Runs the attempt `make` builds in the lock's wait loop, as acquireBy, without taking a lease
+  // of what it returns (a Condition's wait for its signal): Held once it is over.
+  std::optional<Held> waitBy(std::string_view key, Deadline deadline, std::chrono::milliseconds ttl,
+                             const CancelToken& cancel, const MakeAttempt& make);
+
   // Releases a lease. Released when the server released it now while the lease was valid, or
   // shows that an earlier try of this release ran (its reply lost); otherwise LockLostError (the
   // lease is finished either way). A backend error leaves the lease held so the caller can retry,
@@ -92,11 +103,16 @@ class LockCore {
   void setLostHandler(ILock::LostHandler handler);
   [[nodiscard]] LockStats stats() const { return counters_->snapshot(); }
   [[nodiscard]] const LockOptions& options() const noexcept { return options_; }
+  [[nodiscard]] const LockCapabilities& capabilities() const noexcept { return capabilities_; }
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   [[nodiscard]] std::string describe() const { return backend_->describe(); }
   LockCounters& counters() noexcept { return *counters_; }
 
  private:
+  // acquire() with the fair waiter's `token` (empty: a new one).
+  std::shared_ptr<LeaseState> acquireAs(std::string_view key, Deadline deadline,
+                                        std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel,
+                                        std::string token);
   // The lease of what `attempt` holds: watched by the watchdog when `renewed`.
   std::shared_ptr<LeaseState> holding(std::string_view key, Attempt& attempt, const Held& held,
                                       std::chrono::milliseconds ttl, bool renewed,

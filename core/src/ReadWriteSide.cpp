@@ -6,6 +6,7 @@
 #include "HeldLease.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
+#include "dlock/core/Condition.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock::detail {
@@ -160,6 +161,11 @@ void ReadWriteSide::doExtend(std::string_view key, std::chrono::milliseconds ttl
 std::chrono::milliseconds ReadWriteSide::doRemainingLease(std::string_view key) const {
   const RequestIdHolder::Hold* hold = own(key);
   return hold == nullptr ? std::chrono::milliseconds(0) : core_->remaining(*hold->lease);
+}
+
+Condition ReadWriteSide::doNewCondition(std::string_view key, std::string_view /*name*/) {
+  throw ConfigError(std::string("dlock: newCondition ") + quoteKey(key) + ": the " + name_ +
+                    " side of a read-write lock keeps no conditions; use a lock from LockBuilder::build()");
 }
 
 void ReadWriteSide::doOnLockLost(LostHandler handler) { core_->setLostHandler(std::move(handler)); }

@@ -52,6 +52,8 @@ class ReadWriteSide final : public ILock {
   [[nodiscard]] std::chrono::milliseconds doRemainingLease(std::string_view key) const override;
   void doClose() noexcept override { core_->close(); }
   void doOnLockLost(LostHandler handler) override;
+  // ConfigError: a read-write lock keeps no conditions (the JDK's read lock has none either).
+  [[nodiscard]] Condition doNewCondition(std::string_view key, std::string_view name) override;
   [[nodiscard]] LockStats doStats() const override;
   [[nodiscard]] const std::string& doDefaultKey() const noexcept override;
 

@@ -20,6 +20,7 @@
 #include "dlock/Validation.h"
 
 // The lock over any backend.
+#include "dlock/core/Condition.h"
 #include "dlock/core/DefaultLock.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/Metrics.h"

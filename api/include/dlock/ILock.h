@@ -47,6 +47,8 @@
 
 namespace dlock {
 
+class Condition;  // dlock/core/Condition.h
+
 class ILock {
  public:
   using Deadline = std::chrono::steady_clock::time_point;
@@ -163,6 +165,12 @@ class ILock {
                           options.cancel);
   }
 
+  // A condition of `key` named `name` (see dlock/core/Condition.h, which defines this call):
+  // await releases the key and waits for a signal. ConfigError when the backend keeps no
+  // conditions (Redlock) or the lock is a read-write lock's side; InvalidArgumentError for an
+  // empty or oversized name. Sends nothing.
+  [[nodiscard]] inline Condition newCondition(std::string_view key, std::string_view name);
+
   // Registers a handler for leases the watchdog finds lost (replaces the previous one).
   void onLockLost(LostHandler handler) { doOnLockLost(std::move(handler)); }
 
@@ -202,6 +210,7 @@ class ILock {
   [[nodiscard]] virtual std::chrono::milliseconds doRemainingLease(std::string_view key) const = 0;
   virtual void doClose() noexcept = 0;
   virtual void doOnLockLost(LostHandler handler) = 0;
+  [[nodiscard]] virtual Condition doNewCondition(std::string_view key, std::string_view name) = 0;
   [[nodiscard]] virtual LockStats doStats() const = 0;
   [[nodiscard]] virtual const std::string& doDefaultKey() const noexcept = 0;
 };
