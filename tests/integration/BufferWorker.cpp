@@ -5,7 +5,8 @@
 //   producer URI KEY LIST NAME COUNT fair|default WAITER_LEASE_MS
 //       puts NAME:0 .. NAME:COUNT-1, each inside the hold after waiting on not-full while the list
 //       is full; the length RPUSH answers above kCapacity is a violation. Prints "ready" once
-//       connected and starts at a line on stdin; prints "done VIOLATIONS" at the end.
+//       connected and starts at a line on stdin; prints "done VIOLATIONS WAITS" at the end (WAITS:
+//       awaits on not-full).
 //   consumer URI KEY LIST OUT fair|default WAITER_LEASE_MS
 //       takes one item per hold, waiting on not-empty while the list is empty, and appends
 //       "ITEM CLOCK_MONOTONIC-ns" to OUT with one write(2) each (a kill -9 loses no recorded line);
@@ -58,14 +59,18 @@ int produce(Buffer& buffer, const std::string& name, int count) {
   char go[16];
   if (std::fgets(go, sizeof go, stdin) == nullptr) return 1;
   long long violations = 0;
+  long long waits = 0;
   for (int i = 0; i < count; ++i) {
     buffer.lock->lock(buffer.key);
-    while (buffer.data.ok({"LLEN", buffer.list}).integer >= kCapacity) buffer.notFull.await();
+    while (buffer.data.ok({"LLEN", buffer.list}).integer >= kCapacity) {
+      ++waits;
+      buffer.notFull.await();
+    }
     if (buffer.data.ok({"RPUSH", buffer.list, name + ":" + std::to_string(i)}).integer > kCapacity) ++violations;
     buffer.notEmpty.signal();
     buffer.lock->unlock(buffer.key);
   }
-  std::printf("done %lld\n", violations);
+  std::printf("done %lld %lld\n", violations, waits);
   return 0;
 }
 
