@@ -102,6 +102,9 @@ bool Condition::wait(Deadline deadline, const CancelToken& cancel) {
       throw InterruptedError(what + ": the lock was closed; the key is not held");
     }
     takeAgain(*core_, key_, *lease, count, false);  // the JDK re-acquires before throwing too
+    // Signalled before the cancel: a return, as the JDK's await returns when interrupted after its
+    // signal, so the signal is not lost to the other waiters; the cancelled token ends the next wait.
+    if (joined.signalledBeforeLeave->load()) return true;
     throw InterruptedError(what + ": cancelled; the condition was left and the key is held again");
   } catch (const LockLostError&) {
     if (!joined.joined && lease->transition(detail::LeasePhase::Releasing, detail::LeasePhase::Lost)) {

@@ -54,9 +54,10 @@ void ConditionAttempt::leave(const WaitState& state) noexcept {
   tools_.cleanup->runWithin(CallBudget::current(), [keepAlive, conditions = &parts_.conditions,
                                                    key = std::string(tools_.key), name = std::string(parts_.name),
                                                    token = parts_.given.token, ttl = parts_.given.ttl,
-                                                   waiterLease = parts_.waiterLease]() noexcept {
+                                                   waiterLease = parts_.waiterLease,
+                                                   signalled = parts_.joined.signalledBeforeLeave]() noexcept {
     try {
-      (void)conditions->leaveCondition(key, name, token, ttl);
+      if (!conditions->leaveCondition(key, name, token, ttl)) signalled->store(true);
       return true;
     } catch (const std::exception& error) {
       try {

@@ -12,11 +12,13 @@
 //   pause       the signal watch (exclusive key: watchSignals; fair key: the hand-off on its grant
 //               watch, as a signalled fair waiter is moved into the key's queue): a message → signalled
 //   leave       out of the condition (leaveCondition, which also leaves a fair key's queue once
-//               signalled): a timeout, a cancel, an error after the await script may have run
+//               signalled): a timeout, a cancel, an error after the await script may have run;
+//               it notes whether the waiter had been signalled already (Joined)
 //
 // Owner: one Condition wait. Thread safety: not thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -38,6 +40,10 @@ class ConditionAttempt final : public Attempt {
     bool sent = false;    // an await was sent (its answer may have been lost)
     bool joined = false;  // an await answered "awaiting"
     std::function<void()> onJoined;
+    // Set by leave() once the server answered: the waiter was signalled before it left (a cancel
+    // that came after a signal: the signal is not to be lost). Shared: a leave that failed within
+    // the wait's budget is tried again on the cleanup lane.
+    std::shared_ptr<std::atomic<bool>> signalledBeforeLeave = std::make_shared<std::atomic<bool>>(false);
   };
 
   struct Parts {

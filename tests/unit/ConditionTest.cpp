@@ -14,13 +14,16 @@
 #include <thread>
 #include <vector>
 
+#include "ConditionDoubles.h"
 #include "Fixtures.h"
 #include "Waiter.h"
 #include "dlock/Cancel.h"
+#include "dlock/IConditionOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/core/Condition.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/ReadWriteLock.h"
+#include "dlock/detail/Wakeup.h"
 #include "dlock/redlock/RedlockOperator.h"
 
 using namespace std::chrono_literals;
@@ -47,6 +50,47 @@ struct ConditionFixture : dlock::test::VirtualFixture {
     return true;
   }
 };
+
+// Conditions whose signal messages never arrive: only the waiter's recheck (its renewal) finds a
+// signal.
+class DeafWaiters final : public dlock::test::ForwardingConditions {
+ public:
+  using ForwardingConditions::ForwardingConditions;
+
+ private:
+  // Hears nothing: each wait sleeps its timeout out (or until a cancel wakes it).
+  class Deaf final : public dlock::IGrantWatch {
+   public:
+    dlock::Grant waitForGrant(std::chrono::milliseconds timeout) override {
+      (void)dlock::detail::Wakeup::sleepFor(timeout);
+      return {};
+    }
+  };
+  std::unique_ptr<dlock::IGrantWatch> doWatchSignals(std::string_view /*key*/, std::string_view /*token*/) override {
+    return std::make_unique<Deaf>();
+  }
+};
+
+// A thread that takes "q" on `lock`, awaits `condition` at most `budget` and releases: acquired
+// says it was signalled. A failed check leaves it to the lock's close().
+std::unique_ptr<Waiter> awaiting(const std::shared_ptr<dlock::ILock>& lock, dlock::Condition& condition,
+                                 std::chrono::milliseconds budget = 60s) {
+  auto waiter = std::make_unique<Waiter>([lock, &condition, budget] {
+    lock->lock("q");
+    const bool signalled = condition.awaitFor(budget);
+    lock->unlock("q");
+    return signalled;
+  });
+  waiter->unblock = [lock] { lock->close(); };
+  return waiter;
+}
+
+// Signals `condition` holding "q" on `lock`, then releases it.
+void signalHolding(dlock::ILock& lock, dlock::Condition& condition) {
+  REQUIRE(lock.tryLock("q"));
+  condition.signal();
+  lock.unlock("q");
+}
 
 }  // namespace
 
@@ -126,13 +170,7 @@ TEST_SUITE("Condition") {
     auto lateClock = std::make_shared<dlock::VirtualClock>();  // the late holder's own view of time
     auto late = dlock::LockBuilder().backend(f.backend).clock(lateClock).leaseTime(10s).build();
     dlock::Condition notEmpty = lock->newCondition("q", kName);
-    Waiter waiter([&] {
-      lock->lock("q");
-      const bool signalled = notEmpty.awaitFor(60s);
-      lock->unlock("q");
-      return signalled;
-    });
-    waiter.unblock = [&] { lock->close(); };
+    const std::unique_ptr<Waiter> waiter = awaiting(lock, notEmpty);
     REQUIRE(f.waiters("q", 1));
     REQUIRE(late->tryLock("q"));
     f.clock->advance(11s);  // the backend ends its lease; its own clock still says it holds
@@ -140,11 +178,9 @@ TEST_SUITE("Condition") {
     CHECK_THROWS_AS(late->newCondition("q", kName).signal(), dlock::NotOwnerError);
     CHECK(f.backend->inspectCondition("q", kName).waiters.size() == 1);
     CHECK_THROWS_AS(late->unlock("q"), dlock::LockLostError);
-    REQUIRE(lock->tryLock("q"));
-    notEmpty.signal();
-    lock->unlock("q");
-    REQUIRE(waiter.returned.wait());
-    CHECK(waiter.acquired);
+    signalHolding(*lock, notEmpty);
+    REQUIRE(waiter->returned.wait());
+    CHECK(waiter->acquired);
   }
 
   TEST_CASE("await after the lease was lost is LockLostError and joins nothing") {
@@ -163,6 +199,52 @@ TEST_SUITE("Condition") {
     lockClock->advance(11s);
     CHECK_THROWS_AS(notEmpty.await(), dlock::LockLostError);
     CHECK(f.backend->inspectCondition("q", kName).waiters.empty());
+  }
+
+  TEST_CASE("a signal whose message is lost is found by the waiter's recheck") {
+    ConditionFixture f;
+    // A waiter rechecks every third of its 300 ms place; its budget is a minute.
+    auto lock = dlock::LockBuilder()
+                    .backend(std::make_shared<DeafWaiters>(f.backend))
+                    .clock(f.clock)
+                    .leaseTime(60s)
+                    .waiterLease(300ms)
+                    .build();
+    dlock::Condition notEmpty = lock->newCondition("q", kName);
+    const std::unique_ptr<Waiter> waiter = awaiting(lock, notEmpty);
+    REQUIRE(f.waiters("q", 1));
+    signalHolding(*lock, notEmpty);
+    REQUIRE(waiter->returned.wait());
+    CHECK(waiter->acquired);  // signalled, not timed out
+  }
+
+  TEST_CASE("a cancel that comes after the signal returns holding the key: the signal is not lost") {
+    ConditionFixture f;
+    // The signal's message never arrives and the recheck is 20 s away: the cancel comes first.
+    auto lock = dlock::LockBuilder()
+                    .backend(std::make_shared<DeafWaiters>(f.backend))
+                    .clock(f.clock)
+                    .leaseTime(60s)
+                    .waiterLease(60s)
+                    .build();
+    dlock::Condition notEmpty = lock->newCondition("q", kName);
+    dlock::CancelSource stop;
+    std::atomic<bool> heldAfter{false};
+    Waiter waiter([&] {
+      lock->lock("q");
+      notEmpty.await(stop.token());
+      heldAfter = lock->isHeld("q");
+      lock->unlock("q");
+      return true;
+    });
+    waiter.unblock = [&] { lock->close(); };
+    REQUIRE(f.waiters("q", 1));
+    signalHolding(*lock, notEmpty);
+    stop.requestCancel();
+    REQUIRE(waiter.returned.wait());
+    CHECK_FALSE(waiter.interrupted);
+    CHECK(waiter.acquired);
+    CHECK(heldAfter);
   }
 
   TEST_CASE("a signal with nobody waiting is not remembered") {
@@ -185,20 +267,12 @@ TEST_SUITE("Condition") {
     const dlock::AcquireResult held = f.backend->lock("q", dead, 10s);
     REQUIRE(held.acquired);
     REQUIRE(f.backend->await("q", kName, dead, dlock::ConditionLock::Exclusive, held.fencingToken, 10s, 1s).awaiting);
-    Waiter waiter([&] {
-      lock->lock("q");
-      const bool signalled = notEmpty.awaitFor(60s);
-      lock->unlock("q");
-      return signalled;
-    });
-    waiter.unblock = [&] { lock->close(); };
+    const std::unique_ptr<Waiter> waiter = awaiting(lock, notEmpty);
     REQUIRE(f.waiters("q", 2));
     f.clock->advance(2s);  // the dead waiter's place ends; the live one's (60 s) goes on
-    REQUIRE(lock->tryLock("q"));
-    notEmpty.signal();
-    lock->unlock("q");
-    REQUIRE(waiter.returned.wait());
-    CHECK(waiter.acquired);
+    signalHolding(*lock, notEmpty);
+    REQUIRE(waiter->returned.wait());
+    CHECK(waiter->acquired);
   }
 
   TEST_CASE("signalAll wakes every waiter, each returns holding the key in turn (on the fair lock in order)") {

@@ -23,7 +23,10 @@
 // JDK's awaitNanos does. On the fair lock a signalled waiter is handed the key in its queue order.
 // Cancel (its CancelToken): InterruptedError after leaving the condition and re-acquiring the key,
 // so the caller's guard still releases it (the JDK re-acquires before throwing too); a token
-// cancelled before the call throws at once, sending nothing, still holding the key.
+// cancelled before the call throws at once, sending nothing, still holding the key. A waiter
+// signalled before its cancel took effect returns normally instead (the JDK's await does the same
+// when interrupted after its signal): the signal is never lost to the other waiters, and the
+// still-cancelled token ends the caller's next wait.
 // close() of the lock during a wait: InterruptedError without re-acquiring (the JDK has no closed
 // lock; its analogue, a lock nobody may take any more, would block for ever): the key is not held,
 // and the caller's unlock reports LockLostError, as for every hold released at close.
