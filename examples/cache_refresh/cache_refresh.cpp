@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "../common/AppRedis.h"
-#include "../common/StartGate.h"
 #include "CacheEntry.h"
+#include "CacheRequests.h"
 #include "dlock/dlock.h"
 
 namespace {
@@ -78,26 +78,9 @@ int run(const std::string& uri, int requests, std::chrono::milliseconds rebuildT
   // No fixed lease: the watchdog renews it while a slow rebuild runs.
   const auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).build();
   std::vector<Request> results(static_cast<std::size_t>(requests));
-  examples::StartGate gate(requests);
-  std::vector<std::thread> threads;
-  for (auto& result : results) {
-    threads.emplace_back([&, out = &result] {
-      bool arrived = false;
-      try {
-        AppRedis redis(uri);  // one connection per thread: a redisContext is not thread-safe
-        gate.arriveAndWait();
-        arrived = true;
-        out->start = Clock::now();
-        out->served = handle(redis, *lock, name, rebuildTime, out->value);
-      } catch (const std::exception& error) {
-        out->served = Served::Failed;
-        out->error = error.what();
-        if (!arrived) gate.arriveAndWait();  // the others must not wait for this one forever
-      }
-      out->end = Clock::now();
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  examples::sendTogether(uri, results, Served::Failed, [&](AppRedis& redis, Request& out) {
+    return handle(redis, *lock, name, rebuildTime, out.value);
+  });
 
   int fresh = 0, staleServed = 0, rebuilds = 0, failed = 0, withoutValue = 0, waited = 0;
   Clock::time_point rebuildEnd{};
@@ -146,21 +129,4 @@ int run(const std::string& uri, int requests, std::chrono::milliseconds rebuildT
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    const examples::CommandLine args(argc, argv);
-    if (!args.mode().empty()) throw examples::UsageError("unexpected argument " + args.mode());
-    return run(args.uri(), args.number("requests", 16), std::chrono::milliseconds(args.number("rebuild-ms", 500)),
-               args.text("name", "daily-report"));
-  } catch (const examples::UsageError& error) {
-    std::fprintf(stderr,
-                 "dlock_example_cache_refresh: %s\n"
-                 "usage: dlock_example_cache_refresh [--requests 16] [--rebuild-ms 500] [--name daily-report]\n"
-                 "                                   --uri redis://HOST:PORT (or DLOCK_URI)\n",
-                 error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "dlock_example_cache_refresh: %s\n", error.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return examples::cacheMain(argc, argv, "dlock_example_cache_refresh", run); }

@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "../common/AppRedis.h"
-#include "../common/StartGate.h"
 #include "CacheEntry.h"
+#include "CacheRequests.h"
 #include "dlock/dlock.h"
 
 namespace {
@@ -209,26 +209,9 @@ int run(const std::string& uri, int requests, std::chrono::milliseconds rebuildT
   const double handoffUs = fairHandoffUs(*readyLock, "cache-ready:" + name);
   Locks locks{*rebuildLock, *readyLock};
   std::vector<Request> results(static_cast<std::size_t>(requests));
-  examples::StartGate gate(requests);
-  std::vector<std::thread> threads;
-  for (auto& result : results) {
-    threads.emplace_back([&, out = &result] {
-      bool arrived = false;
-      try {
-        AppRedis redis(uri);  // one connection per thread: a redisContext is not thread-safe
-        gate.arriveAndWait();
-        arrived = true;
-        out->start = Clock::now();
-        out->served = handle(redis, locks, name, rebuildTime, *out);
-      } catch (const std::exception& error) {
-        out->served = Served::Failed;
-        out->error = error.what();
-        if (!arrived) gate.arriveAndWait();  // the others must not wait for this one forever
-      }
-      out->end = Clock::now();
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  examples::sendTogether(uri, results, Served::Failed, [&](AppRedis& redis, Request& out) {
+    return handle(redis, locks, name, rebuildTime, out);
+  });
 
   AppRedis checker(uri);
   return report(results, name, rebuildTime, rttUs, handoffUs, checker.hashInt(key, "rebuilds")) ? 0 : 1;
@@ -236,21 +219,4 @@ int run(const std::string& uri, int requests, std::chrono::milliseconds rebuildT
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    const examples::CommandLine args(argc, argv);
-    if (!args.mode().empty()) throw examples::UsageError("unexpected argument " + args.mode());
-    return run(args.uri(), args.number("requests", 16), std::chrono::milliseconds(args.number("rebuild-ms", 500)),
-               args.text("name", "daily-report"));
-  } catch (const examples::UsageError& error) {
-    std::fprintf(stderr,
-                 "dlock_example_cold_cache: %s\n"
-                 "usage: dlock_example_cold_cache [--requests 16] [--rebuild-ms 500] [--name daily-report]\n"
-                 "                                --uri redis://HOST:PORT (or DLOCK_URI)\n",
-                 error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "dlock_example_cold_cache: %s\n", error.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return examples::cacheMain(argc, argv, "dlock_example_cold_cache", run); }
