@@ -44,6 +44,12 @@ int itemsPerProducer() {
   if (const char* items = std::getenv("DLOCK_BUFFER_ITEMS")) return std::atoi(items);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   return 1000;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  return 1000;
+#else
+  return 10000;
+#endif
 #else
   return 10000;
 #endif
