@@ -189,10 +189,7 @@ inline ContendedRun runContended(const char* program, const std::string& uri, co
   ::rmdir(dir.c_str());
   run.serverCpuUs = costAfter.cpuUs - costBefore.cpuUs;
   run.scriptUs = costAfter.scriptUs - costBefore.scriptUs;
-  for (const char* name : {"evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping", "auth",
-                           "select"}) {
-    run.lockCommands += callsAfter[name] - callsBefore[name];
-  }
+  run.lockCommands = RawRedis::clientCommands(callsAfter) - RawRedis::clientCommands(callsBefore);
   return run;
 }
 

@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -143,6 +145,36 @@ class RawRedis {
   // `calls` per command name ("evalsha", "set", ...) from INFO commandstats. It counts the
   // commands scripts run inside EVALSHA as well, which are not round trips.
   std::map<std::string, long long> commandCalls() { return test::commandCallsIn(text({"INFO", "commandstats"})); }
+  // The commands a lock's clients send (EVALSHA, SUBSCRIBE, PING, ...) in `calls`, not the calls
+  // scripts make inside them: round trips and messages, as the benchmarks count them.
+  static long long clientCommands(const std::map<std::string, long long>& calls) {
+    long long sent = 0;
+    for (const char* name : {"evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping",
+                             "auth", "select"}) {
+      const auto found = calls.find(name);
+      if (found != calls.end()) sent += found->second;
+    }
+    return sent;
+  }
+  // Every call in `calls` (the scripts' own included) but INFO's, which reads them.
+  static long long serverCalls(const std::map<std::string, long long>& calls) {
+    long long all = 0;
+    for (const auto& [command, count] : calls) {
+      if (command != "info") all += count;
+    }
+    return all;
+  }
+  // The machine's round trip to the server: the p50 of `samples` raw PINGs, in µs.
+  double roundTripUs(int samples = 3000) {
+    std::vector<double> times;
+    for (int i = 0; i < samples; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      command({"PING"});
+      times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+  }
 
   // What the server has spent so far, to subtract two snapshots: its CPU time (user + system,
   // the event loop and its system calls included) and the time inside scripts (EVALSHA and EVAL,

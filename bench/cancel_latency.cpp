@@ -8,9 +8,14 @@
 //  - the uncontended cycle with and without a token: server calls per lock+unlock (INFO
 //    commandstats: the commands this process sent), which must be the same, and the mean cycle.
 // Usage: dlock_bench_cancel_latency URI [rounds] [cycles]
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +42,14 @@ std::shared_ptr<dlock::ILock> lockOn(const std::string& uri, bool fair) {
       .build();
 }
 
+// True while thread `tid` of this process is inside the futex system call (/proc's syscall file:
+// its number first).
+bool blockedOnFutex(pid_t tid) {
+  std::ifstream file("/proc/self/task/" + std::to_string(tid) + "/syscall");
+  long number = -1;
+  return static_cast<bool>(file >> number) && number == SYS_futex;
+}
+
 // Cancel-to-throw latencies (µs) of `rounds` waits, each cancelled in its pause.
 std::vector<double> cancelLatencies(const std::string& uri, bool fair, int rounds) {
   auto holder = lockOn(uri, fair);
@@ -48,17 +61,20 @@ std::vector<double> cancelLatencies(const std::string& uri, bool fair, int round
     dlock::CancelSource stop;
     Clock::time_point thrown;
     const std::uint64_t before = waiting->stats().attempts;
+    std::atomic<pid_t> tid{0};
     std::thread waiter([&] {
+      tid.store(static_cast<pid_t>(::syscall(SYS_gettid)));
       try {
         waiting->lock(key, stop.token());
       } catch (const dlock::InterruptedError&) {
         thrown = Clock::now();
       }
     });
-    // The default waiter tries, queues in the process, tries, subscribes, tries, then pauses;
-    // the fair one tries (listening already after the first round), then pauses.
-    while (waiting->stats().attempts < before + (fair ? 1 : 3)) std::this_thread::yield();
-    std::this_thread::sleep_for(1ms);  // into its pause
+    // In its pause: it has tried, and its thread is blocked on a futex (the pause's condition
+    // variable; a round trip blocks in poll instead), whatever number of tries led there.
+    while (tid.load() == 0 || waiting->stats().attempts == before || !blockedOnFutex(tid.load())) {
+      std::this_thread::yield();
+    }
     const Clock::time_point cancelled = Clock::now();
     stop.requestCancel();
     waiter.join();
@@ -87,13 +103,7 @@ Cycle uncontended(dlock::bench::RawRedis& admin, dlock::ILock& lock, const dlock
   const double seconds = dlock::bench::secondsSince(start);
   const auto callsAfter = admin.commandCalls();
   // What the client sent (as Contention.h counts): not the calls scripts make inside EVALSHA.
-  long long calls = 0;
-  for (const char* name : {"evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping", "auth",
-                           "select"}) {
-    const auto now = callsAfter.find(name);
-    const auto was = callsBefore.find(name);
-    calls += (now == callsAfter.end() ? 0 : now->second) - (was == callsBefore.end() ? 0 : was->second);
-  }
+  const long long calls = dlock::bench::RawRedis::clientCommands(callsAfter) - dlock::bench::RawRedis::clientCommands(callsBefore);
   return {static_cast<double>(calls) / cycles, seconds * 1e6 / cycles};
 }
 

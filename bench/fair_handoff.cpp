@@ -41,18 +41,6 @@ int worker(const std::string& uri, long long leaseMs, const dlock::bench::Window
   return 0;
 }
 
-// The round trip of this machine to the server: the p50 of raw PINGs, in µs.
-double roundTripUs(const std::string& uri) {
-  dlock::bench::RawRedis raw(uri);
-  std::vector<double> samples;
-  for (int i = 0; i < 3000; ++i) {
-    const auto start = Clock::now();
-    raw.command({"PING"});
-    samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-  }
-  return dlock::bench::percentile(samples, 50);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,7 +60,7 @@ int main(int argc, char** argv) {
 
     dlock::bench::RawRedis admin(uri);
     admin.command({"DEL", "bench:fair-counter"});
-    const double rttUs = roundTripUs(uri);
+    const double rttUs = admin.roundTripUs();
 
     const dlock::bench::ContendedRun run = dlock::bench::runContended(argv[0], uri, std::to_string(leaseMs), processes, seconds);
     const dlock::bench::Merged& merged = run.merged;

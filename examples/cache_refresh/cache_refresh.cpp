@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "../common/AppRedis.h"
-#include "../common/StartGate.h"
+#include "CacheEntry.h"
+#include "CacheRequests.h"
 #include "dlock/dlock.h"
 
 namespace {
@@ -26,7 +27,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using examples::AppRedis;
-using examples::Reply;
+using examples::unixMillis;
 
 enum class Served { Fresh, Stale, Rebuilt, Failed };
 
@@ -37,33 +38,12 @@ struct Request {
   Clock::time_point start, end;
 };
 
-struct Entry {
-  std::string value;
-  long long version = 0;
-  bool fresh = false;
-};
-
-long long unixMillis() {
-  // Wall clock on purpose: the expiry is shared by every host that reads the entry.
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-Entry read(AppRedis& redis, const std::string& key) {
-  const Reply fields = redis.command({"HMGET", key, "value", "version", "fresh_until"});
-  Entry entry;
-  entry.value = fields.elements.at(0).str;
-  if (!fields.elements.at(1).isNil()) entry.version = std::stoll(fields.elements[1].str);
-  entry.fresh = !fields.elements.at(2).isNil() && std::stoll(fields.elements[2].str) > unixMillis();
-  return entry;
-}
-
 // One request: a fresh entry is served; an expired one is rebuilt by whoever gets the lock at
 // once, and served stale by everyone else.
 Served handle(AppRedis& redis, dlock::ILock& lock, const std::string& name, std::chrono::milliseconds rebuildTime,
               std::string& value) {
   const std::string key = "cache:" + name;
-  Entry entry = read(redis, key);
+  examples::CacheEntry entry = examples::readEntry(redis, key);
   value = entry.value;
   if (entry.fresh) return Served::Fresh;
 
@@ -73,7 +53,7 @@ Served handle(AppRedis& redis, dlock::ILock& lock, const std::string& name, std:
   if (!lease) return Served::Stale;
 
   // Someone may have rebuilt it between our read and our lock: check again before the work.
-  entry = read(redis, key);
+  entry = examples::readEntry(redis, key);
   value = entry.value;
   if (entry.fresh) {
     lease.release();
@@ -81,12 +61,7 @@ Served handle(AppRedis& redis, dlock::ILock& lock, const std::string& name, std:
   }
   std::this_thread::sleep_for(rebuildTime);  // the expensive part: queries, rendering, ...
   value = name + " v" + std::to_string(entry.version + 1);
-  const auto replies = redis.pipeline({{"MULTI"},
-                                       {"HSET", key, "value", value, "version", std::to_string(entry.version + 1),
-                                        "fresh_until", std::to_string(unixMillis() + 60000)},
-                                       {"HINCRBY", key, "rebuilds", "1"},
-                                       {"EXEC"}});
-  if (replies.back().type != REDIS_REPLY_ARRAY) throw std::runtime_error("rebuild: EXEC failed: " + replies.back().str);
+  examples::storeRebuilt(redis, key, entry, value);
   lease.release();  // LockLostError if the lease ended during the rebuild
   return Served::Rebuilt;
 }
@@ -103,26 +78,9 @@ int run(const std::string& uri, int requests, std::chrono::milliseconds rebuildT
   // No fixed lease: the watchdog renews it while a slow rebuild runs.
   const auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).build();
   std::vector<Request> results(static_cast<std::size_t>(requests));
-  examples::StartGate gate(requests);
-  std::vector<std::thread> threads;
-  for (auto& result : results) {
-    threads.emplace_back([&, out = &result] {
-      bool arrived = false;
-      try {
-        AppRedis redis(uri);  // one connection per thread: a redisContext is not thread-safe
-        gate.arriveAndWait();
-        arrived = true;
-        out->start = Clock::now();
-        out->served = handle(redis, *lock, name, rebuildTime, out->value);
-      } catch (const std::exception& error) {
-        out->served = Served::Failed;
-        out->error = error.what();
-        if (!arrived) gate.arriveAndWait();  // the others must not wait for this one forever
-      }
-      out->end = Clock::now();
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  examples::sendTogether(uri, results, Served::Failed, [&](AppRedis& redis, Request& out) {
+    return handle(redis, *lock, name, rebuildTime, out.value);
+  });
 
   int fresh = 0, staleServed = 0, rebuilds = 0, failed = 0, withoutValue = 0, waited = 0;
   Clock::time_point rebuildEnd{};
@@ -171,21 +129,4 @@ int run(const std::string& uri, int requests, std::chrono::milliseconds rebuildT
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    const examples::CommandLine args(argc, argv);
-    if (!args.mode().empty()) throw examples::UsageError("unexpected argument " + args.mode());
-    return run(args.uri(), args.number("requests", 16), std::chrono::milliseconds(args.number("rebuild-ms", 500)),
-               args.text("name", "daily-report"));
-  } catch (const examples::UsageError& error) {
-    std::fprintf(stderr,
-                 "dlock_example_cache_refresh: %s\n"
-                 "usage: dlock_example_cache_refresh [--requests 16] [--rebuild-ms 500] [--name daily-report]\n"
-                 "                                   --uri redis://HOST:PORT (or DLOCK_URI)\n",
-                 error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "dlock_example_cache_refresh: %s\n", error.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return examples::cacheMain(argc, argv, "dlock_example_cache_refresh", run); }
