@@ -53,9 +53,16 @@ std::optional<detail::Held> waitForSignal(detail::LockCore& core, const std::str
                                           const detail::LeaseState& lease, ILock::Deadline deadline,
                                           const CancelToken& cancel, detail::ConditionAttempt::Joined& joined) {
   const detail::LockCapabilities& capabilities = core.capabilities();
-  const detail::ConditionAttempt::Parts parts{*capabilities.condition, capabilities.conditionLock,
-                                              capabilities.fair.get(), name, lease,
-                                              core.options().waiterLease, joined};
+  const detail::ConditionAttempt::Parts parts{*capabilities.condition,
+                                              capabilities.conditionLock,
+                                              capabilities.fair.get(),
+                                              name,
+                                              lease,
+                                              core.options().waiterLease,
+                                              joined,
+                                              [&core](std::shared_ptr<detail::LeaseState> place) {
+                                                core.keepPlace(std::move(place));
+                                              }};
   return core.waitBy(key, deadline, lease.ttl, cancel,
                        [&parts](const detail::AttemptTools& tools, const detail::WaitPolicy& /*policy*/) {
                          return std::make_unique<detail::ConditionAttempt>(tools, parts);

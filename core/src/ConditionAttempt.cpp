@@ -11,9 +11,9 @@ using std::chrono::milliseconds;
 
 TryResult ConditionAttempt::tryAcquire(const WaitState& /*state*/) {
   if (!parts_.joined.joined) return joinCondition();
-  if (signalled_) return Held{};
-  // The recheck: a waiter no longer on the condition was signalled (or dropped: a spurious return).
-  if (!parts_.conditions.renewAwait(waiter(), parts_.waiterLease)) return Held{};
+  // The watchdog's renewal found the waiter no longer on the condition: signalled (or its place
+  // ran out unrenewed: a spurious return).
+  if (signalled_ || place_->finished()) return Held{};
   return Waiting{milliseconds(0), 0, true};
 }
 
@@ -24,6 +24,7 @@ TryResult ConditionAttempt::joinCondition() {
                                       : parts_.conditions.watchSignals(tools_.key, given.token);
   }
   parts_.joined.sent = true;
+  const Clock::time_point sentAt = tools_.clock.now();
   const AwaitResult result = parts_.conditions.await(tools_.key, parts_.name, given.token, parts_.lock,
                                                      given.fencingToken, given.ttl, parts_.waiterLease);
   if (!result.awaiting) {
@@ -34,6 +35,9 @@ TryResult ConditionAttempt::joinCondition() {
   }
   parts_.joined.joined = true;
   if (parts_.joined.onJoined) parts_.joined.onJoined();
+  place_ = std::make_shared<LeaseState>(std::string(tools_.key), given.token, given.fencingToken, given.ttl, true,
+                                        sentAt + parts_.waiterLease, LeaseKind::Awaiting, std::string(parts_.name));
+  parts_.keepPlace(place_);
   // A retry whose first try ran, signalled since: nothing left to wait for.
   if (result.awaitingEarlier && result.position == 0) return Held{};
   return Waiting{milliseconds(0), 0, true};

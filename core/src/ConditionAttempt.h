@@ -6,9 +6,9 @@
 //   first try   watch (taken before, so no signal goes unheard), then the await script: joins
 //               the condition and releases the key in one step (the hold is given up then:
 //               `Joined::onJoined`); refused → LockLostError, nothing joined
-//   later try   renewAwait: the waiter's place renewed (a waiting thread renews its own place, as
-//               a fair waiter does), or not on the condition any more → signalled. It is the
-//               recheck that finds a signal whose message was lost
+//   later try   the waiter's place, which the lock's place watchdog renews in one batch for all
+//               its waiters (ConditionRenewer): ended (not on the condition any more) → signalled.
+//               That renewal is the recheck that finds a signal whose message was lost
 //   pause       the signal watch (exclusive key: watchSignals; fair key: the hand-off on its grant
 //               watch, as a signalled fair waiter is moved into the key's queue): a message → signalled
 //   leave       out of the condition (leaveCondition, which also leaves a fair key's queue once
@@ -54,9 +54,16 @@ class ConditionAttempt final : public Attempt {
     const LeaseState& given;  // the hold given up: its token, fencing token and ttl
     std::chrono::milliseconds waiterLease;
     Joined& joined;
+    std::function<void(std::shared_ptr<LeaseState>)> keepPlace;  // LockCore::keepPlace
   };
 
-  ConditionAttempt(const AttemptTools& tools, const Parts& parts) : tools_(tools), parts_(parts) {}
+  ConditionAttempt(const AttemptTools& tools, Parts parts) : tools_(tools), parts_(std::move(parts)) {}
+  ConditionAttempt(const ConditionAttempt&) = delete;
+  ConditionAttempt& operator=(const ConditionAttempt&) = delete;
+  // The place is no longer renewed once the wait is over.
+  ~ConditionAttempt() override {
+    if (place_) place_->abandon();
+  }
 
   [[nodiscard]] std::chrono::milliseconds placeRenewal() const noexcept override { return parts_.waiterLease / 3; }
 
@@ -70,12 +77,10 @@ class ConditionAttempt final : public Attempt {
 
  private:
   TryResult joinCondition();
-  [[nodiscard]] ConditionWaiter waiter() const {
-    return ConditionWaiter{tools_.key, parts_.name, parts_.given.token, parts_.given.ttl};
-  }
 
   const AttemptTools tools_;
   const Parts parts_;
+  std::shared_ptr<LeaseState> place_;  // once joined: renewed by the lock's place watchdog
   std::unique_ptr<IGrantWatch> signals_;
   bool signalled_ = false;  // a message said so
   bool refused_ = false;    // the await was refused: nothing joined, nothing to leave

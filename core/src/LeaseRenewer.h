@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "LeaseState.h"
+#include "dlock/IConditionOperator.h"
 #include "dlock/IOperator.h"
 
 namespace dlock::detail {
@@ -30,6 +31,30 @@ class LeaseRenewer {
                                              std::chrono::milliseconds ttl) = 0;
   // For logs: the backend renewed on.
   [[nodiscard]] virtual std::string describe() const = 0;
+};
+
+// A Condition's waiters' places (LeaseKind::Awaiting): IConditionOperator::renewAwaitAll, whose
+// "not extended" means signalled (or dropped), not lost. `ttl` is the waiter lease.
+class ConditionRenewer final : public LeaseRenewer {
+ public:
+  // `backend`: the lock's, for logs.
+  ConditionRenewer(std::shared_ptr<IConditionOperator> conditions, std::shared_ptr<IOperator> backend)
+      : conditions_(std::move(conditions)), backend_(std::move(backend)) {}
+
+  std::vector<ExtendResult> renewAll(const std::vector<std::shared_ptr<LeaseState>>& batch,
+                                     std::chrono::milliseconds ttl) override {
+    std::vector<ConditionWaiter> waiters;
+    waiters.reserve(batch.size());
+    for (const auto& place : batch) {
+      waiters.push_back(ConditionWaiter{place->key, place->condition, place->token, place->ttl});
+    }
+    return conditions_->renewAwaitAll(waiters, ttl);
+  }
+  [[nodiscard]] std::string describe() const override { return backend_->describe(); }
+
+ private:
+  const std::shared_ptr<IConditionOperator> conditions_;
+  const std::shared_ptr<IOperator> backend_;
 };
 
 // The exclusive (and fair) lock's leases: key and token, through IOperator::extendAll.

@@ -39,8 +39,9 @@ inline std::chrono::milliseconds knownValidity(std::chrono::milliseconds reporte
   return reported.count() > 0 ? std::min(reported, ttl) : ttl;
 }
 
-// What a lease holds, for its renewer (LeaseRenewer.h) and its release.
-enum class LeaseKind : std::uint8_t { Exclusive, Read, Write, Permits };
+// What a lease holds, for its renewer (LeaseRenewer.h) and its release. Awaiting: a Condition
+// waiter's place (ConditionAttempt.h), which ends when the waiter is signalled.
+enum class LeaseKind : std::uint8_t { Exclusive, Read, Write, Permits, Awaiting };
 
 enum class LeasePhase : std::uint8_t { Held, Releasing, InDoubt, Released, Lost, Abandoned };
 
@@ -65,13 +66,15 @@ constexpr bool leaseTransitionAllowed(LeasePhase from, LeasePhase to) {
 class LeaseState {
  public:
   LeaseState(std::string keyIn, std::string tokenIn, std::uint64_t fence, std::chrono::milliseconds ttlIn,
-             bool renewedIn, Clock::time_point deadline, LeaseKind kindIn = LeaseKind::Exclusive)
+             bool renewedIn, Clock::time_point deadline, LeaseKind kindIn = LeaseKind::Exclusive,
+             std::string conditionIn = {})
       : key(std::move(keyIn)),
         token(std::move(tokenIn)),
         fencingToken(fence),
         ttl(ttlIn),
         renewed(renewedIn),
         kind(kindIn),
+        condition(std::move(conditionIn)),
         deadlineNanos_(deadline.time_since_epoch().count()) {}
 
   const std::string key;
@@ -80,6 +83,7 @@ class LeaseState {
   const std::chrono::milliseconds ttl;
   const bool renewed;  // kept alive by the watchdog
   const LeaseKind kind;
+  const std::string condition;  // Awaiting: the condition's name
   // A lease acquired before a fork() is the parent's: a child never renews or releases it.
   const std::uint64_t forkGenerationAtAcquire = forkGeneration();
 

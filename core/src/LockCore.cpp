@@ -40,9 +40,11 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, LockCapabilities capabili
       contended_([] { return std::make_shared<ContendedReleases>(); }),
       cleanup_([] { return std::make_shared<CleanupLane>(); }),
       holds_(backend_, counters_, [backend = backend_](const LeaseState& lease) { return backend->unlock(lease.key, lease.token); }),
-      watchdog_([this] { return makeWatchdog(); }) {}
+      watchdog_([this] { return makeWatchdog(); }),
+      places_([this] { return makePlaceWatchdog(); }) {}
 
 LockCore::~LockCore() {
+  if (places_.shared()) places_->stop();
   watchdog_->stop();
   cleanup_->stop();
 }
@@ -208,6 +210,13 @@ std::shared_ptr<Watchdog> LockCore::makeWatchdog() {
   std::lock_guard<ForkSafeMutex> guard(handlerMutex_);
   if (lostHandler_) watchdog->setLostHandler(lostHandler_);
   return watchdog;
+}
+
+std::shared_ptr<Watchdog> LockCore::makePlaceWatchdog() {
+  if (!capabilities_.condition) return nullptr;
+  // Counters of its own: a place that ends (a signal) is no lease lost nor renewal of the lock's.
+  return std::make_shared<Watchdog>(std::make_shared<ConditionRenewer>(capabilities_.condition, backend_), clock_,
+                                    options_.waiterLease, std::make_shared<LockCounters>());
 }
 
 void LockCore::setLostHandler(ILock::LostHandler handler) {

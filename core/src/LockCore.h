@@ -104,6 +104,8 @@ class LockCore {
   [[nodiscard]] LockStats stats() const { return counters_->snapshot(); }
   [[nodiscard]] const LockOptions& options() const noexcept { return options_; }
   [[nodiscard]] const LockCapabilities& capabilities() const noexcept { return capabilities_; }
+  // Keeps a Condition waiter's place (LeaseKind::Awaiting) until it is signalled or finished.
+  void keepPlace(std::shared_ptr<LeaseState> place) { places_->add(std::move(place)); }
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   [[nodiscard]] std::string describe() const { return backend_->describe(); }
   LockCounters& counters() noexcept { return *counters_; }
@@ -120,6 +122,7 @@ class LockCore {
   // LockLostError for `lease`, moving it from Releasing to Lost when `releasing` (and counting it).
   [[noreturn]] void throwLost(LeaseState& lease, bool releasing, const char* what);
   std::shared_ptr<Watchdog> makeWatchdog();
+  std::shared_ptr<Watchdog> makePlaceWatchdog();
   [[noreturn]] void throwInherited(const LeaseState& lease) const;
 
   const std::uint64_t id_;
@@ -146,6 +149,9 @@ class LockCore {
   // Last: made from the members above; stopped by the destructor. A forked child gets its own,
   // which renews only the child's leases; the parent's thread does not exist there.
   ForkLocal<Watchdog> watchdog_;
+  // The Condition waiters' places (ConditionRenewer), renewed for options_.waiterLease; its thread
+  // starts with the first waiter. Null when the backend keeps no conditions.
+  ForkLocal<Watchdog> places_;
 };
 
 }  // namespace dlock::detail

@@ -173,6 +173,8 @@ void Watchdog::expireOverdue(const std::vector<std::shared_ptr<LeaseState>>& lea
 
 void Watchdog::markLost(LeaseState& lease, LeasePhase from, const char* why) {
   if (!lease.transition(from, LeasePhase::Lost)) return;  // released, or reported, meanwhile
+  // A Condition waiter's place ends when it is signalled: its waiter sees it, nobody lost a key.
+  if (lease.kind == LeaseKind::Awaiting) return;
   counters_->lostLeases.fetch_add(1, std::memory_order_relaxed);
   logger()->warn("dlock: lost the lease of {} on {} (fencing token {}): {}", quoteKey(lease.key),
                  renewer_->describe(), lease.fencingToken, why);

@@ -12,7 +12,9 @@
 // until its own local deadline, when the thread wakes to report it lost. A lease
 // being released is left to its release (a renewal that finds it gone may be seeing that release);
 // one whose release is in doubt is lost only at its deadline. Losses are reported to the lost
-// handler through a LossNotifier, never on this thread: a slow handler delays no renewal.
+// handler through a LossNotifier, never on this thread: a slow handler delays no renewal. A
+// Condition waiter's place (LeaseKind::Awaiting, the lock's place watchdog) that ends is its
+// waiter's signal, not a loss: it is neither reported nor counted.
 //
 // Ownership: the lock core holds the watchdog by shared_ptr and so does the watchdog's thread.
 // Owner: the lock core and the watchdog's thread. Thread safety: thread-safe.

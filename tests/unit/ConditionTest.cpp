@@ -84,13 +84,28 @@ class DeafWaiters final : public dlock::test::ForwardingConditions {
   const bool blind_;
 };
 
-// A lock (fixed lease) over DeafWaiters on `f`'s backend, whose waiters recheck every third of
-// `waiterLease`.
+// Conditions that count the waiters of the largest renewal batch.
+class CountedRenewals final : public dlock::test::ForwardingConditions {
+ public:
+  using ForwardingConditions::ForwardingConditions;
+  std::atomic<std::size_t> largestBatch{0};
+
+ private:
+  std::vector<dlock::ExtendResult> doRenewAwaitAll(const std::vector<dlock::ConditionWaiter>& waiters,
+                                                   std::chrono::milliseconds waiterLease) override {
+    if (waiters.size() > largestBatch) largestBatch = waiters.size();
+    return ForwardingConditions::doRenewAwaitAll(waiters, waiterLease);
+  }
+};
+
+// A lock (fixed lease) over DeafWaiters on `f`'s backend, whose watchdog renews (and so rechecks)
+// its waiters' places every third of `waiterLease`: on the steady clock when `realTime`, else on
+// `f`'s virtual clock (never, unless the test moves it).
 std::shared_ptr<dlock::ILock> deafLock(const ConditionFixture& f, std::chrono::milliseconds waiterLease,
-                                       bool blind = false) {
+                                       bool blind = false, bool realTime = false) {
   return dlock::LockBuilder()
       .backend(std::make_shared<DeafWaiters>(f.backend, blind))
-      .clock(f.clock)
+      .clock(realTime ? std::shared_ptr<dlock::Clock>(dlock::SteadyClock::instance()) : f.clock)
       .leaseTime(60s)
       .waiterLease(waiterLease)
       .build();
@@ -228,14 +243,34 @@ TEST_SUITE("Condition") {
 
   TEST_CASE("a signal whose message is lost is found by the waiter's recheck") {
     ConditionFixture f;
-    // A waiter rechecks every third of its 300 ms place; its budget is a minute.
-    auto lock = deafLock(f, 300ms);
+    // The watchdog renews the waiter's 300 ms place every 100 ms; its budget is a minute.
+    auto lock = deafLock(f, 300ms, false, true);
     dlock::Condition notEmpty = lock->newCondition("q", kName);
     const std::unique_ptr<Waiter> waiter = awaiting(lock, notEmpty);
     REQUIRE(f.waiters("q", 1));
     signalHolding(*lock, notEmpty);
     REQUIRE(waiter->returned.wait());
     CHECK(waiter->acquired);  // signalled, not timed out
+  }
+
+  TEST_CASE("the watchdog renews the places of a lock's waiters in one call") {
+    ConditionFixture f;
+    auto counted = std::make_shared<CountedRenewals>(f.backend);
+    auto lock = dlock::LockBuilder().backend(counted).leaseTime(60s).waiterLease(300ms).build();  // steady clock
+    dlock::Condition notEmpty = lock->newCondition("q", kName);
+    std::vector<std::unique_ptr<Waiter>> waiters;
+    for (int i = 0; i < 3; ++i) waiters.push_back(awaiting(lock, notEmpty));
+    REQUIRE(f.waiters("q", 3));
+    const auto give = Steady::now() + 10s;  // renewals come every 100 ms
+    while (counted->largestBatch < 3 && Steady::now() < give) std::this_thread::sleep_for(1ms);
+    CHECK(counted->largestBatch == 3);
+    REQUIRE(lock->tryLock("q"));
+    notEmpty.signalAll();
+    lock->unlock("q");
+    for (auto& waiter : waiters) {
+      REQUIRE(waiter->returned.wait());
+      CHECK(waiter->acquired);
+    }
   }
 
   TEST_CASE("a cancel that comes after the signal returns holding the key: the signal is not lost") {
