@@ -40,7 +40,8 @@ end
 // place of this token that ran out is not listed twice.
 constexpr const char* kAwaitTail = R"lua(
 local waiters, leases = KEYS[#KEYS - 1], KEYS[#KEYS]
-local entry = placeEntry(ARGV[1], ARGV[6], ARGV[7])
+local ttl, listener, waiterLease = ARGV[own], ARGV[own + 1], ARGV[own + 2]
+local entry = placeEntry(ARGV[1], ttl, listener)
 local nowMs = serverNow()
 local expiry = redis.call('ZSCORE', leases, entry)
 if expiry and tonumber(expiry) > nowMs then return {2, 0, (redis.call('LPOS', waiters, entry) or -1) + 1} end
@@ -53,16 +54,20 @@ if released[1] == 2 then return {2, 0, 0} end
 if released[1] ~= 1 then return {0, 0, 0} end
 if fair then redis.pcall('DEL', ARGV[3]) end
 prune(waiters, leases, nowMs, nil)
-local lease = tonumber(ARGV[8])
+local lease = tonumber(waiterLease)
 redis.call('ZADD', leases, stamp(nowMs + lease), entry)
 local position = redis.call('RPUSH', waiters, entry)
 keepBothFor(waiters, leases, lease, position == 1)
 return {1, released[2], position}
 )lua";
 
+// `own`: where the await's own arguments (the claim lease, the listener, the waiter lease) begin,
+// after the release's: the fair release reads ARGV[1..5], the exclusive one ARGV[1..6] (its waiter
+// registry in ARGV[6]) and its owner record last.
 std::string awaitSource(bool fair, const char* publish) {
-  return conditionPrelude(publish) + "local fair = " + (fair ? "true" : "false") + "\nlocal function release()\n" +
-         (fair ? fairReleaseBody() : releaseSource(publish)) + "end\n" + kAwaitTail;
+  return conditionPrelude(publish) + "local fair = " + (fair ? "true" : "false") + "\nlocal own = " +
+         (fair ? "6" : "7") + "\nlocal function release()\n" + (fair ? fairReleaseBody() : releaseSource(publish)) +
+         "end\n" + kAwaitTail;
 }
 
 // Each moved waiter is told (or queued) before its place goes: a refused PUBLISH stops the script

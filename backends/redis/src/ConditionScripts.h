@@ -5,7 +5,8 @@
 // first, and their waiter leases, a sorted set of the same places by expiry (server ms).
 //
 //   condAwait      KEYS: lock, waiters, leases   ARGV: token, channel, release record,
-//                  record-floor-ms, '0', ttl-ms, listener, waiter-lease-ms, owner
+//                  record-floor-ms, '0', the key's waiter registry, ttl-ms, listener,
+//                  waiter-lease-ms, owner
 //   condAwaitFair  KEYS: lock, queue, fair leases, fence, waiters, leases   ARGV: token, grant
 //                  channel, release record, record-floor-ms, fence-ttl-ms, ttl-ms, listener,
 //                  waiter-lease-ms, the caller's "fencing token"

@@ -111,7 +111,7 @@ AwaitResult RedisOperator::doAwait(std::string_view key, std::string_view name, 
   const std::string ttlText = std::to_string(ttl.count());
   const std::string leaseText = std::to_string(waiterLease.count());
   // The lock's own release's KEYS and ARGV first, in its places (ConditionScripts.h).
-  std::string channel, queue, fairLeases, fence, fenceTtl, owner, held;
+  std::string channel, queue, fairLeases, fence, fenceTtl, owner, held, registry;
   Argv scriptKeys;
   Argv args;
   if (fair) {
@@ -126,8 +126,9 @@ AwaitResult RedisOperator::doAwait(std::string_view key, std::string_view name, 
   } else {
     channel = names.channel();
     owner = names.owner();
+    registry = names.waiters();  // the release wakes a process waiting in lock() (ReleaseSource.cpp)
     scriptKeys = {names.lock(), keys.waiters, keys.leases};
-    args = {token, channel, record, floor, "0", ttlText, grantListener(), leaseText, owner};
+    args = {token, channel, record, floor, "0", registry, ttlText, grantListener(), leaseText, owner};
   }
   Call call("await", key, options.retryBudget);
   AwaitResult result;
