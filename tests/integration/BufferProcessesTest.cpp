@@ -197,10 +197,10 @@ TEST_SUITE("BufferProcesses") {
     runBuffer(server, dir, "fair", itemsPerProducer());
   }
 
-  TEST_CASE("bounded buffer on the default (exclusive) lock: 4 producers x 100 items through 4 consumers, each item once") {
+  TEST_CASE("bounded buffer on the default (exclusive) lock: 4 producers x N items through 4 consumers, each item once, never over capacity") {
     RedisProcess server;
     dlock::test::TempDir dir;
-    runBuffer(server, dir, "default", 100);
+    runBuffer(server, dir, "default", itemsPerProducer());
   }
 
   TEST_CASE("bounded buffer: a consumer killed with SIGKILL inside await, then signalled, stalls the rest by at most one waiter lease") {
