@@ -150,6 +150,23 @@ void handOff(dlock::ILock& lock) {
   std::thread([held = std::move(lease)]() mutable { held.release(); }).join();  // any thread may release it
 }
 
+#include <dlock/ScopedLock.h>
+#include <dlock/core/Condition.h>
+
+// Workers on many hosts wait for a job; `pending` reads the job list, only under the key "jobs".
+void waitForWork(dlock::ILock& lock, const std::function<long()>& pending, const dlock::CancelToken& stop) {
+  dlock::Condition hasWork = lock.newCondition("jobs", "has-work");
+  dlock::ScopedLock guard(lock, "jobs");
+  while (pending() == 0) hasWork.await(stop);  // "jobs" is free while it waits, held again on return
+  // ... take a job ...
+}
+
+void addJob(dlock::ILock& lock) {
+  dlock::ScopedLock guard(lock, "jobs");
+  // ... add the job ...
+  lock.newCondition("jobs", "has-work").signal();  // the longest waiter; signalAll() wakes every one
+}
+
 void worker(dlock::ILock& lock, const dlock::CancelToken& stop) {
   lock.lock("job", stop);  // InterruptedError once the service's CancelSource is cancelled
   // ...
@@ -206,9 +223,12 @@ bool callPayments(dlock::Semaphore& payments) {
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <functional>
 #include <stdexcept>
 
+#include "TestHelpers.h"
+#include "dlock/IConditionOperator.h"
 #include "dlock/core/DefaultLock.h"
 #include "dlock/memory/VirtualClock.h"
 
@@ -259,6 +279,22 @@ TEST_SUITE("Readme") {
     dlock::AcquireOptions noWait;
     noWait.waitTime = std::chrono::milliseconds(0);
     CHECK_FALSE(payments->acquire(1, noWait));
+  }
+
+  TEST_CASE("the README's condition snippet runs on the memory backend: a worker waits for a job, a signal wakes it") {
+    auto memory = std::make_shared<dlock::MemoryOperator>();
+    auto lock = dlock::LockBuilder().backend(memory).build();
+    std::atomic<long> jobs{0};
+    dlock::CancelSource stop;
+    std::thread waiting([&] { waitForWork(*lock, [&] { return jobs.load(); }, stop.token()); });
+    // The worker is on the condition (so it gave up "jobs"): the job and its signal come now.
+    auto& conditions = dynamic_cast<dlock::IConditionOperator&>(*memory);
+    REQUIRE(dlock::test::eventually([&] { return conditions.inspectCondition("jobs", "has-work").waiters.size() == 1; }));
+    jobs = 1;
+    addJob(*lock);
+    waiting.join();  // woken by the signal: it returned holding "jobs", and its guard let it go
+    CHECK_FALSE(lock->isHeld("jobs"));
+    CHECK(conditions.inspectCondition("jobs", "has-work").waiters.empty());
   }
 
   TEST_CASE("the README snippets run on the memory backend") {
