@@ -3,7 +3,8 @@ cmake_minimum_required(VERSION 3.21)
 # cmake -DREADME=... -DMIRROR=... -P CheckReadmeSnippets.cmake
 # Fails when a ```cpp block of the README, or of docs/reference.md beside it, does not appear
 # verbatim in the compiled mirror.
-get_filename_component(root "${README}" DIRECTORY)
+get_filename_component(root "${README}" ABSOLUTE)
+get_filename_component(root "${root}" DIRECTORY)
 file(READ "${MIRROR}" mirror)
 set(count 0)
 foreach(doc "${README}" "${root}/docs/reference.md")
