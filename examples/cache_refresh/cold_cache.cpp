@@ -15,12 +15,15 @@
 //   dlock_example_cold_cache [--requests 16] [--rebuild-ms 500] [--name daily-report]
 //                            --uri redis://HOST:PORT (or DLOCK_URI)
 //
-// Checks: one rebuild (counted here and in Redis); every request answered with the rebuilt value;
-// no waiter waited longer than the rebuild plus its turn on the ready key: the k-th waiter served
-// k turns, a turn being one fair hand-off and 3 round trips, both measured in the same run (PING
-// p50; the hand-off between two threads), with a margin of 3 (see report()). The rebuild is the
-// rebuilder's request from its start to its signal and release; a wait, a waiter's request from
-// its start to its read of the value. Exit: 0 ok, 1 failed check or error, 2 usage.
+// Checks: one rebuild (counted here and in Redis); every request answered with the rebuilt value
+// (a waiter gives up after its patience: a lost signal fails the run). Reported, not checked (a
+// timing, which a loaded machine or a sanitizer stretches): how long the waiters took past the
+// rebuild, in turns on the ready key, a turn being one fair hand-off and 3 round trips, both
+// measured in the same run (PING p50; the hand-off between two threads). The k-th waiter served
+// takes about k turns (1.1-1.4 per waiter measured beside a fault-test run); `over_bound` counts
+// waiters past 3 k turns. The rebuild is the rebuilder's request from its start to its signal and
+// release; a wait, a waiter's request from its start to its read of the value.
+// Exit: 0 ok, 1 failed check or error, 2 usage.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -143,13 +146,12 @@ double fairHandoffUs(dlock::ILock& lock, const std::string& key) {
 }
 
 // Checks and prints the outcome. The signalled waiters take the ready key in turn (await returns
-// holding it), so the k-th waiter served may wait the rebuild plus k turns, a turn being one
-// hand-off and 3 round trips (its try, its read, its release); the bound allows three times that
-// (the threads of 16 requests share two cores: 16 requests beside a fault-test run served the last
-// of 15 waiters after 17-21 turns, 1.1-1.4 per waiter), far below a lost signal (the await's patience).
+// holding it), so the k-th waiter served waits the rebuild plus about k turns, a turn being one
+// hand-off and 3 round trips (its try, its read, its release); over_bound counts those past three
+// times that (reported only: see the header).
 bool report(const std::vector<Request>& results, const std::string& name, std::chrono::milliseconds rebuildTime,
             double rttUs, double handoffUs, long long storedRebuilds) {
-  int waited = 0, rebuilds = 0, fresh = 0, failed = 0, wrongValue = 0, tooLong = 0;
+  int waited = 0, rebuilds = 0, fresh = 0, failed = 0, wrongValue = 0, overBound = 0;
   const Request* rebuilder = nullptr;
   for (const auto& result : results) {
     if (result.served == Served::Rebuilt) rebuilder = &result;
@@ -173,13 +175,13 @@ bool report(const std::vector<Request>& results, const std::string& name, std::c
     const auto turn = std::lower_bound(served.begin(), served.end(), result.servedAt) - served.begin() + 1;
     const double waitMs = millisBetween(result.start, result.servedAt);
     longestWaitMs = std::max(longestWaitMs, waitMs);
-    if (waitMs > rebuildMs + 3 * static_cast<double>(turn) * turnMs) ++tooLong;
+    if (waitMs > rebuildMs + 3 * static_cast<double>(turn) * turnMs) ++overBound;
   }
   if (rebuilder != nullptr && !served.empty()) {
     firstLagMs = millisBetween(rebuilder->announced, served.front());
     lastLagMs = millisBetween(rebuilder->announced, served.back());
   }
-  const bool ok = rebuilds == 1 && storedRebuilds == 1 && failed == 0 && wrongValue == 0 && tooLong == 0 &&
+  const bool ok = rebuilds == 1 && storedRebuilds == 1 && failed == 0 && wrongValue == 0 &&
                   waited + fresh + rebuilds == static_cast<int>(results.size());
 
   std::printf("cold cache '%s' (%zu requests, rebuild takes %lld ms): rebuilt %d (stored count %lld), waited for it %d, "
@@ -192,9 +194,9 @@ bool report(const std::vector<Request>& results, const std::string& name, std::c
               rttUs, handoffUs, rebuildMs, longestWaitMs, firstLagMs, firstLagMs * 1000 / rttUs, lastLagMs,
               turnMs > 0 ? lastLagMs / turnMs : 0.0, turnMs);
   std::printf("RESULT %s requests=%zu rebuilds=%d stored_rebuilds=%lld waited=%d fresh=%d failed=%d wrong_value=%d "
-              "too_long=%d\n",
+              "over_bound=%d\n",
               ok ? "ok" : "FAILED", results.size(), rebuilds, storedRebuilds, waited, fresh, failed, wrongValue,
-              tooLong);
+              overBound);
   return ok;
 }
 
