@@ -155,8 +155,8 @@ std::string acquireSource(const char* onTaken) {
   // (ARGV[6]: a process listening for the key's wake-ups) registers it when the key is taken, and
   // takes it out of the registry when it gets the key (or, when ARGV[8] says another waiter of
   // that listener still listens, moves it to the end: a woken entry keeps its place until its
-  // process gets the key, and must not keep it for the process's next thread). A registry the script could not read (a refused MGET during a
-  // migration) is left alone.
+  // process gets the key, and must not keep it for the process's next thread). A registry the
+  // script could not read (a refused MGET during a migration) is left alone.
   return waiterRegistryPrelude("PUBLISH") + R"lua(
 local present = redis.pcall('EXISTS', KEYS[1], ARGV[4], ARGV[5])
 local free = present == 0
