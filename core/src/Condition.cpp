@@ -93,13 +93,16 @@ bool Condition::wait(Deadline deadline, const CancelToken& cancel) {
     core_->forget(*lease);
     RequestIdHolder::erase(core_->id(), key_);
   };
+  // Not joined: the hold stays this thread's (an await whose answer never came: unlock asks the server).
+  const auto keepUnjoined = [&] {
+    lease->transition(detail::LeasePhase::Releasing, joined.sent ? detail::LeasePhase::InDoubt : detail::LeasePhase::Held);
+  };
   std::optional<detail::Held> signalled;
   try {
     signalled = waitForSignal(*core_, key_, name_, *lease, deadline, cancel, joined);
   } catch (const InterruptedError&) {
     if (!joined.joined) {
-      // Nothing sent, or an await whose answer never came: unlock asks the server.
-      lease->transition(detail::LeasePhase::Releasing, joined.sent ? detail::LeasePhase::InDoubt : detail::LeasePhase::Held);
+      keepUnjoined();
       throw;
     }
     if (core_->closed()) {
@@ -119,9 +122,7 @@ bool Condition::wait(Deadline deadline, const CancelToken& cancel) {
     }
     throw;
   } catch (...) {
-    if (!joined.joined) {
-      lease->transition(detail::LeasePhase::Releasing, joined.sent ? detail::LeasePhase::InDoubt : detail::LeasePhase::Held);
-    }
+    if (!joined.joined) keepUnjoined();
     throw;
   }
   takeAgain(*core_, key_, *lease, count, signalled.has_value());
