@@ -27,16 +27,23 @@ template <class Held, class Acquire>
 std::pair<Held, std::optional<int>> waitInOnePiece(Acquire acquire, Supervisor& supervisor) {
   auto result = std::make_shared<std::promise<Held>>();
   std::future<Held> done = result->get_future();
-  std::thread([acquire = std::move(acquire), result] {
+  std::thread worker([acquire = std::move(acquire), result] {
     try {
       result->set_value(acquire());
     } catch (...) {
       result->set_exception(std::current_exception());
     }
-  }).detach();
+  });
   while (done.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
-    if (std::optional<int> signo = supervisor.takeInterrupt()) return {Held(), signo};
+    if (std::optional<int> signo = supervisor.takeInterrupt()) {
+      worker.detach();
+      return {Held(), signo};
+    }
   }
+  // Done but for its own clean-up, which the join orders before this thread reads the outcome: an
+  // exception's last reference may be the worker's, counted inside libstdc++ where TSan cannot see
+  // the order, and it reported the worker freeing the exception as racing the message's read.
+  worker.join();
   return {done.get(), std::nullopt};
 }
 
