@@ -93,9 +93,14 @@ bool Condition::wait(Deadline deadline, const CancelToken& cancel) {
     core_->forget(*lease);
     RequestIdHolder::erase(core_->id(), key_);
   };
-  // Not joined: the hold stays this thread's (an await whose answer never came: unlock asks the server).
+  // Not joined: the hold stays this thread's when no await was sent. One whose answer never came
+  // may still run and give the key up: the hold is lost (unlock: LockLostError), never reported held.
   const auto keepUnjoined = [&] {
-    lease->transition(detail::LeasePhase::Releasing, joined.sent ? detail::LeasePhase::InDoubt : detail::LeasePhase::Held);
+    if (!joined.sent) {
+      lease->transition(detail::LeasePhase::Releasing, detail::LeasePhase::Held);
+    } else {
+      core_->giveUpInDoubt(*lease, detail::LeasePhase::Releasing, "a Condition's await was cut off");
+    }
   };
   std::optional<detail::Held> signalled;
   try {

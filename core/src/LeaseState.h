@@ -9,8 +9,8 @@
 //               finds the key gone may be seeing it         Held (refused: nothing ran),
 //                                                           InDoubt (cut off: it may have run)
 //   InDoubt     a release was cut off after it may have     Releasing (a retry, decided by the
-//               run; the key's absence proves nothing       server's record), Lost (its local
-//                                                           deadline passed), Abandoned
+//               run; the key's absence proves nothing,      server's record), Lost (its local
+//               and it is not reported held                 deadline passed), Abandoned
 //   Released    the server confirmed the release            (final)
 //   Lost        the server no longer has it for us, or it   (final)
 //               outlived its local deadline unrenewed
@@ -62,6 +62,14 @@ constexpr bool leaseTransitionAllowed(LeasePhase from, LeasePhase to) {
   }
   return false;
 }
+
+// Whether a release's answer shows its section protected to the end: the key freed by this try while
+// the lease had time left (`unexpired` when it was sent), or the server's record of an earlier try of
+// this release (`earlier`: the backend's own retry, or the retry of an unlock cut off). The record is
+// always this hold's own release: the one other script that writes it, a Condition's await, ends the
+// hold when it answers and loses it when it is cut off (LockCore::giveUpInDoubt), so no unlock of the
+// hold follows it.
+constexpr bool releasedCleanly(bool released, bool earlier, bool unexpired) { return earlier || (released && unexpired); }
 
 class LeaseState {
  public:
@@ -120,7 +128,14 @@ class LeaseState {
   void setDeadline(Clock::time_point deadline) {
     deadlineNanos_.store(deadline.time_since_epoch().count(), std::memory_order_release);
   }
+  // Held as far as this client knows: not lost, not with a release in doubt (which may run on the
+  // server at any moment), before its deadline, and this process's.
   [[nodiscard]] bool validAt(Clock::time_point now) const {
+    return phase() != LeasePhase::InDoubt && unexpiredAt(now);
+  }
+  // Not lost and before its deadline, whatever release is on its way: whether the section was
+  // protected up to a release sent now.
+  [[nodiscard]] bool unexpiredAt(Clock::time_point now) const {
     return !lost() && now < deadline() && !inheritedAcrossFork();
   }
 

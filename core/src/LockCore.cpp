@@ -122,9 +122,9 @@ void LockCore::release(LeaseState& lease) {
   if (lease.inheritedAcrossFork()) throwInherited(lease);
   // A thread hold only reaches Released here when close() released it under the thread.
   if (lease.phase() == LeasePhase::Released) throwLost(lease, false, "was released when the lock was closed");
-  // Lost or past its deadline, as isHeld() says: the section was not protected to the end,
-  // unless the server shows that an earlier try of this release ran while the key was ours.
-  const bool valid = isValid(lease);
+  // Lost or past its deadline: the section was not protected to the end, unless the server shows
+  // that an earlier try of this release ran while the key was ours.
+  const bool valid = lease.unexpiredAt(clock_->now());
   const LeasePhase from = lease.phase();
   if (!lease.transition(from, LeasePhase::Releasing)) {
     // Lost (the watchdog told of it first) or given up. The key may still carry our token (its
@@ -149,8 +149,7 @@ void LockCore::release(LeaseState& lease) {
     lease.transition(LeasePhase::Releasing, from);
     throw;
   }
-  const bool clean = result.releasedEarlier || (result.released && valid);
-  if (!clean) {
+  if (!releasedCleanly(result.released, result.releasedEarlier, valid)) {
     throwLost(lease, true, result.released ? "had ended before unlock" : "had expired or was taken");
   }
   lease.transition(LeasePhase::Releasing, LeasePhase::Released);
@@ -193,6 +192,25 @@ bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
     lease.abandon();
   }
   return false;
+}
+
+void LockCore::giveUpInDoubt(LeaseState& lease, LeasePhase from, const char* why) noexcept {
+  try {
+    if (!watchdog_->markLost(lease, from, why)) return;
+    // Safe in either order with the script it follows: whichever runs second finds the key not ours.
+    cleanup_->post([backend = backend_, log = log_, key = lease.key, token = lease.token] {
+      try {
+        (void)backend->unlock(key, token);
+        return true;
+      } catch (const std::exception& error) {
+        log->warn("dlock: freeing {} on {} after a call in doubt failed: {}; its lease ends on its own",
+                  quoteKey(key), backend->describe(), error.what());
+        return false;
+      }
+    });
+  } catch (const std::exception&) {  // allocation: the lease ends at its TTL
+    lease.transition(from, LeasePhase::Lost);
+  }
 }
 
 void LockCore::throwInherited(const LeaseState& lease) const {

@@ -100,6 +100,12 @@ class LockCore {
 
   [[nodiscard]] bool isValid(const LeaseState& lease) const { return lease.validAt(clock_->now()); }
 
+  // A hold (`from` its phase now) whose changing script was cut off after it may have run (a
+  // Condition's await): it may give the key up whenever the server gets to it, so it is lost now
+  // (isHeld false, unlock LockLostError, the lost handler told, counted), and its token's key is
+  // released on the cleanup lane, in case the script never runs. No-op when it had left `from`.
+  void giveUpInDoubt(LeaseState& lease, LeasePhase from, const char* why) noexcept;
+
   void setLostHandler(ILock::LostHandler handler);
   [[nodiscard]] LockStats stats() const { return counters_->snapshot(); }
   [[nodiscard]] const LockOptions& options() const noexcept { return options_; }

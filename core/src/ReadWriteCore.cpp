@@ -121,8 +121,9 @@ auto ReadWriteCore::releasing(LeaseState& lease, bool valid, LeasePhase from, Ca
 }
 
 void ReadWriteCore::settle(LeaseState& lease, bool valid, const ReleaseResult& result) {
-  const bool clean = result.releasedEarlier || (result.released && valid);
-  if (!clean) throwLost(lease, true, result.released ? "had ended before unlock" : "had expired or was taken");
+  if (!releasedCleanly(result.released, result.releasedEarlier, valid)) {
+    throwLost(lease, true, result.released ? "had ended before unlock" : "had expired or was taken");
+  }
   lease.transition(LeasePhase::Releasing, LeasePhase::Released);
   const Log log = logger();
   if (log->should_log(spdlog::level::debug)) {
@@ -132,14 +133,14 @@ void ReadWriteCore::settle(LeaseState& lease, bool valid, const ReleaseResult& r
 }
 
 void ReadWriteCore::release(LeaseState& lease) {
-  const bool valid = isValid(lease);
+  const bool valid = lease.unexpiredAt(clock_->now());
   const LeasePhase from = beginRelease(lease);
   const ReleaseResult result = releasing(lease, valid, from, [&] { return side(lease).unlock(lease.key, lease.token); });
   settle(lease, valid, result);
 }
 
 std::shared_ptr<LeaseState> ReadWriteCore::downgrade(LeaseState& write) {
-  const bool valid = isValid(write);
+  const bool valid = write.unexpiredAt(clock_->now());
   const LeasePhase from = beginRelease(write);
   const Clock::time_point sentAt = clock_->now();
   const bool kept = releasing(write, valid, from, [&] { return rw_.downgrade(write.key, write.token, write.ttl); });

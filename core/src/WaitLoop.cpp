@@ -115,7 +115,7 @@ void WaitLoop::rideOut(Attempt& attempt, WaitPolicy& policy, const WaitState& st
 }
 
 void WaitLoop::leave(Attempt& attempt, const WaitPolicy& policy, const WaitState& state) noexcept {
-  const CallBudget budget(policy.callDeadline());
+  const CallBudget budget(policy.callDeadline(), policy.answerFloor());
   attempt.leave(state);
 }
 

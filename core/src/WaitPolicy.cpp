@@ -11,8 +11,9 @@ using std::chrono::milliseconds;
 
 milliseconds WaitPolicy::remaining(SteadyTime now) const noexcept {
   if (deadline_ == Deadline::max()) return milliseconds::max();
-  if (now >= deadline_) return milliseconds(0);
-  return std::chrono::ceil<milliseconds>(deadline_ - now);
+  const Deadline last = lastAttemptAt();
+  if (now >= last) return milliseconds(0);
+  return std::chrono::ceil<milliseconds>(last - now);
 }
 
 void WaitPolicy::rideOut(const ConnectionError& error, const std::string& what) {

@@ -58,16 +58,30 @@ class WaitPolicy {
 
   [[nodiscard]] bool once() const noexcept { return deadline_ == kTryOnce; }
   [[nodiscard]] Deadline deadline() const noexcept { return deadline_; }
-  // No wait left at `now`: a single try, or the deadline has come.
+  // No wait left at `now`: a single try, or the deadline has come (never sooner, as the JDK's).
   [[nodiscard]] bool over(SteadyTime now) const noexcept { return once() || now >= deadline_; }
-  // Until the deadline from `now`, rounded up; milliseconds::max() for none.
+  // The pause's bound from `now`: until the last attempt's time (lastAttemptAt), rounded up; zero
+  // past it (tries follow at the least pause until the deadline); milliseconds::max() for no deadline.
   [[nodiscard]] std::chrono::milliseconds remaining(SteadyTime now) const noexcept;
+  // When the last attempt is sent: a round trip (the longest this wait measured) before the
+  // deadline, so that its answer comes by the deadline on a slow link too.
+  [[nodiscard]] Deadline lastAttemptAt() const noexcept {
+    return deadline_ == Deadline::max() || once()
+               ? deadline_
+               : deadline_ - std::chrono::duration_cast<Deadline::duration>(roundTrip_);
+  }
+  // The least time a call inside the wait is given, however little budget is left: twice the
+  // longest round trip measured (a healthy link's jitter), so that a reply on its way is read, never
+  // cut off as a timeout (which closes the connection); CallBudget's floor before any answer.
+  [[nodiscard]] std::chrono::milliseconds answerFloor() const noexcept {
+    return std::chrono::ceil<std::chrono::milliseconds>(2 * roundTrip_) + CallBudget::kLastAttemptFloor;
+  }
 
   // The budget of a backend call made now (see above); its send time starts an outage's tolerance
   // if it fails. Held for the call's length: `const CallBudget budget = policy.call();`.
   [[nodiscard]] CallBudget call() {
     sent_ = std::chrono::steady_clock::now();
-    return CallBudget(callDeadline());
+    return CallBudget(callDeadline(), answerFloor());
   }
   [[nodiscard]] CallBudget::TimePoint callDeadline() const noexcept {
     if (once()) return CallBudget::TimePoint::max();
@@ -79,8 +93,13 @@ class WaitPolicy {
   // attempt at the budget's end) and returns when another try is due, or throws ConnectionError
   // naming `what` once the budget is spent. A single try is not retried: call it only in a wait.
   void rideOut(const ConnectionError& error, const std::string& what);
-  // A call was answered: a later outage gets a budget of its own.
-  void answered() noexcept { outage_.reset(); }
+  // The call made through call() was answered: a later outage gets a budget of its own, and its
+  // round trip counts for the last attempt's time and every call's floor.
+  void answered() noexcept {
+    outage_.reset();
+    const SteadyTime::duration took = std::chrono::steady_clock::now() - sent_;
+    roundTrip_ = std::max(roundTrip_, std::min(took, SteadyTime::duration(kLongestRoundTrip)));
+  }
 
   // The pause between two tries, at most `remaining(now)`, cut to `placeRenewal` (how often a
   // place in a server queue must be renewed; max for none) and to 1 ms past `holderTtl` (0 for
@@ -111,12 +130,15 @@ class WaitPolicy {
         : onCancel(interrupts.caller, [this] { wakeup.wake(); }), onClose(interrupts.closing, [this] { wakeup.wake(); }) {}
   };
   static inline const CancelToken kNever{};
+  // A round trip longer than this is no link's but a stalled server's: not waited for at every call.
+  static constexpr std::chrono::milliseconds kLongestRoundTrip{1000};
 
 
   const Deadline deadline_;
   const std::chrono::milliseconds outageTolerance_;
   std::optional<OutageRetry> outage_;  // from a call's failure to the next answer
   SteadyTime sent_;                    // of the last call made through call()
+  SteadyTime::duration roundTrip_{0};  // the longest answered call of this wait
   const Interrupts interrupts_;
   std::unique_ptr<Listening> listening_;  // from the first pause
 };

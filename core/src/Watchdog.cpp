@@ -171,18 +171,19 @@ void Watchdog::expireOverdue(const std::vector<std::shared_ptr<LeaseState>>& lea
   }
 }
 
-void Watchdog::markLost(LeaseState& lease, LeasePhase from, const char* why) {
-  if (!lease.transition(from, LeasePhase::Lost)) return;  // released, or reported, meanwhile
+bool Watchdog::markLost(LeaseState& lease, LeasePhase from, const char* why) {
+  if (!lease.transition(from, LeasePhase::Lost)) return false;  // released, or reported, meanwhile
   // A Condition waiter's place ends when it is signalled: its waiter sees it, nobody lost a key.
-  if (lease.kind == LeaseKind::Awaiting) return;
+  if (lease.kind == LeaseKind::Awaiting) return true;
   counters_->lostLeases.fetch_add(1, std::memory_order_relaxed);
   logger()->warn("dlock: lost the lease of {} on {} (fencing token {}): {}", quoteKey(lease.key),
                  renewer_->describe(), lease.fencingToken, why);
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    if (stopping_) return;
+    if (stopping_) return true;
   }
   notifier_->notify(lease.key, lease.fencingToken);
+  return true;
 }
 
 }  // namespace dlock::detail

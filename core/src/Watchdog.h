@@ -57,6 +57,11 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
 
   [[nodiscard]] std::chrono::milliseconds interval() const noexcept { return interval_; }
 
+  // Moves `lease` from `from` to Lost, counts it and tells the lost handler (on its own thread);
+  // false when the lease had left `from` already (released, or reported, meanwhile). Also for a
+  // lease this watchdog does not renew: a hold given up in doubt (LockCore::giveUpInDoubt).
+  bool markLost(LeaseState& lease, LeasePhase from, const char* why);
+
  private:
   // A lease the watchdog keeps, and when a renewal that got no answer may be tried again.
   struct Kept {
@@ -73,7 +78,6 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   std::vector<bool> renew(const std::vector<std::shared_ptr<LeaseState>>& batch);
   void judge(LeaseState& lease, const ExtendResult& result, Clock::time_point sentAt);
   void expireOverdue(const std::vector<std::shared_ptr<LeaseState>>& leases);
-  void markLost(LeaseState& lease, LeasePhase from, const char* why);
 
   const std::shared_ptr<LeaseRenewer> renewer_;
   const std::shared_ptr<Clock> clock_;

@@ -288,7 +288,7 @@ TEST_SUITE("Watchdog") {
     CHECK(f.backend->holderOf("k").empty());
   }
 
-  TEST_CASE("after an unlock fails with ConnectionError the lease is renewed again and a real loss still reported") {
+  TEST_CASE("after an unlock fails with ConnectionError the lease is renewed, not reported held, and a real loss still reported") {
     VirtualFixture f;
     auto lock = f.watched(30s);
     std::atomic<int> reports{0};
@@ -298,7 +298,7 @@ TEST_SUITE("Watchdog") {
     CHECK_THROWS_AS(lock->unlock("k"), dlock::ConnectionError);  // the hold stays
     for (int step = 0; step < 6; ++step) {  // 60 s: two leases, renewed
       f.clock->advance(10s);
-      CHECK(lock->isHeld("k"));
+      CHECK_FALSE(lock->isHeld("k"));  // the release may still run: in doubt, not held
     }
     CHECK(lock->stats().renewals == 6);
     // The key is taken away. That failed unlock might have removed it, so a renewal finding it

@@ -19,7 +19,9 @@
 // cancelled before the call throws at once, still holding; a waiter signalled before its cancel
 // returns normally (as the JDK), so no signal is lost. close() during a wait: InterruptedError
 // without re-taking the key (the JDK has no closed lock); unlock then reports LockLostError. After
-// the outage tolerance: ConnectionError, the key given up (unless the await's answer never came).
+// the outage tolerance: ConnectionError, the key given up. An await whose answer never came may still
+// run on the server and free the key for another: the hold is lost at once (isHeld false, unlock
+// LockLostError, onLockLost told) and its key freed in the background if it still is ours.
 // A small value: copies are the same condition; it keeps the lock's core (not the lock) alive, and
 // once the lock is closed every await throws InterruptedError. A forked child's copies act for it.
 // Owner: a value. Thread safety: thread-safe (each call acts for the calling thread).
