@@ -418,15 +418,35 @@ TEST_SUITE("Cli") {
     CHECK(status.wait() == 0);
     const std::string& out = status.out();
     CAPTURE(out);
-    CHECK(out.find("held:          no\n") != std::string::npos);  // the exclusive lock of the key
-    CHECK(out.find("writer:        -\nreaders:       1 (") != std::string::npos);
-    CHECK(out.find("waiters:       1 (write)\n") != std::string::npos);
-    CHECK(out.find(reading.token()) == std::string::npos);  // a token is the right to release: never shown
+    // Every line agrees with the exit status: held by a reader, whose token is named by its prefix.
+    CHECK(out.find("kind:          read-write\n") != std::string::npos);
+    CHECK(out.find("held:          yes, by 1 reader(s)\n") != std::string::npos);
+    CHECK(out.find("writer:        -\nreaders:       1\n  token " + reading.token().substr(0, 8) + "...") !=
+          std::string::npos);
+    CHECK(out.find("waiters:       1\n  write, token ") != std::string::npos);
+    CHECK(out.find(reading.token()) == std::string::npos);  // a token is the right to release: never shown whole
     reading.release();
     CHECK(writer.readLine() == "wrote");
     CHECK(writer.wait() == 0);
     Cli free({"--uri", server.uri(), "status", key});
     CHECK(free.wait() == 1);
+
+    // Held by the writer: exit 0, and the lines say so, with its token's prefix and fencing token.
+    dlock::Lease writing = rw->writeLock()->acquire(key);
+    REQUIRE(writing);
+    Cli written({"--uri", server.uri(), "status", key});
+    CHECK(written.wait() == 0);
+    CAPTURE(written.out());
+    CHECK(written.out().find("held:          yes, by the writer\nfencing token: " +
+                             std::to_string(writing.fencingToken()) + "\nwriter:        token " +
+                             writing.token().substr(0, 8) + "...") != std::string::npos);
+    CHECK(written.out().find("held:          no") == std::string::npos);
+    writing.release();
+
+    // A key is a read-write lock or a semaphore, never both at once.
+    Cli both({"--uri", server.uri(), "--read", "--permits", "1", "--capacity", "2", key, "--", "true"});
+    CHECK(both.wait() == 2);
+    CHECK(both.err().find("--read and --permits exclude each other") != std::string::npos);
 
     Cli redlock({"--uri", "redlock://memory://;memory://;memory://", "--read", key, "--", "true"});
     CHECK(redlock.wait() == 2);
@@ -1031,8 +1051,9 @@ TEST_SUITE("Cli") {
     CAPTURE(status);
     CHECK(status.find("semaphore:     '" + key + "'\n") != std::string::npos);
     CHECK(status.find("permits:       2 of 2 in use\n") != std::string::npos);
-    CHECK(status.find("holders:       2\n  1 permits, fencing token ") != std::string::npos);
-    CHECK(status.find("waiters:       1\n  1 permits\n") != std::string::npos);
+    CHECK(status.find("held:          yes\n") != std::string::npos);
+    CHECK(status.find("holders:       2\n  1 permits, token ") != std::string::npos);
+    CHECK(status.find("waiters:       1\n  1 permits, token ") != std::string::npos);
 
     std::ofstream(doneA).put('\n');  // A ends: its release admits C
     CHECK(a.wait() == 0);

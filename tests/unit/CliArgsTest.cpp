@@ -102,6 +102,11 @@ TEST_SUITE("CliArgs") {
     CHECK_FALSE(parse({"--no-owner-label", "k", "--", "true"}).ownerLabel.has_value());
     CHECK(usageErrorOf({"--owner-label", "a", "--no-owner-label", "k", "--", "true"}) ==
           "--owner-label and --no-owner-label exclude each other");
+    CHECK(usageErrorOf({"--read", "--permits", "1", "--capacity", "2", "k", "--", "true"}) ==
+          "--read and --permits exclude each other: a key is a read-write lock or a semaphore");
+    CHECK(usageErrorOf({"--permits", "1", "--capacity", "2", "--write", "k", "--", "true"}) ==
+          "--write and --permits exclude each other: a key is a read-write lock or a semaphore");
+    CHECK(dlock::cli::tokenPrefix("0123456789abcdef0123456789abcdef") == "01234567...");
     CHECK(usageErrorOf({"--owner-label", std::string(257, 'x'), "k", "--", "true"}) ==
           "--owner-label has 257 bytes, more than the limit of 256");
     CHECK(usageErrorOf({"--no-owner-label", "status", "k"}) == "--no-owner-label does not apply to status");

@@ -127,6 +127,11 @@ void checkAccessOptions(const CliOptions& options) {
 
 }  // namespace
 
+std::string tokenPrefix(const std::string& token) {
+  constexpr std::size_t kShown = 8;
+  return token.size() <= kShown ? std::string(token.size(), '*') : token.substr(0, kShown) + "...";
+}
+
 std::string formatDuration(milliseconds duration) {
   const auto count = duration.count();
   if (count != 0 && count % 3'600'000 == 0) return std::to_string(count / 3'600'000) + "h";
@@ -236,6 +241,10 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
     }
   }
   checkAccessOptions(options);
+  if (options.access != Access::Exclusive && !permitsGiven.empty()) {
+    throw UsageError(std::string(options.access == Access::Read ? "--read" : "--write") +
+                     " and --permits exclude each other: a key is a read-write lock or a semaphore");
+  }
   if (waitGiven && noWaitGiven) throw UsageError("--wait and --no-wait exclude each other");
   if (ownerLabelGiven && noOwnerLabelGiven) {
     throw UsageError("--owner-label and --no-owner-label exclude each other");
@@ -328,8 +337,13 @@ Options:
 
 Durations: 250us, 500ms, 30s, 2m, 1h, 1.5s; a bare number is seconds, as flock(1) takes it.
 
-dlock status KEY prints seven lines, "name: value":
+dlock status KEY prints "name: value" lines for the kind of key it finds, every line agreeing
+with the exit status: 0 when KEY is held, 1 when it is free, so a script can test it:
+  if dlock status nightly-report >/dev/null; then echo "running elsewhere"; fi
+A holder's token is shown by its first 8 characters (a whole token is the right to release).
+An exclusive key (the default or the fair lock):
   key            KEY, quoted
+  kind           exclusive
   backend        the URI, its passwords masked
   held           yes or no
   remaining      the holder's lease left (e.g. 29571ms), or - when free
@@ -337,16 +351,17 @@ dlock status KEY prints seven lines, "name: value":
   owner          the holder's owner label, quoted (host=NAME pid=N [TEXT]), or - when free or
                  when the holder recorded none (a library lock records one only when asked)
   since          when the holder took the lease, by the backend's clock (UTC), or -
-and, when KEY has a read-write lock (--read, --write), three more:
-  writer         the writer's lease left, or -
-  readers        how many, and each one's lease left: 2 (29571ms, 12040ms)
-  waiters        how many, and each one's side, head first: 1 (write)
-and exits 0 when KEY is held (by a writer or readers too), 1 when it is free, so a script can test it:
-  if dlock status nightly-report >/dev/null; then echo "running elsewhere"; fi
-
-When KEY is a semaphore, dlock status prints its permits in use and capacity ("permits: 3 of 4
-in use"), then a line per holder (its permits, fencing token and lease left) and per waiter (its
-permits), head first; it exits 0 when any permit is held, 1 when none is.
+A read-write key (--read, --write) with a holder or a waiter:
+  key, kind (read-write), backend
+  held           yes, by the writer / yes, by N reader(s) / no
+  fencing token  the writer's (or the last writer's)
+  writer         its token and lease left, or -
+  readers        how many, then a line per reader: its token and lease left
+  waiters        how many, then a line per waiter, head first: its side and token
+A semaphore (--permits): semaphore, kind, backend, held (yes when any permit is held),
+permits in use and capacity ("permits: 3 of 4 in use"), then a line per holder (its permits,
+token, fencing token and lease left) and per waiter (its permits and token), head first.
+--read or --write with --permits exits 2: a key is a read-write lock or a semaphore.
 
 Exit status (status KEY: 0 held, 1 free, or one of dlock's own below):
   COMMAND's status, or 128+N when COMMAND was killed by signal N

@@ -90,6 +90,11 @@ inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(24 
 // A duration as the shortest exact text: "2m", "30s", "1500ms".
 [[nodiscard]] std::string formatDuration(std::chrono::milliseconds duration);
 
+// How `dlock status` names a holder's token: its first 8 characters and "...". Enough to tell
+// holders apart and find one in a log; the rest (96 bits) stays unknown, for a token is the
+// right to release.
+[[nodiscard]] std::string tokenPrefix(const std::string& token);
+
 // The help text (--help) and the one-line usage (after a usage error).
 [[nodiscard]] std::string helpText();
 [[nodiscard]] std::string usageText();

@@ -45,15 +45,19 @@ std::optional<SemaphoreStatus> semaphoreStatus(dlock::IOperator& backend, const 
   status.inUse = info.inUse > 0;
   std::string& text = status.text;
   text += "semaphore:     " + dlock::detail::quoteKey(options.key) + "\n";
+  text += "kind:          semaphore\n";
   text += "backend:       " + dlock::redactUri(options.uri) + "\n";
+  text += std::string("held:          ") + (status.inUse ? "yes" : "no") + "\n";
   text += "permits:       " + std::to_string(info.inUse) + " of " + std::to_string(info.capacity) + " in use\n";
   text += "holders:       " + std::to_string(info.holders.size()) + "\n";
   for (const auto& holder : info.holders) {
-    text += "  " + std::to_string(holder.permits) + " permits, fencing token " + std::to_string(holder.fencingToken) +
-            ", " + formatDuration(holder.remaining) + " left\n";
+    text += "  " + std::to_string(holder.permits) + " permits, token " + tokenPrefix(holder.token) + ", fencing token " +
+            std::to_string(holder.fencingToken) + ", " + formatDuration(holder.remaining) + " left\n";
   }
   text += "waiters:       " + std::to_string(info.waiters.size()) + "\n";
-  for (const auto& waiter : info.waiters) text += "  " + std::to_string(waiter.permits) + " permits\n";
+  for (const auto& waiter : info.waiters) {
+    text += "  " + std::to_string(waiter.permits) + " permits, token " + tokenPrefix(waiter.token) + "\n";
+  }
   return status;
 }
 

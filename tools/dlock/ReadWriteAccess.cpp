@@ -22,22 +22,32 @@ std::shared_ptr<dlock::ILock> buildLockFor(const dlock::LockBuilder& builder, co
   return options.access == Access::Read ? rw->readLock() : rw->writeLock();
 }
 
-std::string readWriteStatusLines(dlock::IOperator& backend, const std::string& key, bool& held) {
+std::optional<ReadWriteStatus> readWriteStatus(dlock::IOperator& backend, const std::string& key) {
   const std::optional<dlock::ReadWriteInfo> info = inspectReadWrite(backend, key);
-  if (!info || (!info->writer && info->readers.empty() && info->waiters.empty())) return {};
-  held = held || info->writer || !info->readers.empty();
-  std::string text = "writer:        " + (info->writer ? formatDuration(info->writer->remaining) : std::string("-")) + "\n";
-  text += "readers:       " + std::to_string(info->readers.size());
-  for (std::size_t i = 0; i < info->readers.size(); ++i) {
-    text += (i == 0 ? " (" : ", ") + formatDuration(info->readers[i].remaining);
+  if (!info || (!info->writer && info->readers.empty() && info->waiters.empty())) return std::nullopt;
+  ReadWriteStatus status;
+  status.held = info->writer || !info->readers.empty();
+  std::string& text = status.text;
+  text += "held:          ";
+  text += info->writer ? "yes, by the writer\n"
+          : status.held ? "yes, by " + std::to_string(info->readers.size()) + " reader(s)\n"
+                        : std::string("no\n");
+  text += "fencing token: " + std::to_string(info->fencingToken) + (info->writer ? "\n" : " (the last writer's)\n");
+  if (info->writer) {
+    text += "writer:        token " + tokenPrefix(info->writer->token) + ", " + formatDuration(info->writer->remaining) + " left\n";
+  } else {
+    text += "writer:        -\n";
   }
-  text += info->readers.empty() ? "\n" : ")\n";
-  text += "waiters:       " + std::to_string(info->waiters.size());
-  for (std::size_t i = 0; i < info->waiters.size(); ++i) {
-    text += std::string(i == 0 ? " (" : ", ") + (info->waiters[i].mode == dlock::ReadWriteMode::Read ? "read" : "write");
+  text += "readers:       " + std::to_string(info->readers.size()) + "\n";
+  for (const auto& reader : info->readers) {
+    text += "  token " + tokenPrefix(reader.token) + ", " + formatDuration(reader.remaining) + " left\n";
   }
-  text += info->waiters.empty() ? "\n" : ")\n";
-  return text;
+  text += "waiters:       " + std::to_string(info->waiters.size()) + "\n";
+  for (const auto& waiter : info->waiters) {
+    text += std::string("  ") + (waiter.mode == dlock::ReadWriteMode::Read ? "read" : "write") + ", token " +
+            tokenPrefix(waiter.token) + "\n";
+  }
+  return status;
 }
 
 std::string readWriteHolderText(dlock::IOperator& backend, const std::string& key) {

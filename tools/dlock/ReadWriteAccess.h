@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "CliArgs.h"
@@ -19,13 +20,19 @@ namespace dlock::cli {
 // builder.buildReadWrite() (ConfigError on a backend without a read-write queue).
 [[nodiscard]] std::shared_ptr<dlock::ILock> buildLockFor(const dlock::LockBuilder& builder, const CliOptions& options);
 
-// Status lines for `key`'s read-write lock, "name: value" as the others:
-//   writer         its lease left, or -
-//   readers        how many, then each one's lease left ("2 (29571ms, 12040ms)"), or 0
-//   waiters        how many, then each one's side, head first ("2 (write, read)"), or 0
-// Empty when the backend has no read-write lock or `key` has none now. `held` is set when a
-// writer or a reader holds it.
-[[nodiscard]] std::string readWriteStatusLines(dlock::IOperator& backend, const std::string& key, bool& held);
+// `dlock status` of a read-write key: `held` when a writer or a reader holds it; the lines,
+// "name: value" as the others, agree with it:
+//   held           "yes, by the writer", "yes, by 2 reader(s)" or "no"
+//   fencing token  the writer's (or the last writer's)
+//   writer         its token and lease left, or -
+//   readers        how many, then a line per reader: its token and lease left
+//   waiters        how many, then a line per waiter, head first: its side and token
+struct ReadWriteStatus {
+  bool held = false;
+  std::string text;
+};
+// nullopt when the backend has no read-write locks or `key` has none now (no holder, no waiter).
+[[nodiscard]] std::optional<ReadWriteStatus> readWriteStatus(dlock::IOperator& backend, const std::string& key);
 
 // Who holds `key`'s read-write lock, for the message of a wait that gave up.
 [[nodiscard]] std::string readWriteHolderText(dlock::IOperator& backend, const std::string& key);

@@ -131,10 +131,16 @@ int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<
   if (std::optional<SemaphoreStatus> semaphore = semaphoreStatus(*backend, options)) {
     return printStatus(std::move(semaphore->text), semaphore->inUse, log, secrets);
   }
-  const dlock::LeaseInfo info = backend->inspect(options.key);
-  bool held = info.held;
   std::string text;
   text += "key:           " + dlock::detail::quoteKey(options.key) + "\n";
+  if (std::optional<ReadWriteStatus> rw = readWriteStatus(*backend, options.key)) {
+    text += "kind:          read-write\n";
+    text += "backend:       " + dlock::redactUri(options.uri) + "\n";
+    return printStatus(text + rw->text, rw->held, log, secrets);
+  }
+  // An exclusive key (the default or the fair lock: one holder, one token).
+  const dlock::LeaseInfo info = backend->inspect(options.key);
+  text += "kind:          exclusive\n";
   text += "backend:       " + dlock::redactUri(options.uri) + "\n";
   text += std::string("held:          ") + (info.held ? "yes" : "no") + "\n";
   text += "remaining:     " + (info.held ? formatDuration(info.remaining) : std::string("-")) + "\n";
@@ -142,8 +148,7 @@ int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<
   const bool owned = info.held && !info.owner.empty();
   text += "owner:         " + (owned ? dlock::detail::quoteText(info.owner, dlock::kMaxOwnerLabelBytes) : "-") + "\n";
   text += "since:         " + (owned ? utcText(info.ownerSince) : "-") + "\n";
-  text += readWriteStatusLines(*backend, options.key, held);
-  return printStatus(std::move(text), held, log, secrets);
+  return printStatus(std::move(text), info.held, log, secrets);
 }
 
 // Who holds `key`, for the message of a wait that gave up: the owner label the holder recorded
