@@ -71,7 +71,7 @@ void ConditionAttempt::leave(const WaitState& state) noexcept {
       }
       return false;
     }
-  });
+  }, "leaving the condition " + quoteText(parts_.name, 40) + " of " + quoteKey(tools_.key));
 }
 
 }  // namespace dlock::detail

@@ -79,7 +79,7 @@ void DefaultAttempt::cancelCutOff() {
       }
       return false;
     }
-  });
+  }, "cancelling " + quoteKey(tools_.key) + " on " + tools_.backend->describe());
 }
 
 bool DefaultAttempt::join(const WaitState& /*state*/) {

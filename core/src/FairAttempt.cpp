@@ -92,7 +92,7 @@ void FairAttempt::leave(const WaitState& state) noexcept {
       }
       return false;
     }
-  });
+  }, "leaving the queue of " + quoteKey(tools_.key) + " on " + tools_.backend->describe());
 }
 
 }  // namespace dlock::detail

@@ -203,11 +203,11 @@ void LockCore::giveUpInDoubt(LeaseState& lease, LeasePhase from, const char* why
         (void)backend->unlock(key, token);
         return true;
       } catch (const std::exception& error) {
-        log->warn("dlock: freeing {} on {} after a call in doubt failed: {}; its lease ends on its own",
-                  quoteKey(key), backend->describe(), error.what());
+        log->debug("dlock: freeing {} on {} after a call in doubt failed: {}", quoteKey(key), backend->describe(),
+                   error.what());
         return false;
       }
-    });
+    }, "freeing " + quoteKey(lease.key) + " on " + backend_->describe() + " after a call in doubt");
   } catch (const std::exception&) {  // allocation: the lease ends at its TTL
     lease.transition(from, LeasePhase::Lost);
   }

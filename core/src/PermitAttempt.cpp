@@ -87,7 +87,7 @@ void PermitAttempt::leave(const WaitState& state) noexcept {
       }
       return false;
     }
-  });
+  }, "leaving the permit queue of " + quoteKey(tools_.key) + " on " + tools_.backend->describe());
 }
 
 }  // namespace dlock::detail

@@ -15,12 +15,17 @@ std::optional<Held> WaitLoop::run(Attempt& attempt, WaitPolicy& policy) {
   WaitState state;
   if (policy.interrupted()) policy.throwInterrupted(what());  // before anything is sent
   if (!policy.once()) {
+    // A cancel or close() cuts off even the first try in flight (Socket.cpp's sliced wait): a wait
+    // ends within milliseconds of its cancel whatever the server does.
+    policy.listen();
     if (const auto until = attempt.holdBackUntil()) policy.holdBack(*until);
   }
   std::optional<WaiterQueue::Ticket> turn;
   while (true) {
     if (policy.interrupted()) interrupted(attempt, policy, state);
-    const std::optional<TryResult> result = tryOnce(attempt, policy, state);
+    bool refusedLate = false;
+    const std::optional<TryResult> result = tryOnce(attempt, policy, state, refusedLate);
+    if (refusedLate) return timedOut(attempt, policy, state);
     if (!result) continue;  // cut off; the outage's pause is over
     if (const Held* held = std::get_if<Held>(&*result)) return holding(attempt, policy, state, *held);
     const SteadyTime now = std::chrono::steady_clock::now();
@@ -41,7 +46,14 @@ std::optional<Held> WaitLoop::run(Attempt& attempt, WaitPolicy& policy) {
     const SteadyTime pausing = std::chrono::steady_clock::now();
     const Pause pause{policy.remaining(pausing),
                       policy.pauseAfter(state.last.holderTtl, attempt.placeRenewal(), pausing), policy.callDeadline()};
-    if (std::optional<Held> held = attempt.await(state, pause)) return holding(attempt, policy, state, *held);
+    std::optional<Held> held;
+    try {
+      held = attempt.await(state, pause);
+    } catch (const InterruptedError&) {  // a call confirming a hand-off, cut off by the cancel
+      state.leftOnServer = true;
+      interrupted(attempt, policy, state);
+    }
+    if (held) return holding(attempt, policy, state, *held);
   }
 }
 
@@ -63,13 +75,33 @@ void WaitLoop::interrupted(Attempt& attempt, const WaitPolicy& policy, const Wai
 
 std::string WaitLoop::what() const { return "dlock: lock " + quoteKey(key_) + " on " + backend_.describe(); }
 
-std::optional<TryResult> WaitLoop::tryOnce(Attempt& attempt, WaitPolicy& policy, WaitState& state) {
+std::optional<TryResult> WaitLoop::tryOnce(Attempt& attempt, WaitPolicy& policy, WaitState& state,
+                                           bool& refusedLate) {
   state.tryNumber = counters_.attempts.fetch_add(1, std::memory_order_relaxed);
   try {
     const CallBudget budget = policy.call();
     TryResult result = attempt.tryAcquire(state);
     policy.answered();
     return result;
+  } catch (const InterruptedError&) {
+    // A cancel cut the call off in flight (Socket.cpp): it may have landed, or land yet.
+    state.leftOnServer = true;
+    interrupted(attempt, policy, state);
+  } catch (const LateCallError& error) {
+    // The server answered, refusing a try that reached it after its budget: nothing of it ran
+    // (what an earlier try left stays for leave()). At the wait's end that is a wait that ran
+    // out; before it, a slow path or server, ridden out as an outage is.
+    logFailure(error);
+    if (!policy.once() && policy.over(std::chrono::steady_clock::now())) {
+      refusedLate = true;
+      return std::nullopt;
+    }
+    if (policy.once()) {
+      leave(attempt, policy, state);
+      throw;
+    }
+    rideOut(attempt, policy, state, error);
+    return std::nullopt;
   } catch (const ConnectionError& error) {
     logFailure(error);
     state.leftOnServer = true;  // it may have landed (or may land yet): queued us, or taken the key
@@ -91,6 +123,8 @@ bool WaitLoop::joinNow(Attempt& attempt, WaitPolicy& policy, const WaitState& st
   try {
     const CallBudget budget = policy.call();
     return attempt.join(state);
+  } catch (const InterruptedError&) {
+    interrupted(attempt, policy, state);
   } catch (const ConnectionError& error) {
     rideOut(attempt, policy, state, error);
     return true;

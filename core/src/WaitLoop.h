@@ -8,6 +8,7 @@
 //    │                      join: listening began now ─ try again
 //    │                      await (a pause) ─ handed over ────────────────▶ Held
 //    │                                       └ else ─ try again
+//    ├─ LateCallError (refused unrun) at the wait's end ─ leave ───────────▶ nullopt (timed out)
 //    └─ ConnectionError ─ a wait: the policy's outage pause, then try again (past its budget: leave, throw)
 //                         a single try: leave, throw; another error: leave, throw
 //
@@ -43,8 +44,9 @@ class WaitLoop {
   std::optional<Held> run(Attempt& attempt, WaitPolicy& policy);
 
  private:
-  // One try; nullopt when it was cut off and the outage is ridden out (try again).
-  std::optional<TryResult> tryOnce(Attempt& attempt, WaitPolicy& policy, WaitState& state);
+  // One try; nullopt when it was cut off and the outage is ridden out (try again), or, with
+  // `refusedLate` set, when the server refused it at the wait's end (the wait ran out).
+  std::optional<TryResult> tryOnce(Attempt& attempt, WaitPolicy& policy, WaitState& state, bool& refusedLate);
   // join() within the budget; true when a try is due before pausing.
   bool joinNow(Attempt& attempt, WaitPolicy& policy, const WaitState& state);
   void rideOut(Attempt& attempt, WaitPolicy& policy, const WaitState& state, const ConnectionError& error);

@@ -116,7 +116,8 @@ class WaitPolicy {
   }
   // InterruptedError for `what` ("dlock: lock 'k' on ..."), saying which of the two it was.
   [[noreturn]] void throwInterrupted(const std::string& what) const;
-  // Before a pause: from now on every pause of this wait (on this thread) ends on a cancel.
+  // From the wait's first try (not a single try's): from now on every pause and every call in
+  // flight of this wait (on this thread) ends on a cancel.
   void listen();
 
  private:
@@ -140,7 +141,7 @@ class WaitPolicy {
   SteadyTime sent_;                    // of the last call made through call()
   SteadyTime::duration roundTrip_{0};  // the longest answered call of this wait
   const Interrupts interrupts_;
-  std::unique_ptr<Listening> listening_;  // from the first pause
+  std::unique_ptr<Listening> listening_;  // from the first try
 };
 
 }  // namespace dlock::detail

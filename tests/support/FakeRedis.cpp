@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -36,6 +37,17 @@ std::string array(const std::vector<std::string>& encoded) {
 }  // namespace resp
 
 namespace {
+
+// TIME's reply, from this machine's clock: seconds and microseconds, as Redis answers it.
+std::string timeReply() {
+  const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  const std::string seconds = std::to_string(now / 1000000);
+  const std::string micros = std::to_string(now % 1000000);
+  return "*2\r\n$" + std::to_string(seconds.size()) + "\r\n" + seconds + "\r\n$" + std::to_string(micros.size()) +
+         "\r\n" + micros + "\r\n";
+}
 
 [[noreturn]] void fail(const std::string& what) {
   throw std::runtime_error("fake redis: " + what + ": " + std::strerror(errno));
@@ -254,7 +266,8 @@ bool FakeRedis::receive(Client& client) {
     if (client.muted) continue;
     Answer answer = resp::error("ERR fake handler gave no answer");
     try {
-      answer = handler_(*command);
+      // TIME (each connection's handshake) is the fake's own clock; the rest is the handler's.
+      answer = command->size() == 1 && (*command)[0] == "TIME" ? timeReply() : handler_(*command);
     } catch (const std::exception& error) {
       answer = resp::error(std::string("ERR fake handler threw: ") + error.what());
     }

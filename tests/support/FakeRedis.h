@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // FakeRedis.h — an in-process stand-in for one Redis node, for unit tests of what the client does
 // with the server's answers: it listens on a loopback port the kernel picks, reads RESP commands
-// and answers each with what the test's handler returns, recording every command it got.
+// and answers each with what the test's handler returns (TIME, every connection's handshake, it
+// answers itself from this machine's clock), recording every command it got.
 //
 //   resp::         RESP encoders for the handler's replies
 //   Answer         a reply; silence (the client's command times out); or a reset connection

@@ -61,6 +61,15 @@ class RedisClient {
   // `calls` of each command in INFO commandstats, e.g. counts["evalsha"].
   std::map<std::string, long long> commandCalls() { return commandCallsIn(ok({"INFO", "commandstats"}).str); }
 
+  // How many error replies starting with `prefix` the server sent (INFO errorstats), e.g.
+  // "DLOCKLATE": the bound scripts it refused for arriving after their caller gave up.
+  long long errorReplies(const std::string& prefix) {
+    const std::string info = ok({"INFO", "errorstats"}).str;
+    const std::string field = "errorstat_" + prefix + ":count=";
+    const auto at = info.find(field);
+    return at == std::string::npos ? 0 : std::stoll(info.substr(at + field.size()));
+  }
+
  private:
   struct Free {
     void operator()(redisContext* context) const { redisFree(context); }

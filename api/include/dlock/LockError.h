@@ -4,6 +4,8 @@
 // exception, which would make std::exception an ambiguous base and slip past catch clauses.
 //
 //   ConnectionError       the backend is unreachable: I/O error, EOF, protocol error, timeout
+//     LateCallError       the server refused a call that reached it after its caller stopped
+//                         waiting (a paused server, a slow path): settled, nothing was done
 //   BackendError          an error reply dlock cannot handle (WRONGTYPE, NOPERM, OOM, ...)
 //   NotOwnerError         unlock/extend of a key the caller does not hold
 //   LockLostError         the lease expired or was taken before unlock: the section ran unprotected
@@ -30,6 +32,12 @@ class DLOCK_API LockError : public std::runtime_error {
 class DLOCK_API ConnectionError : public LockError {
  public:
   using LockError::LockError;
+};
+
+// A ConnectionError whose outcome is known: the server ran nothing of the call.
+class DLOCK_API LateCallError : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
 };
 
 class DLOCK_API BackendError : public LockError {

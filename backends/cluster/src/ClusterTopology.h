@@ -41,6 +41,7 @@ class ClusterTopology final : public Topology {
   std::vector<RedisNode*> owners(const std::vector<std::uint16_t>& slots) override;
   [[nodiscard]] bool serves(const RedisNode* node, std::uint16_t slot) const override;
   [[nodiscard]] bool sharded() const noexcept override { return true; }
+  [[nodiscard]] std::vector<std::vector<std::string>> nodeCommands() const override { return {{"CLUSTER", "SLOTS"}}; }
   [[nodiscard]] std::string describe() const override { return describe_; }
   [[nodiscard]] std::uint64_t reconnects() const override;
 

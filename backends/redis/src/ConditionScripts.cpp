@@ -8,11 +8,6 @@
 namespace dlock::detail {
 namespace {
 
-Script makeScript(const char* name, std::string source) {
-  std::string sha = sha1Hex(source);
-  return Script{name, std::move(source), std::move(sha)};
-}
-
 // On top of the fair queue's prelude (serverNow, stamp, placeEntry, prune, handOff): keepFor, a
 // key's TTL raised to `ms` and never lowered (PEXPIRE GT; a key without a TTL yet, which GT leaves
 // so, or a server before 7.0, which refuses GT: PTTL, then PEXPIRE). keepBothFor: a list and its
@@ -153,12 +148,12 @@ return out
 // Made while the library loads, as the other scripts are: no one-time guard a forked child could
 // find held.
 const Script kAwait[2][2] = {
-    {makeScript("condAwait", awaitSource(false, "PUBLISH")), makeScript("shardedCondAwait", awaitSource(false, "SPUBLISH"))},
-    {makeScript("condAwaitFair", awaitSource(true, "PUBLISH")),
-     makeScript("shardedCondAwaitFair", awaitSource(true, "SPUBLISH"))}};
-const Script kSignal[2] = {makeScript("condSignal", signalSource("PUBLISH")),
-                           makeScript("shardedCondSignal", signalSource("SPUBLISH"))};
-const Script kRenew = makeScript("condRenew", conditionPrelude("PUBLISH") + kRenewBody);
+    {makeBoundScript("condAwait", awaitSource(false, "PUBLISH")), makeBoundScript("shardedCondAwait", awaitSource(false, "SPUBLISH"))},
+    {makeBoundScript("condAwaitFair", awaitSource(true, "PUBLISH")),
+     makeBoundScript("shardedCondAwaitFair", awaitSource(true, "SPUBLISH"))}};
+const Script kSignal[2] = {makeBoundScript("condSignal", signalSource("PUBLISH")),
+                           makeBoundScript("shardedCondSignal", signalSource("SPUBLISH"))};
+const Script kRenew = makeBoundScript("condRenew", conditionPrelude("PUBLISH") + kRenewBody);
 const Script kLeave = makeScript("condLeave", conditionPrelude("PUBLISH") + kLeaveBody);
 const Script kInspect = makeScript("condInspect", conditionPrelude("PUBLISH") + kInspectBody);
 

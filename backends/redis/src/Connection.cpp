@@ -59,9 +59,9 @@ Connection::Connection(const ConnectionOptions& options)
   handshake(options);
 }
 
-// One round trip, pipelined: AUTH and SELECT where configured, then CLIENT INFO. Its reply is the
+// One round trip, pipelined: AUTH and SELECT where configured, then TIME. Its reply is the
 // server answering (a pool says "reconnected" only after one; under TLS 1.3 a refused client
-// certificate shows at this first read) and names the connection for a later CLIENT KILL.
+// certificate shows at this first read) and the clock the bound scripts are judged by.
 void Connection::handshake(const ConnectionOptions& options) {
   const bool auth = !options.password.empty() || !options.user.empty();
   const std::string db = std::to_string(options.db);
@@ -72,7 +72,11 @@ void Connection::handshake(const ConnectionOptions& options) {
     append(argv);
   }
   if (options.db != 0) append({"SELECT", db});
-  append({"CLIENT", "INFO"});
+  if (options.serverClock) {
+    append({"TIME"});
+  } else {
+    append({"PING"});
+  }
   // A TLS port resets a plain client at its first bytes: only here may a close say so.
   maybeTlsPort_ = options.unixSocket.empty() && !options.tls.enabled;
   if (auth) {
@@ -87,10 +91,48 @@ void Connection::handshake(const ConnectionOptions& options) {
     const ReplyPtr reply = readReply();
     if (reply->type == REDIS_REPLY_ERROR) throwReplyError(*reply, "SELECT " + db + " on " + address_);
   }
-  // Refused (a server before 6.2, an ACL without CLIENT): the connection works, only unnamed.
-  identity_ = readClientInfo(*readReply());
+  if (options.serverClock) {
+    sampleServerClock(*readReply());
+  } else {
+    (void)readReply();  // a Sentinel refusing PING still answered
+  }
   maybeTlsPort_ = false;
 }
+
+void Connection::sampleServerClock(const redisReply& reply) {
+  const auto arrived = Steady::now();
+  if (reply.type == REDIS_REPLY_ERROR) throwReplyError(reply, "TIME on " + address_);
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 2 || reply.element[0]->type != REDIS_REPLY_STRING ||
+      reply.element[1]->type != REDIS_REPLY_STRING) {
+    throw BackendError("dlock: TIME on " + address_ + " did not answer seconds and microseconds");
+  }
+  const std::int64_t serverUs =
+      std::stoll(reply.element[0]->str) * 1000000 + std::stoll(reply.element[1]->str);
+  const auto localUs = std::chrono::duration_cast<std::chrono::microseconds>(arrived.time_since_epoch()).count();
+  serverAheadUs_ = serverUs - localUs;
+  sampledAt_ = arrived;
+}
+
+std::string Connection::refuseAfter() const {
+  const auto now = Steady::now();
+  const auto waitEnds = now + CallBudget::cap(readTimeout_);
+  const auto sampleAgeUs = std::chrono::duration_cast<std::chrono::microseconds>(now - sampledAt_).count();
+  const std::int64_t allowanceUs = 1000 + sampleAgeUs / 2000;
+  const std::int64_t endsUs =
+      std::chrono::duration_cast<std::chrono::microseconds>(waitEnds.time_since_epoch()).count() + serverAheadUs_ -
+      allowanceUs;
+  return std::to_string(endsUs / 1000);
+}
+
+bool Connection::appendClockSampleIfStale() {
+  if (Steady::now() - sampledAt_ <= kClockSampleAge) return false;
+  append({"TIME"});
+  return true;
+}
+
+void Connection::readClockSample() { sampleServerClock(*readReply()); }
+
+void Connection::sampleClockNow() { sampleServerClock(*command({"TIME"})); }
 
 Connection::~Connection() = default;
 

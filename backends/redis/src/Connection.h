@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Connection.h — one connection to one Redis server: connect timeout, command timeout, TCP
-// keep-alive, TLS, AUTH (password or ACL user + password), SELECT db, and who it is on the server
-// (CLIENT INFO, for closing it there: ClientKill.h).
+// keep-alive, TLS, AUTH (password or ACL user + password), SELECT db, and the server's clock
+// (TIME), against which the scripts that change a hold are bound (refuseAfter, Scripts.h).
 //
 // dlock opens the socket (Socket.h) and runs the bytes through a Transport (plain, or TLS);
 // hiredis only formats commands (redisFormatCommandArgv) and parses replies (redisReader).
@@ -16,13 +16,13 @@
 #include <hiredis/hiredis.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "ClientKill.h"
 #include "Reply.h"
 #include "Transport.h"
 #include "dlock/common/RedisOptions.h"
@@ -34,9 +34,9 @@ using Argv = std::vector<std::string_view>;
 class Connection {
  public:
   // Connects (and, over TLS, completes the handshake) within connectTimeout, then sends AUTH,
-  // SELECT and CLIENT INFO in one round trip, so a connection exists only once the server has
-  // answered. ConnectionError when unreachable or the TLS handshake fails; ConfigError for an
-  // unreadable certificate or key file; BackendError when AUTH or SELECT is refused.
+  // SELECT and TIME in one round trip, so a connection exists only once the server has answered.
+  // ConnectionError when unreachable or the TLS handshake fails; ConfigError for an unreadable
+  // certificate or key file; BackendError when AUTH, SELECT or TIME is refused.
   explicit Connection(const ConnectionOptions& options);
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -57,8 +57,24 @@ class Connection {
   // True when the failure that broke it was a reply timeout.
   [[nodiscard]] bool timedOut() const noexcept { return timedOut_; }
   [[nodiscard]] const std::string& address() const noexcept { return address_; }
-  // Who this connection is on its server; nullopt when the server would not say (ClientKill.h).
-  [[nodiscard]] const std::optional<ClientIdentity>& identity() const noexcept { return identity_; }
+  // The instant, in the server's clock (ms since the epoch, as text), after which a command
+  // appended now is no longer waited for: this call's reply timeout (cut to its CallBudget) from
+  // now, moved into the server's clock by the last TIME sample's lower bound (the server's time
+  // when it answered, less the local instant the answer arrived: never ahead of the server), less
+  // an allowance for the two clocks' drift since (1 ms, and 500 ppm of the sample's age: NTP's slew
+  // limit). So the server passes it no later than the local wait ends, and refuses a bound script
+  // that arrives after.
+  [[nodiscard]] std::string refuseAfter() const;
+  // The sample is renewed once older than this, by a TIME sent ahead of the next bound script
+  // (no round trip of its own): a backward step of the server's clock is taken in within it.
+  static constexpr std::chrono::seconds kClockSampleAge{1};
+  // Appends TIME when the sample is older than kClockSampleAge; true when it did, and the caller
+  // then reads its reply with readClockSample() before the replies appended after it.
+  bool appendClockSampleIfStale();
+  void readClockSample();
+  // A TIME round trip now (nothing may be appended): after a refusal that came while the call was
+  // still waited for, which only a step of the server's clock explains.
+  void sampleClockNow();
 
   // Non-blocking use by the subscriber: the socket, and the buffered-I/O steps of readReply
   // taken apart. Each throws ConnectionError (and breaks the connection) on failure.
@@ -70,6 +86,8 @@ class Connection {
  private:
   using Deadline = std::chrono::steady_clock::time_point;
   void handshake(const ConnectionOptions& options);
+  // Takes the server's clock from a TIME reply read just now; BackendError for a refusal.
+  void sampleServerClock(const redisReply& reply);
   // Runs one I/O step; a failure breaks the connection.
   template <class Step>
   auto guarded(Step&& step) -> decltype(step());
@@ -85,7 +103,10 @@ class Connection {
     void operator()(redisReader* reader) const noexcept { redisReaderFree(reader); }
   };
   std::string address_;
-  std::optional<ClientIdentity> identity_;
+  // The last TIME sample: the server's clock less the steady clock, in µs (a lower bound), and
+  // when it was taken.
+  std::int64_t serverAheadUs_ = 0;
+  Deadline sampledAt_{};
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<redisReader, ReaderDeleter> reader_;
   std::string output_;      // formatted commands not yet written

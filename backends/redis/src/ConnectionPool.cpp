@@ -6,6 +6,7 @@
 #include "Errors.h"
 #include "dlock/detail/CallBudget.h"
 #include "dlock/detail/Log.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock::detail {
 
@@ -59,7 +60,15 @@ ConnectionPool::Handle ConnectionPool::borrow() {
   const Clock::time_point budget = CallBudget::current();
   const bool forever = pool_.waitTimeout.count() == 0 && budget == Clock::time_point::max();
   const std::chrono::milliseconds wait = CallBudget::cap(pool_.waitTimeout);
-  const auto deadline = Clock::now() + wait;
+  const auto deadline = forever ? Clock::time_point::max() : Clock::now() + wait;
+  // Waits for a connection to come back (or, `orSlot`, a slot to open) until `until`; a cancel of
+  // the wait the call runs in ends it (Wakeup.h). True when one did.
+  const auto awaitFreed = [&](Clock::time_point until, bool orSlot) {
+    const bool freed = Wakeup::waitUntil(freed_, guard, until,
+                                         [&] { return !idle_.empty() || (orSlot && open_ < pool_.size); });
+    if (Wakeup::woken()) throw InterruptedError("dlock: waiting for a connection to " + address_ + ": the wait was cancelled");
+    return freed;
+  };
   while (true) {
     if (!idle_.empty()) {
       std::unique_ptr<Connection> connection = std::move(idle_.back());
@@ -74,7 +83,7 @@ ConnectionPool::Handle ConnectionPool::borrow() {
         if (budget == Clock::time_point::max()) throw ConnectionError(lastError_ + " (retrying after a back-off)");
         const auto until = std::min(retryAt_, budget);
         if (Clock::now() < until) {
-          freed_.wait_until(guard, until);  // or a connection comes back
+          (void)awaitFreed(until, false);  // or a connection comes back
           continue;
         }
       }
@@ -89,10 +98,7 @@ ConnectionPool::Handle ConnectionPool::borrow() {
         throw;
       }
     }
-    if (forever) {
-      freed_.wait(guard);
-    } else if (freed_.wait_until(guard, deadline) == std::cv_status::timeout && idle_.empty() &&
-               open_ >= pool_.size) {
+    if (!awaitFreed(deadline, true) && !forever && Clock::now() >= deadline) {
       throw ConnectionError("dlock: no free connection to " + address_ + " within " +
                             std::to_string(wait.count()) + " ms (pool of " +
                             std::to_string(pool_.size) + ")");

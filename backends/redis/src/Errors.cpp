@@ -119,6 +119,8 @@ bool isTransientErrorReply(const redisReply& reply) {
 }
 
 void throwErrorText(std::string_view text, const std::string& where) {
+  // A bound script refused unrun: its caller had stopped waiting (Scripts.h, makeBoundScript).
+  if (text.substr(0, 9) == "DLOCKLATE") throw LateCallError("dlock: " + where + ": " + std::string(text));
   if (isTransientErrorText(text)) {
     throw ServerUnavailableError("dlock: " + where + ": server unavailable: " + std::string(text), std::string(text));
   }

@@ -7,11 +7,6 @@
 namespace dlock::detail {
 namespace {
 
-Script makeScript(const char* name, std::string source) {
-  std::string sha = sha1Hex(source);
-  return Script{name, std::move(source), std::move(sha)};
-}
-
 const char* publishOf(bool sharded) { return sharded ? "SPUBLISH" : "PUBLISH"; }
 
 // Admits the caller: free and nobody ahead → taken; someone else heads the queue of a free key
@@ -101,7 +96,7 @@ std::string fairQueuePrelude(const char* publish) {
   // script has run, when the waiter owns the key.
   return std::string(R"lua(
 local function serverNow()
-  local t = redis.call('TIME')
+  local t = boundClock or redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t[1] .. string.format('%06d', tonumber(t[2]))
 end
 local function stamp(ms) return string.format('%.0f', ms) end
@@ -149,8 +144,8 @@ end
 }
 
 const Script& fairAcquireScript(bool sharded) {
-  static const Script plain = makeScript("fairAcquire", fairQueuePrelude(publishOf(false)) + kAcquireBody);
-  static const Script cluster = makeScript("shardedFairAcquire", fairQueuePrelude(publishOf(true)) + kAcquireBody);
+  static const Script plain = makeBoundScript("fairAcquire", fairQueuePrelude(publishOf(false)) + kAcquireBody);
+  static const Script cluster = makeBoundScript("shardedFairAcquire", fairQueuePrelude(publishOf(true)) + kAcquireBody);
   return sharded ? cluster : plain;
 }
 

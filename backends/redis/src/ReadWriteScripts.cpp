@@ -7,11 +7,6 @@
 namespace dlock::detail {
 namespace {
 
-Script makeScript(const char* name, std::string source) {
-  std::string sha = sha1Hex(source);
-  return Script{name, std::move(source), std::move(sha)};
-}
-
 // On top of the fair queue's prelude (serverNow, stamp, placeEntry, nextFence, prune).
 // keepFor: a key's TTL raised to `ms`, never lowered (PEXPIRE GT; a key without a TTL yet, which GT
 // leaves so, or a server before 7.0, which refuses GT: PTTL, then PEXPIRE).
@@ -285,14 +280,14 @@ return {stamp(nowMs), redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[
 
 // Made while the library loads (namespace scope, no function-local statics): a child forked while a
 // parent thread made one would otherwise wait for ever on its initialisation guard.
-const Script kAcquire = makeScript("readWriteAcquire", readWritePrelude("PUBLISH") + kAcquireBody);
-const Script kShardedAcquire = makeScript("shardedReadWriteAcquire", readWritePrelude("SPUBLISH") + kAcquireBody);
+const Script kAcquire = makeBoundScript("readWriteAcquire", readWritePrelude("PUBLISH") + kAcquireBody);
+const Script kShardedAcquire = makeBoundScript("shardedReadWriteAcquire", readWritePrelude("SPUBLISH") + kAcquireBody);
 const Script kRelease = makeScript("readWriteRelease", readWritePrelude("PUBLISH") + kReleaseBody);
 const Script kShardedRelease = makeScript("shardedReadWriteRelease", readWritePrelude("SPUBLISH") + kReleaseBody);
-const Script kDowngrade = makeScript("readWriteDowngrade", readWritePrelude("PUBLISH") + kDowngradeBody);
-const Script kShardedDowngrade = makeScript("shardedReadWriteDowngrade", readWritePrelude("SPUBLISH") + kDowngradeBody);
-const Script kUpgrade = makeScript("readWriteUpgrade", readWritePrelude("PUBLISH") + kUpgradeBody);
-const Script kExtend = makeScript("readWriteExtend", readWritePrelude("PUBLISH") + kExtendBody);
+const Script kDowngrade = makeBoundScript("readWriteDowngrade", readWritePrelude("PUBLISH") + kDowngradeBody);
+const Script kShardedDowngrade = makeBoundScript("shardedReadWriteDowngrade", readWritePrelude("SPUBLISH") + kDowngradeBody);
+const Script kUpgrade = makeBoundScript("readWriteUpgrade", readWritePrelude("PUBLISH") + kUpgradeBody);
+const Script kExtend = makeBoundScript("readWriteExtend", readWritePrelude("PUBLISH") + kExtendBody);
 const Script kLeave = makeScript("readWriteLeave", readWritePrelude("PUBLISH") + kLeaveBody);
 const Script kShardedLeave = makeScript("shardedReadWriteLeave", readWritePrelude("SPUBLISH") + kLeaveBody);
 const Script kInspect = makeScript("readWriteInspect", readWritePrelude("PUBLISH") + kInspectBody);

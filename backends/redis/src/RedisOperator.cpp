@@ -8,7 +8,6 @@
 #include <thread>
 #include <utility>
 
-#include "ClientKill.h"
 #include "GrantWatch.h"
 #include "Errors.h"
 #include "ScriptCall.h"
@@ -81,7 +80,6 @@ auto run(Topology& topology, Call& call, std::uint16_t slot, Send&& send, Finish
     const Route route = nextRoute(topology, call, slot, via);
     Failure failure = Failure::NoConnection;
     std::string why;
-    std::optional<ClientIdentity> unsettled;  // a connection that failed under the command
     {
       std::optional<ConnectionPool::Handle> handle;
       try {
@@ -96,10 +94,14 @@ auto run(Topology& topology, Call& call, std::uint16_t slot, Send&& send, Finish
         } catch (const ConnectionError& error) {
           failure = handle->reused() && (*handle)->broken() && !(*handle)->timedOut() ? Failure::Stale : Failure::Io;
           why = error.what();
-          if (failure == Failure::Io && (*handle)->broken()) unsettled = (*handle)->identity();
         }
         if (reply) {
           if (reply->type != REDIS_REPLY_ERROR) return finish(**handle, *reply, route);
+          if (isErrorReply(*reply, "DLOCKLATE")) {
+            // Refused unrun (Scripts.h, makeBoundScript): the connection is sound, the call settled.
+            throw LateCallError("dlock: " + std::string(call.operation) + " " + quoteKey(call.key) + " on " +
+                                route.node->displayAddress() + ": " + std::string(replyText(*reply)));
+          }
           Verdict verdict = topology.afterReply(route, replyText(*reply));
           const auto step = call.policy.afterReply(verdict.next, verdict.via && verdict.via->asking);
           call.note += verdict.note;
@@ -123,9 +125,8 @@ auto run(Topology& topology, Call& call, std::uint16_t slot, Send&& send, Finish
         }
       }
     }  // the connection goes back (or, broken, away) before the topology looks again
-    // The command may still be on its way (held on the path, queued at the server): closed there,
-    // none of it can run after this call gives up, nor overtake the caller's cancel.
-    if (unsettled) (void)closeOnServer(route.node->pool(), *unsettled);
+    // A command still on its way (held on the path, queued at a paused server) cannot run after
+    // this call gives up: its script refuses past the instant it carries (Scripts.h).
     const Verdict verdict = failure == Failure::Stale ? Verdict{} : topology.afterFailure(route, failure);
     call.note += verdict.note;
     if (retry(topology, call, route, call.policy.afterFailure(failure, verdict.next))) continue;

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "Scripts.h"
 
+#include <optional>
+
 #include "Digest.h"
 #include "ScriptSources.h"
+#include "dlock/detail/CallBudget.h"
 #include "dlock/detail/Fork.h"
 
 namespace dlock::detail {
@@ -33,7 +36,7 @@ namespace dlock::detail {
 std::string waiterRegistryPrelude(const char* publish) {
   return std::string(R"lua(
 local function serverMillis()
-  local t = redis.call('TIME')
+  local t = boundClock or redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local function storeRest(key, rest)
@@ -102,20 +105,49 @@ end
 
 namespace {
 
-Script makeScript(const char* name, std::string source) {
+Script digested(const char* name, std::string source) {
   std::string sha = sha1Hex(source);
   return Script{name, std::move(source), std::move(sha)};
 }
 
+}  // namespace
+
+Script makeScript(const char* name, std::string source) {
+  // Every script declares `boundClock` (nil unless makeBoundScript's prelude set it), so that the
+  // preludes bound and unbound scripts share may reuse its TIME.
+  return digested(name, "local boundClock\n" + source);
+}
+
+Script makeBoundScript(const char* name, const std::string& body) {
+  // TIME costs the server about a microsecond; the refusal is an error reply, so no reader of a
+  // script's ordinary replies needs to know of it.
+  // `boundClock` (the TIME reply) is there for a body to reuse: one server call fewer.
+  Script script = digested(name, R"lua(local refuseAfter = table.remove(ARGV)
+local boundClock
+if refuseAfter ~= '' then
+  boundClock = redis.call('TIME')
+  if tonumber(boundClock[1]) * 1000 + math.floor(tonumber(boundClock[2]) / 1000) > tonumber(refuseAfter) then
+    return redis.error_reply('DLOCKLATE the call reached the server after its caller stopped waiting; nothing was done')
+  end
+end
+)lua" + body);
+  script.refusesLate = true;
+  return script;
+}
+
+namespace {
+
+// `refuseAfter`: the bound script's extra ARGV, nullptr for a script that takes none.
 Argv scriptArgv(std::string_view command, std::string_view body, const std::string& keyCount, const Argv& keys,
-                const Argv& args) {
+                const Argv& args, const std::string* refuseAfter) {
   Argv argv;
-  argv.reserve(3 + keys.size() + args.size());
+  argv.reserve(4 + keys.size() + args.size());
   argv.push_back(command);
   argv.push_back(body);
   argv.push_back(keyCount);
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
+  if (refuseAfter != nullptr) argv.push_back(*refuseAfter);
   return argv;
 }
 
@@ -176,7 +208,7 @@ if not free then
 end
 if free then
   local counted = redis.call('INCR', KEYS[2])
-  local now = redis.call('TIME')
+  local now = boundClock or redis.call('TIME')
   local fence
   if counted < 9007199254740992 then
     fence = string.format('%d', math.max(counted, tonumber(now[1]) * 1000000 + tonumber(now[2])))
@@ -206,7 +238,7 @@ return {0, left}
 }  // namespace
 
 const Script& acquireScript() {
-  static const Script script = makeScript("acquire", acquireSource(""));
+  static const Script script = makeBoundScript("acquire", acquireSource(""));
   return script;
 }
 
@@ -214,7 +246,7 @@ const Script& acquireRecordingOwnerScript() {
   // The owner record is one string with its TTL set in the same SET, so no failure between two
   // commands can leave it without one; `now` is the acquire's server TIME (seconds, µs). pcall: the
   // record is for diagnostics, and the lease is taken already (a script is not rolled back).
-  static const Script script = makeScript("acquireRecordingOwner", acquireSource(R"lua(
+  static const Script script = makeBoundScript("acquireRecordingOwner", acquireSource(R"lua(
   redis.pcall('SET', KEYS[3], ARGV[1] .. '\n' .. now[1] .. string.format('%06d', tonumber(now[2])) .. '\n' .. ARGV[9],
               'PX', ARGV[2])
 )lua"));
@@ -236,7 +268,7 @@ const Script& shardedReleaseScript() {
 // The extends renew the owner record with the lease (named in ARGV, renewed with pcall: as the
 // release drops it); a lease without one pays a lookup of a missing key.
 const Script& extendScript() {
-  static const Script script = makeScript("extend", R"lua(
+  static const Script script = makeBoundScript("extend", R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.pcall('PEXPIRE', ARGV[3], ARGV[2])
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -247,7 +279,7 @@ return 0
 }
 
 const Script& extendManyScript() {
-  static const Script script = makeScript("extendMany", R"lua(
+  static const Script script = makeBoundScript("extendMany", R"lua(
 local extended = {}
 for i, key in ipairs(KEYS) do
   if redis.call('GET', key) == ARGV[i + 1] then
@@ -301,45 +333,90 @@ const MadeAtLoad kScriptsMadeAtLoad([] {
   }
 });
 
-}  // namespace
+// The bound script's extra ARGV, from the connection's clock; none for an unbound script.
+std::optional<std::string> refuseAfterOf(const Connection& connection, const Script& script) {
+  if (!script.refusesLate) return std::nullopt;
+  return connection.refuseAfter();
+}
 
-ReplyPtr runScript(Connection& connection, const Script& script, const Argv& keys, const Argv& args) {
+const std::string* pointerTo(const std::optional<std::string>& value) { return value ? &*value : nullptr; }
+
+// A refusal while the call is still waited for: the connection's clock sample is behind a step of
+// the server's clock (else the server would have run it). Sampled anew, the call goes once more.
+bool refusedInTime(const Script& script, const redisReply& reply) {
+  return script.refusesLate && isErrorReply(reply, "DLOCKLATE") && !CallBudget::spent();
+}
+
+// One script call: TIME ahead of it when the clock sample is old; EVALSHA, then EVAL when the
+// server lost the script; ASKING ahead of each send on an importing node.
+ReplyPtr sendScript(Connection& connection, const Script& script, const Argv& keys, const Argv& args, bool asking) {
   const std::string keyCount = std::to_string(keys.size());
-  ReplyPtr reply = connection.command(scriptArgv("EVALSHA", script.sha, keyCount, keys, args));
-  if (isErrorReply(*reply, "NOSCRIPT")) reply = connection.command(scriptArgv("EVAL", script.source, keyCount, keys, args));
+  bool sampling = script.refusesLate && connection.appendClockSampleIfStale();
+  const auto send = [&](std::string_view command, std::string_view body) {
+    const std::optional<std::string> refuseAfter = refuseAfterOf(connection, script);
+    // ASKING holds for the next command only, so both go on one connection back to back.
+    if (asking) connection.append({"ASKING"});
+    connection.append(scriptArgv(command, body, keyCount, keys, args, pointerTo(refuseAfter)));
+    if (sampling) connection.readClockSample();  // the TIME appended ahead of the first send
+    sampling = false;
+    ReplyPtr askingReply = asking ? connection.readReply() : nullptr;
+    ReplyPtr reply = connection.readReply();
+    return askingReply && askingReply->type == REDIS_REPLY_ERROR ? std::move(askingReply) : std::move(reply);
+  };
+  // EVAL rather than EVALSHA on an importing node, which may not have the script yet.
+  ReplyPtr reply = asking ? send("EVAL", script.source) : send("EVALSHA", script.sha);
+  if (isErrorReply(*reply, "NOSCRIPT")) reply = send("EVAL", script.source);
+  if (refusedInTime(script, *reply)) {
+    connection.sampleClockNow();
+    reply = send("EVAL", script.source);
+  }
   return reply;
 }
 
+}  // namespace
+
+ReplyPtr runScript(Connection& connection, const Script& script, const Argv& keys, const Argv& args) {
+  return sendScript(connection, script, keys, args, false);
+}
+
 ReplyPtr runScriptAsking(Connection& connection, const Script& script, const Argv& keys, const Argv& args) {
-  // ASKING holds for the next command only, so both go on one connection back to back; EVAL
-  // rather than EVALSHA, as the importing node may not have the script yet.
-  connection.append({"ASKING"});
-  connection.append(scriptArgv("EVAL", script.source, std::to_string(keys.size()), keys, args));
-  ReplyPtr asking = connection.readReply();
-  ReplyPtr reply = connection.readReply();
-  return asking->type == REDIS_REPLY_ERROR ? std::move(asking) : std::move(reply);
+  return sendScript(connection, script, keys, args, true);
 }
 
 std::vector<ReplyPtr> runScriptPipelined(Connection& connection, const Script& script,
                                          const std::vector<std::pair<Argv, Argv>>& calls) {
-  std::vector<ReplyPtr> replies;
-  replies.reserve(calls.size());
+  std::vector<ReplyPtr> replies(calls.size());
   std::vector<std::string> keyCounts;
   keyCounts.reserve(calls.size());
-  for (const auto& [keys, args] : calls) {
-    keyCounts.push_back(std::to_string(keys.size()));
-    connection.append(scriptArgv("EVALSHA", script.sha, keyCounts.back(), keys, args));
-  }
-  for (std::size_t i = 0; i < calls.size(); ++i) replies.push_back(connection.readReply());
-
+  for (const auto& call : calls) keyCounts.push_back(std::to_string(call.first.size()));
+  // Sends the calls at `indexes` in one pipeline (one instant for all: the first reply is read
+  // within the same budget), replacing their replies.
+  const auto sendAll = [&](const std::vector<std::size_t>& indexes, bool bySha) {
+    const bool sampling = script.refusesLate && connection.appendClockSampleIfStale();
+    const std::optional<std::string> refuseAfter = refuseAfterOf(connection, script);
+    for (const std::size_t i : indexes) {
+      connection.append(scriptArgv(bySha ? "EVALSHA" : "EVAL", bySha ? script.sha : script.source, keyCounts[i],
+                                   calls[i].first, calls[i].second, pointerTo(refuseAfter)));
+    }
+    if (sampling) connection.readClockSample();
+    for (const std::size_t i : indexes) replies[i] = connection.readReply();
+  };
+  std::vector<std::size_t> all(calls.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  sendAll(all, true);
   std::vector<std::size_t> missing;
   for (std::size_t i = 0; i < replies.size(); ++i) {
     if (isErrorReply(*replies[i], "NOSCRIPT")) missing.push_back(i);
   }
-  for (std::size_t i : missing) {
-    connection.append(scriptArgv("EVAL", script.source, keyCounts[i], calls[i].first, calls[i].second));
+  if (!missing.empty()) sendAll(missing, false);
+  std::vector<std::size_t> refused;
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (refusedInTime(script, *replies[i])) refused.push_back(i);
   }
-  for (std::size_t i : missing) replies[i] = connection.readReply();
+  if (!refused.empty()) {
+    connection.sampleClockNow();
+    sendAll(refused, false);
+  }
   return replies;
 }
 

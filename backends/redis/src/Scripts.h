@@ -32,6 +32,8 @@
 //
 // Fencing tokens travel as text: exact in 64 bits, where Lua's numbers are doubles.
 //
+// The scripts that change a hold refuse to run after their caller gave up (makeBoundScript).
+//
 // Scripts go by EVALSHA with locally computed digests; on NOSCRIPT (a restart, a failover,
 // SCRIPT FLUSH, a new cluster node) the call is repeated as EVAL, which also caches the script.
 #pragma once
@@ -48,7 +50,21 @@ struct Script {
   const char* name;
   std::string source;
   std::string sha;
+  // Refused by the server once its caller stopped waiting for it (makeBoundScript).
+  bool refusesLate = false;
 };
+
+// A script and its digest.
+[[nodiscard]] Script makeScript(const char* name, std::string source);
+
+// A script that takes, queues, re-takes, extends or changes a hold, or signals: it goes with one
+// more ARGV, the instant in the server's clock (ms) after which its caller no longer waits for
+// the reply (Connection::refuseAfter), and the server refuses it past that instant, changing
+// nothing: the error reply "DLOCKLATE ...", read as LateCallError. Whatever the delay (a paused
+// server, a slow path), a call its client gave up never takes effect later, with no second
+// connection and no admin command. The prelude takes the extra ARGV off before the body runs, so
+// the body sees the ARGV its documentation lists.
+[[nodiscard]] Script makeBoundScript(const char* name, const std::string& body);
 
 const Script& acquireScript();
 const Script& acquireRecordingOwnerScript();

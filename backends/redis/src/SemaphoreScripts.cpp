@@ -6,11 +6,6 @@
 namespace dlock::detail {
 namespace {
 
-Script makeScript(const char* name, std::string source) {
-  std::string sha = sha1Hex(source);
-  return Script{name, std::move(source), std::move(sha)};
-}
-
 // The semaphore as one call sees it (`s`), written back once by finish(). Why it is shaped so:
 // - Server calls cost the server microseconds each, and a new primitive may make no more per
 //   uncontended cycle than the exclusive lock: an uncontended acquire or release is TIME, one
@@ -29,7 +24,7 @@ constexpr const char* kPrelude = R"lua(
 local H, Z, Q = KEYS[1], KEYS[2], KEYS[3]
 local kChunk = 1000
 local function serverNow()
-  local t = redis.call('TIME')
+  local t = boundClock or redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t[1] .. string.format('%06d', tonumber(t[2]))
 end
 local function stamp(ms) return string.format('%.0f', ms) end
@@ -342,16 +337,21 @@ Script pair(const char* name, bool sharded, const char* body, const char* functi
   return makeScript(name, source(sharded ? "SPUBLISH" : "PUBLISH", body, functions));
 }
 
+// A pair whose scripts refuse a late call (makeBoundScript).
+Script boundPair(const char* name, bool sharded, const char* body, const char* functions = "") {
+  return makeBoundScript(name, source(sharded ? "SPUBLISH" : "PUBLISH", body, functions));
+}
+
 // Made while the library loads (namespace scope, no function-local statics): a child forked while
 // a parent thread made one would otherwise wait for ever on its initialisation guard.
-const Script kAcquire[2] = {pair("semAcquire", false, kAcquireBody), pair("shardedSemAcquire", true, kAcquireBody)};
+const Script kAcquire[2] = {boundPair("semAcquire", false, kAcquireBody), boundPair("shardedSemAcquire", true, kAcquireBody)};
 const Script kRelease[2] = {pair("semRelease", false, kReleaseBody), pair("shardedSemRelease", true, kReleaseBody)};
-const Script kExtend[2] = {pair("semExtend", false, kExtendBody, kExtendOne),
-                           pair("shardedSemExtend", true, kExtendBody, kExtendOne)};
-const Script kExtendMany[2] = {pair("semExtendMany", false, kExtendManyBody, kExtendOne),
-                               pair("shardedSemExtendMany", true, kExtendManyBody, kExtendOne)};
+const Script kExtend[2] = {boundPair("semExtend", false, kExtendBody, kExtendOne),
+                           boundPair("shardedSemExtend", true, kExtendBody, kExtendOne)};
+const Script kExtendMany[2] = {boundPair("semExtendMany", false, kExtendManyBody, kExtendOne),
+                               boundPair("shardedSemExtendMany", true, kExtendManyBody, kExtendOne)};
 const Script kLeave[2] = {pair("semLeave", false, kLeaveBody), pair("shardedSemLeave", true, kLeaveBody)};
-const Script kResize[2] = {pair("semResize", false, kResizeBody), pair("shardedSemResize", true, kResizeBody)};
+const Script kResize[2] = {boundPair("semResize", false, kResizeBody), boundPair("shardedSemResize", true, kResizeBody)};
 const Script kInspect = makeScript("semInspect", kInspectSource);
 
 }  // namespace

@@ -17,11 +17,15 @@
 #include "Errors.h"
 #include "HostResolver.h"
 #include "dlock/LockError.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock::detail {
 namespace {
 
 using Steady = std::chrono::steady_clock;
+
+// How long a socket wait inside a cancellable wait polls before it looks at the cancel again.
+constexpr int kCancelSliceMs = 2;
 
 int remainingMs(Steady::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now()).count();
@@ -124,11 +128,19 @@ Socket::OwnedFd::~OwnedFd() {
 bool waitReady(int fd, short events, Steady::time_point deadline, const char* what, const std::string& address) {
   if (fd < 0) throwForkedError(std::string(what) + " " + address);
   pollfd socket{fd, events, 0};
+  // Inside a wait (Wakeup.h), in slices, so that its cancel ends a call in flight within one: the
+  // reply, if it comes, is not read, and the connection is closed (its outcome is in doubt; a
+  // script that changes a hold refuses to run late, Scripts.h).
+  const bool cancellable = Wakeup::inScope();
   while (true) {
-    const int ready = ::poll(&socket, 1, remainingMs(deadline));
+    if (cancellable && Wakeup::woken()) {
+      throw InterruptedError("dlock: " + std::string(what) + " " + address + ": the wait was cancelled");
+    }
+    const int left = remainingMs(deadline);
+    const int ready = ::poll(&socket, 1, cancellable ? std::min(left, kCancelSliceMs) : left);
     if (ready > 0) return true;
-    if (ready == 0) return false;
-    if (errno != EINTR) throwSystemError(errno, std::string(what) + " " + address);
+    if (ready == 0 && (!cancellable || left <= kCancelSliceMs)) return false;
+    if (ready < 0 && errno != EINTR) throwSystemError(errno, std::string(what) + " " + address);
   }
 }
 

@@ -21,6 +21,7 @@
 
 #include "RedisNode.h"
 #include "RetryPolicy.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock::detail {
 
@@ -55,8 +56,9 @@ class Topology {
   virtual Verdict afterFailure(const Route& route, Failure failure) = 0;
   // Waits out a retry's `pause`, returning early when the view moves past `version` (a topology
   // that hears of failovers as they happen); RetryPolicy chose the pause.
+  // A cancel of the wait the call runs in ends the pause (Wakeup.h).
   virtual void awaitChange(std::uint64_t /*version*/, std::chrono::milliseconds pause) {
-    std::this_thread::sleep_for(pause);
+    (void)Wakeup::sleepFor(pause);
   }
 
   // True for an error reply that afterReply() could act on (a redirection, a "not now"): a
@@ -70,6 +72,9 @@ class Topology {
 
   // A cluster: names and release messages are per slot (see KeyNames.h), one script per slot.
   [[nodiscard]] virtual bool sharded() const noexcept = 0;
+  // The commands the topology itself sends the data nodes (a Sentinel's ROLE, a cluster's
+  // CLUSTER SLOTS), as argv, for the permission check of connect() (RedisProbe.cpp).
+  [[nodiscard]] virtual std::vector<std::vector<std::string>> nodeCommands() const { return {}; }
   // "redis://127.0.0.1:6379", for messages; never a password.
   [[nodiscard]] virtual std::string describe() const = 0;
   // Connections re-opened after a failure since construction, dropped nodes' included.

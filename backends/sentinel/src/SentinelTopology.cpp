@@ -50,6 +50,7 @@ ConnectionOptions sentinelConnection(const SentinelOptions& options) {
   sentinel.connectTimeout = options.sentinelConnectTimeout;
   sentinel.commandTimeout = options.sentinelCommandTimeout;
   sentinel.keepAlive = options.connection.keepAlive;
+  sentinel.serverClock = false;  // a Sentinel has no TIME, and runs no script
   sentinel.tls = options.connection.tls;  // sentinels and the nodes they name, alike
   return sentinel;
 }
@@ -107,7 +108,8 @@ Route SentinelTopology::route(std::uint16_t slot) {
 void SentinelTopology::awaitChange(std::uint64_t version, milliseconds pause) {
   std::unique_lock<std::mutex> guard(mutex_);
   const bool leaving = leavingLocked();  // then the promotion's end, too, is what the call waits for
-  changed_.wait_for(guard, pause, [&] { return stopping_ || version_ != version || (leaving && !leavingLocked()); });
+  (void)Wakeup::waitFor(changed_, guard, pause,
+                        [&] { return stopping_ || version_ != version || (leaving && !leavingLocked()); });
 }
 
 Verdict SentinelTopology::afterReply(const Route& route, std::string_view error) {

@@ -42,6 +42,7 @@ class SentinelTopology final : public Topology {
   std::vector<RedisNode*> owners(const std::vector<std::uint16_t>& slots) override;
   [[nodiscard]] bool serves(const RedisNode* node, std::uint16_t slot) const override;
   [[nodiscard]] bool sharded() const noexcept override { return false; }
+  [[nodiscard]] std::vector<std::vector<std::string>> nodeCommands() const override { return {{"ROLE"}}; }
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] std::uint64_t reconnects() const override;
 

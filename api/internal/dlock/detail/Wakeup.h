@@ -9,6 +9,8 @@
 //   Wakeup::waitFor(cv, guard, timeout, pred)      cv.wait_for that also ends on the wake; pred()'s last
 //   Wakeup::sleepUntil(t) / sleepFor(d)            a sleep that ends on the wake
 //   Wakeup::woken()                                the current scope was woken
+//   Wakeup::inScope()                              this thread is in a scope (a socket wait
+//                                                  then polls in slices: Socket.cpp)
 //
 // Outside any scope these are the plain waits. The state is one trivially constructed
 // thread_local pointer (as CallBudget's): no guard a forked child could find held.
@@ -65,6 +67,9 @@ class Wakeup {
     own_.notify_all();
   }
   [[nodiscard]] bool wokenHere() const noexcept { return woken_.load(std::memory_order_seq_cst); }
+
+  // This thread is in a scope: its waits end on a wake.
+  [[nodiscard]] static bool inScope() noexcept { return slot() != nullptr; }
 
   [[nodiscard]] static bool woken() noexcept {
     const Wakeup* current = slot();

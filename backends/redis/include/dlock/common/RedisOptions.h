@@ -42,6 +42,8 @@ struct ConnectionOptions {
   // Bounds every reply wait; a command that times out fails with ConnectionError.
   std::chrono::milliseconds commandTimeout{std::chrono::seconds(1)};
   bool keepAlive = true;  // TCP keep-alive, so a dead peer is noticed on idle connections
+  // TIME in the handshake, for the scripts' deadlines; off for a Sentinel, which runs none.
+  bool serverClock = true;
 
   // "host:port", or the Unix socket path, for messages.
   [[nodiscard]] std::string address() const {
