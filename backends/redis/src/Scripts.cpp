@@ -352,8 +352,9 @@ bool refusedInTime(const Script& script, const redisReply& reply) {
 ReplyPtr sendScript(Connection& connection, const Script& script, const Argv& keys, const Argv& args, bool asking) {
   const std::string keyCount = std::to_string(keys.size());
   bool sampling = script.refusesLate && connection.appendClockSampleIfStale();
+  // One instant for the call: a NOSCRIPT fallback is the same call and carries the same one.
+  std::optional<std::string> refuseAfter = refuseAfterOf(connection, script);
   const auto send = [&](std::string_view command, std::string_view body) {
-    const std::optional<std::string> refuseAfter = refuseAfterOf(connection, script);
     // ASKING holds for the next command only, so both go on one connection back to back.
     if (asking) connection.append({"ASKING"});
     connection.append(scriptArgv(command, body, keyCount, keys, args, pointerTo(refuseAfter)));
@@ -368,6 +369,7 @@ ReplyPtr sendScript(Connection& connection, const Script& script, const Argv& ke
   if (isErrorReply(*reply, "NOSCRIPT")) reply = send("EVAL", script.source);
   if (refusedInTime(script, *reply)) {
     connection.sampleClockNow();
+    refuseAfter = refuseAfterOf(connection, script);
     reply = send("EVAL", script.source);
   }
   return reply;
@@ -391,9 +393,9 @@ std::vector<ReplyPtr> runScriptPipelined(Connection& connection, const Script& s
   for (const auto& call : calls) keyCounts.push_back(std::to_string(call.first.size()));
   // Sends the calls at `indexes` in one pipeline (one instant for all: the first reply is read
   // within the same budget), replacing their replies.
+  std::optional<std::string> refuseAfter = refuseAfterOf(connection, script);
   const auto sendAll = [&](const std::vector<std::size_t>& indexes, bool bySha) {
     const bool sampling = script.refusesLate && connection.appendClockSampleIfStale();
-    const std::optional<std::string> refuseAfter = refuseAfterOf(connection, script);
     for (const std::size_t i : indexes) {
       connection.append(scriptArgv(bySha ? "EVALSHA" : "EVAL", bySha ? script.sha : script.source, keyCounts[i],
                                    calls[i].first, calls[i].second, pointerTo(refuseAfter)));
@@ -415,6 +417,7 @@ std::vector<ReplyPtr> runScriptPipelined(Connection& connection, const Script& s
   }
   if (!refused.empty()) {
     connection.sampleClockNow();
+    refuseAfter = refuseAfterOf(connection, script);
     sendAll(refused, false);
   }
   return replies;
