@@ -67,7 +67,8 @@ void ElectionObserver::run() {
     if (record.held) {
       // Read again as the term ends unrenewed: "none" within a round trip of its end.
       const auto elapsed = std::chrono::duration_cast<milliseconds>(clock.now() - sentAt);
-      wait = std::max(milliseconds(1), record.remaining - elapsed + milliseconds(1));
+      wait = record.remaining - elapsed + milliseconds(1);
+      if (wait <= milliseconds(0)) continue;  // it may have ended already
     }
     (void)watch_->waitForChange(wait);
   }
