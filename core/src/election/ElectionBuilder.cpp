@@ -60,7 +60,7 @@ std::shared_ptr<Election> ElectionBuilder::build() const {
                   .backend(backend_)
                   .fair()
                   .watchdogLease(lease_)
-                  .waiterLease(candidateLease_)
+                  .waiterLease(candidateLease_.value_or(lease_))
                   .name(key)
                   .clock(clock_ ? clock_ : SteadyClock::instance())
                   .build();

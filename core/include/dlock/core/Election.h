@@ -170,7 +170,9 @@ class ElectionBuilder {
   // A term's lease, renewed every third of it (default 15 s): a dead leader's successor leads
   // within it (plus a round trip).
   ElectionBuilder& lease(std::chrono::milliseconds lease);
-  // How long a candidate's place lasts unrenewed (default 5 s): a dead candidate is skipped after it.
+  // How long a candidate's place lasts unrenewed (default: the term's lease): a dead candidate is
+  // skipped after it, so candidates that died with their leader (one host's workers) delay the
+  // takeover no longer than the leader's own lease does.
   ElectionBuilder& candidateLease(std::chrono::milliseconds lease);
   // The clock of terms and waits; a VirtualClock in tests.
   ElectionBuilder& clock(std::shared_ptr<Clock> clock);
@@ -184,7 +186,7 @@ class ElectionBuilder {
   std::shared_ptr<Clock> clock_;
   std::string name_;
   std::chrono::milliseconds lease_{std::chrono::seconds(15)};
-  std::chrono::milliseconds candidateLease_{std::chrono::seconds(5)};
+  std::optional<std::chrono::milliseconds> candidateLease_;  // unset: lease_
 };
 
 }  // namespace dlock
