@@ -6,6 +6,7 @@
 
 // The interfaces and value types.
 #include "dlock/Clock.h"
+#include "dlock/IElectionOperator.h"
 #include "dlock/IFenceRaiser.h"
 #include "dlock/ILeaseInspector.h"
 #include "dlock/ILock.h"
@@ -22,6 +23,8 @@
 // The lock over any backend.
 #include "dlock/core/Condition.h"
 #include "dlock/core/DefaultLock.h"
+#include "dlock/core/Election.h"
+#include "dlock/core/ElectionMetrics.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/Metrics.h"
 #include "dlock/core/ReadWriteLock.h"

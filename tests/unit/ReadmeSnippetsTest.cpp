@@ -219,6 +219,17 @@ bool callPayments(dlock::Semaphore& payments) {
   // ... call the API; the watchdog renews the permit while the call runs ...
   return true;
 }  // the permit goes back here, and the next waiter in line gets it
+#include <dlock/core/Election.h>
+
+// Every host runs this; one at a time schedules, the others wait in line behind it.
+void scheduleWhileLeading(std::shared_ptr<dlock::IOperator> backend, const dlock::CancelToken& stop,
+                          const std::function<void(const dlock::Leadership&)>& schedule) {
+  auto election = dlock::ElectionBuilder().backend(std::move(backend)).name("scheduler").build();
+  election->onLost([](const dlock::Leadership& lost) { /* stop leading now */ (void)lost; });
+  dlock::Leadership term = election->campaign("host-a:4711", stop);  // returns leading
+  schedule(term);  // until done or !term.isLeader(); its writes carry term.fencingToken()
+}  // the term resigns here: the next candidate leads at once
+
 // clang-format on
 
 #include <doctest/doctest.h>
@@ -349,5 +360,16 @@ TEST_SUITE("Readme") {
     CHECK(server.path == "/metrics");
     CHECK(response.contentType == dlock::kMetricsContentType);
     CHECK(response.body.find("\ndlock_acquisitions_total{lock=\"orders\"} 1\n") != std::string::npos);
+  }
+
+  TEST_CASE("the README's election snippet leads, then resigns its term") {
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    std::uint64_t term = 0;
+    scheduleWhileLeading(backend, {}, [&](const dlock::Leadership& leading) {
+      CHECK(leading.isLeader());
+      term = leading.fencingToken();
+    });
+    CHECK(term > 0);
+    CHECK(backend->holderOf("election:scheduler").empty());
   }
 }

@@ -51,6 +51,8 @@ const std::map<std::string, OptionSpec>& optionSpecs() {
       {"--capacity", {"--capacity", true, false}},
       {"--owner-label", {"--owner-label", true, false}},
       {"--no-owner-label", {"--no-owner-label", false, false}},
+      {"--elect", {"--elect", true, false}},
+      {"--follow", {"--follow", false, true}},
       {"--verbose", {"--verbose", false, true}},
       {"-v", {"--verbose", false, true}},
       {"--help", {"--help", false, true}},
@@ -139,6 +141,26 @@ std::string formatDuration(milliseconds duration) {
   if (count != 0 && count % 1000 == 0) return std::to_string(count / 1000) + "s";
   return std::to_string(count) + "ms";
 }
+
+namespace {
+
+// `dlock [OPTIONS] --elect NAME -- COMMAND`: no KEY, and none of a lock's kinds or waits.
+CliOptions electArguments(CliOptions options, const std::vector<std::string>& positionals, bool separator,
+                          bool waitGiven) {
+  if (!positionals.empty()) throw UsageError("--elect NAME takes no KEY: '" + positionals.front() + "'");
+  if (!separator) throw UsageError("expected '--' between --elect NAME and COMMAND");
+  if (options.command.empty()) throw UsageError("no COMMAND after '--'");
+  if (options.command.front().empty()) throw UsageError("COMMAND is empty");
+  if (options.fair || options.access != Access::Exclusive || options.permits) {
+    throw UsageError("--elect excludes --fair, --read, --write and --permits: candidates are served in order already");
+  }
+  if (waitGiven) throw UsageError("--elect waits until this host leads: --wait and --no-wait do not apply");
+  checkKeyArgument(options.key);
+  options.mode = Mode::Run;
+  return options;
+}
+
+}  // namespace
 
 CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEnvironment) {
   CliOptions options;
@@ -234,6 +256,11 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
       noOwnerLabelGiven = true;
     } else if (canonical == "--permits" || canonical == "--capacity") {
       permitsGiven[canonical] = *value;
+    } else if (canonical == "--elect") {
+      options.elect = true;
+      options.key = *value;
+    } else if (canonical == "--follow") {
+      options.follow = true;
     } else if (canonical == "--verbose") {
       options.verbose = true;
     } else {
@@ -250,6 +277,18 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
     throw UsageError("--owner-label and --no-owner-label exclude each other");
   }
   options.permits = permitsArguments(permitsGiven, options.fair);
+
+  // `dlock leader NAME` has no "--", as status.
+  if (!separator && !positionals.empty() && positionals.front() == "leader") {
+    if (positionals.size() != 2) throw UsageError("leader takes one NAME");
+    if (!runOnlyOptions.empty()) throw UsageError(runOnlyOptions.front() + " does not apply to leader");
+    options.mode = Mode::Leader;
+    options.key = positionals[1];
+    checkKeyArgument(options.key);
+    return options;
+  }
+  if (options.follow) throw UsageError("--follow applies to 'dlock leader NAME' only");
+  if (options.elect) return electArguments(std::move(options), positionals, separator, waitGiven || noWaitGiven);
 
   // `dlock status KEY` has no "--"; `dlock status -- CMD` locks the key "status".
   if (!separator && !positionals.empty() && positionals.front() == "status") {
@@ -277,12 +316,16 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
 std::string usageText() {
   return "Usage: dlock [OPTIONS] KEY -- COMMAND [ARGS...]\n"
          "       dlock [--uri URI] status KEY\n"
+         "       dlock [OPTIONS] --elect NAME -- COMMAND [ARGS...]\n"
+         "       dlock [--uri URI] leader NAME [--follow]\n"
          "Try 'dlock --help' for more information.\n";
 }
 
 std::string helpText() {
   return R"(Usage: dlock [OPTIONS] KEY -- COMMAND [ARGS...]
        dlock [--uri URI] status KEY
+       dlock [OPTIONS] --elect NAME -- COMMAND [ARGS...]
+       dlock [--uri URI] leader NAME [--follow]
        dlock --help | --version
 
 Runs COMMAND while holding the distributed lock KEY: flock(1) across hosts. Of all the dlock
@@ -330,6 +373,11 @@ Options:
       --owner-label TEXT record TEXT in the owner label, after this host's name and dlock's
                            pid (dlock status shows them, with since when)
       --no-owner-label   record no owner label
+      --elect NAME       instead of KEY: campaign in the election NAME and run COMMAND only while
+                           this host leads it; the term's lease is --ttl, a lost term stops
+                           COMMAND as a lost lease does, and COMMAND's end resigns (the next
+                           candidate leads at once); not with --fair, --read, --write, --permits
+                           or a wait
   -v, --verbose          log acquisition, renewals and release on stderr, and who holds KEY
                            (its owner label, as dlock status shows it) when dlock gives up
   -h, --help             show this help and exit
@@ -363,6 +411,11 @@ permits in use and capacity ("permits: 3 of 4 in use"), then a line per holder (
 token, fencing token and lease left) and per waiter (its permits and token), head first.
 --read or --write with --permits exits 2: a key is a read-write lock or a semaphore.
 
+dlock leader NAME prints who leads the election NAME ("leader: VALUE, quoted" and "term: N")
+and exits 0, or prints "leader: none" and exits 1. With --follow it prints the leader now, then
+a line per change until interrupted: "term N VALUE" for a leader (VALUE quoted), "none" between
+terms, and "skipped N" before a line when N terms came and went unseen.
+
 Exit status (status KEY: 0 held, 1 free, or one of dlock's own below):
   COMMAND's status, or 128+N when COMMAND was killed by signal N
   1    KEY was not had in time (-E N changes it)
@@ -387,6 +440,10 @@ Examples:
 
   # A backup that may run on at most 2 hosts at once; the others wait their turn.
   dlock --permits 1 --capacity 2 nightly-backup -- /usr/local/bin/backup
+
+  # The scheduler runs on one host at a time; another takes over when it dies or resigns.
+  dlock --ttl 10s --elect scheduler -- /usr/local/bin/scheduler
+  dlock leader scheduler --follow
 )";
 }
 

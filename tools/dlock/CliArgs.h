@@ -38,7 +38,8 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Mode { Run, Status, Help, Version };
+// Leader: `dlock leader NAME [--follow]`, who leads the election NAME.
+enum class Mode { Run, Status, Help, Version, Leader };
 
 // What happens to the command when its lease is lost while it runs.
 enum class OnLost {
@@ -78,6 +79,11 @@ struct CliOptions {
     std::uint32_t capacity = 0;
   };
   std::optional<Permits> permits;
+  // --elect NAME: `key` is the election NAME, and COMMAND runs only while this process leads it
+  // (dlock::Election; the term's lease is --ttl).
+  bool elect = false;
+  // `dlock leader NAME --follow`: print each change of leader until interrupted.
+  bool follow = false;
 };
 
 inline constexpr std::chrono::milliseconds kMinTtl{10};

@@ -3,6 +3,7 @@
 //
 //   dlock [OPTIONS] KEY -- COMMAND [ARGS...]     see `dlock --help`
 //   dlock [--uri URI] status KEY
+//   dlock [OPTIONS] --elect NAME -- COMMAND     dlock [--uri URI] leader NAME [--follow]
 //
 // The parts: CliArgs (the command line), Supervisor (the child, its signals, the lost lease) and
 // this file, which wires them to an ILock. Messages go through the `dlock` spdlog logger, whose
@@ -26,6 +27,7 @@
 
 #include "Acquire.h"
 #include "CliArgs.h"
+#include "Leader.h"
 #include "ReadWriteAccess.h"
 #include "Permits.h"
 #include "Supervisor.h"
@@ -327,6 +329,28 @@ int runWithPermits(const CliOptions& options, spdlog::logger& log) {
   return runCommandUnder(supervisor, permits, *semaphore, options, log);
 }
 
+// `dlock --elect NAME`: runLocked over a term of the election NAME.
+int runElected(const CliOptions& options, spdlog::logger& log) {
+  Supervisor supervisor;  // first, as in runLocked
+  const std::string name = dlock::detail::quoteKey(options.key);
+  const std::string uri = dlock::redactUri(options.uri);
+  const auto election = makeElection(connectBackend(options.uri), options);
+  election->onLost([&supervisor](const dlock::Leadership& lost) { supervisor.notifyLost(lost.fencingToken()); });
+  auto [term, interrupt] = waitInOnePiece<TermHold>(
+      [election, value = candidateValue(options)] { return TermHold(election->campaign(value)); }, supervisor);
+  if (!interrupt) interrupt = supervisor.takeInterrupt();
+  if (interrupt) {
+    log.info("dlock: signal {} ({}) while campaigning in {}; not running the command", *interrupt,
+             strsignal(*interrupt), name);
+    term = TermHold();  // resigns, if the campaign won
+    Supervisor::dieBySignal(*interrupt);
+  }
+  log.info("dlock: leading election {} on {} (term {}; lease {}, renewed every {})", name, uri, term.fencingToken(),
+           formatDuration(options.ttl), formatDuration(options.ttl / 3));
+  ElectionStatsView stats;
+  return runCommandUnder(supervisor, term, stats, options, log);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -359,12 +383,15 @@ int main(int argc, char** argv) {
       return 0;
     case Mode::Run:
     case Mode::Status:
+    case Mode::Leader:
       break;
   }
 
   const auto log = makeLogger(options.verbose, secrets);
   try {
     if (options.mode == Mode::Status) return runStatus(options, *log, secrets);
+    if (options.mode == Mode::Leader) return printLeader(connectBackend(options.uri), options);
+    if (options.elect) return runElected(options, *log);
     return options.permits ? runWithPermits(options, *log) : runLocked(options, *log);
   } catch (const dlock::ConfigError& error) {
     log->error("{}", error.what());

@@ -14,6 +14,7 @@
 #include "dlock/detail/Fork.h"
 #include "dlock/Validation.h"
 #include "MemoryCondition.h"
+#include "MemoryElection.h"
 #include "MemoryFairQueue.h"
 #include "MemoryReadWrite.h"
 #include "MemorySemaphore.h"
@@ -207,9 +208,11 @@ class MemoryReleaseWatch final : public IReleaseWatch {
 // A forked child's memory operator is a new, empty one (as a child's Redis operators reconnect):
 // the parent's state is abandoned untouched, its mutex possibly held by a thread the child lacks.
 struct MemoryOperator::Holder {
-  explicit Holder(std::shared_ptr<Clock> clock)
-      : state([clock = std::move(clock)] { return std::make_shared<State>(clock); }) {}
+  explicit Holder(const std::shared_ptr<Clock>& clock)
+      : state([clock] { return std::make_shared<State>(clock); }),
+        elections([clock] { return std::make_shared<detail::MemoryElections>(clock); }) {}
   detail::ForkLocal<State> state;
+  detail::ForkLocal<detail::MemoryElections> elections;
 };
 
 MemoryOperator::MemoryOperator(std::shared_ptr<Clock> clock)
@@ -220,6 +223,8 @@ MemoryOperator::State& MemoryOperator::state() const { return *holder_->state; }
 detail::MemoryReadWrite& MemoryOperator::readWrite() const { return *state().readWrite; }
 
 detail::MemorySemaphores& MemoryOperator::semaphores() const { return *state().semaphores; }
+
+detail::MemoryElections& MemoryOperator::elections() const { return *holder_->elections; }
 
 MemoryOperator::~MemoryOperator() = default;
 

@@ -70,6 +70,9 @@ class KeyNames {
   [[nodiscard]] std::string signalChannel(std::string_view listener) const {
     return signalChannel().append(":").append(listener);
   }
+  // An election's leader record and its change channel (ElectionScripts.h).
+  [[nodiscard]] std::string leaderRecord() const { return companion("election:leader"); }
+  [[nodiscard]] std::string leaderChannel() const { return companion("election:changed"); }
   [[nodiscard]] std::uint16_t slot() const noexcept { return hashSlot(lock_); }
 
  private:

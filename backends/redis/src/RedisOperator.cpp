@@ -278,6 +278,13 @@ std::string releaseAfterAcquire(Connection& connection, const KeyNames& names, b
 
 }  // namespace
 
+std::unique_ptr<IReleaseWatch> watchChannel(std::shared_ptr<Topology> topology, milliseconds budget, std::uint16_t slot,
+                                            std::string channel) {
+  Subscription subscription = subscribe(*topology, budget, slot, channel);
+  return std::make_unique<FollowingWatch>(std::move(topology), budget, slot, std::move(channel),
+                                          std::move(subscription));
+}
+
 void runScriptCall(Topology& topology, Call& call, std::uint16_t slot, const Script& script, const Argv& keys,
                    const Argv& args, const ScriptReader& read) {
   runScriptCallOn(topology, call, slot, script, keys, args,

@@ -40,4 +40,10 @@ void runScriptCallOn(Topology& topology, Call& call, std::uint16_t slot, const S
 RedisNode* subscribeOn(Topology& topology, std::chrono::milliseconds budget, std::uint16_t slot,
                        const std::string& channel, const std::function<void(const std::shared_ptr<Subscriber>&)>& take);
 
+// A subscription to `channel` on the node serving `slot` that follows the slot as the release
+// watch does: true on a message, and after a move or a reconnect, where one may have been missed
+// (an election's change channel, RedisElectionOperator.cpp).
+std::unique_ptr<IReleaseWatch> watchChannel(std::shared_ptr<Topology> topology, std::chrono::milliseconds budget,
+                                            std::uint16_t slot, std::string channel);
+
 }  // namespace dlock::detail

@@ -26,6 +26,7 @@
 
 #include "dlock/Clock.h"
 #include "dlock/IConditionOperator.h"
+#include "dlock/IElectionOperator.h"
 #include "dlock/IFairOperator.h"
 #include "dlock/IOperator.h"
 #include "dlock/IOwnerRecorder.h"
@@ -34,6 +35,7 @@
 
 namespace dlock {
 namespace detail {
+class MemoryElections;
 class MemoryReadWrite;
 class MemorySemaphores;
 }  // namespace detail
@@ -45,7 +47,8 @@ class MemoryOperator final : public IOperator,
                              public IFairOperator,
                              public IReadWriteOperator,
                              public ISemaphoreOperator,
-                             public IConditionOperator {
+                             public IConditionOperator,
+                             public IElectionOperator {
  public:
   explicit MemoryOperator(std::shared_ptr<Clock> clock = SteadyClock::instance());
   ~MemoryOperator() override;
@@ -69,6 +72,11 @@ class MemoryOperator final : public IOperator,
   ReleaseResult fairUnlock(std::string_view key, std::string_view token) override;
   bool leaveQueue(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   std::unique_ptr<IGrantWatch> watchGrants(std::string_view key, std::string_view token) override;
+  // Elections' leader records (IElectionOperator, MemoryElection.cpp), on the fair lock's holds.
+  bool proclaim(std::string_view key, std::string_view token, std::uint64_t term, std::string_view value) override;
+  LeaderRecord readLeader(std::string_view key) override;
+  void announce(std::string_view key) override;
+  std::unique_ptr<ILeaderWatch> watchLeader(std::string_view key) override;
   // Waiters queued for `key` now (live or not yet pruned), for tests.
   [[nodiscard]] std::size_t queued(std::string_view key) const;
 
@@ -124,6 +132,7 @@ class MemoryOperator final : public IOperator,
   std::uint32_t doResizeSemaphore(std::string_view name, std::uint32_t capacity) override;
   SemaphoreInfo doInspectSemaphore(std::string_view name) override;
   [[nodiscard]] detail::MemorySemaphores& semaphores() const;  // this process's
+  [[nodiscard]] detail::MemoryElections& elections() const;    // this process's
   // The conditions (MemoryCondition.h, applied in MemoryOperator.cpp to the keys they wait on), each
   // call counted and faulted as the others.
   AwaitResult doAwait(std::string_view key, std::string_view name, std::string_view token, ConditionLock lock,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dlock/IConditionOperator.h"
+#include "dlock/IElectionOperator.h"
 #include "dlock/IFairOperator.h"
 #include "dlock/IOperator.h"
 #include "dlock/IOwnerRecorder.h"
@@ -32,7 +33,8 @@ class RedisOperator : public IOperator,
                       public IFairOperator,
                       public IReadWriteOperator,
                       public ISemaphoreOperator,
-                      public IConditionOperator {
+                      public IConditionOperator,
+                      public IElectionOperator {
  public:
   ~RedisOperator() override;
 
@@ -59,6 +61,12 @@ class RedisOperator : public IOperator,
   // (ReplicaWait.h); a hand-off counts once its grantee's confirming extend is acknowledged.
   // Conditions (RedisConditionOperator.cpp, ConditionScripts.h): wait_replicas refused.
   [[nodiscard]] std::string conditionUnsupported() const override;
+
+  // Elections' leader records (RedisElectionOperator.cpp, ElectionScripts.h).
+  bool proclaim(std::string_view key, std::string_view token, std::uint64_t term, std::string_view value) override;
+  LeaderRecord readLeader(std::string_view key) override;
+  void announce(std::string_view key) override;
+  std::unique_ptr<ILeaderWatch> watchLeader(std::string_view key) override;
 
   // Checks the backend now (RedisProbe.cpp): its discovery, a connection, AUTH, SELECT and a PING.
   // dlock::connect() calls it unless told to connect lazily. BackendError when the server refuses
