@@ -33,8 +33,8 @@
 //  11 deletes, overwrites  in the server's record, no lock key deleted, set for another owner or
 //                      extended while its holder's lease lived, except by a command carrying the
 //                      holder's token, and no orphan grant (a SET for an owner no client acquired
-//                      for) kept past its bound (ServerWrites.h); vacuous where a record was due
-//                      and judged nothing
+//                      for) kept past the lease it was granted with (ServerWrites.h); vacuous
+//                      where a record was due and judged nothing
 //
 // Evidence of a loss comes from outside the holder: the other process's acquisition, on one
 // server the server's own record of the lock key set for another owner inside the section
@@ -108,8 +108,6 @@ struct CheckerInput {
   // A semaphore run: the permits each lock server counted in use once every lease had ended after
   // the run, by key (-1: could not be read). Check 6 wants 0 everywhere.
   std::map<std::string, long long> permitsInUseAfter;
-  // Check 11: how long a grant no client saw (an orphan) may keep its key (README, check 11).
-  std::chrono::milliseconds orphanGrantBound{2000};
   // A condition run ("cond", ConditionChecks.h; `capacity` is the buffer's): the live waiters each
   // condition still had once every waiter lease had ended after the run, by "key/name" (-1: could
   // not be read). Check 6 wants 0 everywhere.
@@ -169,7 +167,7 @@ struct Report {
   long long serverWritesJudged = 0;   // DELs and SETs check 11 judged
   long long serverWriteViolations = 0;  // ... that deleted, overwrote or extended another holder's live key
   long long orphanGrants = 0;           // lock-key SETs for an owner no client's acquisition named
-  long long orphanGrantViolations = 0;  // ... kept past CheckerInput::orphanGrantBound
+  long long orphanGrantViolations = 0;  // ... kept past the lease they were granted with
   double orphanGrantMaxMs = 0;          // the longest one was kept
   long long sharedEnters = 0;         // rw, sem: enters replayed from the store's act log
   long long sharedPeak = 0;           // ... the most permits (or readers) valid inside at once

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "FaultHits.h"
 #include "ServerRecord.h"
 
 namespace dlock::nemesis {
@@ -15,8 +16,10 @@ namespace {
 struct KeyModel {
   std::string owner;            // "" when deleted
   std::int64_t expiresUs = 0;   // on the server's clock
+  std::int64_t setNs = 0;       // when it was set, on this host's clock (fault windows')
   // Set for an owner no client's acquisition named (an orphan grant): when, on the server's clock.
   std::optional<std::int64_t> orphanSinceUs;
+  std::int64_t orphanLeaseUs = 0;  // the PX it was granted with
 };
 
 // The owner tokens of every acquisition a client saw complete, by key.
@@ -40,24 +43,49 @@ std::string msText(std::int64_t us) {
   return text;
 }
 
+// When a fault moved a server's clock ("clock" in its name): at its start and its end, or all
+// through it for a strobe. A key whose life spans a move may have expired unseen while the clock
+// was ahead (the server's own expiry is not in its MONITOR stream), and then came back with the
+// clock: the model forgets it. Every other key is judged, inside the fault too.
+struct ClockMoves {
+  std::vector<FaultWindow> windows;
+
+  explicit ClockMoves(const std::vector<Op>& history) {
+    for (const FaultWindow& window : faultWindows(history)) {
+      if (window.name.find("clock") != std::string::npos) windows.push_back(window);
+    }
+  }
+  // Whether the clock moved in (afterNs, atNs].
+  [[nodiscard]] bool between(std::int64_t afterNs, std::int64_t atNs) const {
+    return std::any_of(windows.begin(), windows.end(), [&](const FaultWindow& w) {
+      const std::int64_t end = w.endNs.value_or(INT64_MAX);
+      const bool strobe = w.name.find("strobing") != std::string::npos;
+      if (strobe) return w.startNs <= atNs && end > afterNs;
+      return (w.startNs > afterNs && w.startNs <= atNs) || (end > afterNs && end <= atNs);
+    });
+  }
+};
+
 }  // namespace
 
-ServerWritesResult checkServerWrites(const std::vector<Op>& history, std::chrono::milliseconds orphanBound) {
+ServerWritesResult checkServerWrites(const std::vector<Op>& history) {
   ServerWritesResult result;
+  const ClockMoves clockMoves(history);
   const auto seen = seenOwners(history);
-  const std::int64_t boundUs = std::chrono::duration_cast<std::chrono::microseconds>(orphanBound).count();
-  // An orphan grant ends when its key is deleted, set again or expires, whichever the server saw
-  // first; one that outlives the bound fails.
+  // An orphan grant ends when its key is deleted, set for another owner or expires, whichever the
+  // server saw first; one kept past the lease it was granted with (renewed, granted again) fails.
   const auto endOrphan = [&](const std::string& key, const KeyModel& model, std::int64_t atUs) {
     if (!model.orphanSinceUs) return;
     const std::int64_t lifeUs = std::min(atUs, model.expiresUs) - *model.orphanSinceUs;
     ++result.orphanGrants;
     result.orphanMaxUs = std::max(result.orphanMaxUs, lifeUs);
-    if (lifeUs <= boundUs) return;
+    if (lifeUs <= model.orphanLeaseUs) return;
     ++result.orphanViolations;
     if (result.firstOrphan.empty()) {
       result.firstOrphan = "key '" + key + "' set for " + model.owner + ", an owner no client acquired for, kept " +
-                           (model.expiresUs == INT64_MAX ? std::string("with no TTL") : msText(lifeUs) + " ms");
+                           (model.expiresUs == INT64_MAX ? std::string("with no TTL")
+                                                          : msText(lifeUs) + " ms, granted for " +
+                                                                msText(model.orphanLeaseUs) + " ms");
     }
   };
   struct Node {
@@ -77,7 +105,11 @@ ServerWritesResult checkServerWrites(const std::vector<Op>& history, std::chrono
       continue;
     }
     auto& keys = node.keys;
-    const auto known = keys.find(op.key);
+    auto known = keys.find(op.key);
+    if (known != keys.end() && clockMoves.between(known->second.setNs, op.timeNs)) {
+      keys.erase(known);  // it may have expired unseen: judged afresh from its next SET or DEL
+      known = keys.end();
+    }
     const bool live = known != keys.end() && !known->second.owner.empty() && stamp.serverUs < known->second.expiresUs;
     const bool byOwner = live && carries(stamp.caller, known->second.owner);
     // A lease set or extended by a script started no earlier than its call, nor than the command
@@ -116,16 +148,18 @@ ServerWritesResult checkServerWrites(const std::vector<Op>& history, std::chrono
     }
     if (op.op == "server-set") {
       const auto px = static_cast<std::int64_t>(op.token);
-      KeyModel model{op.value, px > 0 ? baseUs + px * 1000 : INT64_MAX, std::nullopt};
+      KeyModel model{op.value, px > 0 ? baseUs + px * 1000 : INT64_MAX, op.timeNs, std::nullopt, 0};
       const bool sameOrphan = known != keys.end() && known->second.owner == op.value && known->second.orphanSinceUs;
       if (sameOrphan) {
         model.orphanSinceUs = known->second.orphanSinceUs;
+        model.orphanLeaseUs = known->second.orphanLeaseUs;
       } else if (seen.count({op.key, op.value}) == 0) {
         model.orphanSinceUs = stamp.serverUs;
+        model.orphanLeaseUs = px * 1000;
       }
       keys[op.key] = model;
     } else {
-      keys[op.key] = KeyModel{};
+      keys[op.key] = KeyModel{"", 0, op.timeNs, std::nullopt, 0};
     }
   }
   // Orphans still set at the end of the record live until their expiry.

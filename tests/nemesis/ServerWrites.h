@@ -10,18 +10,19 @@
 // its extend); any other fails. A server-watch marker (a new connection, a stream whose stamps
 // turned placeable or not) makes the server's keys unknown until each is set or deleted again:
 // what ran unseen (a restart that lost the keys) is never judged. A fault that moves a server's
-// clock skips nothing: a key's expiry and every command are counted on that server's own clock
-// (MONITOR's stamp), the clock its keys expire by, so a jump ahead expires the model's keys as
-// it expires the server's.
+// clock skips no record: a key's expiry and every command are counted on that server's own clock
+// (MONITOR's stamp), the clock its keys expire by, so a jump ahead expires the model's keys as it
+// expires the server's. Only a key whose life spans a move of the clock (the fault's start or
+// end, or all of a strobe) is forgotten: it may have expired unseen while the clock was ahead.
 //
 // Orphan grants: a SET for an owner token that no client's completed acquisition of that key
 // named (an acquire whose caller gave up, a hand-off to a waiter that left) blocks the key for a
-// client nobody is. Each must be given back (deleted, set again, or expired by its PX) within the
-// bound; one kept longer fails. An orphan whose end went unseen (a server-watch marker) is not judged.
+// client nobody is. Each must be given back (deleted, set for another owner, or expired) within
+// the lease it was granted with (its PX): one renewed, granted again to its token or set without
+// a TTL fails. An orphan whose end went unseen (a server-watch marker) is not judged.
 // Plain functions over values; thread-compatible.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,14 +36,11 @@ struct ServerWritesResult {
   long long violations = 0;  // ... that deleted, overwrote or extended another holder's live key
   std::string first;         // the first violation, described
   long long orphanGrants = 0;      // SETs for an owner no client's completed acquisition named
-  long long orphanViolations = 0;  // ... kept past the bound
+  long long orphanViolations = 0;  // ... kept past the lease it was granted with
   std::int64_t orphanMaxUs = 0;    // the longest an orphan grant was kept
   std::string firstOrphan;
 };
 
-// `orphanBound`: how long a grant no client saw may keep its key before it is given back
-// (deleted, set again or expired).
-[[nodiscard]] ServerWritesResult checkServerWrites(const std::vector<Op>& history,
-                                                   std::chrono::milliseconds orphanBound);
+[[nodiscard]] ServerWritesResult checkServerWrites(const std::vector<Op>& history);
 
 }  // namespace dlock::nemesis
