@@ -5,10 +5,11 @@
 //
 //   1 fenced store     accepted tokens strictly increase per key; the count matches the list; every
 //                      write a client calls accepted is in the store's list
-//   2 unfenced updates per key, completed unfenced SETs minus the final counter: a loss fails unless
-//                      the scenario names a cause and a fault with it touched that key (check 8's
-//                      excused overlap, or a write of a paused process that landed after its
-//                      evidence ran out); a surplus fails beyond the writes in doubt
+//   2 unfenced updates per key, completed unfenced SETs minus the final counter: a loss fails beyond
+//                      the writes that landed inside what a fault with the scenario's named cause
+//                      excused on that key (from check 8's excused overlap to the end of the
+//                      overlapped hold; a paused process's late write from its invoke to its
+//                      landing); a surplus fails beyond the writes in doubt
 //   3 fencing tokens   A ok before B invoked, same key: token(A) < token(B)
 //   4 recovery         after each fault-end, each live client acquires within the bound; a client
 //                      whose history ends before the bound could not be observed: fails too
@@ -17,22 +18,31 @@
 //   7 lost leases      a hold lost inside its section (another process acquired its key, or the
 //                      store refused its fenced write) was told to its holder before its release
 //                      returned; a release that returned ok afterwards is an untold loss whatever
-//                      came later. A nemesis kill excuses the holder only if it came first.
+//                      came later, one that failed otherwise is told only by a notice within a
+//                      lease. A nemesis kill excuses the holder only if it came first.
 //   8 exclusion        judged from evidence, not notices: a hold is valid only while its last
 //                      acquisition or renewal the backend confirmed, counted from when it was SENT,
 //                      has validity left (Hold::evidence, LeaseRecorder.h). Fails when the lock
 //                      vouched for a lease (a look that found it held, a write) outside that, or
 //                      another process took the key while it was valid, unless a fault with the
 //                      scenario's named cause covers that overlap: a fault on the servers that
-//                      started by then, after which the evidence valid then was not renewed
-//   9 faults hit       every fault recorded with whether it hit its holder (or waiter) as the
-//                      scenario means (FaultHits.h), and every cycle whose fault never struck
-//                      (`fault-miss`); fails unless `cycles` faults hit as meant
+//                      started by then, after which the evidence valid then was not renewed.
+//                      Every acquisition by another owner inside the hold is judged
+//   9 faults hit       every fault recorded with whether it hit its holder (its evidence valid as
+//                      it struck) or waiter as the scenario means (FaultHits.h), and every cycle
+//                      whose fault never struck (`fault-miss`); fails unless `cycles` faults hit
+//                      as meant
 //  10 fair order       a fair lock's grants in queue order, none to a waiter that left
-//                      (FairOrder.h); passes, saying so, for the default lock
-//  11 deletes, overwrites  in the server's record, no lock key deleted or set for another owner
-//                      while its holder's lease lived, except by a command carrying the holder's
-//                      token (ServerWrites.h); vacuous where a record was due and judged nothing
+//                      (FairOrder.h); left out of the verdict of the default lock's runs
+//  11 deletes, overwrites  in the server's record, no lock key deleted, set for another owner or
+//                      extended while its holder's lease lived, except by a command carrying the
+//                      holder's token, and no orphan grant (a SET for an owner no client acquired
+//                      for) kept past the lease it was granted with (ServerWrites.h); vacuous
+//                      where a record was due and judged nothing; left out of the verdict of the
+//                      read-write and semaphore runs (their keys are not in the record)
+//
+// A check that cannot fail in a run is left out of its verdict (CheckResult::judged false), its
+// reason and the summary's verdict line saying so.
 //
 // Evidence of a loss comes from outside the holder: the other process's acquisition, on one
 // server the server's own record of the lock key set for another owner inside the section
@@ -115,6 +125,9 @@ struct CheckerInput {
 struct CheckResult {
   std::string name;
   bool passed = true;
+  // False for a check that could not fail in this run (nothing of its kind ran): out of the
+  // verdict, its reason saying why ("not judged: ..."), never a pass.
+  bool judged = true;
   std::string reason;
 };
 
@@ -160,7 +173,10 @@ struct Report {
   long long fairGrants = 0;           // grants replayed by check 10
   long long fairViolations = 0;       // ... out of queue order, or to a waiter that left
   long long serverWritesJudged = 0;   // DELs and SETs check 11 judged
-  long long serverWriteViolations = 0;  // ... that deleted or overwrote a live key of another holder
+  long long serverWriteViolations = 0;  // ... that deleted, overwrote or extended another holder's live key
+  long long orphanGrants = 0;           // lock-key SETs for an owner no client's acquisition named
+  long long orphanGrantViolations = 0;  // ... kept past the lease they were granted with
+  double orphanGrantMaxMs = 0;          // the longest one was kept
   long long sharedEnters = 0;         // rw, sem: enters replayed from the store's act log
   long long sharedPeak = 0;           // ... the most permits (or readers) valid inside at once
   long long orderJudged = 0;          // rw: reads taken at once; sem: acquisitions that queued

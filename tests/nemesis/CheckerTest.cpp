@@ -180,6 +180,36 @@ TEST_SUITE("Checker") {
     CHECK(report.checks[1].reason.find("a paused process") != std::string::npos);
   }
 
+  TEST_CASE("a paused writer's late write excuses only the updates that landed while it was in flight") {
+    auto input = cleanRun();
+    input.overlapCause = "a paused process";
+    // As above: c1's write from 209 (paused 210-214) lands at 215, after its evidence ran out at
+    // 211, and c2's stale write at 216 loses it. Later, two more of c2's writes go missing, long
+    // after that pause: nothing excuses them.
+    acquired(input, "c1", "k2", 1, 201, 10);
+    record(input, "c1", Kind::Invoke, "write", "k2", 1, 209);
+    record(input, "c1", Kind::Ok, "write", "k2", 1, 215, "1");
+    record(input, "c1", Kind::Invoke, "release", "k2", 1, 216);
+    record(input, "c1", Kind::Fail, "release", "k2", 1, 217, "", "LockLostError");
+    fault(input, "SIGSTOP c1", 210, 214, "c1", "k2");
+    acquired(input, "c2", "k2", 2, 212, 10);
+    record(input, "c2", Kind::Invoke, "write", "k2", 2, 213);
+    record(input, "c2", Kind::Ok, "write", "k2", 2, 216, "1");
+    record(input, "c2", Kind::Invoke, "release", "k2", 2, 218);
+    record(input, "c2", Kind::Ok, "release", "k2", 2, 219);
+    input.store["k2"] = {{}, 0, 0, 1};
+    CHECK(dlock::nemesis::check(input).failedChecks() == "");
+    acquired(input, "c2", "k2", 3, 251, 10);
+    record(input, "c2", Kind::Ok, "write", "k2", 3, 253, "2");
+    record(input, "c2", Kind::Ok, "write", "k2", 3, 254, "3");
+    record(input, "c2", Kind::Invoke, "release", "k2", 3, 255);
+    record(input, "c2", Kind::Ok, "release", "k2", 3, 256);
+    const auto report = dlock::nemesis::check(input);
+    CHECK(report.unfencedLostByKey.at("k2") == 3);
+    CHECK(report.failedChecks() == "2");
+    CHECK(report.checks[1].reason.find("(1 writes landed inside") != std::string::npos);
+  }
+
   TEST_CASE("losses and surpluses of the unfenced counter are judged per key, never summed across keys") {
     auto input = cleanRun();
     record(input, "c1", Kind::Ok, "write", "a", 1, 2, "1");
@@ -490,6 +520,45 @@ TEST_SUITE("Checker") {
     CHECK(dlock::nemesis::check(renewed).failedChecks().find('8') != std::string::npos);
   }
 
+  TEST_CASE("every acquisition inside a hold is judged, not only the first: an excused overlap excuses no later one") {
+    // c2 comes in at 511, excused (the restart touched c1's evidence, sent at 500); c1's renewal
+    // sent at 550 makes its lease valid again until 650, and c2 comes in again at 561.
+    auto input = overlapRun("lost writes");
+    lease(input, "c1", "k", "o7", 550, 100);
+    cycle(input, "c2", "k", 9, 560);
+    accept(input, "k", 9);
+    record(input, "c1", Kind::Invoke, "release", "k", 7, 590);
+    record(input, "c1", Kind::Fail, "release", "k", 7, 591, "", "LockLostError");
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "8");
+    CHECK(report.overlapsWhileValid == 2);
+    CHECK(report.overlapsExcused == 1);
+    CHECK(report.lostTold == 1);  // one hold, one loss to be told of
+    CHECK(report.checks[7].reason.find("acquired token 9") != std::string::npos);
+    // Without the renewal both came in while the evidence the restart touched was what showed c1
+    // valid: both excused.
+    input.history.erase(std::find_if(input.history.begin(), input.history.end(), [](const Op& op) {
+      return op.op == "lease" && op.message == "o7" && op.timeNs == 550 * kMs;
+    }));
+    report = dlock::nemesis::check(input);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.overlapsExcused == 2);
+  }
+
+  TEST_CASE("a failed release counts as told only by a notice within a lease of its return") {
+    for (const std::int64_t noticeMs : {900, 2000}) {
+      CAPTURE(noticeMs);
+      auto input = overlapRun("lost writes");
+      input.lease = std::chrono::milliseconds(1000);
+      record(input, "c1", Kind::Invoke, "release", "k", 7, 540);
+      record(input, "c1", Kind::Fail, "release", "k", 7, 541, "", "ConnectionError");
+      record(input, "c1", Kind::Info, "lost", "k", 7, 541 + noticeMs);
+      const auto report = dlock::nemesis::check(input);
+      CHECK(report.lostTold == (noticeMs < 1000 ? 1 : 0));
+      CHECK(report.failedChecks() == (noticeMs < 1000 ? "" : "7"));
+    }
+  }
+
   TEST_CASE("a holder whose evidence ran out before the other acquired is no overlap, whatever it was told") {
     auto input = cleanRun();
     acquired(input, "c1", "k", 7, 501, 9);  // valid until 509
@@ -595,7 +664,7 @@ TEST_SUITE("Checker") {
     accept(input, "k", 10);
     accept(input, "k", 11);
     auto own = input;
-    record(input, "server", Kind::Info, "server-set", "k", 0, 340, "x");
+    record(input, "server", Kind::Info, "server-set", "k", 100, 340, "x");  // PX 100: an orphan, given back in time
     auto report = dlock::nemesis::check(input);
     CHECK(report.failedChecks() == "7");
     CHECK(report.lossesSeenByServer == 1);
@@ -654,12 +723,87 @@ TEST_SUITE("Checker") {
     CHECK(report.serverWritesJudged == 0);
     CHECK(report.serverWriteViolations == 0);
     CHECK(report.checks[10].reason.find("vacuous") == 0);  // a record was due, and judged nothing
-    // A fault that moves the server's clock makes its keys unknown too.
+    // A key whose life spans a move of the server's clock may have expired unseen: forgotten.
     auto clocked = extended;
     fault(clocked, "server clock +3s", 202, 203);
     std::rotate(clocked.history.end() - 3, clocked.history.end() - 2, clocked.history.end());  // the DEL after it
     report = dlock::nemesis::check(clocked);
     CHECK(report.serverWriteViolations == 0);
+    // Inside the fault nothing is skipped: a key set there lives on the server's clock, the one it
+    // expires by.
+    auto inside = input;
+    fault(inside, "server clock +3s", 250, 900);
+    serverWrite(inside, "server-set", 3400, "x2", 100, "EVALSHA acq 1 dlock:{k} x2 100");
+    auto overwritten = inside;
+    serverWrite(overwritten, "server-set", 3450, "x3", 100, "EVALSHA acq 1 dlock:{k} x3 100");
+    overwritten.history.back().timeNs = 450 * kMs;  // its host time, inside the fault
+    overwritten.history[overwritten.history.size() - 2].timeNs = 400 * kMs;
+    CHECK(dlock::nemesis::check(overwritten).serverWriteViolations == 1);
+    auto expired = inside;
+    serverWrite(expired, "server-set", 3550, "x3", 100, "EVALSHA acq 1 dlock:{k} x3 100");
+    expired.history.back().timeNs = 550 * kMs;
+    expired.history[expired.history.size() - 2].timeNs = 400 * kMs;
+    CHECK(dlock::nemesis::check(expired).serverWriteViolations == 0);
+    // A strobe moves the clock all through its window: nothing set inside it is known.
+    auto strobe = overwritten;
+    for (Op& op : strobe.history) {
+      if (op.process == "nemesis" && op.value == "server clock +3s") op.value = "server clock strobing +3s / 0s";
+    }
+    CHECK(dlock::nemesis::check(strobe).serverWriteViolations == 0);
+  }
+
+  TEST_CASE("check 11 fails an extend of a live key by a command without its holder's token, and keeps the key") {
+    auto input = cleanRun();
+    input.serverRecord = true;
+    serverWrite(input, "server-set", 110, "x1", 100, "EVALSHA acq 1 dlock:{k} x1 100");  // lives until 210
+    auto stolen = input;
+    serverWrite(stolen, "server-expire", 150, "100", 0, "EVALSHA ext 1 dlock:{k} x2 100");
+    auto report = dlock::nemesis::check(stolen);
+    CHECK(report.failedChecks() == "11");
+    CHECK(report.checks[10].reason.find("extended by 100 ms while x1 held it") != std::string::npos);
+    // An extend after the key expired changes nothing in the model: another's DEL of x1's key,
+    // had the extend been placed as x1's, is judged as before.
+    auto late = input;
+    serverWrite(late, "server-expire", 205, "100", 0, "EVALSHA ext 1 dlock:{k} x1 100");  // x1's: until 305
+    serverWrite(late, "server-expire", 260, "100", 0, "EVALSHA ext 1 dlock:{k} x2 100");  // x1's key, live
+    CHECK(dlock::nemesis::check(late).failedChecks() == "11");
+    auto gone = input;
+    serverWrite(gone, "server-expire", 215, "100", 0, "EVALSHA ext 1 dlock:{k} x2 100");  // expired: no-op
+    serverWrite(gone, "server-del", 216, "", 0, "EVALSHA rel 1 dlock:{k} x1");
+    report = dlock::nemesis::check(gone);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.serverWritesJudged == 1);  // the DEL: the key stayed in the model
+  }
+
+  TEST_CASE("a grant for an owner no client acquired for fails check 11 when kept past the lease it was granted with") {
+    auto input = cleanRun();
+    input.serverRecord = true;
+    serverWrite(input, "server-set", 110, "x1", 100, "EVALSHA acq 1 dlock:{k} x1 100");
+    serverWrite(input, "server-del", 150, "", 0, "EVALSHA rel 1 dlock:{k} x1");
+    serverWrite(input, "server-set", 160, "x9", 1000, "EVALSHA acq 1 dlock:{k} x9 1000");  // until 1160
+    auto expires = input;  // nobody gives it back: it expires with its lease
+    auto report = dlock::nemesis::check(expires);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.orphanGrants == 2);
+    CHECK(report.orphanGrantMaxMs == doctest::Approx(1000));
+    auto renewed = input;  // renewed by its token past that lease
+    serverWrite(renewed, "server-expire", 1100, "1500", 0, "EVALSHA ext 1 dlock:{k} x9 1500");
+    report = dlock::nemesis::check(renewed);
+    CHECK(report.failedChecks() == "11");
+    CHECK(report.orphanGrantViolations == 1);
+    CHECK(report.checks[10].reason.find("set for x9, an owner no client acquired for, kept 2440.000 ms, granted for "
+                                        "1000.000 ms") != std::string::npos);
+    auto regranted = input;  // granted to its token again before it ended
+    serverWrite(regranted, "server-set", 900, "x9", 1000, "EVALSHA acq 1 dlock:{k} x9 1000");
+    CHECK(dlock::nemesis::check(regranted).orphanGrantViolations == 1);
+    auto forever = input;  // set without a TTL
+    serverWrite(forever, "server-set", 200, "x8", 0, "SET dlock:{k} x8");
+    CHECK(dlock::nemesis::check(forever).orphanGrantViolations == 1);
+    auto seen = renewed;  // a client saw that acquisition: no orphan, its renewal is its holder's
+    record(seen, "c1", Kind::Ok, "acquire", "k", 99, 161, "x9");
+    report = dlock::nemesis::check(seen);
+    CHECK(report.orphanGrantViolations == 0);
+    CHECK(report.orphanGrants == 1);
   }
 
   TEST_CASE("a MONITOR line gives its command's arguments, escapes undone") {
@@ -703,6 +847,35 @@ TEST_SUITE("Checker") {
     CHECK(report.faultsOnHolders == 0);
     input.faults.holderHit = false;  // a scenario whose fault does not aim at a holder
     CHECK(dlock::nemesis::check(input).failedChecks() == "");
+  }
+
+  TEST_CASE("a fault on a holder whose evidence had run out met no held key and does not hit") {
+    auto input = cleanRun();
+    for (Op& op : input.history) {
+      if (op.op == "lease" && op.message == "o2") op.value = "1";  // c2's lease: 6 to 7 ms; the pause at 8
+    }
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.faultsOnHolders == 0);
+    CHECK(report.failedChecks() == "9");
+  }
+
+  TEST_CASE("a check that cannot fail in a run is left out of its verdict and says so") {
+    auto report = dlock::nemesis::check(cleanRun());  // the default lock, no server record
+    CHECK(report.checks[9].passed);
+    CHECK_FALSE(report.checks[9].judged);
+    CHECK_FALSE(report.checks[10].judged);
+    CHECK(report.checks[9].reason.find("not judged: not a fair lock") == 0);
+    CHECK(report.summary().find("check 10 fair order: left out") != std::string::npos);
+    CHECK(report.summary().find("verdict: PASS (left out of the verdict, not judged here: checks 10, 11)") !=
+          std::string::npos);
+    CHECK(report.json().find("\"judged\": false") != std::string::npos);
+    auto recorded = cleanRun();
+    recorded.serverRecord = true;
+    serverWrite(recorded, "server-set", 110, "x1", 100, "EVALSHA acq 1 dlock:{k} x1 100");
+    serverWrite(recorded, "server-del", 150, "", 0, "EVALSHA rel 1 dlock:{k} x1");
+    report = dlock::nemesis::check(recorded);
+    CHECK(report.checks[10].judged);
+    CHECK(report.summary().find("checks 10)") != std::string::npos);
   }
 
   TEST_CASE("every fault and every cycle whose fault never struck is counted, and a run passes only with as many hits as "

@@ -264,7 +264,7 @@ bool aimedAt(const std::vector<FaultWindow>& windows, const std::string& process
 void checkLostSignals(const CheckerInput& input, const Records& records, Report& report) {
   CheckResult& check = report.checks[9];
   const std::vector<FaultWindow> windows = faultWindows(input.history);
-  std::map<std::size_t, long long> owed;  // by signal: the waiters it had to move
+  std::map<std::size_t, std::vector<const Await*>> owed;  // by signal: the waiters it had to move
   long long judged = 0;
   for (const Await& await : records.awaits) {
     if (!await.joined || await.wokenWhy == "lapsed") continue;
@@ -276,17 +276,31 @@ void checkLostSignals(const CheckerInput& input, const Records& records, Report&
     if (await.wokenNs && *await.wokenNs < next->completeNs && await.wokenWhy != "signalled") continue;
     if (aimedAt(windows, await.process, await.invokeNs, next->completeNs)) continue;
     ++judged;
-    ++owed[static_cast<std::size_t>(next - records.signals.begin())];
+    owed[static_cast<std::size_t>(next - records.signals.begin())].push_back(&await);
   }
+  // Judged by waiter, not only by count: each waiter the signal owed must have been moved (its
+  // await ended "signalled"); a signal that moved as many others as it owed still lost these.
   long long lost = 0;
   std::string first;
   for (const auto& [index, waiters] : owed) {
     const Signal& signal = records.signals[index];
-    if (signal.moved >= waiters) continue;
-    lost += waiters - signal.moved;
+    const Await* unmoved = nullptr;
+    long long notMoved = 0;
+    for (const Await* await : waiters) {
+      if (await->wokenWhy.empty() || await->wokenWhy == "signalled") continue;
+      ++notMoved;
+      if (unmoved == nullptr) unmoved = await;
+    }
+    const auto owedCount = static_cast<long long>(waiters.size());
+    const long long missing = std::max(owedCount - signal.moved, notMoved);
+    if (missing <= 0) continue;
+    lost += missing;
     if (first.empty()) {
       first = signal.process + "'s signal of '" + signal.key + "' " + signal.name + " moved " + std::to_string(signal.moved) +
-              " of the " + std::to_string(waiters) + " waiters whose await came before it";
+              " of the " + std::to_string(owedCount) + " waiters whose await came before it" +
+              (unmoved == nullptr ? std::string()
+                                  : "; " + unmoved->process + "'s await was not among them (it ended: " +
+                                        unmoved->wokenWhy + ")");
     }
   }
   const std::string counts = std::to_string(judged) + " awaits judged against the first signal after them, " +
@@ -312,7 +326,6 @@ void checkConditionRun(const CheckerInput& input, Report& report) {
   checkHeldWhenActing(input, records, report);
   checkSignalOwners(records, report);
   checkLostSignals(input, records, report);
-  report.checks[10].reason = "not judged: the condition runs' lock keys are the exclusive lock's, judged by the lock runs";
 }
 
 }  // namespace dlock::nemesis

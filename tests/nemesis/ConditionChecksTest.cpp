@@ -138,6 +138,16 @@ TEST_CASE("condition check 10: the first signal after an await moves its waiter"
   signal(lapsed, "c2", 50, "notEmpty", 1);
   CHECK(passes(lapsed, 10));
 
+  // Judged by waiter: the signal moved one waiter, as many as it owed, but not the one it owed
+  // (c1's await came before it and ran out at its timeout; c3's came later).
+  CheckerInput another = base();
+  awaitFrom(another, "c1", 10, "notEmpty", 1060, "timeout");
+  awaitFrom(another, "c3", 50, "notEmpty", 60, "signalled");
+  signal(another, "c2", 50, "notEmpty", 1);
+  const auto report = dlock::nemesis::check(another);
+  CHECK_FALSE(report.checks[9].passed);
+  CHECK(report.checks[9].reason.find("c1's await was not among them (it ended: timeout)") != std::string::npos);
+
   CheckerInput left = base();  // it left at its timeout before the signal completed
   awaitFrom(left, "c1", 10, "notEmpty", 40, "timeout");
   awaitFrom(left, "c3", 11, "notEmpty", 60, "signalled");

@@ -10,12 +10,16 @@ namespace {
 
 constexpr const char* kNemesis = "nemesis";
 
-// The target's hold of the key that was open when the fault started: acquired before, and its
-// release not yet invoked (a killed holder never invokes it).
+// The target's hold of the key that was open when the fault started: acquired before, its
+// release not yet invoked (a killed holder never invokes it), and its evidence valid then (a
+// hold whose lease had run out met no held key).
 const Hold* heldAtStart(const std::vector<Hold>& holds, const FaultWindow& window) {
   for (const Hold& hold : holds) {
     if (hold.process != window.target || hold.key != window.targetKey) continue;
-    if (hold.acquireOkNs < window.startNs && hold.releaseInvokeNs.value_or(INT64_MAX) > window.startNs) return &hold;
+    if (hold.acquireOkNs < window.startNs && hold.releaseInvokeNs.value_or(INT64_MAX) > window.startNs &&
+        hold.validAt(window.startNs)) {
+      return &hold;
+    }
   }
   return nullptr;
 }

@@ -279,6 +279,7 @@ void writerPreference(const CheckerInput& input, const std::string& key, const s
 struct Lapse {
   std::int64_t earliestNs = 0;
   std::int64_t latestNs = 0;
+  std::string owner{};  // a lapsed place's: that owner's later attempt is a newcomer's
 };
 
 std::vector<Lapse> lapses(const std::string& key, const std::vector<Attempt>& attempts, const std::vector<Hold>& holds,
@@ -298,7 +299,7 @@ std::vector<Lapse> lapses(const std::string& key, const std::vector<Attempt>& at
       if (later.owner == queued.owner) next = later.sentNs;
       if (later.outcome == "end" && later.process == queued.process) next = later.doneNs;
     }
-    if (next >= queued.sentNs + leaseNs) at.push_back({queued.sentNs + leaseNs, queued.doneNs + leaseNs});
+    if (next >= queued.sentNs + leaseNs) at.push_back({queued.sentNs + leaseNs, queued.doneNs + leaseNs, queued.owner});
   }
   std::map<std::string, std::int64_t> invoked;  // by process: the acquisition under way
   for (const Op& op : history) {
@@ -326,9 +327,10 @@ void handOffs(const CheckerInput& input, const std::string& key, const std::vect
     ++order.judged;
     const bool wholeLease = attempt.validityMs == 0 || attempt.validityMs == input.lease.count();
     if (attempt.outcome != "taken" || !wholeLease) continue;
-    // A lapse up to two leases before can be what the waiter's own call reclaimed.
+    // A lapse whose window the waiter's own call overlaps can be what that call reclaimed; one
+    // that ended for certain before the call was sent (its window's latest end) cannot.
     const bool explained = std::any_of(lapsed.begin(), lapsed.end(), [&](const Lapse& lapse) {
-      return lapse.earliestNs <= attempt.doneNs && lapse.latestNs >= attempt.sentNs - 2 * leaseNs;
+      return lapse.earliestNs <= attempt.doneNs && (lapse.latestNs >= attempt.sentNs || lapse.owner == attempt.owner);
     });
     if (explained) continue;
     ++order.violations;
@@ -341,6 +343,8 @@ void handOffs(const CheckerInput& input, const std::string& key, const std::vect
     if (op.op != "stranded" || op.key != key) continue;
     ++order.samples;
     const std::int64_t seenBy = std::stoll(op.message);
+    // A lapse stays unreclaimed until the next call on the key, which may come a waiter lease (two
+    // leases) after it: the look-back a sample needs (seed 2 of single-sem-waiter-mixed saw one).
     const bool explained = std::any_of(lapsed.begin(), lapsed.end(), [&](const Lapse& lapse) {
       return lapse.earliestNs <= seenBy && lapse.latestNs >= op.timeNs - 2 * leaseNs;
     });

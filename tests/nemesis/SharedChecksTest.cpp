@@ -163,6 +163,27 @@ TEST_SUITE("SharedChecks") {
     CHECK(checkOf(dlock::nemesis::check(input), 10).passed);
   }
 
+  TEST_CASE("a lapse explains a waiter's own admission only inside its window, not leases later") {
+    CheckerInput input = run("sem");
+    add(input, "c1", Kind::Invoke, "acquire", "k", 1);
+    add(input, "c1", Kind::Info, "attempt", "k", 3, "queued " + std::to_string(2 * kMs) + " 1 permits 0", "s");
+    add(input, "c1", Kind::Info, "attempt", "k", 60, "queued " + std::to_string(59 * kMs) + " 1 permits 0", "s");
+    add(input, "c1", Kind::Info, "attempt", "k", 130, "queued " + std::to_string(129 * kMs) + " 1 permits 0", "s");
+    add(input, "c1", Kind::Info, "attempt", "k", 191, "taken " + std::to_string(190 * kMs) + " 0 permits 0", "s");
+    add(input, "c1", Kind::Ok, "acquire", "k", 192, "s", "", 9);
+    // c2's evidence ran out at 24, unreleased: its lease ended on the server by 124 at the latest,
+    // before c1's attempt at 190, which found it reclaimed already.
+    hold(input, {"c2", "h", "permits 2", 1, 5, 20, 6, 40});
+    CHECK_FALSE(checkOf(dlock::nemesis::check(input), 10).passed);
+    // A waiter whose own place lapsed (no attempt for a lease) comes back as a newcomer.
+    auto own = run("sem");
+    add(own, "c1", Kind::Invoke, "acquire", "k", 1);
+    add(own, "c1", Kind::Info, "attempt", "k", 3, "queued " + std::to_string(2 * kMs) + " 1 permits 0", "s");
+    add(own, "c1", Kind::Info, "attempt", "k", 301, "taken " + std::to_string(300 * kMs) + " 0 permits 0", "s");
+    add(own, "c1", Kind::Ok, "acquire", "k", 302, "s", "", 9);
+    CHECK(checkOf(dlock::nemesis::check(own), 10).passed);
+  }
+
   TEST_CASE("the server's queue seen with a head that fit and no lapse fails the hand-offs check") {
     CheckerInput input = run("sem");
     hold(input, {"c1", "a", "permits 1", 1, 10, 100, 11, 50});
