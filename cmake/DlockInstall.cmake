@@ -22,6 +22,12 @@ install(TARGETS dlock EXPORT dlockTargets COMPONENT dev
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+include(DlockStrip)
+if(BUILD_SHARED_LIBS)
+  dlock_install_strip(${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:dlock> dev)
+else()
+  dlock_install_strip(${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:dlock> dev STATIC)
+endif()
 get_property(dlock_include_dirs GLOBAL PROPERTY DLOCK_PUBLIC_INCLUDE_DIRS)
 foreach(dir IN LISTS dlock_include_dirs)
   install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
