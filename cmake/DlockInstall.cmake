@@ -2,7 +2,8 @@
 # Installs the headers, the library, the CMake package (find_package(dlock) gives dlock::dlock) and
 # a pkg-config file (dlock.pc). Both are
 # relocatable: they locate the prefix from where they are installed, so
-# `cmake --install build --prefix <anywhere>` works.
+# `cmake --install build --prefix <anywhere>` works (dlock.pc of a build for /usr, the Debian
+# packages', names /usr itself).
 #
 #   <prefix>/include/dlock/...                  every layer's public headers (not api/internal)
 #   <prefix>/<libdir>/libdlock.a|.so*           the library (static or shared per BUILD_SHARED_LIBS)
@@ -21,6 +22,12 @@ install(TARGETS dlock EXPORT dlockTargets COMPONENT dev
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+include(DlockStrip)
+if(BUILD_SHARED_LIBS)
+  dlock_install_strip(${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:dlock> dev)
+else()
+  dlock_install_strip(${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:dlock> dev STATIC)
+endif()
 get_property(dlock_include_dirs GLOBAL PROPERTY DLOCK_PUBLIC_INCLUDE_DIRS)
 foreach(dir IN LISTS dlock_include_dirs)
   install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
@@ -88,8 +95,11 @@ if(DLOCK_PC_LIBS)
 endif()
 
 # prefix: relative to the .pc file's own directory (pkg-config's ${pcfiledir}), unless the
-# install directories are absolute.
-if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+# install directories are absolute or the prefix is the system's /usr: there a package puts it
+# (cpack), and pkg-config prints plain paths (none for /usr/include, a system directory) instead
+# of -I/usr/lib/x86_64-linux-gnu/pkgconfig/../../../include.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}"
+   OR CMAKE_INSTALL_PREFIX STREQUAL "/usr")
   set(DLOCK_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
   set(DLOCK_PC_LIBDIR "${CMAKE_INSTALL_FULL_LIBDIR}")
   set(DLOCK_PC_INCLUDEDIR "${CMAKE_INSTALL_FULL_INCLUDEDIR}")

@@ -55,3 +55,17 @@ configure_and_build() {
     cmake --build "$dir" -j"$(nproc)"
   fi
 }
+
+# The files in the source tree outside git's knowledge, untracked or ignored, one per line as
+# `git status --porcelain` shows them; the build folders (build*/) and ccache's .cache/ are the
+# only ones a script may make, so they are left out. Nothing outside a git work tree.
+stray_files() {
+  git -C "$DLOCK_ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1 || return 0
+  git -C "$DLOCK_ROOT" status --porcelain --ignored=matching --untracked-files=all \
+    | grep -E '^(!!|\?\?) ' | grep -Ev '^(!!|\?\?) (build[^/]*/|\.cache/)' || true
+}
+
+# files_left_since <stray_files output from before>: the stray files that are new since then.
+files_left_since() {
+  comm -13 <(printf '%s\n' "$1" | sort) <(stray_files | sort) | sed '/^$/d'
+}

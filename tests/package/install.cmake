@@ -4,7 +4,8 @@
 # file (libdlock.a; or, when SHARED, libdlock.so.VERSION and its links .so.SOVERSION and .so), and no installed text
 # names the source or build tree, or the build-only dlock_internal.
 #   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DPREFIX=... -DLIBDIR=lib -DINCLUDEDIR=include
-#         [-DSHARED=ON -DVERSION=0.1.0 -DSOVERSION=0] [-DCONFIG=...] [-DCLEAN=a;b] -P install.cmake
+#         [-DSHARED=ON -DVERSION=0.1.0 -DSOVERSION=0] [-DCONFIG=...] [-DCLEAN=a;b]
+#         [-DDATAROOTDIR=share [-DTOOLS=ON]] -P install.cmake
 foreach(var BUILD_DIR SOURCE_DIR PREFIX LIBDIR INCLUDEDIR)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "install.cmake: ${var} is not set")
@@ -43,6 +44,21 @@ foreach(file
     message(FATAL_ERROR "not installed: ${file}")
   endif()
 endforeach()
+
+# What the Debian packages need of the install too: each package's copyright file and changelog,
+# and the command's man page (with TOOLS, when the command is installed).
+if(DEFINED DATAROOTDIR)
+  set(package_files ${DATAROOTDIR}/doc/libdlock-dev/copyright ${DATAROOTDIR}/doc/libdlock-dev/changelog.gz)
+  if(TOOLS)
+    list(APPEND package_files ${DATAROOTDIR}/doc/dlock/copyright ${DATAROOTDIR}/doc/dlock/changelog.gz
+      ${DATAROOTDIR}/man/man1/dlock.1.gz)
+  endif()
+  foreach(file IN LISTS package_files)
+    if(NOT EXISTS "${PREFIX}/${file}")
+      message(FATAL_ERROR "not installed: ${file}")
+    endif()
+  endforeach()
+endif()
 
 # One library: every library file under the prefix is libdlock.a, or libdlock.so* of one version.
 file(GLOB_RECURSE libraries LIST_DIRECTORIES false RELATIVE "${PREFIX}" "${PREFIX}/*.a" "${PREFIX}/*.so*")

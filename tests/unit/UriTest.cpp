@@ -79,6 +79,25 @@ TEST_SUITE("Uri") {
     CHECK(dlock::parseUri("memory://").scheme == "memory");
   }
 
+  TEST_CASE("a host without a port means 6379 on every scheme that takes hosts, and 26379 for a sentinel") {
+    for (const char* uri : {"redis://h", "rediss://h", "redis+cluster://h,g:7000", "rediss+cluster://h",
+                            "redlock://h,g:7000,k"}) {
+      CAPTURE(uri);
+      CHECK(dlock::parseUri(uri).hosts.front().port == 6379);
+    }
+    const auto nodes = dlock::parseUri("redlock://h,g:7000,k");
+    CHECK(nodes.hosts[1].port == 7000);
+    CHECK(nodes.hosts[2].port == 6379);
+    const auto members = dlock::parseUri("redlock://redis://a;rediss://b;redis://c:7000");
+    REQUIRE(members.members.size() == 3);
+    CHECK(members.members[0].hosts.front().port == 6379);
+    CHECK(members.members[1].hosts.front().port == 6379);
+    for (const char* uri : {"redis+sentinel://s/mymaster", "rediss+sentinel://s,t:26380/mymaster"}) {
+      CAPTURE(uri);
+      CHECK(dlock::parseUri(uri).hosts.front().port == 26379);
+    }
+  }
+
   TEST_CASE("malformed URIs get a ConfigError naming the problem") {
     CHECK(configErrorOf("").find("empty") != std::string::npos);
     CHECK(configErrorOf("localhost:6379").find("no scheme") != std::string::npos);
