@@ -70,6 +70,7 @@ std::shared_ptr<LeaseState> LockCore::acquireAs(std::string_view key, Deadline d
   // tries once, throws at once.
   WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
   WaitLoop loop(key, *backend_, *counters_);
+  const CountedWait counted(counters_->waiting[static_cast<std::size_t>(LeaseKind::Exclusive)], !policy.once());
   const AttemptTools tools{backend_, *clock_, cleanup_, key, ttl};
   if (capabilities_.fair) {
     FairAttempt attempt(tools, *capabilities_.fair, policy.once() ? milliseconds(0) : options_.waiterLease,
@@ -85,16 +86,18 @@ std::shared_ptr<LeaseState> LockCore::acquireAs(std::string_view key, Deadline d
 
 std::shared_ptr<LeaseState> LockCore::acquireBy(std::string_view key, Deadline deadline,
                                                 std::optional<milliseconds> leaseTime, LeaseKind kind,
-                                                const CancelToken& cancel, const MakeAttempt& make) {
+                                                const CancelToken& cancel, const MakeAttempt& make,
+                                                std::uint32_t weight) {
   if (closed()) throwClosed("acquire " + quoteKey(key));
   if (!leaseTime) leaseTime = options_.leaseTime;
   const bool renewed = !leaseTime.has_value();
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
   WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
   WaitLoop loop(key, *backend_, *counters_);
+  const CountedWait counted(counters_->waiting[static_cast<std::size_t>(kind)], !policy.once());
   const std::unique_ptr<Attempt> attempt = make(AttemptTools{backend_, *clock_, cleanup_, key, ttl}, policy);
   const std::optional<Held> held = loop.run(*attempt, policy);
-  return held ? holding(key, *attempt, *held, ttl, renewed, kind) : nullptr;
+  return held ? holding(key, *attempt, *held, ttl, renewed, kind, weight) : nullptr;
 }
 
 std::optional<Held> LockCore::waitBy(std::string_view key, Deadline deadline, milliseconds ttl,
@@ -106,10 +109,11 @@ std::optional<Held> LockCore::waitBy(std::string_view key, Deadline deadline, mi
 }
 
 std::shared_ptr<LeaseState> LockCore::holding(std::string_view key, Attempt& attempt, const Held& held,
-                                              milliseconds ttl, bool renewed, LeaseKind kind) {
+                                              milliseconds ttl, bool renewed, LeaseKind kind, std::uint32_t weight) {
   counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
   auto lease = std::make_shared<LeaseState>(std::string(key), attempt.takeToken(), held.fencingToken, ttl, renewed,
                                             held.sentAt + knownValidity(held.validity, ttl), kind);
+  lease->countIn(counters_, weight);
   if (renewed) watchdog_->add(lease);
   if (log_->should_log(spdlog::level::debug)) {
     log_->debug("dlock: acquired {} on {} ({}fencing token {})", quoteKey(key), backend_->describe(), attempt.kind(),

@@ -63,6 +63,7 @@ std::shared_ptr<LeaseState> ReadWriteCore::acquire(ReadWriteMode mode, std::stri
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
   WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
   WaitLoop loop(key, *backend_, *counters_);
+  const CountedWait counted(counters_->waiting[static_cast<std::size_t>(kindOf(mode))], !policy.once());
   const std::shared_ptr<IOperator> sideBackend = mode == ReadWriteMode::Read ? read_ : write_;
   const AttemptTools tools{sideBackend, *clock_, cleanup_, key, ttl};
   ReadWriteAttempt attempt(tools, side(mode), mode, policy.once() ? milliseconds(0) : options_.waiterLease);
@@ -77,6 +78,7 @@ std::shared_ptr<LeaseState> ReadWriteCore::holding(std::string_view key, ReadWri
                                                    milliseconds validity, milliseconds ttl, bool renewed) {
   auto lease = std::make_shared<LeaseState>(std::string(key), std::move(token), fencingToken, ttl, renewed,
                                             sentAt + knownValidity(validity, ttl), kindOf(mode));
+  lease->countIn(counters_, 1);
   if (renewed) watchdog_->add(lease);
   const Log log = logger();
   if (log->should_log(spdlog::level::debug)) {
