@@ -14,14 +14,11 @@ std::shared_ptr<dlock::IOperator> privateRedis() {
       "&tls_cert_file=/etc/redis/client.pem&tls_key_file=/etc/redis/client.key");
 }
 
+#include <dlock/Client.h>
 #include <dlock/ScopedLock.h>
-#include <dlock/connect.h>
-#include <dlock/core/LockBuilder.h>
 
-std::shared_ptr<dlock::ILock> makeLock() {
-  return dlock::LockBuilder()
-      .backend(dlock::connect("redis://127.0.0.1:6379"))  // checks the server now
-      .build();  // the watchdog keeps a 30 s lease alive while a key is held
+dlock::Client makeClient() {
+  return dlock::Client("redis://127.0.0.1:6379");  // checks the server now
 }
 
 bool refund(dlock::ILock& lock, const std::string& orderId) {
@@ -30,6 +27,12 @@ bool refund(dlock::ILock& lock, const std::string& orderId) {
   // ... the critical section: a throw here still releases the key ...
   return true;
 }  // released here
+
+bool refundOrder(dlock::Client& client, const std::string& orderId) {
+  // The lock named "refunds", the same object each time; its watchdog keeps a 30 s lease
+  // alive while a key is held.
+  return refund(*client.getLock("refunds"), orderId);
+}
 
 #include <dlock/ScopedLock.h>
 #include <dlock/core/LockBuilder.h>
@@ -298,6 +301,10 @@ TEST_SUITE("Readme") {
   }
 
   TEST_CASE("the README snippets run on the memory backend") {
+    dlock::Client client(std::make_shared<dlock::MemoryOperator>());
+    CHECK(refundOrder(client, "42"));
+    CHECK(client.getLock("refunds")->stats().acquisitions == 1);
+    CHECK_FALSE(client.getLock("refunds")->isHeld("order:42"));
     auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).build();
     CHECK(refund(*lock, "42"));
     CHECK_FALSE(lock->isHeld("order:42"));
