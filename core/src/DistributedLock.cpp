@@ -132,6 +132,9 @@ void DistributedLock::doOnLockLost(LostHandler handler) { core_->setLostHandler(
 LockStats DistributedLock::doStats() const {
   LockStats stats = core_->stats();
   stats.name = core_->options().name;
+  const LockCounters& counters = core_->counters();
+  stats.holds = LockCounters::gauge(counters.held[static_cast<std::size_t>(LeaseKind::Exclusive)]);
+  stats.waiting = LockCounters::gauge(counters.waiting[static_cast<std::size_t>(LeaseKind::Exclusive)]);
   return stats;
 }
 

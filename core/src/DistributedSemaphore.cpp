@@ -25,7 +25,7 @@ PermitLease DistributedSemaphore::doAcquire(std::uint32_t permits, Deadline dead
   std::shared_ptr<LeaseState> lease = core_->acquireBy(
       name_, deadline, leaseTime, LeaseKind::Permits, cancel, [&](const AttemptTools& tools, const WaitPolicy& policy) {
         return std::make_unique<PermitAttempt>(tools, *permits_, permits, policy.once() ? milliseconds(0) : waiterLease_);
-      });
+      }, permits);
   if (!lease) return PermitLease();
   return PermitLease(Lease(std::make_unique<HeldLease>(core_, std::move(lease))), permits);
 }
@@ -41,6 +41,11 @@ SemaphoreInfo DistributedSemaphore::doInspect() { return permits_->semaphores().
 LockStats DistributedSemaphore::doStats() const {
   LockStats stats = core_->stats();
   stats.name = name_;
+  stats.kind = StatsKind::Semaphore;
+  const LockCounters& counters = core_->counters();
+  stats.permitsInUse = LockCounters::gauge(counters.held[static_cast<std::size_t>(LeaseKind::Permits)]);
+  stats.waiting = LockCounters::gauge(counters.waiting[static_cast<std::size_t>(LeaseKind::Permits)]);
+  stats.capacity = permits_->capacity();
   return stats;
 }
 

@@ -9,10 +9,12 @@
 
 namespace dlock::detail {
 
-KeptHolds::KeptHolds(std::shared_ptr<IOperator> backend, std::shared_ptr<LockCounters> counters, Unlock unlock)
+KeptHolds::KeptHolds(std::shared_ptr<IOperator> backend, std::shared_ptr<LockCounters> counters, Unlock unlock,
+                     const std::string& lockName)
     : backend_(std::move(backend)),
       counters_(std::move(counters)),
       unlock_(std::move(unlock)),
+      lockName_(quoteKey(lockName)),
       log_(logger()),
       closingToken_(closing_.token()) {}
 
@@ -57,20 +59,20 @@ void KeptHolds::releaseAtClose(LeaseState& lease) noexcept {
     const ReleaseResult result = unlock_(lease);
     if (result.released) {
       lease.transition(LeasePhase::Releasing, LeasePhase::Released);
-      log_->info("dlock: released {} on {} at close", quoteKey(lease.key), backend_->describe());
+      log_->info("dlock: released {} on {} at close (lock {})", quoteKey(lease.key), backend_->describe(), lockName_);
     } else {
       if (lease.transition(LeasePhase::Releasing, LeasePhase::Lost)) {
         counters_->lostLeases.fetch_add(1, std::memory_order_relaxed);
       }
-      log_->warn("dlock: {} on {} had been lost before close (fencing token {})", quoteKey(lease.key),
-                 backend_->describe(), lease.fencingToken);
+      log_->warn("dlock: {} on {} had been lost before close (fencing token {}; lock {})", quoteKey(lease.key),
+                 backend_->describe(), lease.fencingToken, lockName_);
     }
   } catch (const std::exception& error) {
     lease.transition(LeasePhase::Releasing, LeasePhase::InDoubt);
     lease.abandon();
     try {
-      log_->warn("dlock: releasing {} at close failed: {}; the lease ends on its own within {} ms",
-                 quoteKey(lease.key), error.what(), lease.ttl.count());
+      log_->warn("dlock: releasing {} at close failed: {}; the lease ends on its own within {} ms (lock {})",
+                 quoteKey(lease.key), error.what(), lease.ttl.count(), lockName_);
     } catch (...) {
     }
   }

@@ -25,8 +25,10 @@ class KeptHolds {
   // Releases `lease` on the server (the core's own release call for its kind).
   using Unlock = std::function<ReleaseResult(const LeaseState& lease)>;
 
-  // `backend` names the server in messages; `counters` counts leases found lost at close.
-  KeptHolds(std::shared_ptr<IOperator> backend, std::shared_ptr<LockCounters> counters, Unlock unlock);
+  // `backend` names the server in messages, `lockName` the lock; `counters` counts leases found
+  // lost at close.
+  KeptHolds(std::shared_ptr<IOperator> backend, std::shared_ptr<LockCounters> counters, Unlock unlock,
+            const std::string& lockName);
   KeptHolds(const KeptHolds&) = delete;
   KeptHolds& operator=(const KeptHolds&) = delete;
   ~KeptHolds() = default;
@@ -50,6 +52,7 @@ class KeptHolds {
   const std::shared_ptr<IOperator> backend_;
   const std::shared_ptr<LockCounters> counters_;
   const Unlock unlock_;
+  const std::string lockName_;  // quoted, for logs
   const Log log_;
 
   CancelSource closing_;

@@ -25,8 +25,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "LockCounters.h"
 #include "dlock/Clock.h"
 #include "dlock/detail/Fork.h"
 
@@ -42,6 +44,7 @@ inline std::chrono::milliseconds knownValidity(std::chrono::milliseconds reporte
 // What a lease holds, for its renewer (LeaseRenewer.h) and its release. Awaiting: a Condition
 // waiter's place (ConditionAttempt.h), which ends when the waiter is signalled.
 enum class LeaseKind : std::uint8_t { Exclusive, Read, Write, Permits, Awaiting };
+static_assert(static_cast<std::size_t>(LeaseKind::Awaiting) + 1 == kLeaseKinds, "the gauges' index (LockCounters.h)");
 
 enum class LeasePhase : std::uint8_t { Held, Releasing, InDoubt, Released, Lost, Abandoned };
 
@@ -101,7 +104,18 @@ class LeaseState {
   // it first). Only moves the table allows.
   bool transition(LeasePhase from, LeasePhase to) {
     if (!leaseTransitionAllowed(from, to)) return false;
-    return phase_.compare_exchange_strong(from, to, std::memory_order_acq_rel, std::memory_order_acquire);
+    if (!phase_.compare_exchange_strong(from, to, std::memory_order_acq_rel, std::memory_order_acquire)) return false;
+    // A final phase has no way out, so exactly one transition uncounts the lease.
+    if (counters_ && isFinal(to)) counters_->held[kindIndex()].fetch_sub(weight_, std::memory_order_relaxed);
+    return true;
+  }
+
+  // Counts the lease in `counters`' held gauge (`weight`: a semaphore's permits) until it reaches
+  // a final phase. Called once, by whoever made it, before anyone else can see it.
+  void countIn(std::shared_ptr<LockCounters> counters, std::int64_t weight) {
+    counters_ = std::move(counters);
+    weight_ = weight;
+    counters_->held[kindIndex()].fetch_add(weight_, std::memory_order_relaxed);
   }
 
   // No more renewals, the lease ends at its TTL (its holder gave up on it): Held or InDoubt →
@@ -112,10 +126,7 @@ class LeaseState {
   }
 
   // Released, lost or abandoned: the watchdog lets it go.
-  [[nodiscard]] bool finished() const {
-    const LeasePhase now = phase();
-    return now == LeasePhase::Released || now == LeasePhase::Lost || now == LeasePhase::Abandoned;
-  }
+  [[nodiscard]] bool finished() const { return isFinal(phase()); }
   [[nodiscard]] bool lost() const { return phase() == LeasePhase::Lost; }
 
   [[nodiscard]] bool inheritedAcrossFork() const { return forkGenerationAtAcquire != forkGeneration(); }
@@ -140,7 +151,14 @@ class LeaseState {
   }
 
  private:
+  static constexpr bool isFinal(LeasePhase phase) {
+    return phase == LeasePhase::Released || phase == LeasePhase::Lost || phase == LeasePhase::Abandoned;
+  }
+  [[nodiscard]] std::size_t kindIndex() const noexcept { return static_cast<std::size_t>(kind); }
+
   std::atomic<LeasePhase> phase_{LeasePhase::Held};
+  std::shared_ptr<LockCounters> counters_;  // set once by countIn, before the lease is shared
+  std::int64_t weight_ = 0;
   std::atomic<Clock::duration::rep> deadlineNanos_;
 };
 

@@ -39,7 +39,8 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, LockCapabilities capabili
       waiters_([] { return std::make_shared<WaiterQueue>(); }),
       contended_([] { return std::make_shared<ContendedReleases>(); }),
       cleanup_([] { return std::make_shared<CleanupLane>(); }),
-      holds_(backend_, counters_, [backend = backend_](const LeaseState& lease) { return backend->unlock(lease.key, lease.token); }),
+      holds_(backend_, counters_, [backend = backend_](const LeaseState& lease) { return backend->unlock(lease.key, lease.token); },
+             options_.name),
       watchdog_([this] { return makeWatchdog(); }),
       places_([this] { return makePlaceWatchdog(); }) {}
 
@@ -70,6 +71,7 @@ std::shared_ptr<LeaseState> LockCore::acquireAs(std::string_view key, Deadline d
   // tries once, throws at once.
   WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
   WaitLoop loop(key, *backend_, *counters_);
+  const CountedWait counted(counters_->waiting[static_cast<std::size_t>(LeaseKind::Exclusive)], !policy.once());
   const AttemptTools tools{backend_, *clock_, cleanup_, key, ttl};
   if (capabilities_.fair) {
     FairAttempt attempt(tools, *capabilities_.fair, policy.once() ? milliseconds(0) : options_.waiterLease,
@@ -85,16 +87,18 @@ std::shared_ptr<LeaseState> LockCore::acquireAs(std::string_view key, Deadline d
 
 std::shared_ptr<LeaseState> LockCore::acquireBy(std::string_view key, Deadline deadline,
                                                 std::optional<milliseconds> leaseTime, LeaseKind kind,
-                                                const CancelToken& cancel, const MakeAttempt& make) {
+                                                const CancelToken& cancel, const MakeAttempt& make,
+                                                std::uint32_t weight) {
   if (closed()) throwClosed("acquire " + quoteKey(key));
   if (!leaseTime) leaseTime = options_.leaseTime;
   const bool renewed = !leaseTime.has_value();
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
   WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
   WaitLoop loop(key, *backend_, *counters_);
+  const CountedWait counted(counters_->waiting[static_cast<std::size_t>(kind)], !policy.once());
   const std::unique_ptr<Attempt> attempt = make(AttemptTools{backend_, *clock_, cleanup_, key, ttl}, policy);
   const std::optional<Held> held = loop.run(*attempt, policy);
-  return held ? holding(key, *attempt, *held, ttl, renewed, kind) : nullptr;
+  return held ? holding(key, *attempt, *held, ttl, renewed, kind, weight) : nullptr;
 }
 
 std::optional<Held> LockCore::waitBy(std::string_view key, Deadline deadline, milliseconds ttl,
@@ -106,14 +110,15 @@ std::optional<Held> LockCore::waitBy(std::string_view key, Deadline deadline, mi
 }
 
 std::shared_ptr<LeaseState> LockCore::holding(std::string_view key, Attempt& attempt, const Held& held,
-                                              milliseconds ttl, bool renewed, LeaseKind kind) {
+                                              milliseconds ttl, bool renewed, LeaseKind kind, std::uint32_t weight) {
   counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
   auto lease = std::make_shared<LeaseState>(std::string(key), attempt.takeToken(), held.fencingToken, ttl, renewed,
                                             held.sentAt + knownValidity(held.validity, ttl), kind);
+  lease->countIn(counters_, weight);
   if (renewed) watchdog_->add(lease);
   if (log_->should_log(spdlog::level::debug)) {
-    log_->debug("dlock: acquired {} on {} ({}fencing token {})", quoteKey(key), backend_->describe(), attempt.kind(),
-                held.fencingToken);
+    log_->debug("dlock: acquired {} (lock {}) on {} ({}fencing token {})", quoteKey(key), quoteKey(options_.name),
+                backend_->describe(), attempt.kind(), held.fencingToken);
   }
   return lease;
 }
@@ -155,8 +160,8 @@ void LockCore::release(LeaseState& lease) {
   lease.transition(LeasePhase::Releasing, LeasePhase::Released);
   if (result.notified > 0) contended_->note(lease.key);
   if (log_->should_log(spdlog::level::debug)) {
-    log_->debug("dlock: released {} on {}{}", quoteKey(lease.key), backend_->describe(),
-                result.releasedEarlier ? " (by an earlier try whose reply was lost)" : "");
+    log_->debug("dlock: released {} (lock {}) on {}{}", quoteKey(lease.key), quoteKey(options_.name),
+                backend_->describe(), result.releasedEarlier ? " (by an earlier try whose reply was lost)" : "");
   }
 }
 
@@ -184,8 +189,8 @@ bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
   } catch (const std::exception& error) {
     lease.abandon();
     try {
-      log_->warn("dlock: releasing {} failed: {}; the lease ends on its own within {} ms", quoteKey(lease.key),
-                 error.what(), lease.ttl.count());
+      log_->warn("dlock: releasing {} failed: {}; the lease ends on its own within {} ms (lock {})", quoteKey(lease.key),
+                 error.what(), lease.ttl.count(), quoteKey(options_.name));
     } catch (...) {
     }
   } catch (...) {
@@ -223,7 +228,8 @@ void LockCore::extend(LeaseState& lease, milliseconds ttl) { extendFixedLease(le
 milliseconds LockCore::remaining(const LeaseState& lease) const { return remainingOf(lease, *clock_); }
 
 std::shared_ptr<Watchdog> LockCore::makeWatchdog() {
-  auto watchdog = std::make_shared<Watchdog>(std::make_shared<ExclusiveRenewer>(backend_), clock_, options_.watchdogLease, counters_);
+  auto watchdog = std::make_shared<Watchdog>(std::make_shared<ExclusiveRenewer>(backend_), clock_, options_.watchdogLease,
+                                             counters_, options_.name);
   // A forked child makes its own watchdog: it reports to the handler the lock was given.
   std::lock_guard<ForkSafeMutex> guard(handlerMutex_);
   if (lostHandler_) watchdog->setLostHandler(lostHandler_);
@@ -234,7 +240,8 @@ std::shared_ptr<Watchdog> LockCore::makePlaceWatchdog() {
   if (!capabilities_.condition) return nullptr;
   // Counters of its own: a place that ends (a signal) is no lease lost nor renewal of the lock's.
   return std::make_shared<Watchdog>(std::make_shared<ConditionRenewer>(capabilities_.condition, backend_), clock_,
-                                    options_.waiterLease, std::make_shared<LockCounters>());
+                                    options_.waiterLease, std::make_shared<LockCounters>(),
+                                    options_.name + " (condition waiters)");
 }
 
 void LockCore::setLostHandler(ILock::LostHandler handler) {

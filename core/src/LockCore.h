@@ -75,12 +75,12 @@ class LockCore {
   // The lease's local deadline minus now; zero once ended.
   [[nodiscard]] std::chrono::milliseconds remaining(const LeaseState& lease) const;
 
-  // acquire() through the attempt `make` builds (a semaphore's permits), holding a lease of `kind`;
-  // ended as acquire() by `cancel` or close().
+  // acquire() through the attempt `make` builds (a semaphore's permits), holding a lease of `kind`
+  // that weighs `weight` in the held gauge (the permits); ended as acquire() by `cancel` or close().
   using MakeAttempt = std::function<std::unique_ptr<Attempt>(const AttemptTools& tools, const WaitPolicy& policy)>;
   std::shared_ptr<LeaseState> acquireBy(std::string_view key, Deadline deadline,
                                         std::optional<std::chrono::milliseconds> leaseTime, LeaseKind kind,
-                                        const CancelToken& cancel, const MakeAttempt& make);
+                                        const CancelToken& cancel, const MakeAttempt& make, std::uint32_t weight = 1);
 
   // Runs the attempt `make` builds in the lock's wait loop, as acquireBy, without taking a lease
   // of what it returns (a Condition's wait for its signal): Held once it is over.
@@ -115,6 +115,7 @@ class LockCore {
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   [[nodiscard]] std::string describe() const { return backend_->describe(); }
   LockCounters& counters() noexcept { return *counters_; }
+  [[nodiscard]] const LockCounters& counters() const noexcept { return *counters_; }
 
  private:
   // acquire() with the fair waiter's `token` (empty: a new one).
@@ -124,7 +125,7 @@ class LockCore {
   // The lease of what `attempt` holds: watched by the watchdog when `renewed`.
   std::shared_ptr<LeaseState> holding(std::string_view key, Attempt& attempt, const Held& held,
                                       std::chrono::milliseconds ttl, bool renewed,
-                                      LeaseKind kind = LeaseKind::Exclusive);
+                                      LeaseKind kind = LeaseKind::Exclusive, std::uint32_t weight = 1);
   // LockLostError for `lease`, moving it from Releasing to Lost when `releasing` (and counting it).
   [[noreturn]] void throwLost(LeaseState& lease, bool releasing, const char* what);
   std::shared_ptr<Watchdog> makeWatchdog();

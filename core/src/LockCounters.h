@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// LockCounters.h — the live counters behind ILock::stats(). Thread safety: atomics.
+// LockCounters.h — the live counters behind ILock::stats(), and its gauges (what this process
+// has now). Thread safety: atomics.
 #pragma once
 
 #include <algorithm>
@@ -35,6 +36,9 @@ class WaitRecorder {
   std::array<std::atomic<std::uint64_t>, WaitHistogram::kBoundsMillis.size() + 1> buckets_{};
 };
 
+// The number of LeaseKind values (LeaseState.h), which index the gauges.
+inline constexpr std::size_t kLeaseKinds = 5;
+
 struct LockCounters {
   std::atomic<std::uint64_t> acquisitions{0};
   std::atomic<std::uint64_t> handOffs{0};
@@ -47,6 +51,15 @@ struct LockCounters {
   std::atomic<std::uint64_t> renewalRoundTrips{0};
   std::atomic<std::uint64_t> renewalFailures{0};
   std::atomic<std::uint64_t> lostLeases{0};
+  // Gauges by LeaseKind: leases held now (LeaseState::countIn; a semaphore's weighted by its
+  // permits), and threads inside an acquire that waits (CountedWait).
+  std::array<std::atomic<std::int64_t>, kLeaseKinds> held{};
+  std::array<std::atomic<std::int64_t>, kLeaseKinds> waiting{};
+
+  // A gauge's value now (never negative: a lease is counted before it can end).
+  [[nodiscard]] static std::uint64_t gauge(const std::atomic<std::int64_t>& value) noexcept {
+    return static_cast<std::uint64_t>(std::max<std::int64_t>(0, value.load(std::memory_order_relaxed)));
+  }
 
   [[nodiscard]] LockStats snapshot() const {
     LockStats stats;
@@ -64,6 +77,23 @@ struct LockCounters {
     stats.lostLeases = lostLeases.load(std::memory_order_relaxed);
     return stats;
   }
+};
+
+// Counts the calling thread in a waiting gauge for its lifetime; `counted` false (a one-time
+// try, which does not wait) counts nothing.
+class CountedWait {
+ public:
+  CountedWait(std::atomic<std::int64_t>& gauge, bool counted) noexcept : gauge_(counted ? &gauge : nullptr) {
+    if (gauge_ != nullptr) gauge_->fetch_add(1, std::memory_order_relaxed);
+  }
+  CountedWait(const CountedWait&) = delete;
+  CountedWait& operator=(const CountedWait&) = delete;
+  ~CountedWait() {
+    if (gauge_ != nullptr) gauge_->fetch_sub(1, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<std::int64_t>* const gauge_;
 };
 
 }  // namespace dlock::detail

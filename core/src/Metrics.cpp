@@ -73,27 +73,65 @@ void writeFamily(std::string& out, std::string_view name, std::string_view type,
   out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
 }
 
-void writeSample(std::string& out, std::string_view name, const std::string& lock, std::string_view le,
-            std::string_view value) {
-  out.append(name).append("{lock=\"").append(lock);
-  if (!le.empty()) out.append("\",le=\"").append(le);
-  out.append("\"} ").append(value).append("\n");
+// `labels`: label pairs, escaped, without braces ('lock="orders",side="read"').
+void writeSample(std::string& out, std::string_view name, std::string_view labels, std::string_view value) {
+  out.append(name).append("{").append(labels).append("} ").append(value).append("\n");
 }
+
+std::string lockLabel(const std::string& lock) { return "lock=\"" + lock + "\""; }
 
 void waitHistogram(std::string& out, const std::vector<LockStats>& stats, const std::vector<std::string>& labels) {
   writeFamily(out, kWaitName, "histogram", kWaitHelp);
   const std::string bucket = std::string(kWaitName) + "_bucket";
   for (std::size_t i = 0; i < stats.size(); ++i) {
     const WaitHistogram& waits = stats[i].waits;
+    const std::string lock = lockLabel(labels[i]);
     std::uint64_t cumulative = 0;
     for (std::size_t b = 0; b < waits.counts.size(); ++b) {
       cumulative += waits.counts[b];
       const bool last = b == WaitHistogram::kBoundsMillis.size();
-      writeSample(out, bucket, labels[i], last ? "+Inf" : seconds(WaitHistogram::kBoundsMillis[b]),
-             std::to_string(cumulative));
+      writeSample(out, bucket, lock + ",le=\"" + (last ? "+Inf" : seconds(WaitHistogram::kBoundsMillis[b])) + "\"",
+                  std::to_string(cumulative));
     }
-    writeSample(out, std::string(kWaitName) + "_sum", labels[i], {}, seconds(stats[i].waitTime.count()));
-    writeSample(out, std::string(kWaitName) + "_count", labels[i], {}, std::to_string(cumulative));
+    writeSample(out, std::string(kWaitName) + "_sum", lock, seconds(stats[i].waitTime.count()));
+    writeSample(out, std::string(kWaitName) + "_count", lock, std::to_string(cumulative));
+  }
+}
+
+// A lock's gauge: one series, or a read-write lock's two (side="read", side="write").
+void lockGauge(std::string& out, std::string_view name, const LockStats& stats, const std::string& label,
+               std::uint64_t value, std::uint64_t readValue) {
+  if (stats.kind == StatsKind::ReadWrite) {
+    writeSample(out, name, lockLabel(label) + ",side=\"read\"", std::to_string(readValue));
+    writeSample(out, name, lockLabel(label) + ",side=\"write\"", std::to_string(value));
+  } else {
+    writeSample(out, name, lockLabel(label), std::to_string(value));
+  }
+}
+
+void gauges(std::string& out, const std::vector<LockStats>& stats, const std::vector<std::string>& labels) {
+  writeFamily(out, "dlock_holds", "gauge",
+              "Holds this process has now: thread holds (a reentrant key once) and Leases; a read-write lock's per side.");
+  for (std::size_t i = 0; i < stats.size(); ++i) {
+    if (stats[i].kind == StatsKind::Semaphore) continue;  // permits, below
+    lockGauge(out, "dlock_holds", stats[i], labels[i], stats[i].holds, stats[i].readHolds);
+  }
+  writeFamily(out, "dlock_waiting_threads", "gauge",
+              "Threads of this process waiting now in an acquire call (a one-time try does not wait).");
+  for (std::size_t i = 0; i < stats.size(); ++i) {
+    lockGauge(out, "dlock_waiting_threads", stats[i], labels[i], stats[i].waiting, stats[i].readWaiting);
+  }
+  writeFamily(out, "dlock_semaphore_permits_in_use", "gauge", "Permits of the semaphore this process holds now.");
+  for (std::size_t i = 0; i < stats.size(); ++i) {
+    if (stats[i].kind == StatsKind::Semaphore) {
+      writeSample(out, "dlock_semaphore_permits_in_use", lockLabel(labels[i]), std::to_string(stats[i].permitsInUse));
+    }
+  }
+  writeFamily(out, "dlock_semaphore_capacity", "gauge", "The semaphore's capacity, as this process knows it.");
+  for (std::size_t i = 0; i < stats.size(); ++i) {
+    if (stats[i].kind == StatsKind::Semaphore) {
+      writeSample(out, "dlock_semaphore_capacity", lockLabel(labels[i]), std::to_string(stats[i].capacity));
+    }
   }
 }
 
@@ -105,7 +143,7 @@ std::string formatMetrics(const std::vector<LockStats>& stats) {
   for (const LockStats& lock : stats) {
     if (!names.insert(lock.name).second) {
       throw ConfigError("dlock: formatMetrics: two locks are named '" + lock.name +
-                        "'; give each its own name with LockBuilder::name");
+                        "'; give each its own name with LockBuilder::name (a semaphore: SemaphoreBuilder::name)");
     }
     labels.push_back(labelValue(lock.name));
   }
@@ -113,10 +151,11 @@ std::string formatMetrics(const std::vector<LockStats>& stats) {
   for (const Counter& counter : kCounters) {
     writeFamily(out, counter.name, "counter", counter.help);
     for (std::size_t i = 0; i < stats.size(); ++i) {
-      writeSample(out, counter.name, labels[i], {}, std::to_string(stats[i].*counter.value));
+      writeSample(out, counter.name, lockLabel(labels[i]), std::to_string(stats[i].*counter.value));
     }
   }
   waitHistogram(out, stats, labels);
+  gauges(out, stats, labels);
   return out;
 }
 
@@ -128,5 +167,11 @@ std::string formatMetrics(const std::vector<std::shared_ptr<ILock>>& locks) {
 }
 
 std::string formatMetrics(const ILock& lock) { return formatMetrics(std::vector<LockStats>{lock.stats()}); }
+
+std::string formatMetrics(const ReadWriteLock& lock) { return formatMetrics(*lock.readLock()); }
+
+std::string formatMetrics(const Semaphore& semaphore) {
+  return formatMetrics(std::vector<LockStats>{semaphore.stats()});
+}
 
 }  // namespace dlock

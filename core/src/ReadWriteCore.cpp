@@ -47,7 +47,8 @@ ReadWriteCore::ReadWriteCore(std::shared_ptr<IOperator> backend, IReadWriteOpera
       options_(std::move(options)),
       counters_(std::make_shared<LockCounters>()),
       cleanup_([] { return std::make_shared<CleanupLane>(); }),
-      holds_(backend_, counters_, [this](const LeaseState& lease) { return side(lease).unlock(lease.key, lease.token); }),
+      holds_(backend_, counters_, [this](const LeaseState& lease) { return side(lease).unlock(lease.key, lease.token); },
+             options_.name),
       watchdog_([this] { return makeWatchdog(); }) {}
 
 ReadWriteCore::~ReadWriteCore() {
@@ -63,6 +64,7 @@ std::shared_ptr<LeaseState> ReadWriteCore::acquire(ReadWriteMode mode, std::stri
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
   WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
   WaitLoop loop(key, *backend_, *counters_);
+  const CountedWait counted(counters_->waiting[static_cast<std::size_t>(kindOf(mode))], !policy.once());
   const std::shared_ptr<IOperator> sideBackend = mode == ReadWriteMode::Read ? read_ : write_;
   const AttemptTools tools{sideBackend, *clock_, cleanup_, key, ttl};
   ReadWriteAttempt attempt(tools, side(mode), mode, policy.once() ? milliseconds(0) : options_.waiterLease);
@@ -77,11 +79,12 @@ std::shared_ptr<LeaseState> ReadWriteCore::holding(std::string_view key, ReadWri
                                                    milliseconds validity, milliseconds ttl, bool renewed) {
   auto lease = std::make_shared<LeaseState>(std::string(key), std::move(token), fencingToken, ttl, renewed,
                                             sentAt + knownValidity(validity, ttl), kindOf(mode));
+  lease->countIn(counters_, 1);
   if (renewed) watchdog_->add(lease);
   const Log log = logger();
   if (log->should_log(spdlog::level::debug)) {
-    log->debug("dlock: holding {} on {} ({}, fencing token {})", quoteKey(key), backend_->describe(),
-               nameOf(lease->kind), fencingToken);
+    log->debug("dlock: holding {} (lock {}) on {} ({}, fencing token {})", quoteKey(key), quoteKey(options_.name),
+               backend_->describe(), nameOf(lease->kind), fencingToken);
   }
   return lease;
 }
@@ -127,8 +130,9 @@ void ReadWriteCore::settle(LeaseState& lease, bool valid, const ReleaseResult& r
   lease.transition(LeasePhase::Releasing, LeasePhase::Released);
   const Log log = logger();
   if (log->should_log(spdlog::level::debug)) {
-    log->debug("dlock: released the {} hold of {} on {}{}", nameOf(lease.kind), quoteKey(lease.key),
-               backend_->describe(), result.releasedEarlier ? " (by an earlier try whose reply was lost)" : "");
+    log->debug("dlock: released the {} hold of {} (lock {}) on {}{}", nameOf(lease.kind), quoteKey(lease.key),
+               quoteKey(options_.name), backend_->describe(),
+               result.releasedEarlier ? " (by an earlier try whose reply was lost)" : "");
   }
 }
 
@@ -204,8 +208,8 @@ bool ReadWriteCore::releaseQuietly(LeaseState& lease) noexcept {
   } catch (const std::exception& error) {
     lease.abandon();
     try {
-      logger()->warn("dlock: releasing the {} hold of {} failed: {}; the lease ends on its own within {} ms",
-                     nameOf(lease.kind), quoteKey(lease.key), error.what(), lease.ttl.count());
+      logger()->warn("dlock: releasing the {} hold of {} (lock {}) failed: {}; the lease ends on its own within {} ms",
+                     nameOf(lease.kind), quoteKey(lease.key), quoteKey(options_.name), error.what(), lease.ttl.count());
     } catch (...) {
     }
   } catch (...) {
@@ -225,7 +229,7 @@ void ReadWriteCore::throwLost(LeaseState& lease, bool releasing, const char* wha
 
 std::shared_ptr<Watchdog> ReadWriteCore::makeWatchdog() {
   auto watchdog = std::make_shared<Watchdog>(std::make_shared<ReadWriteRenewer>(backend_, rw_), clock_,
-                                             options_.watchdogLease, counters_);
+                                             options_.watchdogLease, counters_, options_.name);
   std::lock_guard<ForkSafeMutex> guard(handlerMutex_);
   if (lostHandler_) watchdog->setLostHandler(lostHandler_);
   return watchdog;

@@ -87,6 +87,7 @@ class ReadWriteCore {
   [[nodiscard]] const LockOptions& options() const noexcept { return options_; }
   [[nodiscard]] std::string describe() const { return backend_->describe(); }
   LockCounters& counters() noexcept { return *counters_; }
+  [[nodiscard]] const LockCounters& counters() const noexcept { return *counters_; }
   // The RequestIdHolder id of each side's thread holds.
   [[nodiscard]] std::uint64_t sideId(ReadWriteMode mode) const noexcept {
     return mode == ReadWriteMode::Read ? readId_ : readId_ + 1;

@@ -173,6 +173,12 @@ void ReadWriteSide::doOnLockLost(LostHandler handler) { core_->setLostHandler(st
 LockStats ReadWriteSide::doStats() const {
   LockStats stats = core_->stats();
   stats.name = core_->options().name;
+  stats.kind = StatsKind::ReadWrite;
+  const LockCounters& counters = core_->counters();
+  stats.holds = LockCounters::gauge(counters.held[static_cast<std::size_t>(LeaseKind::Write)]);
+  stats.waiting = LockCounters::gauge(counters.waiting[static_cast<std::size_t>(LeaseKind::Write)]);
+  stats.readHolds = LockCounters::gauge(counters.held[static_cast<std::size_t>(LeaseKind::Read)]);
+  stats.readWaiting = LockCounters::gauge(counters.waiting[static_cast<std::size_t>(LeaseKind::Read)]);
   return stats;
 }
 

@@ -22,13 +22,14 @@ bool inWatchdogsCare(const LeaseState& lease) {
 }  // namespace
 
 Watchdog::Watchdog(std::shared_ptr<LeaseRenewer> renewer, std::shared_ptr<Clock> clock, std::chrono::milliseconds lease,
-                   std::shared_ptr<LockCounters> counters)
+                   std::shared_ptr<LockCounters> counters, std::string lockName)
     : renewer_(std::move(renewer)),
       clock_(std::move(clock)),
       lease_(lease),
       interval_(std::max(std::chrono::milliseconds(1), lease / 3)),
       counters_(std::move(counters)),
-      notifier_(std::make_shared<LossNotifier>()) {}
+      notifier_(std::make_shared<LossNotifier>()),
+      lockName_(quoteKey(lockName)) {}
 
 Watchdog::~Watchdog() { stop(); }
 
@@ -132,11 +133,13 @@ std::vector<bool> Watchdog::renew(const std::vector<std::shared_ptr<LeaseState>>
     // Without a renewal the lease may still live on the server, but past its local deadline
     // nothing protects the holder any more: expireOverdue() reports it then.
     counters_->renewalFailures.fetch_add(1, std::memory_order_relaxed);
-    logger()->warn("dlock: renewing {} of {} lease(s) on {} failed{}{}; each is lost at its own deadline unless "
-                   "renewed by then",
-                   unknown, batch.size(), renewer_->describe(), failure.empty() ? "" : ": ", failure);
+    // A backend that settles some leases says nothing of why the others are unknown (its node
+    // could not be reached); one that could settle none throws, and its error is the cause.
+    const std::string cause =
+        failure.empty() ? "no answer settled them (a node not reached, or replicas that did not acknowledge)" : failure;
+    warnRenewalFailure(static_cast<std::size_t>(unknown), batch.size(), cause);
   } else if (logger()->should_log(spdlog::level::debug)) {
-    logger()->debug("dlock: renewed {} of {} lease(s) on {} for {} ms",
+    logger()->debug("dlock: lock {}: renewed {} of {} lease(s) on {} for {} ms", lockName_,
                     std::count_if(results.begin(), results.end(), [](const ExtendResult& r) { return r.extended; }),
                     batch.size(), renewer_->describe(), lease_.count());
   }
@@ -146,6 +149,26 @@ std::vector<bool> Watchdog::renew(const std::vector<std::shared_ptr<LeaseState>>
     unanswered[i] = results[i].unknown;
   }
   return unanswered;
+}
+
+void Watchdog::warnRenewalFailure(std::size_t unknown, std::size_t batch, const std::string& cause) {
+  const Clock::time_point now = clock_->now();
+  if (lastWarning_ && now - *lastWarning_ < kRenewalWarningInterval) {
+    ++warningsLeftOut_;
+    logger()->debug("dlock: lock {}: renewing {} of {} lease(s) on {} failed: {}", lockName_, unknown, batch,
+                    renewer_->describe(), cause);
+    return;
+  }
+  std::string leftOut;
+  if (warningsLeftOut_ > 0) {
+    leftOut = " (" + std::to_string(warningsLeftOut_) + " more renewal failure(s) since the last warning, " +
+              "not logged: at most one warning per " + std::to_string(kRenewalWarningInterval.count()) + " s)";
+  }
+  logger()->warn("dlock: lock {}: renewing {} of {} lease(s) on {} failed: {}; each is lost at its own deadline unless "
+                 "renewed by then{}",
+                 lockName_, unknown, batch, renewer_->describe(), cause, leftOut);
+  lastWarning_ = now;
+  warningsLeftOut_ = 0;
 }
 
 void Watchdog::judge(LeaseState& lease, const ExtendResult& result, Clock::time_point sentAt) {
@@ -176,7 +199,7 @@ bool Watchdog::markLost(LeaseState& lease, LeasePhase from, const char* why) {
   // A Condition waiter's place ends when it is signalled: its waiter sees it, nobody lost a key.
   if (lease.kind == LeaseKind::Awaiting) return true;
   counters_->lostLeases.fetch_add(1, std::memory_order_relaxed);
-  logger()->warn("dlock: lost the lease of {} on {} (fencing token {}): {}", quoteKey(lease.key),
+  logger()->warn("dlock: lost the lease of {} (lock {}) on {} (fencing token {}): {}", quoteKey(lease.key), lockName_,
                  renewer_->describe(), lease.fencingToken, why);
   {
     std::lock_guard<std::mutex> guard(mutex_);

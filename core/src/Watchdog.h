@@ -15,6 +15,9 @@
 // handler through a LossNotifier, never on this thread: a slow handler delays no renewal. A
 // Condition waiter's place (LeaseKind::Awaiting, the lock's place watchdog) that ends is its
 // waiter's signal, not a loss: it is neither reported nor counted.
+// Its warnings name the lock (LockOptions::name). A renewal that fails warns, with its cause, at
+// most once per kRenewalWarningInterval of the lock's clock; the next warning counts the failures
+// left out meanwhile (a server restart fails every retry until it is back).
 //
 // Ownership: the lock core holds the watchdog by shared_ptr and so does the watchdog's thread.
 // Owner: the lock core and the watchdog's thread. Thread safety: thread-safe.
@@ -24,6 +27,8 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -38,9 +43,12 @@ namespace dlock::detail {
 
 class Watchdog : public std::enable_shared_from_this<Watchdog> {
  public:
-  // `renewer`: how this lock's kind of lease is renewed (LeaseRenewer.h).
+  // At most one renewal-failure warning per lock in this long.
+  static constexpr std::chrono::seconds kRenewalWarningInterval{10};
+
+  // `renewer`: how this lock's kind of lease is renewed (LeaseRenewer.h). `lockName`: for logs.
   Watchdog(std::shared_ptr<LeaseRenewer> renewer, std::shared_ptr<Clock> clock, std::chrono::milliseconds lease,
-           std::shared_ptr<LockCounters> counters);
+           std::shared_ptr<LockCounters> counters, std::string lockName);
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
   ~Watchdog();
@@ -78,6 +86,8 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   std::vector<bool> renew(const std::vector<std::shared_ptr<LeaseState>>& batch);
   void judge(LeaseState& lease, const ExtendResult& result, Clock::time_point sentAt);
   void expireOverdue(const std::vector<std::shared_ptr<LeaseState>>& leases);
+  // The warning of a renewal that settled `unknown` of `batch` leases, rate limited (see the top).
+  void warnRenewalFailure(std::size_t unknown, std::size_t batch, const std::string& cause);
 
   const std::shared_ptr<LeaseRenewer> renewer_;
   const std::shared_ptr<Clock> clock_;
@@ -85,6 +95,11 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   const std::chrono::milliseconds interval_;
   const std::shared_ptr<LockCounters> counters_;
   const std::shared_ptr<LossNotifier> notifier_;
+  const std::string lockName_;  // quoted, for logs
+
+  // The renewal warnings' rate limit; touched only by the watchdog's thread (renew()).
+  std::optional<Clock::time_point> lastWarning_;
+  std::uint64_t warningsLeftOut_ = 0;
 
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -51,6 +51,9 @@
 #include "dlock/uri.h"
 #include "dlock/version.h"
 
+// Every primitive by name over one backend.
+#include "dlock/Client.h"
+
 // Declarative locking (DLOCK_NO_SHORT_MACROS leaves out the DISTRIBUTED_… spellings).
 #include "dlock/ScopedLock.h"
 #include "dlock/macros.h"

@@ -26,7 +26,9 @@ errors = []
 untyped = [name for name, family in families.items() if family.type == "untyped"]
 if untyped:
     errors.append(f"samples outside their family: {untyped}")
-expected_names = set(COUNTERS) | {"dlock_wait_seconds"}
+GAUGES = {"dlock_holds": 0, "dlock_waiting_threads": 0}  # nothing held or waited for at the end
+expected_names = set(COUNTERS) | set(GAUGES) | {"dlock_wait_seconds", "dlock_semaphore_permits_in_use",
+                                                 "dlock_semaphore_capacity"}
 if set(families) != expected_names:
     errors.append(f"families {sorted(families)}, expected {sorted(expected_names)}")
 
@@ -47,6 +49,14 @@ for name, expected in COUNTERS.items():
         got = value(name, name + "_total", lock) if name in families else None
         if got != want:
             errors.append(f"{name}_total{{lock={lock!r}}} is {got}, expected {want}")
+
+for name, expected in GAUGES.items():
+    if name in families and families[name].type != "gauge":
+        errors.append(f"{name} is a {families[name].type}")
+    for lock in ("orders", ODD):
+        got = value(name, name, lock) if name in families else None
+        if got != expected:
+            errors.append(f"{name}{{lock={lock!r}}} is {got}, expected {expected}")
 
 if "dlock_wait_seconds" in families:
     histogram = families["dlock_wait_seconds"]

@@ -10,10 +10,13 @@
 #include <thread>
 #include <vector>
 
+#include "TestHelpers.h"
 #include "dlock/IWait.h"
 #include "dlock/LockError.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/Metrics.h"
+#include "dlock/core/ReadWriteLock.h"
+#include "dlock/core/SemaphoreBuilder.h"
 #include "dlock/memory/MemoryOperator.h"
 #include "dlock/memory/VirtualClock.h"
 
@@ -159,5 +162,109 @@ TEST_SUITE("Metrics") {
     auto alsoUnnamed = dlock::LockBuilder().backend(backend).build();
     CHECK(unnamed->stats().name == "default");
     CHECK_THROWS_AS((void)dlock::formatMetrics({unnamed, alsoUnnamed}), dlock::ConfigError);
+  }
+
+  TEST_CASE("the holds and waiting threads of a lock are gauges at every state") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    auto backend = std::make_shared<dlock::MemoryOperator>(clock);
+    auto lock = dlock::LockBuilder().backend(backend).clock(clock).name("orders").build();
+    REQUIRE(lock->tryLock("a"));
+    REQUIRE(lock->tryLock("a"));  // a reentry is the same hold
+    dlock::AcquireOptions once;
+    once.waitTime = 0ms;
+    dlock::Lease b = lock->acquire("b", once);
+    REQUIRE(b);
+    CHECK_FALSE(otherThreadTakes(*lock, "a", 0ms));  // a one-time try does not wait
+    CHECK(lock->stats().holds == 2);
+    CHECK(lock->stats().waiting == 0);
+    std::thread waiter([&] {
+      const bool held = lock->tryLock("a", 30s);
+      CHECK(held);
+      if (held) lock->unlock("a");
+    });
+    REQUIRE(dlock::test::eventually([&] { return lock->stats().waiting == 1; }));
+    const std::string text = dlock::formatMetrics(*lock);
+    CHECK(hasLine(text, "# TYPE dlock_holds gauge"));
+    CHECK(hasLine(text, "dlock_holds{lock=\"orders\"} 2"));
+    CHECK(hasLine(text, "# TYPE dlock_waiting_threads gauge"));
+    CHECK(hasLine(text, "dlock_waiting_threads{lock=\"orders\"} 1"));
+    lock->unlock("a");
+    CHECK(lock->stats().holds == 2);  // still held once
+    lock->unlock("a");
+    waiter.join();
+    CHECK(lock->stats().waiting == 0);
+    CHECK(lock->stats().holds == 1);  // b
+    b.release();
+    CHECK(lock->stats().holds == 0);
+  }
+
+  TEST_CASE("a lost lease leaves the held gauge once the watchdog finds it") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    auto backend = std::make_shared<dlock::MemoryOperator>(clock);
+    auto lock = dlock::LockBuilder().backend(backend).clock(clock).watchdogLease(30s).build();
+    REQUIRE(lock->tryLock("k"));
+    REQUIRE(backend->unlock("k", backend->holderOf("k")).released);  // taken away behind our back
+    CHECK(lock->stats().holds == 1);
+    clock->advance(10s);  // the next renewal finds it gone
+    CHECK(lock->stats().holds == 0);
+    CHECK(lock->stats().lostLeases == 1);
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+    CHECK(lock->stats().holds == 0);  // counted out once
+  }
+
+  TEST_CASE("a read-write lock's gauges are per side, labelled side") {
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    auto rw = dlock::LockBuilder().backend(backend).name("config").buildReadWrite();
+    REQUIRE(rw->readLock()->tryLock("cfg"));
+    dlock::AcquireOptions once;
+    once.waitTime = 0ms;
+    dlock::Lease second = rw->readLock()->acquire("cfg", once);
+    REQUIRE(second);
+    std::thread writer([&] {
+      const bool held = rw->writeLock()->tryLock("cfg", 30s);
+      CHECK(held);
+      if (held) rw->writeLock()->unlock("cfg");
+    });
+    REQUIRE(dlock::test::eventually([&] { return rw->writeLock()->stats().waiting == 1; }));
+    const dlock::LockStats stats = rw->readLock()->stats();
+    CHECK(stats.kind == dlock::StatsKind::ReadWrite);
+    CHECK(stats.readHolds == 2);
+    CHECK(stats.holds == 0);
+    CHECK(stats.readWaiting == 0);
+    const std::string text = dlock::formatMetrics(*rw);
+    CHECK(hasLine(text, "dlock_holds{lock=\"config\",side=\"read\"} 2"));
+    CHECK(hasLine(text, "dlock_holds{lock=\"config\",side=\"write\"} 0"));
+    CHECK(hasLine(text, "dlock_waiting_threads{lock=\"config\",side=\"write\"} 1"));
+    CHECK(hasLine(text, "dlock_waiting_threads{lock=\"config\",side=\"read\"} 0"));
+    CHECK(occurrences(text, "dlock_acquisitions_total{") == 1);  // the counters count both sides, once
+    rw->readLock()->unlock("cfg");
+    second.release();
+    writer.join();
+    CHECK(rw->readLock()->stats().readHolds == 0);
+    CHECK(rw->readLock()->stats().holds == 0);
+    CHECK(rw->readLock()->stats().waiting == 0);
+  }
+
+  TEST_CASE("a semaphore's permits in use, capacity and waiting threads are gauges") {
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    auto semaphore = dlock::SemaphoreBuilder().backend(backend).name("partner-api").permits(3).build();
+    dlock::PermitLease two = semaphore->tryAcquire(2);
+    REQUIRE(two);
+    std::thread waiter([&] { CHECK(semaphore->tryAcquire(2, 30s)); });
+    REQUIRE(dlock::test::eventually([&] { return semaphore->stats().waiting == 1; }));
+    const std::string text = dlock::formatMetrics(*semaphore);
+    CHECK(hasLine(text, "# TYPE dlock_semaphore_permits_in_use gauge"));
+    CHECK(hasLine(text, "dlock_semaphore_permits_in_use{lock=\"partner-api\"} 2"));
+    CHECK(hasLine(text, "dlock_semaphore_capacity{lock=\"partner-api\"} 3"));
+    CHECK(hasLine(text, "dlock_waiting_threads{lock=\"partner-api\"} 1"));
+    CHECK(hasLine(text, "dlock_acquisitions_total{lock=\"partner-api\"} 1"));
+    CHECK(text.find("dlock_holds{") == std::string::npos);  // permits, not holds
+    two.release();
+    waiter.join();  // its two permits were released as the waiter's PermitLease went
+    CHECK(semaphore->stats().permitsInUse == 0);
+    CHECK(semaphore->stats().waiting == 0);
+    CHECK(semaphore->stats().capacity == 3);
+    semaphore->resize(5);
+    CHECK(semaphore->stats().capacity == 5);
   }
 }

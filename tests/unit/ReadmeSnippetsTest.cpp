@@ -95,6 +95,10 @@ TEST_SUITE("Readme") {
   }
 
   TEST_CASE("the README snippets run on the memory backend") {
+    dlock::Client client(std::make_shared<dlock::MemoryOperator>());
+    CHECK(refundOrder(client, "42"));
+    CHECK(client.getLock("refunds")->stats().acquisitions == 1);
+    CHECK_FALSE(client.getLock("refunds")->isHeld("order:42"));
     auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).build();
     CHECK(refund(*lock, "42"));
     CHECK_FALSE(lock->isHeld("order:42"));

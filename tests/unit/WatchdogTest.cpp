@@ -418,4 +418,49 @@ TEST_SUITE("Watchdog") {
     handlerMayReturn.set();
     lock->unlock("kept");
   }
+
+  TEST_CASE("renewal failures warn once per interval per lock, naming the lock and the cause, and count the rest") {
+    VirtualFixture f;
+    auto lock = dlock::LockBuilder().backend(f.backend).clock(f.clock).watchdogLease(30s).name("payments").build();
+    dlock::test::LogCapture log;
+    const auto warnings = [&log] {
+      const std::string text = log.text();
+      std::size_t count = 0;
+      for (auto at = text.find("each is lost at its own deadline"); at != std::string::npos;
+           at = text.find("each is lost at its own deadline", at + 1)) {
+        ++count;
+      }
+      return count;
+    };
+    REQUIRE(lock->tryLock("k"));
+    f.backend->failNextCalls(1000);  // a server down for longer than the lease
+    // Second by second until just before the lease ends: the renewal fails, then its retries at
+    // a quarter of what is left. A warning is given at the first failure, and then only once
+    // kRenewalWarningInterval has passed since the last, saying how many it left out.
+    std::vector<int> warnedAt;                 // the seconds at whose step a warning came
+    std::vector<std::uint64_t> failuresBefore;  // the failures counted before each of those steps
+    std::uint64_t failures = 0;
+    for (int second = 1; second < 30; ++second) {
+      f.clock->advance(1s);
+      if (warnings() > warnedAt.size()) {
+        warnedAt.push_back(second);
+        failuresBefore.push_back(failures);
+      }
+      failures = lock->stats().renewalFailures;
+    }
+    CHECK(failures >= 4);
+    REQUIRE_MESSAGE(warnedAt.size() >= 2, log.text());
+    CHECK(warnedAt.size() < failures);
+    CHECK(failuresBefore[0] == 0);  // the first failure warns
+    for (std::size_t i = 1; i < warnedAt.size(); ++i) {
+      CHECK(warnedAt[i] - warnedAt[i - 1] >= 9);  // 10 s apart, as seen at 1 s steps
+      const std::uint64_t leftOut = failuresBefore[i] - failuresBefore[i - 1] - 1;
+      CHECK_MESSAGE(log.text().find("(" + std::to_string(leftOut) + " more renewal failure(s) since the last warning, "
+                                    "not logged") != std::string::npos,
+                    log.text());
+    }
+    CHECK(log.text().find("dlock: lock 'payments': renewing 1 of 1 lease(s) on memory:// failed: dlock: memory://: "
+                          "injected connection failure; each is lost") != std::string::npos);
+    CHECK(lock->isHeld("k"));  // still inside its lease
+  }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // LockStats.h — counters of one lock since it was built (LockStats), with the waits' durations
-// (WaitHistogram). Plain values: a snapshot from ILock::stats(); dlock::formatMetrics prints them.
+// (WaitHistogram), and gauges of what this process has through it now. Plain values: a snapshot
+// from ILock::stats() or Semaphore::stats(); dlock::formatMetrics prints them.
 #pragma once
 
 #include <array>
@@ -25,6 +26,9 @@ struct WaitHistogram {
   }
 };
 
+// What the stats are of, for the gauges formatMetrics prints.
+enum class StatsKind : std::uint8_t { Lock, ReadWrite, Semaphore };
+
 struct LockStats {
   std::string name;                        // the lock's name (LockBuilder::name), its metrics' label
   std::uint64_t acquisitions = 0;          // successful acquisitions; reentrant ones not counted
@@ -39,6 +43,17 @@ struct LockStats {
   std::uint64_t renewalRoundTrips = 0;     // watchdog batch calls to the backend
   std::uint64_t renewalFailures = 0;       // watchdog batches that failed with a backend error
   std::uint64_t lostLeases = 0;            // leases found lost (watchdog, unlock, or local expiry)
+
+  // Gauges: this process, when the snapshot was taken. A hold counts from its acquisition until
+  // it is released, lost or given up; a thread waits from an acquire's first try (a one-time
+  // try does not wait) until it holds or gives up, a Condition's re-acquire included.
+  StatsKind kind = StatsKind::Lock;
+  std::uint64_t holds = 0;         // holds now: thread holds (a reentrant key once) and Leases (a read-write lock's writes)
+  std::uint64_t waiting = 0;       // threads waiting now (a read-write lock's: for the write lock)
+  std::uint64_t readHolds = 0;     // a read-write lock's read holds now
+  std::uint64_t readWaiting = 0;   // a read-write lock's threads waiting for the read lock now
+  std::uint64_t permitsInUse = 0;  // a semaphore's permits this process holds now
+  std::uint32_t capacity = 0;      // a semaphore's capacity, as this object knows it
 };
 
 }  // namespace dlock

@@ -16,6 +16,8 @@ std::vector<ExtendResult> renewInChunks(Topology& topology, const RedisOperatorO
                                         const HoldsBySlot& bySlot, std::size_t total, std::size_t chunkSize,
                                         const char* what, const RunChunk& run) {
   std::vector<ExtendResult> results(total);
+  std::string unreachable;        // the last ConnectionError's text
+  std::size_t cutOff = 0;         // the holds it and its like left unknown
   for (const auto& [slot, members] : bySlot) {
     for (std::size_t start = 0; start < members.size(); start += chunkSize) {
       const auto first = members.begin() + static_cast<std::ptrdiff_t>(start);
@@ -32,12 +34,19 @@ std::vector<ExtendResult> renewInChunks(Topology& topology, const RedisOperatorO
             results[holds[j]].unknown = !replicated;
           }
         });
+      } catch (const ConnectionError& error) {
+        unreachable = error.what();
+        cutOff += holds.size();
+        for (const std::size_t i : holds) results[i].unknown = true;
       } catch (const LockError& error) {
         logger()->warn("dlock: renewing {} {} on {}: {}", holds.size(), what, topology.describe(), error.what());
         for (const std::size_t i : holds) results[i].unknown = true;
       }
     }
   }
+  // Nothing settled, for want of a connection: the caller learns why (the watchdog's warning
+  // names it), as from a call that threw at once; each hold is unknown either way.
+  if (total > 0 && cutOff == total) throw ConnectionError(unreachable);
   return results;
 }
 

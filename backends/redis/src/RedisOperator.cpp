@@ -537,23 +537,31 @@ std::vector<ExtendResult> RedisOperator::extendAll(const std::vector<LeaseRef>& 
       }
     }
   }
+  std::string cause;      // the last ConnectionError's text
+  std::size_t cutOff = 0;  // the leases left unknown for want of a connection
   for (const auto& group : oneByOne) {
     bool unreachable = false;
     for (const std::size_t i : group) {
       if (unreachable) {
         extended[i].unknown = true;
+        ++cutOff;
         continue;
       }
       try {
         extended[i].extended = extend(leases[i].key, leases[i].token, ttl);
-      } catch (const ConnectionError&) {
+      } catch (const ConnectionError& error) {
         unreachable = &group != &oneByOne.front();  // unrouted leases may each live elsewhere
         extended[i].unknown = true;
+        cause = error.what();
+        ++cutOff;
       } catch (const LockError&) {
         extended[i].unknown = true;
       }
     }
   }
+  // Nothing settled, for want of a connection: the caller learns why (the watchdog's warning
+  // names it), as from a call that threw at once; each lease is unknown either way.
+  if (cutOff == leases.size()) throw ConnectionError(cause);
   return extended;
 }
 
