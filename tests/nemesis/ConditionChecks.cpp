@@ -43,6 +43,7 @@ struct Signal {
   std::int64_t invokeNs = 0;
   std::int64_t completeNs = 0;
   long long moved = 0;
+  bool one = false;  // signal(), not signalAll(): owes one of its waiters a move
 };
 
 struct Await {
@@ -106,8 +107,9 @@ void readProcess(const std::string& process, const std::vector<Op>& ops, Records
     } else if (op.op == "signal" && op.kind == Kind::Invoke) {
       signalInvoke = op.timeNs;
     } else if (op.op == "signal" && op.kind == Kind::Ok && signalInvoke >= 0) {
-      records.signals.push_back(
-          {process, op.key, beforeSpace(op.value), signalInvoke, op.timeNs, std::stoll(afterSpace(op.value))});
+      const std::string answer = afterSpace(op.value);  // "MOVED" or "MOVED one"
+      records.signals.push_back({process, op.key, beforeSpace(op.value), signalInvoke, op.timeNs, std::stoll(answer),
+                                 afterSpace(answer) == "one"});
       signalInvoke = -1;
     }
   }
@@ -282,8 +284,9 @@ void checkLostSignals(const CheckerInput& input, const Records& records, Report&
   std::string first;
   for (const auto& [index, waiters] : owed) {
     const Signal& signal = records.signals[index];
-    if (signal.moved >= waiters) continue;
-    lost += waiters - signal.moved;
+    const long long owes = signal.one ? std::min(waiters, 1LL) : waiters;
+    if (signal.moved >= owes) continue;
+    lost += owes - signal.moved;
     if (first.empty()) {
       first = signal.process + "'s signal of '" + signal.key + "' " + signal.name + " moved " + std::to_string(signal.moved) +
               " of the " + std::to_string(waiters) + " waiters whose await came before it";
