@@ -12,6 +12,8 @@
 #include <dlock/IConditionOperator.h>
 #include <dlock/dlock.h>
 
+#include "Deployment.h"
+
 namespace dlock::nemesis {
 namespace {
 
@@ -25,6 +27,7 @@ constexpr milliseconds kStaleLease{1000};
 constexpr milliseconds kStaleHold{1600};
 constexpr const char* kAwaited = "notEmpty";
 constexpr std::uint32_t kProducer = 1;  // a --control request's role field (Client.cpp)
+constexpr std::uint32_t kAwaitOnRelease = 3;
 
 // The slot whose client is inside an await of the first key's `name` and whose token the server
 // lists on that condition (the client's `joined` record carries it); nothing within `budget`.
@@ -103,6 +106,29 @@ void awaiterAroundSignal(Run& run, WaiterFault fault) {
 void awaiterMixed(Run& run) {
   const WaiterFault faults[] = {WaiterFault::pause, WaiterFault::partition, WaiterFault::kill};
   awaiterAroundSignal(run, faults[run.pick(3)]);
+}
+
+void awaitInServerPause(Run& run) {
+  Fleet& fleet = run.fleet();
+  auto& deployment = run.deployment<SingleDeployment>();
+  const milliseconds budget = run.timing().acquireTimeout * 4 + run.timing().holdMax * 2;
+  const milliseconds max = run.timing().faultLength + run.timing().lease * 2;
+  const std::size_t first = run.pick(fleet.size());
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::size_t slot = (first + i) % fleet.size();
+    fleet.requestHold(slot, milliseconds(0), max, milliseconds(0), kAwaitOnRelease);
+    if (!fleet.waitHolding(slot, budget)) continue;
+    const Target holder{slot, fleet.id(slot), fleet.firstKey()};
+    run.fault(
+        "server SIGSTOP (await in flight)", run.timing().faultLength,
+        [&] {
+          deployment.server().pause();
+          fleet.endHold(slot);  // the holder awaits now, into the pause
+        },
+        [&] { deployment.server().resume(); }, &holder);
+    return;
+  }
+  run.missed("no client got inside a hold of the first key");
 }
 
 }  // namespace dlock::nemesis

@@ -20,4 +20,12 @@ void awaiterAroundSignal(Run& run, WaiterFault fault);
 // awaiterAroundSignal with a pause, a partition or a kill per cycle, drawn from the seed.
 void awaiterMixed(Run& run);
 
+// An await sent into a paused server (single server): a producer holds the first key (the
+// watchdog's lease) until the server is SIGSTOPped, then awaits notFull at once, for a third of
+// the acquire timeout (Client.cpp's kRoleAwaitOnRelease). The call gives up while the server is
+// paused; the server runs the await script when it resumes 2.5 s later, releasing the key for the
+// others. The holder must not put into the buffer after that (ConditionChecks' check 7): the
+// library reports the hold lost when the await's answer never came (Condition.h).
+void awaitInServerPause(Run& run);
+
 }  // namespace dlock::nemesis

@@ -26,21 +26,24 @@
 // the runner removes FILE.holding or MAX ms passed.
 // --broken VARIANT runs a deliberately broken lock (BrokenOperator.h; BrokenShared.h for rw, sem;
 // BrokenCondition.h for cond).
-// --primitive rw or sem runs read-write or semaphore holds (SharedHold.h, capacity C, 3 by
-// default) instead of the ILock: SharedWorkload below says what each acquisition does.
-// --primitive cond runs the bounded buffer (ConditionHold.h, capacity C): ConditionWorkload below.
+// --primitive rw or sem runs the ReadWriteLock or Semaphores (capacity C, 3 by default; SharedRecorder.h
+// records what they did) instead of the ILock: SharedWorkload below says what each acquisition does.
+// --primitive cond runs the bounded buffer (capacity C) on the lock and its Conditions (ConditionRecorder.h
+// records what they did): ConditionWorkload below.
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlock/dlock.h>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -52,11 +55,11 @@
 #include "BrokenOperator.h"
 #include "BrokenShared.h"
 #include "Checker.h"
-#include "ConditionHold.h"
+#include "ConditionRecorder.h"
 #include "FencedStore.h"
 #include "History.h"
 #include "LeaseRecorder.h"
-#include "SharedHold.h"
+#include "SharedRecorder.h"
 
 namespace {
 
@@ -459,84 +462,297 @@ class Workload {
   std::uniform_int_distribution<long long> holdFor_;
 };
 
-// The read-write and semaphore holder, over the backend's operators (SharedHold.h), with a broken
-// double in between for the shared variants (BrokenShared.h).
-std::shared_ptr<dlock::nemesis::ISharedHolder> buildHolder(const Args& args, Recorder& recorder) {
-  std::shared_ptr<dlock::IOperator> backend = dlock::connect(args.uri);
-  auto readWrite = std::dynamic_pointer_cast<dlock::IReadWriteOperator>(backend);
-  auto semaphore = std::dynamic_pointer_cast<dlock::ISemaphoreOperator>(backend);
-  if (!args.broken.empty()) {
-    if (readWrite) readWrite = dlock::nemesis::brokenReadWrite(readWrite, args.broken, args.uri);
-    if (semaphore) semaphore = dlock::nemesis::brokenSemaphore(semaphore, args.broken, args.uri);
+// Runs `action` on its own thread `after` from now unless dismissed first (the destructor
+// dismisses and joins): a cancel or a close() at a drawn moment of a wait.
+class DrawnMoment {
+ public:
+  DrawnMoment(milliseconds after, std::function<void()> action)
+      : thread_([this, after, action = std::move(action)] {
+          std::unique_lock<std::mutex> guard(mutex_);
+          if (!wake_.wait_for(guard, after, [this] { return dismissed_; })) action();
+        }) {}
+  DrawnMoment(const DrawnMoment&) = delete;
+  DrawnMoment& operator=(const DrawnMoment&) = delete;
+  ~DrawnMoment() {
+    {
+      const std::lock_guard<std::mutex> guard(mutex_);
+      dismissed_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
   }
-  return dlock::nemesis::makeOperatorHolder(readWrite, semaphore, [&recorder](Op op) { recorder.append(std::move(op)); },
-                                            args.lease, args.capacity);
-}
 
-// One read-write or semaphore client's loop: acquire a read, a write or permits, enter the section
-// in the store's act log, act (a writer: the unfenced read-modify-write and the fenced write; a
-// reader: a read of the fenced register; a permit holder: nothing but the tally), exit, release.
-// A hold the nemesis asks for (--control) is a write, or every permit (so that waiters queue).
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool dismissed_ = false;  // guarded by mutex_
+  std::thread thread_;      // last: it uses the members above
+};
+
+// A --control request's PERMITS field for a read-write client: the requested hold's mode.
+constexpr std::uint32_t kRequestWrite = 0;
+constexpr std::uint32_t kRequestRead = 1;
+
+// The public classes of a read-write or semaphore client: LockBuilder::buildReadWrite, or one
+// Semaphore per key (SemaphoreBuilder: name = the key, capacity --capacity), renewed by the
+// watchdog (--lease-ms), a waiter's place as long; over the recorder (SharedRecorder.h) over the
+// backend's operators, with broken doubles in between for the shared variants (BrokenShared.h).
+class SharedClasses {
+ public:
+  SharedClasses(const Args& args, Recorder& recorder) : args_(args), recorder_(recorder) {
+    std::shared_ptr<dlock::IOperator> backend = dlock::connect(args.uri);
+    auto readWrite = std::dynamic_pointer_cast<dlock::IReadWriteOperator>(backend);
+    auto semaphore = std::dynamic_pointer_cast<dlock::ISemaphoreOperator>(backend);
+    if (!args.broken.empty()) {
+      if (readWrite) readWrite = dlock::nemesis::brokenReadWrite(readWrite, args.broken, args.uri);
+      if (semaphore) semaphore = dlock::nemesis::brokenSemaphore(semaphore, args.broken, args.uri);
+    }
+    backend_ = std::make_shared<dlock::nemesis::SharedRecorder>(
+        backend, readWrite, semaphore, [&recorder](Op op) { recorder.append(std::move(op)); });
+    if (args.primitive == "rw") {
+      dlock::LockBuilder builder;
+      builder.backend(backend_).watchdogLease(args.lease).waiterLease(args.lease);
+      readWrite_ = builder.buildReadWrite();
+      readWrite_->writeLock()->onLockLost(lostRecorder());  // the two sides share it
+    }
+  }
+
+  [[nodiscard]] dlock::ReadWriteLock& readWrite() const { return *readWrite_; }
+  [[nodiscard]] dlock::Semaphore& semaphore(const std::string& key) {
+    std::shared_ptr<dlock::Semaphore>& semaphore = semaphores_[key];
+    if (!semaphore) {
+      dlock::SemaphoreBuilder builder;
+      builder.backend(backend_).name(key).permits(args_.capacity).watchdogLease(args_.lease).waiterLease(args_.lease);
+      semaphore = builder.build();
+      semaphore->onPermitsLost(lostRecorder());
+    }
+    return *semaphore;
+  }
+
+ private:
+  [[nodiscard]] std::function<void(std::string_view, std::uint64_t)> lostRecorder() const {
+    return [&recorder = recorder_](std::string_view key, std::uint64_t token) {
+      recorder.record(Kind::Info, "lost", std::string(key), token, "");
+    };
+  }
+
+  const Args& args_;
+  Recorder& recorder_;
+  std::shared_ptr<dlock::nemesis::SharedRecorder> backend_;
+  std::shared_ptr<dlock::ReadWriteLock> readWrite_;
+  std::map<std::string, std::shared_ptr<dlock::Semaphore>> semaphores_;
+};
+
+// What one shared hold is, for the loop below: the mode, the permits, and its look.
+struct SharedAsk {
+  bool write = false;
+  bool permits = false;  // a semaphore's
+  std::uint32_t count = 1;
+  [[nodiscard]] std::string modeRecord() const {
+    return std::string(permits ? "permits" : write ? "write" : "read") + " " + std::to_string(count);
+  }
+};
+
+// One read-write or semaphore client's loop over the public classes: acquire a read
+// (ReadWriteLock::readLock()->tryLock), a write (writeLock()->tryLock) or permits
+// (Semaphore::acquire → PermitLease), enter the section in the store's act log, act (a writer: the
+// unfenced read-modify-write and the fenced write; a reader: a read of the fenced register; a
+// permit holder: nothing but the tally), exit, release. Drawn from the seed (never in a hold the
+// nemesis asked for): a writer's hold downgraded after its section (the read lock taken, the
+// write unlocked), held a while as a reader that reads the register (a writer let in between
+// shows a token above its own); a reader's hold offered tryUpgrade after its section, doing the
+// unfenced read-modify-write once upgraded; a permit holder's fixed lease (PermitLease::extend
+// before its section) instead of the watchdog's; Semaphore::resize to the capacity it has after
+// a release; a CancelSource cancelling an acquire at a moment inside its wait. A hold the nemesis
+// asks for (--control) is a write, or a read when its PERMITS field is kRequestRead (rw); every
+// permit, or PERMITS of them (sem).
 class SharedWorkload {
  public:
-  SharedWorkload(const Args& args, Recorder& recorder, dlock::nemesis::FencedStore& store,
-                 dlock::nemesis::ISharedHolder& holder)
-      : args_(args), recorder_(recorder), store_(store), holder_(holder),
+  SharedWorkload(const Args& args, Recorder& recorder, dlock::nemesis::FencedStore& store, SharedClasses& classes)
+      : args_(args), recorder_(recorder), store_(store), classes_(classes),
         random_(args.seed * 1000003 + static_cast<std::uint64_t>(args.id)), pick_(0, args.keys.size() - 1),
         holdFor_(args.hold.count(), args.holdMax.count()) {}
 
   void iteration() {
-    using dlock::nemesis::SharedMode;
     const std::optional<HoldRequest> request = pendingRequest(args_.control);
     const std::string& key = request ? args_.keys.front() : args_.keys[pick_(random_)];
-    dlock::nemesis::SharedRequest ask;
-    ask.mode = args_.primitive == "sem" ? SharedMode::Permits
-               : request || random_() % 3 == 0 ? SharedMode::Write : SharedMode::Read;
+    SharedAsk ask;
+    ask.permits = args_.primitive == "sem";
+    ask.write = !ask.permits && (request ? request->permits == kRequestWrite : random_() % 3 == 0);
     // One permit, or a third of the time every permit: a release of those admits several waiters.
-    ask.permits = ask.mode != SharedMode::Permits         ? 1
-                  : request && request->permits > 0       ? request->permits
-                  : request || random_() % 3 == 0         ? args_.capacity
-                                                          : 1;
-    ask.timeout = request && request->acquireTimeout.count() > 0 ? request->acquireTimeout : args_.acquireTimeout;
-    if (request) ask.lease = request->lease;
-    std::unique_ptr<dlock::nemesis::ISharedHold> hold;
-    const auto acquired = recorder_.step("acquire", key, 0, [&] {
-      hold = holder_.acquire(key, ask);
-      if (!hold) return Outcome{Kind::Fail, "timeout", 0};
-      return Outcome{Kind::Ok, hold->ownerToken(), hold->fencingToken()};
-    });
-    if (!acquired || !hold) return;
-    const std::uint64_t token = hold->fencingToken();
-    const std::string owner = hold->ownerToken();
-    // What the checker replays the act log with: the hold's mode and permits, by owner token.
-    recorder_.record(Kind::Info, "mode", key, token,
-                     std::string(dlock::nemesis::sharedModeName(ask.mode)) + " " + std::to_string(ask.permits), "", owner);
-    const std::string holding = request ? startRequestedHold(recorder_, args_, key, token, *request) : std::string();
-    const auto entered = hold->isHeld() ? recorder_.step("enter", key, token, [&] {
-      return Outcome{Kind::Ok, std::to_string(store_.act(key, true, owner, ask.permits)), 0};
-    })
-                                        : std::nullopt;
-    if (entered && !stopping) act(*hold, ask.mode, key, token, request ? request->max : milliseconds(holdFor_(random_)),
-                                  holding);
-    if (entered) {
-      (void)recorder_.step("exit", key, token, [&] {
-        return Outcome{Kind::Ok, std::to_string(store_.act(key, false, owner, ask.permits)), 0};
-      });
+    ask.count = !ask.permits ? 1
+                : request   ? (request->permits > 0 ? request->permits : args_.capacity)
+                            : (random_() % 3 == 0 ? args_.capacity : 1);
+    const milliseconds timeout =
+        request && request->acquireTimeout.count() > 0 ? request->acquireTimeout : args_.acquireTimeout;
+    std::optional<milliseconds> fixedLease;
+    if (request && request->lease.count() > 0) fixedLease = request->lease;
+    if (!request && ask.permits && random_() % 4 == 0) fixedLease = args_.lease;  // extended below
+    const std::uint64_t extra = request ? 99 : random_() % 4;  // 0: downgrade a write, upgrade a read
+    if (ask.permits) {
+      permitsRound(key, ask, timeout, fixedLease, request);
+    } else {
+      readWriteRound(key, ask, timeout, fixedLease, request, extra == 0);
     }
-    releaseAndDrop(recorder_, key, token, hold);
   }
 
  private:
+  // A cancel at a drawn moment of the acquire's wait, one time in eight (never for the nemesis's
+  // holds), into `moment`.
+  void maybeCancel(const std::string& key, milliseconds timeout, bool requested, dlock::CancelSource& cancel,
+                   std::optional<DrawnMoment>& moment) {
+    if (requested || random_() % 8 != 0) return;
+    const milliseconds at(std::uniform_int_distribution<long long>(0, timeout.count())(random_));
+    moment.emplace(at, [this, cancel, key]() mutable {
+      recorder_.record(Kind::Info, "cancel", key, 0, "acquire");
+      cancel.requestCancel();
+    });
+  }
+
+  void readWriteRound(const std::string& key, const SharedAsk& ask, milliseconds timeout,
+                      std::optional<milliseconds> fixedLease, const std::optional<HoldRequest>& request, bool extra) {
+    dlock::ReadWriteLock& rw = classes_.readWrite();
+    dlock::ILock& side = ask.write ? *rw.writeLock() : *rw.readLock();
+    dlock::CancelSource cancel;
+    const auto acquired = recorder_.step("acquire", key, 0, [&] {
+      std::optional<DrawnMoment> moment;
+      maybeCancel(key, timeout, request.has_value(), cancel, moment);
+      const bool taken = fixedLease ? side.tryLock(key, timeout, *fixedLease) : side.tryLock(key, timeout, cancel.token());
+      if (!taken) return Outcome{Kind::Fail, "timeout", 0};
+      return Outcome{Kind::Ok, dlock::nemesis::SharedRecorder::lastOwner(key), side.fencingToken(key)};
+    });
+    if (!acquired || acquired->kind != Kind::Ok) return;
+    const std::uint64_t token = acquired->token;
+    const std::string owner = acquired->value;
+    // What the checker replays the act log with: the hold's mode and permits, by owner token.
+    recorder_.record(Kind::Info, "mode", key, token, ask.modeRecord(), "", owner);
+    const std::string holding = request ? startRequestedHold(recorder_, args_, key, token, *request) : std::string();
+    const milliseconds length = request ? request->max : milliseconds(holdFor_(random_));
+    const auto isHeld = [&] { return side.isHeld(key); };
+    if (section(key, token, owner, ask, isHeld, length, holding) && extra && !stopping) {
+      if (ask.write) {
+        downgraded(key, token);
+      } else {
+        upgraded(key, token);
+      }
+    }
+    (void)recorder_.step("release", key, token, [&] {
+      while (rw.writeLock()->holdCount(key) > 0) rw.writeLock()->unlock(key);  // an upgrade's: back to the read
+      while (rw.readLock()->holdCount(key) > 0) rw.readLock()->unlock(key);
+      return Outcome{};
+    });
+    dropQuietly(*rw.writeLock(), key);
+    dropQuietly(*rw.readLock(), key);
+  }
+
+  // A release that failed on the connection keeps the hold: dropped quietly, its lease ends on its own.
+  static void dropQuietly(dlock::ILock& side, const std::string& key) {
+    stepName = "release-retry";
+    stepStartNs = dlock::nemesis::monotonicNs();
+    while (side.holdCount(key) > 0) (void)side.unlockQuietly(key);
+    stepStartNs = 0;
+  }
+
+  // The writer takes the read lock and unlocks the write (a downgrade), then holds as a reader
+  // and reads the register: a writer let in meanwhile wrote a token above this hold's.
+  void downgraded(const std::string& key, std::uint64_t token) {
+    dlock::ReadWriteLock& rw = classes_.readWrite();
+    const auto done = recorder_.step("downgrade", key, token, [&] {
+      if (!rw.readLock()->tryLock(key)) return Outcome{Kind::Fail, "refused", 0};
+      rw.writeLock()->unlock(key);
+      return Outcome{};
+    });
+    if (!done || done->kind != Kind::Ok) return;
+    holdFor(recorder_, args_, [&] { return rw.readLock()->isHeld(key); }, key, token, milliseconds(holdFor_(random_)), "");
+    if (!stopping && rw.readLock()->isHeld(key)) {
+      (void)recorder_.step("read-fence", key, token,
+                           [&] { return Outcome{Kind::Ok, std::to_string(store_.lastToken(key)), 0}; });
+    }
+  }
+
+  // The reader asks tryUpgrade; once the write is its own, the unfenced read-modify-write (a
+  // second writer beside it loses an update: check 2).
+  void upgraded(const std::string& key, std::uint64_t token) {
+    dlock::ReadWriteLock& rw = classes_.readWrite();
+    const auto up = recorder_.step("upgrade", key, token, [&] {
+      return Outcome{Kind::Ok, rw.tryUpgrade(key) ? "upgraded" : "refused", 0};
+    });
+    if (!up || up->value != "upgraded") return;
+    const auto read = recorder_.step("read", key, token, [&] { return Outcome{Kind::Ok, std::to_string(store_.get(key)), 0}; });
+    const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
+    if (!read || !rw.writeLock()->isHeld(key)) return;
+    const long long next = std::stoll(read->value) + 1;
+    (void)recorder_.step(
+        "write", key, token,
+        [&] {
+          store_.set(key, next);
+          return Outcome{Kind::Ok, std::to_string(next), 0};
+        },
+        lookedNs);
+  }
+
+  void permitsRound(const std::string& key, const SharedAsk& ask, milliseconds timeout,
+                    std::optional<milliseconds> fixedLease, const std::optional<HoldRequest>& request) {
+    dlock::Semaphore& semaphore = classes_.semaphore(key);
+    dlock::PermitLease permits;
+    dlock::CancelSource cancel;
+    const auto acquired = recorder_.step("acquire", key, 0, [&] {
+      std::optional<DrawnMoment> moment;
+      maybeCancel(key, timeout, request.has_value(), cancel, moment);
+      permits = semaphore.acquire(ask.count, dlock::AcquireOptions{timeout, fixedLease, cancel.token()});
+      if (!permits) return Outcome{Kind::Fail, "timeout", 0};
+      return Outcome{Kind::Ok, permits.token(), permits.fencingToken()};
+    });
+    if (!acquired || acquired->kind != Kind::Ok) return;
+    const std::uint64_t token = acquired->token;
+    recorder_.record(Kind::Info, "mode", key, token, ask.modeRecord(), "", acquired->value);
+    const std::string holding = request ? startRequestedHold(recorder_, args_, key, token, *request) : std::string();
+    if (!request && fixedLease) {  // a fixed lease moved on once, as a user extends a long job's
+      (void)recorder_.step("extend", key, token, [&] {
+        permits.extend(*fixedLease);
+        return Outcome{};
+      });
+    }
+    const milliseconds length = request ? request->max : milliseconds(holdFor_(random_));
+    (void)section(key, token, acquired->value, ask, [&] { return permits.isHeld(); }, length, holding);
+    (void)recorder_.step("release", key, token, [&] {
+      permits.release();
+      return Outcome{};
+    });
+    stepName = "release-retry";
+    stepStartNs = dlock::nemesis::monotonicNs();
+    permits = dlock::PermitLease();
+    stepStartNs = 0;
+    if (!request && random_() % 16 == 0) {
+      (void)recorder_.step("resize", key, 0, [&] {
+        return Outcome{Kind::Ok, std::to_string(semaphore.resize(args_.capacity)), 0};
+      });
+    }
+  }
+
+  // Enter, act, exit; true when it entered and acted.
+  bool section(const std::string& key, std::uint64_t token, const std::string& owner, const SharedAsk& ask,
+               const std::function<bool()>& isHeld, milliseconds length, const std::string& holding) {
+    const auto entered = isHeld() ? recorder_.step("enter", key, token, [&] {
+      return Outcome{Kind::Ok, std::to_string(store_.act(key, true, owner, ask.count)), 0};
+    })
+                                  : std::nullopt;
+    if (!entered) return false;
+    if (!stopping) act(isHeld, ask, key, token, length, holding);
+    (void)recorder_.step("exit", key, token, [&] {
+      return Outcome{Kind::Ok, std::to_string(store_.act(key, false, owner, ask.count)), 0};
+    });
+    return true;
+  }
+
   // Inside the section, as a careful user acts: nothing unprotected once the hold ended for its
   // holder (the fenced write still goes, for the store to refuse). Writes and reads are dated
   // from before the look that allowed them.
-  void act(const dlock::nemesis::ISharedHold& hold, dlock::nemesis::SharedMode mode, const std::string& key,
-           std::uint64_t token, milliseconds length, const std::string& holding) {
-    using dlock::nemesis::SharedMode;
-    const auto isHeld = [&hold] { return hold.isHeld(); };
-    if (mode != SharedMode::Write) {
+  void act(const std::function<bool()>& isHeld, const SharedAsk& ask, const std::string& key, std::uint64_t token,
+           milliseconds length, const std::string& holding) {
+    if (!ask.write) {
       holdFor(recorder_, args_, isHeld, key, token, length, holding);
-      if (mode == SharedMode::Read && !stopping && hold.isHeld()) {
+      if (!ask.permits && !stopping && isHeld()) {
         (void)recorder_.step("read-fence", key, token,
                              [&] { return Outcome{Kind::Ok, std::to_string(store_.lastToken(key)), 0}; });
       }
@@ -548,7 +764,7 @@ class SharedWorkload {
     if (read && !stopping) {
       holdFor(recorder_, args_, isHeld, key, token, length, holding);
       lookedNs = dlock::nemesis::monotonicNs();
-      held = hold.isHeld();
+      held = isHeld();
     }
     writeSection(recorder_, store_, key, token, held ? read : std::nullopt, lookedNs);
   }
@@ -556,64 +772,136 @@ class SharedWorkload {
   const Args& args_;
   Recorder& recorder_;
   dlock::nemesis::FencedStore& store_;
-  dlock::nemesis::ISharedHolder& holder_;
+  SharedClasses& classes_;
   std::mt19937_64 random_;
   std::uniform_int_distribution<std::size_t> pick_;
   std::uniform_int_distribution<long long> holdFor_;
 };
 
-// The bounded-buffer holder over the backend's operators (ConditionHold.h), with a broken double
-// over its conditions for the condition variants (BrokenCondition.h). A waiter's place lasts two
-// leases, renewed every third of that.
-std::shared_ptr<dlock::nemesis::ICondHolder> buildConditionHolder(const Args& args, Recorder& recorder) {
-  std::shared_ptr<dlock::IOperator> backend = dlock::connect(args.uri);
-  auto conditions = std::dynamic_pointer_cast<dlock::IConditionOperator>(backend);
-  if (conditions && !args.broken.empty()) {
-    conditions = dlock::nemesis::brokenCondition(conditions, backend, args.broken, args.uri);
+// The bounded buffer's lock: LockBuilder's default lock, or its fair lock with --fair 1, renewed
+// by the watchdog (--lease-ms), a waiter's place on a condition lasting two leases; over the
+// condition recorder (ConditionRecorder.h) over the lease evidence (LeaseRecorder.h), with a
+// broken double over the conditions for the condition variants (BrokenCondition.h). Each call
+// builds a new lock over the same backend (after a close()).
+class ConditionLocks {
+ public:
+  ConditionLocks(const Args& args, Recorder& recorder) : args_(args), recorder_(recorder) {
+    const auto sink = [&recorder](Op op) { recorder.append(std::move(op)); };
+    std::shared_ptr<dlock::IOperator> backend = dlock::connect(args.uri);
+    auto conditions = std::dynamic_pointer_cast<dlock::IConditionOperator>(backend);
+    if (!conditions) throw dlock::ConfigError("dlock_nemesis_client: " + backend->describe() + " has no conditions");
+    if (!args.broken.empty()) conditions = dlock::nemesis::brokenCondition(conditions, backend, args.broken, args.uri);
+    auto evidence = std::make_shared<dlock::nemesis::LeaseRecorder>(backend, sink);
+    backend_ = std::make_shared<dlock::nemesis::ConditionRecorder>(evidence, conditions, sink, args.lease * 2);
   }
-  return dlock::nemesis::makeConditionHolder(backend, conditions, [&recorder](Op op) { recorder.append(std::move(op)); },
-                                             args.lease, args.lease * 2);
-}
 
-// One bounded-buffer client's loop: a producer (every fifth client, by id) or a consumer takes a
-// key; while its buffer is full (empty), it awaits notFull (notEmpty) once, for the acquire
-// timeout (an unasked producer leaves the first key to the producers the nemesis asks); then it
-// holds, and once a look found the key held, puts a new item (takes the head it
-// read) with a fenced write of its current fencing token (the store refuses a stale one), and
-// signals the other side, either way, for the library to refuse when it is not the owner. A hold
-// the nemesis asks for (--control) takes the role its PERMITS field names (1 producer, 2
-// consumer, 0 its own).
+  [[nodiscard]] std::shared_ptr<dlock::ILock> build() const {
+    dlock::LockBuilder builder;
+    builder.backend(backend_).watchdogLease(args_.lease).waiterLease(args_.lease * 2);
+    if (args_.fair) builder.fair();
+    auto lock = builder.build();
+    lock->onLockLost([&recorder = recorder_](std::string_view key, std::uint64_t token) {
+      recorder.record(Kind::Info, "lost", std::string(key), token, "");
+    });
+    return lock;
+  }
+  [[nodiscard]] dlock::nemesis::ConditionRecorder& backend() const { return *backend_; }
+
+ private:
+  const Args& args_;
+  Recorder& recorder_;
+  std::shared_ptr<dlock::nemesis::ConditionRecorder> backend_;
+};
+
+// A --control request's role field for a condition client (HoldRequest::permits).
+constexpr std::uint32_t kRoleProducer = 1;
+constexpr std::uint32_t kRoleConsumer = 2;
+// A producer that holds until the runner ends its hold, then awaits notFull at once whatever its
+// buffer holds (the runner's fault is then on the await in flight), for a third of
+// --acquire-timeout-ms, and puts while the lock says it holds the key.
+constexpr std::uint32_t kRoleAwaitOnRelease = 3;
+
+// One bounded-buffer client's loop over the public classes: a producer (every fifth client, by
+// id) or a consumer takes a key with ILock::tryLock; while its buffer is full (empty), it awaits
+// notFull (notEmpty) once with Condition::awaitFor, for the acquire timeout (an unasked producer
+// leaves the first key to the producers the nemesis asks); then, while the lock says it holds
+// (isHeld; also after an await that threw), it holds, puts a new item (takes the head it read)
+// with a fenced write of its current fencing token (the store refuses a stale one), and signals
+// the other side with Condition::signal or signalAll (drawn), whether or not it still holds the
+// key, for the library to refuse; then unlock. Drawn from the seed: a CancelSource cancelling
+// one acquire or await in eight at a moment inside it, and one await in sixteen ended by the
+// lock's close() (the lock is then built again). A hold the nemesis asks for (--control) takes
+// the role its PERMITS field names (kRole…; 0 its own).
 class ConditionWorkload {
  public:
   ConditionWorkload(const Args& args, Recorder& recorder, dlock::nemesis::FencedStore& store,
-                    dlock::nemesis::ICondHolder& holder)
-      : args_(args), recorder_(recorder), store_(store), holder_(holder),
+                    const ConditionLocks& locks)
+      : args_(args), recorder_(recorder), store_(store), locks_(locks), lock_(locks.build()),
         random_(args.seed * 1000003 + static_cast<std::uint64_t>(args.id)), pick_(0, args.keys.size() - 1),
         holdFor_(args.hold.count(), args.holdMax.count()) {}
 
   void iteration() {
     const std::optional<HoldRequest> request = pendingRequest(args_.control);
-    const bool producer = request && request->permits != 0 ? request->permits == 1 : args_.id % 5 == 0;
+    const std::uint32_t role = request ? request->permits : 0;
+    const bool producer = role != 0 ? role == kRoleProducer || role == kRoleAwaitOnRelease : args_.id % 5 == 0;
     // Only the producers the nemesis asks put into the first key, so consumers there await.
     const std::size_t pick = producer && !request && args_.keys.size() > 1 ? 1 + pick_(random_) % (args_.keys.size() - 1)
                                                                            : pick_(random_);
     const std::string& key = request ? args_.keys.front() : args_.keys[pick];
     const milliseconds timeout =
         request && request->acquireTimeout.count() > 0 ? request->acquireTimeout : args_.acquireTimeout;
-    std::unique_ptr<dlock::nemesis::ICondHold> hold;
     const auto acquired = recorder_.step("acquire", key, 0, [&] {
-      hold = holder_.acquire(key, timeout, request ? request->lease : milliseconds(0));
-      if (!hold) return Outcome{Kind::Fail, "timeout", 0};
-      return Outcome{Kind::Ok, hold->ownerToken(), hold->fencingToken()};
+      const bool taken = request && request->lease.count() > 0 ? lock_->tryLock(key, timeout, request->lease)
+                                                               : tryLockMaybeCancelled(key, timeout, request.has_value());
+      if (!taken) return Outcome{Kind::Fail, "timeout", 0};
+      const std::uint64_t fence = fenceOf(key);
+      return Outcome{Kind::Ok, locks_.backend().ownerOf(key, fence), fence};
     });
-    if (!acquired || !hold) return;
-    const std::uint64_t token = hold->fencingToken();  // the release's record pairs with the acquire's
+    if (!acquired || acquired->kind != Kind::Ok) return;
+    const std::uint64_t token = acquired->token;  // the release's record pairs with the acquire's
+    // A short await first, so that the await the fault strikes finds its channels subscribed
+    // (they linger): its script, not a subscription, is what the fault meets.
+    if (role == kRoleAwaitOnRelease) (void)await(key, "notFull", milliseconds(10), true);
     const std::string holding = request ? startRequestedHold(recorder_, args_, key, token, *request) : std::string();
-    section(*hold, key, producer, request ? request->max : milliseconds(holdFor_(random_)), holding);
-    releaseAndDrop(recorder_, key, token, hold);
+    section(key, producer, role == kRoleAwaitOnRelease, request ? request->max : milliseconds(holdFor_(random_)),
+            holding);
+    release(key, token);
+    if (closed_) {  // a close() ended this lock: the next round runs on a new one
+      lock_ = locks_.build();
+      closed_ = false;
+    }
   }
 
  private:
+  // tryLock, one time in eight (never for the nemesis's holds) with a cancel at a drawn moment inside its wait.
+  bool tryLockMaybeCancelled(const std::string& key, milliseconds timeout, bool requested) {
+    if (requested || random_() % 8 != 0) return lock_->tryLock(key, timeout);
+    dlock::CancelSource cancel;
+    const milliseconds at(std::uniform_int_distribution<long long>(0, timeout.count())(random_));
+    const DrawnMoment moment(at, [this, cancel, key]() mutable {
+      recorder_.record(Kind::Info, "cancel", key, 0, "acquire");
+      cancel.requestCancel();
+    });
+    return lock_->tryLock(key, timeout, cancel.token());
+  }
+
+  void release(const std::string& key, std::uint64_t token) {
+    (void)recorder_.step("release", key, token, [&] {
+      lock_->unlock(key);
+      return Outcome{};
+    });
+    // A release that failed on the connection keeps the hold: dropped quietly, its lease ends on its own.
+    stepName = "release-retry";
+    stepStartNs = dlock::nemesis::monotonicNs();
+    if (lock_->holdCount(key) > 0) (void)lock_->unlockQuietly(key);
+    stepStartNs = 0;
+  }
+
+  // This thread's fencing token of `key`, 0 when it has no hold of it.
+  [[nodiscard]] std::uint64_t fenceOf(const std::string& key) const {
+    return lock_->holdCount(key) > 0 ? lock_->fencingToken(key) : 0;
+  }
+
   // The buffer as this side reads it: a producer its length, a consumer its head ("" when empty).
   std::optional<Outcome> look(const std::string& key, std::uint64_t fence, bool producer) {
     return recorder_.step("read", key, fence, [&] {
@@ -624,27 +912,60 @@ class ConditionWorkload {
     return producer ? std::stoll(seen) >= static_cast<long long>(args_.capacity) : seen.empty();
   }
 
-  void section(dlock::nemesis::ICondHold& hold, const std::string& key, bool producer, milliseconds length,
+  // One await of `name`, maybe cancelled or closed at a drawn moment (never in a nemesis's hold):
+  // true once it returned (signalled or timed out, the key held again).
+  bool await(const std::string& key, const std::string& name, milliseconds timeout, bool requested) {
+    dlock::Condition condition = lock_->newCondition(key, name);
+    const std::uint64_t fence = fenceOf(key);
+    const std::string owner = locks_.backend().ownerOf(key, fence);
+    const std::uint64_t draw = requested ? 16 : random_() % 16;  // 0, 1: a cancel; 2: a close()
+    const milliseconds at(std::uniform_int_distribution<long long>(0, timeout.count())(random_));
+    dlock::CancelSource cancel;
+    std::optional<DrawnMoment> moment;
+    if (draw < 2) {
+      moment.emplace(at, [this, cancel, key]() mutable {
+        recorder_.record(Kind::Info, "cancel", key, 0, "await");
+        cancel.requestCancel();
+      });
+    } else if (draw == 2) {
+      moment.emplace(at, [this, key] {
+        recorder_.record(Kind::Info, "close", key, 0, "await");
+        closed_ = true;  // read once the moment is joined
+        lock_->close();
+      });
+    }
+    const auto woke = recorder_.step(
+        "await", key, fence,
+        [&] {
+          const bool signalled = condition.awaitFor(timeout, cancel.token());
+          return Outcome{Kind::Ok, name, fenceOf(key), signalled ? "signalled" : "timed out"};
+        },
+        0, name);
+    moment.reset();
+    locks_.backend().closePlace(key, owner, name);
+    return woke.has_value();
+  }
+
+  void section(const std::string& key, bool producer, bool awaitOnRelease, milliseconds length,
                const std::string& holding) {
     const std::string waitOn = producer ? "notFull" : "notEmpty";
     const std::string wake = producer ? "notEmpty" : "notFull";
-    std::optional<Outcome> seen = look(key, hold.fencingToken(), producer);
-    if (seen && blocked(producer, seen->value) && !stopping) {
-      const auto woke = recorder_.step(
-          "await", key, hold.fencingToken(),
-          [&] {
-            (void)hold.await(waitOn, args_.acquireTimeout, args_.acquireTimeout * 10);
-            return Outcome{Kind::Ok, waitOn, hold.fencingToken()};
-          },
-          0, waitOn);
-      if (!woke) return;  // not held: nothing to act on
-      seen = look(key, hold.fencingToken(), producer);
+    std::optional<Outcome> seen = look(key, fenceOf(key), producer);
+    if (awaitOnRelease) {  // the nemesis's hold, then the await it strikes
+      holdFor(recorder_, args_, [&] { return lock_->isHeld(key); }, key, fenceOf(key), length, holding);
+      (void)await(key, waitOn, args_.acquireTimeout / 3, true);
+      if (!lock_->isHeld(key)) return;  // as a careful user: nothing done without the key
+      seen = look(key, fenceOf(key), producer);
+    } else if (seen && blocked(producer, seen->value) && !stopping) {
+      // An await that threw may keep the hold (the lock says): the section goes on while it does.
+      if (!await(key, waitOn, args_.acquireTimeout, false) && !lock_->isHeld(key)) return;
+      seen = look(key, fenceOf(key), producer);
     }
     if (!seen || blocked(producer, seen->value) || stopping) return;  // this round gives up
-    const std::uint64_t fence = hold.fencingToken();
-    holdFor(recorder_, args_, [&hold] { return hold.isHeld(); }, key, fence, length, holding);
+    const std::uint64_t fence = fenceOf(key);
+    if (!awaitOnRelease) holdFor(recorder_, args_, [&] { return lock_->isHeld(key); }, key, fence, length, holding);
     const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
-    if (hold.isHeld()) {
+    if (lock_->isHeld(key)) {
       const std::string item = producer ? "c" + std::to_string(args_.id) + "-" + std::to_string(++produced_) : seen->value;
       (void)recorder_.step(
           "fenced-write", key, fence,
@@ -654,15 +975,30 @@ class ConditionWorkload {
           },
           lookedNs);
     }
+    signal(key, wake, fence);
+  }
+
+  // signal() or signalAll(), drawn; the record says how many waiters it moved, and "one" for signal().
+  void signal(const std::string& key, const std::string& name, std::uint64_t fence) {
+    const bool all = random_() % 2 == 0;
     (void)recorder_.step(
         "signal", key, fence,
-        [&] { return Outcome{Kind::Ok, wake + " " + std::to_string(hold.signalAll(wake)), 0}; }, 0, wake);
+        [&] {
+          dlock::Condition condition = lock_->newCondition(key, name);
+          all ? condition.signalAll() : condition.signal();
+          return Outcome{Kind::Ok,
+                         name + " " + std::to_string(dlock::nemesis::ConditionRecorder::lastSignalMoved()) + (all ? "" : " one"),
+                         0};
+        },
+        0, name);
   }
 
   const Args& args_;
   Recorder& recorder_;
   dlock::nemesis::FencedStore& store_;
-  dlock::nemesis::ICondHolder& holder_;
+  const ConditionLocks& locks_;
+  std::shared_ptr<dlock::ILock> lock_;
+  std::atomic<bool> closed_{false};  // a close() ended lock_ during this round
   std::mt19937_64 random_;
   std::uniform_int_distribution<std::size_t> pick_;
   std::uniform_int_distribution<long long> holdFor_;
@@ -685,15 +1021,15 @@ int main(int argc, char** argv) {
 
   dlock::nemesis::FencedStore store(args.store);
   std::shared_ptr<dlock::ILock> lock;
-  std::shared_ptr<dlock::nemesis::ISharedHolder> holder;
-  std::shared_ptr<dlock::nemesis::ICondHolder> conditions;
+  std::unique_ptr<SharedClasses> holder;
+  std::unique_ptr<ConditionLocks> conditions;
   (void)recorder.step("setup", "", 0, [&] {
     if (args.primitive == "lock") {
       lock = buildLock(args, recorder);
     } else if (args.primitive == "cond") {
-      conditions = buildConditionHolder(args, recorder);
+      conditions = std::make_unique<ConditionLocks>(args, recorder);
     } else {
-      holder = buildHolder(args, recorder);
+      holder = std::make_unique<SharedClasses>(args, recorder);
     }
     return Outcome{};
   });

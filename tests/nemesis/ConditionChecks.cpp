@@ -43,6 +43,7 @@ struct Signal {
   std::int64_t invokeNs = 0;
   std::int64_t completeNs = 0;
   long long moved = 0;
+  bool one = false;  // signal(), not signalAll(): owes one of its waiters a move
 };
 
 struct Await {
@@ -106,8 +107,9 @@ void readProcess(const std::string& process, const std::vector<Op>& ops, Records
     } else if (op.op == "signal" && op.kind == Kind::Invoke) {
       signalInvoke = op.timeNs;
     } else if (op.op == "signal" && op.kind == Kind::Ok && signalInvoke >= 0) {
-      records.signals.push_back(
-          {process, op.key, beforeSpace(op.value), signalInvoke, op.timeNs, std::stoll(afterSpace(op.value))});
+      const std::string answer = afterSpace(op.value);  // "MOVED" or "MOVED one"
+      records.signals.push_back({process, op.key, beforeSpace(op.value), signalInvoke, op.timeNs, std::stoll(answer),
+                                 afterSpace(answer) == "one"});
       signalInvoke = -1;
     }
   }
@@ -292,7 +294,10 @@ void checkLostSignals(const CheckerInput& input, const Records& records, Report&
       if (unmoved == nullptr) unmoved = await;
     }
     const auto owedCount = static_cast<long long>(waiters.size());
-    const long long missing = std::max(owedCount - signal.moved, notMoved);
+    // signal() owes one of the waiters before it (any one), signalAll() every one of them.
+    const long long owes = signal.one ? std::min(owedCount, 1LL) : owedCount;
+    const long long unmovedOwed = signal.one ? (owedCount > 0 && notMoved == owedCount ? 1 : 0) : notMoved;
+    const long long missing = std::max(owes - signal.moved, unmovedOwed);
     if (missing <= 0) continue;
     lost += missing;
     if (first.empty()) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // ConditionChecks.h — the checks of a bounded-buffer run (CheckerInput::primitive "cond",
-// ConditionHold.h), from the store's record and the lease evidence, never a client's verdict:
+// Client.cpp, ConditionRecorder.h), from the store's record and the lease evidence, never a client's verdict:
 //
 //   2  buffer          per key, from the store's lists: no item taken twice, none taken that was
 //                      never put, every item put either taken or still in the buffer, and the

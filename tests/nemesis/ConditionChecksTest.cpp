@@ -154,3 +154,18 @@ TEST_CASE("condition check 10: the first signal after an await moves its waiter"
   signal(left, "c2", 50, "notEmpty", 1);
   CHECK(passes(left, 10));
 }
+
+TEST_CASE("condition check 10: a signal() owes one of the waiters before it a move, a signalAll() every one") {
+  const auto twoWaiters = [](const std::string& answer) {
+    CheckerInput input = base();
+    awaitFrom(input, "c1", 10, "notEmpty", 60, "signalled");
+    awaitFrom(input, "c3", 11, "notEmpty", 1060, "timeout");
+    add(input, "c2", Kind::Invoke, "signal", 50, "notEmpty");
+    add(input, "c2", Kind::Ok, "signal", 51, "notEmpty " + answer);
+    return input;
+  };
+  CHECK(passes(twoWaiters("1 one"), 10));     // signal(): the longest waiter moved
+  CHECK_FALSE(passes(twoWaiters("0 one"), 10));  // signal() that moved nobody: a lost signal
+  CHECK_FALSE(passes(twoWaiters("1"), 10));   // signalAll() that left one behind
+  CHECK(passes(twoWaiters("2"), 10));
+}

@@ -63,6 +63,13 @@ class Run {
   // with a fixed `lease` (0: the watchdog's) of up to `max`, and waits until it is inside it.
   // Nothing when no client got there in time: the runner then retries the cycle.
   std::optional<Target> holdLong(std::chrono::milliseconds lease, std::chrono::milliseconds max);
+  // As above, the request's PERMITS field `role` (Client.cpp: a read-write client's mode, a
+  // semaphore client's permits, a condition client's role).
+  std::optional<Target> holdLong(std::chrono::milliseconds lease, std::chrono::milliseconds max, std::uint32_t role);
+  // Waits for a moment of `target`'s watchdog-renewed hold drawn from the seed: its start, after
+  // its first renewal, after its third, or as the renewal after its first is due (the fault then
+  // meets that renewal in flight). The next fault's name says which.
+  void awaitDrawnMoment(const Target& target);
   // Ends the hold (the client releases) once another client took its key or `budget` passed:
   // a hold that outlives the recovery meets the next holder.
   void endHoldAfterTaken(const Target& target, std::chrono::milliseconds budget);
@@ -86,6 +93,7 @@ class Run {
   FaultRecorder recorder_;
   Sampler sample_;
   std::function<void(const std::string& why)> missRecorder_;
+  std::string moment_;  // the next fault's moment of its hold, for its name ("" when not drawn)
 };
 
 struct Scenario {
@@ -105,7 +113,7 @@ struct Scenario {
   std::string tokensBackExplained{};
   // What the clients run: "lock" (the ILock), "rw" (read and write holds), "sem" (permits of
   // kSemaphoreCapacity), checked by SharedChecks.h, or "cond" (the bounded buffer of
-  // kBufferCapacity, ConditionHold.h), checked by ConditionChecks.h.
+  // kBufferCapacity, over the lock and its Conditions), checked by ConditionChecks.h.
   std::string primitive = "lock";
 };
 

@@ -32,17 +32,63 @@ std::size_t Run::pick(std::size_t count) {
   return draw(random_);
 }
 
-std::optional<Target> Run::holdLong(milliseconds lease, milliseconds max) {
+std::optional<Target> Run::holdLong(milliseconds lease, milliseconds max) { return holdLong(lease, max, 0); }
+
+std::optional<Target> Run::holdLong(milliseconds lease, milliseconds max, std::uint32_t role) {
   // Long enough for the first key's current holder to let go and the acquire to get through.
   const milliseconds budget = timing_.acquireTimeout * 4 + timing_.holdMax * 2;
   const std::size_t first = pick(fleet_.size());
   for (std::size_t i = 0; i < 2; ++i) {
     const std::size_t slot = (first + i) % fleet_.size();
-    fleet_.requestHold(slot, lease, max);
+    fleet_.requestHold(slot, lease, max, milliseconds(0), role);
     if (fleet_.waitHolding(slot, budget)) return Target{slot, fleet_.id(slot), fleet_.firstKey()};
   }
   missed("no client got inside a hold of the first key");
   return std::nullopt;
+}
+
+void Run::awaitDrawnMoment(const Target& target) {
+  const std::size_t draw = pick(4);
+  if (draw == 0) {
+    moment_ = "at the hold's start";
+    return;
+  }
+  const std::size_t renewals = draw == 2 ? 3 : 1;
+  // The target's `lease` records of its key since its hold began: its renewals (the evidence).
+  const auto renewalsSeen = [&](std::int64_t& lastNs) {
+    std::optional<std::int64_t> startNs;
+    std::size_t seen = 0;
+    for (const Op& op : fleet_.history()) {
+      if (op.process != target.process || op.key != target.key) continue;
+      if (op.op == "hold-start") {
+        startNs = op.timeNs;
+        seen = 0;
+      } else if (op.op == "lease" && startNs && op.timeNs > *startNs) {
+        ++seen;
+        lastNs = op.timeNs;
+      }
+    }
+    return seen;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + timing_.lease * (renewals + 1);
+  std::int64_t lastNs = 0;
+  while (renewalsSeen(lastNs) < renewals) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      moment_ = "before its renewal " + std::to_string(renewals) + ", none seen in time";
+      return;
+    }
+    sleep(milliseconds(20));
+  }
+  if (draw != 3) {
+    moment_ = "after " + std::to_string(renewals) + (renewals == 1 ? " renewal" : " renewals");
+    return;
+  }
+  // The watchdog renews every third of the lease: strike a few ms before the next one is sent.
+  const std::int64_t dueNs = lastNs + std::chrono::duration_cast<std::chrono::nanoseconds>(timing_.lease / 3).count() -
+                             5'000'000;
+  const std::int64_t waitNs = dueNs - monotonicNs();
+  if (waitNs > 0) sleep(std::chrono::duration_cast<milliseconds>(std::chrono::nanoseconds(waitNs)));
+  moment_ = "during renewal 2";
 }
 
 void Run::missed(const std::string& why) {
@@ -70,8 +116,10 @@ void Run::endHoldAfterTaken(const Target& target, milliseconds budget) {
 
 void Run::sleep(milliseconds duration) { std::this_thread::sleep_for(duration); }
 
-void Run::fault(const std::string& name, milliseconds length, const std::function<void()>& inject,
+void Run::fault(const std::string& faultName, milliseconds length, const std::function<void()>& inject,
                 const std::function<void()>& heal, const Target* target) {
+  const std::string name = moment_.empty() ? faultName : faultName + " (" + moment_ + ")";
+  moment_.clear();
   recorder_(name, true, target);
   inject();
   sleep(length);
@@ -137,10 +185,13 @@ void eachLink(Run& run, const std::function<void(test::LinkProxy&)>& action) {
   each(run.deployment<Deployment>().allClientLinks(), action);
 }
 
-// A watchdog-renewed hold through the fault and a little past it; `fault` runs with it.
-void withHolder(Run& run, milliseconds faultLength, const std::function<void(const Target&)>& fault) {
-  const auto target = run.holdLong(milliseconds(0), faultLength + run.timing().lease * 2);
+// A watchdog-renewed hold (of the mode or permits `role` names) through the fault and a little
+// past it; `fault` runs with it at a moment of its life drawn from the seed (Run::awaitDrawnMoment).
+void withHolder(Run& run, milliseconds faultLength, const std::function<void(const Target&)>& fault,
+                std::uint32_t role = 0) {
+  const auto target = run.holdLong(milliseconds(0), faultLength + run.timing().lease * 4, role);
   if (!target) return;  // the runner retries the cycle
+  run.awaitDrawnMoment(*target);
   fault(*target);
   run.fleet().endHold(target->slot);
 }
@@ -156,13 +207,25 @@ void withOutlivingHolder(Run& run, const std::function<void(const Target&)>& fau
 }
 
 // The holder cut off from every server while the others go on: its key expires and is taken.
-void partitionClient(Run& run) {
-  withHolder(run, run.timing().faultLength, [&](const Target& target) {
-    const auto links = run.deployment<Deployment>().clientLinks(target.slot);
-    run.fault("partition " + target.process, run.timing().faultLength,
-              [&] { each(links, [](auto& link) { link.blackhole(); }); },
-              [&] { each(links, [](auto& link) { link.pass(); }); }, &target);
-  });
+void partitionHolder(Run& run, std::uint32_t role, const std::string& what) {
+  withHolder(
+      run, run.timing().faultLength,
+      [&](const Target& target) {
+        const auto links = run.deployment<Deployment>().clientLinks(target.slot);
+        run.fault("partition " + target.process + what, run.timing().faultLength,
+                  [&] { each(links, [](auto& link) { link.blackhole(); }); },
+                  [&] { each(links, [](auto& link) { link.pass(); }); }, &target);
+      },
+      role);
+}
+void partitionClient(Run& run) { partitionHolder(run, 0, ""); }
+
+// The read-write lock's partitioned holder is a reader in half the cycles, drawn from the seed:
+// a writer admitted beside it while its lease is valid is an overlap (SharedChecks.h, check 8).
+constexpr std::uint32_t kRequestRead = 1;  // Client.cpp's request field for a read
+void partitionReaderOrWriter(Run& run) {
+  const bool read = run.pick(2) == 0;
+  partitionHolder(run, read ? kRequestRead : 0, read ? " (reader)" : " (writer)");
 }
 
 void latency(Run& run) {
@@ -928,8 +991,9 @@ const std::vector<Scenario>& scenarios() {
        "a holder SIGSTOPped past its lease; another takes the key for 1.5 s while a third keeps asking for it; with "
        "~250 ms of it left the stale holder releases",
        "", kTaken, single(), [](Run& run) { staleReleaseNearExpiry(run, WaitQueue::releaseChannel); }},
-      {"single", "rw-partition", "read-write lock: a writer cut off from the server for 2.5 leases", "", kTaken,
-       single(), partitionClient, false, "", "rw"},
+      {"single", "rw-partition",
+       "read-write lock: a reader or a writer (drawn) cut off from the server for 2.5 leases", "", kTaken, single(),
+       partitionReaderOrWriter, false, "", "rw"},
       {"single", "rw-waiter-mixed",
        "read-write lock: the head waiting writer SIGSTOPped, cut off or SIGKILLed as the writer releases, drawn from "
        "the seed", "", kHit, single(), [](Run& run) { waiterMixed(run, WaitQueue::readWrite); }, false, "", "rw"},
@@ -943,6 +1007,10 @@ const std::vector<Scenario>& scenarios() {
        "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the "
        "seed, while a producer outlives its fixed lease and another puts and signals; the stale producer signals last",
        "", kHit, single(), awaiterMixed, false, "", "cond"},
+      {"single", "cond-pause-server",
+       "bounded buffer (conditions): the server SIGSTOPped for 2.5 leases as a producer holding the first key awaits "
+       "notFull; the await runs when the server resumes, after the call gave up",
+       "", kHit, single(), awaitInServerPause, false, "", "cond"},
       {"single", "sem-waiter-mixed",
        "semaphore: the head waiter SIGSTOPped, cut off or SIGKILLed as the holder of every permit releases, drawn from "
        "the seed", "", kHit, single(), [](Run& run) { waiterMixed(run, WaitQueue::semaphore); }, false, "", "sem"},
@@ -997,8 +1065,9 @@ const std::vector<Scenario>& scenarios() {
        sentinelMixed},
       {"sentinel", "fair-failover", "fair lock: the master SIGKILLed under a holder, a replica promoted, the old master back",
        kFailoverExplained, kOutlived, sentinel(), sentinelFailover, true},
-      {"sentinel", "rw-partition", "read-write lock: a writer cut off from every server for 2.5 leases", "", kTaken,
-       sentinel(), partitionClient, false, "", "rw"},
+      {"sentinel", "rw-partition",
+       "read-write lock: a reader or a writer (drawn) cut off from every server for 2.5 leases", "", kTaken,
+       sentinel(), partitionReaderOrWriter, false, "", "rw"},
       {"sentinel", "sem-partition", "semaphore: a holder of every permit cut off from every server for 2.5 leases", "",
        kTaken, sentinel(), partitionClient, false, "", "sem"},
       {"sentinel", "cond-waiter-mixed",
@@ -1020,14 +1089,16 @@ const std::vector<Scenario>& scenarios() {
        clusterMixed},
       {"cluster", "fair-partition-master", "fair lock: the first key's master cut off for 4 s under a holder, then healed",
        kFailoverExplained, kOutlived, cluster, clusterPartitionMaster, true},
-      {"cluster", "rw-partition", "read-write lock: a writer cut off from every node for 2.5 leases", "", kTaken, cluster,
-       partitionClient, false, "", "rw"},
+      {"cluster", "rw-partition",
+       "read-write lock: a reader or a writer (drawn) cut off from every node for 2.5 leases", "", kTaken, cluster,
+       partitionReaderOrWriter, false, "", "rw"},
       {"cluster", "sem-partition", "semaphore: a holder of every permit cut off from every node for 2.5 leases", "",
        kTaken, cluster, partitionClient, false, "", "sem"},
-      {"cluster", "cond-waiter-mixed",
-       "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the "
-       "seed, while a producer outlives its fixed lease and another puts and signals; the stale producer signals last",
-       "", kHit, cluster, awaiterMixed, false, "", "cond"},
+      {"cluster", "cond-fair-waiter-mixed",
+       "bounded buffer (conditions on the fair lock): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, "
+       "drawn from the seed, while a producer outlives its fixed lease and another puts and signals; the stale "
+       "producer signals last",
+       "", kHit, cluster, awaiterMixed, true, "", "cond"},
   };
   return all;
 }
