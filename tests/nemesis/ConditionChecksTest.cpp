@@ -156,10 +156,10 @@ TEST_CASE("condition check 10: the first signal after an await moves its waiter"
 }
 
 TEST_CASE("condition check 10: a signal() owes one of the waiters before it a move, a signalAll() every one") {
-  const auto twoWaiters = [](const std::string& answer) {
+  const auto twoWaiters = [](const std::string& answer, const std::string& secondWoken = "timeout") {
     CheckerInput input = base();
     awaitFrom(input, "c1", 10, "notEmpty", 60, "signalled");
-    awaitFrom(input, "c3", 11, "notEmpty", 1060, "timeout");
+    awaitFrom(input, "c3", 11, "notEmpty", secondWoken == "timeout" ? 1060 : 61, secondWoken);
     add(input, "c2", Kind::Invoke, "signal", 50, "notEmpty");
     add(input, "c2", Kind::Ok, "signal", 51, "notEmpty " + answer);
     return input;
@@ -167,5 +167,7 @@ TEST_CASE("condition check 10: a signal() owes one of the waiters before it a mo
   CHECK(passes(twoWaiters("1 one"), 10));     // signal(): the longest waiter moved
   CHECK_FALSE(passes(twoWaiters("0 one"), 10));  // signal() that moved nobody: a lost signal
   CHECK_FALSE(passes(twoWaiters("1"), 10));   // signalAll() that left one behind
-  CHECK(passes(twoWaiters("2"), 10));
+  CHECK_FALSE(passes(twoWaiters("2"), 10));  // moved two, but not c3, which it owed (judged by waiter)
+  CHECK(passes(twoWaiters("2", "signalled"), 10));
+  CHECK_FALSE(passes(twoWaiters("0 one", "signalled"), 10));  // by count: signal() moved nobody
 }
