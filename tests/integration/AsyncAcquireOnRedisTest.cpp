@@ -84,3 +84,18 @@ TEST_SUITE("AsyncAcquireOnRedis") {
     CHECK(heldKeys(client, 100) == 0);
   }
 }
+
+TEST_SUITE("AsyncAcquireFairOnRedis") {
+  // An async waiter holds no place in the fair queue: a release with nobody queued publishes
+  // nothing, so it learns of the free key on its key's backstop retry (within a second).
+  TEST_CASE("a fair lock's pending async acquire gets the key once the holder releases") {
+    RedisProcess server;
+    auto holder = dlock::LockBuilder().backend(dlock::connect(server.uri())).fair().build();
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).fair().build();
+    Lease held = holder->acquire("job");
+    auto pending = lock->acquireAsync("job");
+    CHECK(pending.wait_for(0ms) == std::future_status::timeout);
+    held.release();
+    CHECK(pending.get());
+  }
+}

@@ -171,3 +171,16 @@ TEST_SUITE("AsyncAcquire") {
     dlock::test::checkManyPendingAcquires(*lock, *holder, 2000, 100, 60s);
   }
 }
+
+TEST_SUITE("AsyncAcquireFair") {
+  TEST_CASE("a fair lock's pending async acquire gets the key once the holder releases") {
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    auto holder = dlock::LockBuilder().backend(backend).fair().build();
+    auto lock = dlock::LockBuilder().backend(backend).fair().build();
+    Lease held = holder->acquire("job");
+    auto pending = lock->acquireAsync("job");
+    CHECK(pending.wait_for(0ms) == std::future_status::timeout);
+    held.release();
+    CHECK(pending.get());
+  }
+}

@@ -173,6 +173,19 @@ void worker(dlock::ILock& lock, const dlock::CancelToken& stop) {
   lock.unlock("job");
 }
 
+#include <dlock/async.h>
+
+void reserveSeat(dlock::ILock& lock, const std::string& seat) {
+  dlock::AcquireOptions options;
+  options.waitTime = std::chrono::seconds(5);
+  lock.acquireAsync("seat:" + seat, options, [seat](dlock::Lease lease, std::exception_ptr error) {
+    if (error || !lease) return;  // failed, cancelled or timed out; runs on dlock's completion thread
+    // ... the section; the key is released when `lease` goes (or lease.release()) ...
+  });
+}
+
+std::future<dlock::Lease> reserveLater(dlock::ILock& lock) { return lock.acquireAsync("seat:12A"); }
+
 void destroyWhileHolding(std::shared_ptr<dlock::IOperator> backend) {
   auto lock = dlock::LockBuilder().backend(std::move(backend)).build();
   if (!lock->tryLock("nightly")) return;
@@ -349,5 +362,12 @@ TEST_SUITE("Readme") {
     CHECK(server.path == "/metrics");
     CHECK(response.contentType == dlock::kMetricsContentType);
     CHECK(response.body.find("\ndlock_acquisitions_total{lock=\"orders\"} 1\n") != std::string::npos);
+  }
+
+  TEST_CASE("the README's async acquires complete on the memory backend") {
+    auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).build();
+    reserveSeat(*lock, "12A");
+    dlock::Lease later = reserveLater(*lock).get();  // after reserveSeat's callback released it
+    CHECK(later.isHeld());
   }
 }
