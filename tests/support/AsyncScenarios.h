@@ -36,6 +36,19 @@ inline std::size_t threadCount() {
   return count;
 }
 
+// Closes a lock when the scope ends, so no completion of it outlives the scope's callbacks' state
+// (a failed REQUIRE leaves the scope with acquires pending).
+class ClosesAtExit {
+ public:
+  explicit ClosesAtExit(ILock& lock) : lock_(lock) {}
+  ClosesAtExit(const ClosesAtExit&) = delete;
+  ClosesAtExit& operator=(const ClosesAtExit&) = delete;
+  ~ClosesAtExit() { lock_.close(); }
+
+ private:
+  ILock& lock_;
+};
+
 // Counts completions and waits for a number of them.
 class Completions {
  public:
@@ -88,6 +101,7 @@ inline void checkManyPendingAcquires(ILock& lock, ILock& holder, int pending, in
   Completions completions;
   std::vector<std::atomic<int>> calls(static_cast<std::size_t>(pending));
   std::vector<CancelSource> cancels(static_cast<std::size_t>(pending));
+  const ClosesAtExit closing(lock);
   for (int i = 0; i < pending; ++i) {
     AcquireOptions options;
     options.cancel = cancels[static_cast<std::size_t>(i)].token();
