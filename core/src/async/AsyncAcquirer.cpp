@@ -150,11 +150,15 @@ void AsyncAcquirer::ensureWatch(const std::string& key) {
   }
   std::unique_lock<std::mutex> guard(mutex_);
   const auto it = keys_.find(key);
-  if (it == keys_.end()) return;  // every operation of the key completed meanwhile: `watch` goes unused
+  // Installed only where none is (the timer may be polling one, unlocked); else `watch` goes
+  // unused, destroyed below, unlocked.
+  if (it == keys_.end() || it->second.watch != nullptr) {
+    guard.unlock();
+    return;
+  }
   it->second.watch = std::move(watch);
   it->second.watchMade = it->second.watch != nullptr;  // a failed one is made again by the next try
-  if (it->second.watch == nullptr) return;
-  timerWake_.notify_one();
+  if (it->second.watch != nullptr) timerWake_.notify_one();
 }
 
 void AsyncAcquirer::parkLocked(const OperationPtr& op) {
