@@ -45,9 +45,41 @@ class CancellingOperator final : public dlock::test::ForwardingOperator {
   dlock::CancelSource source_;
 };
 
+// Unreachable for the first `failures` acquire calls (every one when negative).
+class FlakyOperator final : public dlock::test::ForwardingOperator {
+ public:
+  FlakyOperator(std::shared_ptr<dlock::MemoryOperator> inner, int failures)
+      : ForwardingOperator(std::move(inner)), failures_(failures) {}
+  dlock::AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override {
+    if (failures_ < 0 || calls_.fetch_add(1) < failures_) throw dlock::ConnectionError("flaky://: unreachable");
+    return inner_->lock(key, token, ttl);
+  }
+  std::unique_ptr<dlock::IReleaseWatch> watch(std::string_view key) override { return inner_->watch(key); }
+  [[nodiscard]] int calls() const { return calls_.load(); }
+
+ private:
+  const int failures_;
+  std::atomic<int> calls_{0};
+};
+
 }  // namespace
 
 TEST_SUITE("AsyncAcquire") {
+  TEST_CASE("an outage in a wait is ridden out, as the sync wait does") {
+    auto flaky = std::make_shared<FlakyOperator>(std::make_shared<dlock::MemoryOperator>(), 3);
+    auto lock = dlock::LockBuilder().backend(flaky).build();
+    Lease lease = lock->acquireAsync("job", waitingAtMost(60s)).get();
+    CHECK(lease.isHeld());
+    CHECK(flaky->calls() == 4);  // three failures, then the try that took it
+  }
+
+  TEST_CASE("an outage lasting past the wait's deadline completes with ConnectionError, as the sync wait throws") {
+    auto lock = dlock::LockBuilder().backend(std::make_shared<FlakyOperator>(std::make_shared<dlock::MemoryOperator>(), -1)).build();
+    CHECK_THROWS_AS(lock->acquire("job", waitingAtMost(50ms)), dlock::ConnectionError);
+    CHECK_THROWS_AS(lock->acquireAsync("job", waitingAtMost(50ms)).get(), dlock::ConnectionError);
+    CHECK_THROWS_AS(lock->acquireAsync("job", waitingAtMost(0ms)).get(), dlock::ConnectionError);  // a single try
+  }
+
   TEST_CASE("acquireAsync of a free key completes with a held lease") {
     auto lock = memoryLock(std::make_shared<dlock::MemoryOperator>());
     Lease lease = lock->acquireAsync("job").get();

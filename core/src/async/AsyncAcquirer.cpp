@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "dlock/Validation.h"
+#include "dlock/detail/Backoff.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock::detail {
@@ -22,6 +23,9 @@ struct AsyncAcquirer::Operation {
   bool interrupted = false;  // a cancel or close() came while Running
   bool closing = false;      // ... and it was close()
   bool woken = false;        // queued from the head of its key's parked ones: parks there again
+  std::optional<Backoff> outage;  // riding out an outage (OutageRetry's 10 ms doubling to 500 ms)
+  Clock::time_point outageEnds;   // ... until then: the deadline, or outageTolerance from its start
+  std::exception_ptr outageError; // ... the last ConnectionError, what a deadline then completes with
   std::unique_ptr<CancelCallback> onCancel;  // written before Queued; destroyed on the completion thread
 };
 
@@ -117,6 +121,10 @@ void AsyncAcquirer::attempt(const OperationPtr& op) {
     error = std::current_exception();
   }
   std::unique_lock<std::mutex> guard(mutex_);
+  if (!error) {  // answered: a later outage gets a budget of its own
+    op->outage.reset();
+    op->outageError = nullptr;
+  }
   if (op->interrupted) {
     // A key granted as the cancel (or close()) came is given back before the operation completes.
     const bool closing = op->closing;
@@ -124,6 +132,8 @@ void AsyncAcquirer::attempt(const OperationPtr& op) {
     lease = Lease();
     guard.lock();
     finishLocked(op, Lease(), interruptedError(*op, closing));
+  } else if (error && ridesOutLocked(op, error)) {
+    parkLocked(op);  // tried again at its back-off's end (retries_), or on a release
   } else if (error || lease || op->deadline == Deadline::min() || Clock::now() >= op->deadline) {
     // The next parked one of a key we got tries at once: finding it taken registers this process
     // as a waiter again (the backend wakes a waiter only once per registration), as the head of
@@ -133,6 +143,26 @@ void AsyncAcquirer::attempt(const OperationPtr& op) {
   } else {
     parkLocked(op);
   }
+}
+
+bool AsyncAcquirer::ridesOutLocked(const OperationPtr& op, const std::exception_ptr& error) {
+  if (op->deadline == Deadline::min()) return false;  // a single try reports it, as tryLock does
+  try {
+    std::rethrow_exception(error);
+  } catch (const ConnectionError&) {
+  } catch (...) {
+    return false;
+  }
+  const auto now = Clock::now();
+  if (!op->outage) {
+    op->outage.emplace(milliseconds(10), milliseconds(500));
+    op->outageEnds = op->deadline != Deadline::max() ? op->deadline : now + options_.outageTolerance;
+  }
+  op->outageError = error;
+  if (now >= op->outageEnds) return false;  // the last try was at the budget's end
+  retries_.emplace(std::min(now + op->outage->next(), op->outageEnds), op);
+  timerWake_.notify_one();
+  return true;
 }
 
 void AsyncAcquirer::ensureWatch(const std::string& key) {
@@ -256,13 +286,22 @@ void AsyncAcquirer::runTimer() {
 }
 
 void AsyncAcquirer::fireDeadlinesLocked(Clock::time_point now) {
+  while (!retries_.empty() && retries_.begin()->first <= now) {
+    const OperationPtr op = retries_.begin()->second.lock();
+    retries_.erase(retries_.begin());
+    if (op == nullptr || op->stage != Stage::Parked) continue;  // tried meanwhile (a release)
+    unparkLocked(op);
+    op->stage = Stage::Queued;
+    runQueue_.push_back(op);
+    workReady_.notify_one();
+  }
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
     const OperationPtr op = deadlines_.begin()->second.lock();
     deadlines_.erase(deadlines_.begin());
     // Parked only: a queued or running one finishes its try first, then sees its deadline passed.
     if (op == nullptr || op->stage != Stage::Parked) continue;
     unparkLocked(op);
-    finishLocked(op, Lease(), nullptr);
+    finishLocked(op, Lease(), op->outageError);  // an empty Lease, or the outage that lasted
   }
 }
 
@@ -299,6 +338,7 @@ void AsyncAcquirer::pollWatches(std::unique_lock<std::mutex>& guard) {
 
 AsyncAcquirer::Clock::time_point AsyncAcquirer::nextWakeLocked(Clock::time_point now) const {
   auto next = deadlines_.empty() ? Clock::time_point::max() : deadlines_.begin()->first;
+  if (!retries_.empty()) next = std::min(next, retries_.begin()->first);
   for (const auto& [key, waiters] : keys_) {
     if (waiters.watch != nullptr || waiters.users == 0) next = std::min(next, now + options_.pollSlice);
     if (!waiters.parked.empty()) next = std::min(next, waiters.backstopAt);

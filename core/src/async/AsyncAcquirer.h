@@ -6,10 +6,11 @@
 //   Running ─ held ─────────────────────────────────────────────────────▶ Done (the Lease)
 //           ├ taken, before its deadline ─▶ Parked ─ a release heard, the key's backstop ─▶ Queued
 //           ├ taken, past its deadline (or a single try) ───────────────▶ Done (an empty Lease)
-//           ├ an error ─────────────────────────────────────────────────▶ Done (the error)
+//           ├ a ConnectionError, budget left ─▶ Parked ─ its back-off's end ─▶ Queued
+//           ├ another error, or an outage past its budget ──────────────▶ Done (the error)
 //           └ a cancel or close() came meanwhile: the key it got released ▶ Done (InterruptedError)
 //   Starting/Queued/Parked ─ cancel, close() ───────────────────────────▶ Done (InterruptedError)
-//   Parked ─ deadline ──────────────────────────────────────────────────▶ Done (an empty Lease)
+//   Parked ─ deadline ───────────────────▶ Done (an empty Lease; in an outage, its ConnectionError)
 //
 // Tries are the lock's own single tries (acquire with waitTime 0), run on `workers` threads. Each
 // key with operations gets one release watch, made before its first try (so a release between a
@@ -47,6 +48,8 @@ class AsyncAcquirer final : public AsyncAcquisition {
     unsigned workers = 2;
     std::chrono::milliseconds pollSlice{2};
     std::chrono::milliseconds backstop{1000};
+    // How long a wait without a deadline rides out an outage (LockOptions::outageTolerance).
+    std::chrono::milliseconds outageTolerance{std::chrono::seconds(30)};
   };
 
   // `lock` makes the tries and outlives this object; `backend` is the lock's, for release watches.
@@ -80,6 +83,9 @@ class AsyncAcquirer final : public AsyncAcquisition {
   // Polls every watch outside the mutex (`guard` given up meanwhile); drops keys nobody uses.
   void pollWatches(std::unique_lock<std::mutex>& guard);
   void fireDeadlinesLocked(Clock::time_point now);
+  // After a ConnectionError: true when the operation waits to try again (OutageRetry's schedule,
+  // within its deadline or outageTolerance), as a sync wait rides an outage out.
+  bool ridesOutLocked(const OperationPtr& op, const std::exception_ptr& error);
   [[nodiscard]] Clock::time_point nextWakeLocked(Clock::time_point now) const;
   void parkLocked(const OperationPtr& op);
   void wakeHeadLocked(KeyWaiters& waiters);
@@ -101,6 +107,7 @@ class AsyncAcquirer final : public AsyncAcquisition {
   std::deque<OperationPtr> runQueue_;                               // guarded by mutex_; Done ones skipped
   std::map<std::string, KeyWaiters, std::less<>> keys_;             // guarded by mutex_
   std::multimap<Clock::time_point, std::weak_ptr<Operation>> deadlines_;  // guarded by mutex_
+  std::multimap<Clock::time_point, std::weak_ptr<Operation>> retries_;    // guarded by mutex_: outages
   std::deque<Completion> completions_;                              // guarded by mutex_
   std::uint64_t lastId_ = 0;                                        // guarded by mutex_
   bool closed_ = false;            // guarded by mutex_: new operations are refused
