@@ -10,6 +10,7 @@
 #include <optional>
 #include <variant>
 
+#include "ExceptionPtrTsan.h"
 #include "dlock/LockError.h"
 #include "dlock/asio.h"
 #include "dlock/core/LockBuilder.h"

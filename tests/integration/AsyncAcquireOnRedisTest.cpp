@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "AsyncScenarios.h"
+#include "ExceptionPtrTsan.h"
 #include "ForkedChild.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "AsyncScenarios.h"
+#include "ExceptionPtrTsan.h"
 #include "Fixtures.h"
 #include "ForkedChild.h"
 #include "dlock/LockError.h"
