@@ -32,6 +32,7 @@ struct AsyncAcquirer::Operation {
 struct AsyncAcquirer::KeyWaiters {
   std::unique_ptr<IReleaseWatch> watch;  // replaced only while null; destroyed only by the timer
   bool watchMade = false;                // a watch exists or is being made
+  bool listening = false;                // a watch was asked for: tries from now on are heard
   std::deque<OperationPtr> parked;       // oldest first
   unsigned users = 0;                    // operations of this key not Done
   bool releaseHeard = false;             // heard with nobody parked: the next to park tries again
@@ -111,8 +112,9 @@ void AsyncAcquirer::work() {
 }
 
 void AsyncAcquirer::attempt(const OperationPtr& op) {
-  // The watch first: a release between the try and the parking is then heard.
-  if (op->deadline != Deadline::min()) ensureWatch(op->key);
+  // A first try is made before listening (an uncontended acquire subscribes to nothing); one that
+  // finds the key taken listens, then tries again, so a release between them is heard.
+  const bool listening = op->deadline == Deadline::min() || listeningOn(op->key);
   Lease lease;
   std::exception_ptr error;
   try {
@@ -140,9 +142,26 @@ void AsyncAcquirer::attempt(const OperationPtr& op) {
     // the sync waiters' process queue does.
     if (lease) wakeNextLocked(op->key);
     finishLocked(op, std::move(lease), error);  // held, failed, or timed out (an empty Lease)
+  } else if (!listening) {
+    guard.unlock();
+    ensureWatch(op->key);
+    guard.lock();
+    if (op->interrupted) {
+      finishLocked(op, Lease(), interruptedError(*op, op->closing));
+    } else {
+      op->stage = Stage::Queued;  // the try again, now listening
+      runQueue_.push_back(op);
+      workReady_.notify_one();
+    }
   } else {
     parkLocked(op);
   }
+}
+
+bool AsyncAcquirer::listeningOn(const std::string& key) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  const auto it = keys_.find(key);
+  return it != keys_.end() && it->second.listening;
 }
 
 bool AsyncAcquirer::ridesOutLocked(const OperationPtr& op, const std::exception_ptr& error) {
@@ -169,7 +188,10 @@ void AsyncAcquirer::ensureWatch(const std::string& key) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     KeyWaiters& waiters = keys_[key];
-    if (waiters.watchMade) return;
+    if (waiters.watchMade) {  // made, or being made by a try that then tries again
+      waiters.listening = true;
+      return;
+    }
     waiters.watchMade = true;
   }
   std::unique_ptr<IReleaseWatch> watch;
@@ -180,6 +202,9 @@ void AsyncAcquirer::ensureWatch(const std::string& key) {
   }
   std::unique_lock<std::mutex> guard(mutex_);
   const auto it = keys_.find(key);
+  // Listening from now on even without a watch (a backend without release messages, or one that
+  // failed: the backstop retries, and the next try makes it again).
+  if (it != keys_.end()) it->second.listening = true;
   // Installed only where none is (the timer may be polling one, unlocked); else `watch` goes
   // unused, destroyed below, unlocked.
   if (it == keys_.end() || it->second.watch != nullptr) {

@@ -4,6 +4,7 @@
 //
 //   Starting ─ cancel callback registered ─▶ Queued ─ a worker takes it ─▶ Running (one try)
 //   Running ─ held ─────────────────────────────────────────────────────▶ Done (the Lease)
+//           ├ taken, the key not listened to yet: listen ─▶ Queued (the try again)
 //           ├ taken, before its deadline ─▶ Parked ─ a release heard, the key's backstop ─▶ Queued
 //           ├ taken, past its deadline (or a single try) ───────────────▶ Done (an empty Lease)
 //           ├ a ConnectionError, budget left ─▶ Parked ─ its back-off's end ─▶ Queued
@@ -13,8 +14,8 @@
 //   Parked ─ deadline ───────────────────▶ Done (an empty Lease; in an outage, its ConnectionError)
 //
 // Tries are the lock's own single tries (acquire with waitTime 0), run on `workers` threads. Each
-// key with operations gets one release watch, made before its first try (so a release between a
-// try and the parking is heard); the one timer thread polls those watches without blocking every
+// key with operations gets one release watch, made once a try found the key taken, which is then
+// tried again (so a release between a try and the parking is heard); the one timer thread polls those watches without blocking every
 // `pollSlice` while any exists, fires deadlines, and re-queues the head of a key's parked
 // operations on a release (the backend wakes one waiting process per release) or every `backstop`
 // (a holder that died releases nothing). An operation that got a key re-queues the key's next
@@ -79,6 +80,7 @@ class AsyncAcquirer final : public AsyncAcquisition {
   void runCompletions();
   void attempt(const OperationPtr& op);
   void ensureWatch(const std::string& key);
+  [[nodiscard]] bool listeningOn(const std::string& key) const;
   void cancelled(std::uint64_t id) noexcept;
   // Polls every watch outside the mutex (`guard` given up meanwhile); drops keys nobody uses.
   void pollWatches(std::unique_lock<std::mutex>& guard);
