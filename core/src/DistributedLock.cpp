@@ -12,7 +12,13 @@
 #include "dlock/detail/Log.h"
 
 namespace dlock::detail {
-DistributedLock::DistributedLock(std::shared_ptr<LockCore> core) : core_(std::move(core)) {}
+DistributedLock::DistributedLock(std::shared_ptr<LockCore> core)
+    : core_(std::move(core)),
+      async_([this] {
+        AsyncAcquirer::Options options;
+        options.outageTolerance = core_->options().outageTolerance;
+        return std::make_shared<AsyncAcquirer>(*this, core_->backend(), options);
+      }) {}
 
 bool DistributedLock::doAcquire(std::string_view key, Deadline deadline,
                                 std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel) {

@@ -8,6 +8,8 @@
 #include <memory>
 
 #include "LockCore.h"
+#include "async/AsyncAcquirer.h"
+#include "dlock/detail/Fork.h"
 #include "dlock/ILock.h"
 
 namespace dlock::detail {
@@ -15,7 +17,7 @@ namespace dlock::detail {
 class DistributedLock final : public ILock {
  public:
   explicit DistributedLock(std::shared_ptr<LockCore> core);
-  ~DistributedLock() override { core_->close(); }
+  ~DistributedLock() override { doClose(); }
 
  private:
   bool doAcquire(std::string_view key, Deadline deadline, std::optional<std::chrono::milliseconds> leaseTime,
@@ -29,7 +31,11 @@ class DistributedLock final : public ILock {
                        const CancelToken& cancel) override;
   void doExtend(std::string_view key, std::chrono::milliseconds ttl) override;
   [[nodiscard]] std::chrono::milliseconds doRemainingLease(std::string_view key) const override;
-  void doClose() noexcept override { core_->close(); }
+  void doClose() noexcept override {
+    async_->close();  // first: its tries in flight use the core
+    core_->close();
+  }
+  AsyncAcquisition& doAsyncAcquisition() override { return *async_; }
   void doOnLockLost(LostHandler handler) override;
   [[nodiscard]] Condition doNewCondition(std::string_view key, std::string_view name) override;
   [[nodiscard]] LockStats doStats() const override;
@@ -40,6 +46,7 @@ class DistributedLock final : public ILock {
   void erase(std::string_view key, const LeaseState& lease) noexcept;
 
   const std::shared_ptr<LockCore> core_;
+  ForkLocal<AsyncAcquirer> async_;  // acquireAsync's; a forked child has none of its parent's
 };
 
 }  // namespace dlock::detail

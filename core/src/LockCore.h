@@ -114,6 +114,7 @@ class LockCore {
   void keepPlace(std::shared_ptr<LeaseState> place) { places_->add(std::move(place)); }
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   [[nodiscard]] std::string describe() const { return backend_->describe(); }
+  [[nodiscard]] const std::shared_ptr<IOperator>& backend() const noexcept { return backend_; }
   LockCounters& counters() noexcept { return *counters_; }
   [[nodiscard]] const LockCounters& counters() const noexcept { return *counters_; }
 

@@ -19,6 +19,7 @@
 #include "dlock/LockStats.h"
 #include "dlock/MutexHandle.h"
 #include "dlock/Validation.h"
+#include "dlock/async.h"
 
 // The lock over any backend.
 #include "dlock/core/Condition.h"

@@ -174,4 +174,11 @@ TEST_SUITE("Readme") {
     CHECK(term > 0);
     CHECK(backend->holderOf("election:scheduler").empty());
   }
+
+  TEST_CASE("the README's async acquires complete on the memory backend") {
+    auto lock = dlock::LockBuilder().backend(std::make_shared<dlock::MemoryOperator>()).build();
+    reserveSeat(*lock, "12A");
+    dlock::Lease later = reserveLater(*lock).get();  // after reserveSeat's callback released it
+    CHECK(later.isHeld());
+  }
 }

@@ -32,7 +32,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <future>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +50,11 @@
 namespace dlock {
 
 class Condition;  // dlock/core/Condition.h
+namespace detail {
+class AsyncAcquisition;  // dlock/async.h
+}
+// How an asynchronous acquire completes (dlock/async.h): a Lease (empty on timeout), or an error.
+using AsyncCallback = std::function<void(Lease lease, std::exception_ptr error)>;
 
 class ILock {
  public:
@@ -165,6 +172,11 @@ class ILock {
                           options.cancel);
   }
 
+  // acquire() without blocking a thread, completing on the lock's completion thread (see
+  // dlock/async.h, which defines these calls).
+  [[nodiscard]] inline std::future<Lease> acquireAsync(std::string_view key, const AcquireOptions& options = {});
+  inline void acquireAsync(std::string_view key, const AcquireOptions& options, AsyncCallback callback);
+
   // A condition of `key` named `name` (see dlock/core/Condition.h, which defines this call):
   // await releases the key and waits for a signal. ConfigError when the backend keeps no
   // conditions (Redlock) or the lock is a read-write lock's side; InvalidArgumentError for an
@@ -213,6 +225,10 @@ class ILock {
   [[nodiscard]] virtual Condition doNewCondition(std::string_view key, std::string_view name) = 0;
   [[nodiscard]] virtual LockStats doStats() const = 0;
   [[nodiscard]] virtual const std::string& doDefaultKey() const noexcept = 0;
+  // The lock's asynchronous acquisitions; ConfigError for a lock that has none.
+  virtual detail::AsyncAcquisition& doAsyncAcquisition() {
+    throw ConfigError("dlock: this lock has no asynchronous acquisition");
+  }
 };
 
 // MutexHandle members, here because they need the complete ILock.

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+// acquireAsync (dlock/async.h) against a real redis-server: pending acquires woken by release
+// messages, many of them on a constant number of threads, cancels and close() leaving no key.
+#include <doctest/doctest.h>
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <future>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "AsyncScenarios.h"
+#include "ExceptionPtrTsan.h"
+#include "ForkedChild.h"
+#include "RedisClient.h"
+#include "RedisProcess.h"
+#include "dlock/LockError.h"
+#include "dlock/async.h"
+#include "dlock/connect.h"
+#include "dlock/core/LockBuilder.h"
+
+using namespace std::chrono_literals;
+using dlock::AcquireOptions;
+using dlock::Lease;
+using dlock::test::RedisClient;
+using dlock::test::RedisProcess;
+
+namespace {
+
+AcquireOptions waitingAtMost(std::chrono::milliseconds wait) {
+  AcquireOptions options;
+  options.waitTime = wait;
+  return options;
+}
+
+// The dlock keys holding a lease on the server (fences and records aside).
+long long heldKeys(RedisClient& client, int keys) {
+  long long held = 0;
+  for (int k = 0; k < keys; ++k) held += client.ok({"EXISTS", "dlock:{async:" + std::to_string(k) + "}"}).integer;
+  return held;
+}
+
+#if DLOCK_TEST_FORK_WITH_THREADS
+// One process of the multi-process case: `pending` acquires on the parent's held keys, half
+// cancelled at random before it says `ready` on `readyFd`, the rest completing once the parent
+// releases. 0 when each completed once as it should on a constant thread count; else which
+// check failed (1-5).
+int pendingInChild(const std::string& uri, int child, int pending, int keys, int readyFd) {
+  auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).build();
+  lock->acquire("async:child:" + std::to_string(child)).release();  // the watchdog runs
+  if (lock->acquireAsync("async:warm-up", waitingAtMost(50ms)).get()) return 1;  // the subscriber runs
+  const std::size_t before = dlock::test::threadCount();
+  dlock::test::Completions completions;
+  std::vector<std::atomic<int>> calls(static_cast<std::size_t>(pending));
+  std::vector<dlock::CancelSource> cancels(static_cast<std::size_t>(pending));
+  const dlock::test::ClosesAtExit closing(*lock);
+  for (int i = 0; i < pending; ++i) {
+    AcquireOptions options;
+    options.cancel = cancels[static_cast<std::size_t>(i)].token();
+    lock->acquireAsync("async:" + std::to_string(i % keys), options, [&, i](Lease lease, std::exception_ptr error) {
+      calls[static_cast<std::size_t>(i)].fetch_add(1);
+      const bool held = static_cast<bool>(lease);
+      lease = Lease();
+      completions.record(held, error != nullptr, false);
+    });
+  }
+  std::mt19937 random(static_cast<unsigned>(child) + 1);
+  std::vector<int> order(static_cast<std::size_t>(pending));
+  for (int i = 0; i < pending; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::shuffle(order.begin(), order.end(), random);
+  const auto cancelled = static_cast<std::size_t>(pending / 2);
+  for (std::size_t i = 0; i < cancelled; ++i) cancels[static_cast<std::size_t>(order[i])].requestCancel();
+  if (!completions.waitFor(cancelled, 120s) || completions.held() != 0) return 2;
+  if (::write(readyFd, "r", 1) != 1) return 3;
+  if (!completions.waitFor(static_cast<std::size_t>(pending), 120s)) return 4;
+  bool once = true;
+  for (const auto& count : calls) once = once && count.load() == 1;
+  const bool right = completions.interrupted() == cancelled &&
+                     completions.held() == static_cast<std::size_t>(pending) - cancelled;
+  return once && right && dlock::test::threadCount() == before ? 0 : 5;
+}
+#endif
+
+}  // namespace
+
+TEST_SUITE("AsyncAcquireOnRedis") {
+#if DLOCK_TEST_FORK_WITH_THREADS
+  TEST_CASE("10000 pending acquires over 4 processes and 100 keys: constant threads, each completes once, no key left") {
+    constexpr int kProcesses = 4;
+    constexpr int kKeys = 100;
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto holder = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    std::vector<Lease> holds;
+    for (int k = 0; k < kKeys; ++k) holds.push_back(holder->acquire("async:" + std::to_string(k)));
+    Lease warmUp = holder->acquire("async:warm-up");
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
+    std::vector<std::unique_ptr<dlock::test::ForkedChild>> children;
+    for (int child = 0; child < kProcesses; ++child) {
+      children.push_back(std::make_unique<dlock::test::ForkedChild>(
+          [&, child] { return pendingInChild(server.uri(), child, 2500, kKeys, ready[1]); }));
+    }
+    ::close(ready[1]);
+    int readyChildren = 0;
+    pollfd waiting{ready[0], POLLIN, 0};
+    char byte = 0;
+    // Each child says ready once its cancels completed (a child that dies closes its end: EOF).
+    while (readyChildren < kProcesses && ::poll(&waiting, 1, 120000) == 1 && ::read(ready[0], &byte, 1) == 1) {
+      ++readyChildren;
+    }
+    ::close(ready[0]);
+    REQUIRE(readyChildren == kProcesses);
+    holds.clear();  // the keys go to the children's pending acquires, one after another
+    for (auto& child : children) CHECK(child->exitStatus(120s) == 0);
+    CHECK(heldKeys(client, kKeys) == 0);
+  }
+#endif
+
+
+  TEST_CASE("a pending acquire is woken by the holder's release from another lock") {
+    RedisProcess server;
+    auto holder = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    Lease held = holder->acquire("job");
+    auto pending = lock->acquireAsync("job");
+    CHECK(pending.wait_for(0ms) == std::future_status::timeout);
+    held.release();
+    Lease lease = pending.get();
+    REQUIRE(lease);
+    CHECK(lease.isHeld());
+  }
+
+  TEST_CASE("a wait that runs out completes with an empty lease, as the sync acquire returns") {
+    RedisProcess server;
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    Lease held = lock->acquire("job");
+    CHECK_FALSE(lock->acquire("job", waitingAtMost(50ms)));
+    CHECK_FALSE(lock->acquireAsync("job", waitingAtMost(50ms)).get());
+    CHECK(held.isHeld());
+  }
+
+  TEST_CASE("close() completes pending acquires with InterruptedError, leaving no key behind") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto holder = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    Lease held = holder->acquire("async:0");
+    std::vector<std::future<Lease>> pending;
+    for (int i = 0; i < 100; ++i) pending.push_back(lock->acquireAsync("async:0"));
+    lock->close();
+    for (auto& future : pending) CHECK_THROWS_AS(future.get(), dlock::InterruptedError);
+    held.release();
+    CHECK(heldKeys(client, 1) == 0);
+  }
+
+  TEST_CASE("2000 pending acquires over 100 keys: constant threads, each completes once, cancelled ones hold nothing") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto holder = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).build();
+    dlock::test::checkManyPendingAcquires(*lock, *holder, 2000, 100, 120s);
+    CHECK(heldKeys(client, 100) == 0);
+  }
+}
+
+TEST_SUITE("AsyncAcquireFairOnRedis") {
+  // An async waiter holds no place in the fair queue: a release with nobody queued publishes
+  // nothing, so it learns of the free key on its key's backstop retry (within a second).
+  TEST_CASE("a fair lock's pending async acquire gets the key once the holder releases") {
+    RedisProcess server;
+    auto holder = dlock::LockBuilder().backend(dlock::connect(server.uri())).fair().build();
+    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).fair().build();
+    Lease held = holder->acquire("job");
+    auto pending = lock->acquireAsync("job");
+    CHECK(pending.wait_for(0ms) == std::future_status::timeout);
+    held.release();
+    CHECK(pending.get());
+  }
+}
