@@ -251,6 +251,16 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
   }
   options.permits = permitsArguments(permitsGiven, options.fair);
 
+  // `dlock resize KEY N`, as status: no "--", only --uri and --verbose.
+  if (!separator && !positionals.empty() && positionals.front() == "resize") {
+    if (positionals.size() != 3) throw UsageError("resize takes a KEY and a capacity N");
+    if (!runOnlyOptions.empty()) throw UsageError(runOnlyOptions.front() + " does not apply to resize");
+    options.mode = Mode::Resize;
+    options.key = positionals[1];
+    checkKeyArgument(options.key);
+    options.capacity = countArgument("resize " + positionals[1], positionals[2]);
+    return options;
+  }
   // `dlock status KEY` has no "--"; `dlock status -- CMD` locks the key "status".
   if (!separator && !positionals.empty() && positionals.front() == "status") {
     if (positionals.size() != 2) throw UsageError("status takes one KEY");
@@ -277,12 +287,14 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
 std::string usageText() {
   return "Usage: dlock [OPTIONS] KEY -- COMMAND [ARGS...]\n"
          "       dlock [--uri URI] status KEY\n"
+         "       dlock [--uri URI] resize KEY N\n"
          "Try 'dlock --help' for more information.\n";
 }
 
 std::string helpText() {
   return R"(Usage: dlock [OPTIONS] KEY -- COMMAND [ARGS...]
        dlock [--uri URI] status KEY
+       dlock [--uri URI] resize KEY N
        dlock --help | --version
 
 Runs COMMAND while holding the distributed lock KEY: flock(1) across hosts. Of all the dlock
@@ -327,6 +339,7 @@ Options:
                          hold N of the C permits of the semaphore KEY instead of the lock: at
                            most C permits' worth of commands run at once (waiters in order);
                            C is stored with KEY, and another C for it is refused (exit 2)
+                           until dlock resize KEY C changes it (see below)
       --owner-label TEXT record TEXT in the owner label, after this host's name and dlock's
                            pid (dlock status shows them, with since when)
       --no-owner-label   record no owner label
@@ -363,7 +376,18 @@ permits in use and capacity ("permits: 3 of 4 in use"), then a line per holder (
 token, fencing token and lease left) and per waiter (its permits and token), head first.
 --read or --write with --permits exits 2: a key is a read-write lock or a semaphore.
 
-Exit status (status KEY: 0 held, 1 free, or one of dlock's own below):
+dlock resize KEY N stores the capacity N (1 to 1000000) of the semaphore KEY, for every user at
+once (Semaphore::resize): holders keep their permits, waiters that now fit are admitted, and a
+command given another --capacity is refused from then on. It prints the capacity before and
+after and how many waiters it admitted, and exits 0; when no capacity is stored for KEY it
+stores nothing and exits 1 (the first user stores its --capacity). A stored capacity lasts as
+long as the semaphore's keys on Redis: fence_ttl (a URI option, 24h by default) from a call that
+changed the semaphore (an acquire, a renewal, a release, a leave, a resize to another capacity),
+never less than its last lease; such a call renews it only once less than half of fence_ttl is
+left, so it is kept 12h to 24h after the last one, and then the first user stores its own.
+
+Exit status (status KEY: 0 held, 1 free; resize KEY N: 0 resized, 1 no capacity stored; or one
+of dlock's own below):
   COMMAND's status, or 128+N when COMMAND was killed by signal N
   1    KEY was not had in time (-E N changes it)
   3    COMMAND was not protected to its end (--lost-exit-code N): the lease was lost while
@@ -387,6 +411,9 @@ Examples:
 
   # A backup that may run on at most 2 hosts at once; the others wait their turn.
   dlock --permits 1 --capacity 2 nightly-backup -- /usr/local/bin/backup
+
+  # From now on 3 at once (the hosts then ask with --capacity 3).
+  dlock resize nightly-backup 3
 )";
 }
 
