@@ -219,6 +219,30 @@ bool callPayments(dlock::Semaphore& payments) {
   // ... call the API; the watchdog renews the permit while the call runs ...
   return true;
 }  // the permit goes back here, and the next waiter in line gets it
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include <dlock/core/LockBuilder.h>
+#include <dlock/memory/MemoryOperator.h>
+#include <dlock/memory/VirtualClock.h>
+
+using namespace std::chrono_literals;
+
+// True: a 30 s tryLock of a key held elsewhere timed out, in well under 10 ms of real time.
+bool waitsOutThirtySeconds() {
+  auto clock = std::make_shared<dlock::VirtualClock>();
+  auto backend = std::make_shared<dlock::MemoryOperator>(clock);
+  (void)backend->lock("k", "another-owner", 1h);
+  auto lock = dlock::LockBuilder().backend(backend).clock(clock).leaseTime(60s).build();
+  bool timedOut = false;
+  std::thread worker([&] { timedOut = !lock->tryLock("k", 30s); });
+  const bool waiting = clock->awaitSleepers(1);  // the worker sleeps on the clock
+  clock->advance(30s);                            // its deadline: the wait has run out
+  worker.join();
+  return waiting && timedOut;
+}
+
 // clang-format on
 
 #include <doctest/doctest.h>
@@ -349,5 +373,9 @@ TEST_SUITE("Readme") {
     CHECK(server.path == "/metrics");
     CHECK(response.contentType == dlock::kMetricsContentType);
     CHECK(response.body.find("\ndlock_acquisitions_total{lock=\"orders\"} 1\n") != std::string::npos);
+  }
+
+  TEST_CASE("the reference's virtual-time snippet waits out a 30 s tryLock on the memory backend") {
+    CHECK(waitsOutThirtySeconds());
   }
 }
