@@ -38,6 +38,28 @@ void takeAgain(detail::LockCore& core, const std::string& key, const detail::Lea
   RequestIdHolder::insert(core.id(), key, std::move(again)).count = count;
 }
 
+// The hold `lease` after an await that gave the key up and that the lock's close() ended before
+// the key was taken again: the thread's record stays, so that its unlock (a guard's) ends it, but
+// it holds nothing (LeasePhase::Yielded): isHeld false, unlock silent.
+[[noreturn]] void throwClosedUnheld(detail::LockCore& core, const std::string& key,
+                                    const std::shared_ptr<detail::LeaseState>& lease, unsigned count,
+                                    const std::string& what) {
+  lease->setDeadline(Clock::time_point{});
+  RequestIdHolder::insert(core.id(), key, lease).count = count;
+  throw InterruptedError(what + ": the lock was closed; the key is not held");
+}
+
+// takeAgain, or, when close() ends it (the key not taken again), throwClosedUnheld.
+void retake(detail::LockCore& core, const std::string& key, const std::shared_ptr<detail::LeaseState>& lease,
+            unsigned count, bool signalled, const std::string& what) {
+  try {
+    takeAgain(core, key, *lease, count, signalled);
+  } catch (const InterruptedError&) {
+    if (!core.closed()) throw;
+    throwClosedUnheld(core, key, lease, count, what);
+  }
+}
+
 // This thread's hold of `key`; NotOwnerError, naming `operation`, when it has none.
 RequestIdHolder::Hold& holdOf(const detail::LockCore& core, const std::string& key, const char* operation) {
   RequestIdHolder::Hold* hold = RequestIdHolder::find(core.id(), key);
@@ -89,7 +111,7 @@ bool Condition::wait(Deadline deadline, const CancelToken& cancel) {
   // then on the key is not this thread's until it is taken again.
   detail::ConditionAttempt::Joined joined;
   joined.onJoined = [&] {
-    lease->transition(detail::LeasePhase::Releasing, detail::LeasePhase::Released);
+    lease->transition(detail::LeasePhase::Releasing, detail::LeasePhase::Yielded);
     core_->forget(*lease);
     RequestIdHolder::erase(core_->id(), key_);
   };
@@ -110,13 +132,8 @@ bool Condition::wait(Deadline deadline, const CancelToken& cancel) {
       keepUnjoined();
       throw;
     }
-    if (core_->closed()) {
-      // As a hold released at close: unlock reports LockLostError, isHeld says false.
-      lease->setDeadline(Clock::time_point{});
-      RequestIdHolder::insert(core_->id(), key_, lease).count = count;
-      throw InterruptedError(what + ": the lock was closed; the key is not held");
-    }
-    takeAgain(*core_, key_, *lease, count, false);  // the JDK re-acquires before throwing too
+    if (core_->closed()) throwClosedUnheld(*core_, key_, lease, count, what);
+    retake(*core_, key_, lease, count, false, what);  // the JDK re-acquires before throwing too
     // Signalled before the cancel: a return, as the JDK's await returns when interrupted after its
     // signal, so the signal is not lost to the other waiters; the cancelled token ends the next wait.
     if (joined.signalledBeforeLeave->load()) return true;
@@ -130,7 +147,7 @@ bool Condition::wait(Deadline deadline, const CancelToken& cancel) {
     if (!joined.joined) keepUnjoined();
     throw;
   }
-  takeAgain(*core_, key_, *lease, count, signalled.has_value());
+  retake(*core_, key_, lease, count, signalled.has_value(), what);
   // Timed out, but signalled before it left: the signal was this waiter's, not lost.
   return signalled.has_value() || joined.signalledBeforeLeave->load();
 }

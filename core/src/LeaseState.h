@@ -12,6 +12,9 @@
 //               run; the key's absence proves nothing,      server's record), Lost (its local
 //               and it is not reported held                 deadline passed), Abandoned
 //   Released    the server confirmed the release            (final)
+//   Yielded     a Condition's await gave the key up: the    (final)
+//               thread holds nothing until it takes the
+//               key again (a new lease)
 //   Lost        the server no longer has it for us, or it   (final)
 //               outlived its local deadline unrenewed
 //   Abandoned   no longer renewed; it ends at its TTL        (final)
@@ -46,7 +49,7 @@ inline std::chrono::milliseconds knownValidity(std::chrono::milliseconds reporte
 enum class LeaseKind : std::uint8_t { Exclusive, Read, Write, Permits, Awaiting };
 static_assert(static_cast<std::size_t>(LeaseKind::Awaiting) + 1 == kLeaseKinds, "the gauges' index (LockCounters.h)");
 
-enum class LeasePhase : std::uint8_t { Held, Releasing, InDoubt, Released, Lost, Abandoned };
+enum class LeasePhase : std::uint8_t { Held, Releasing, InDoubt, Released, Lost, Abandoned, Yielded };
 
 // True when the table above allows `from` → `to`.
 constexpr bool leaseTransitionAllowed(LeasePhase from, LeasePhase to) {
@@ -55,12 +58,13 @@ constexpr bool leaseTransitionAllowed(LeasePhase from, LeasePhase to) {
       return to == LeasePhase::Releasing || to == LeasePhase::Lost || to == LeasePhase::Abandoned;
     case LeasePhase::Releasing:
       return to == LeasePhase::Released || to == LeasePhase::Lost || to == LeasePhase::Held ||
-             to == LeasePhase::InDoubt;
+             to == LeasePhase::InDoubt || to == LeasePhase::Yielded;
     case LeasePhase::InDoubt:
       return to == LeasePhase::Releasing || to == LeasePhase::Lost || to == LeasePhase::Abandoned;
     case LeasePhase::Released:
     case LeasePhase::Lost:
     case LeasePhase::Abandoned:
+    case LeasePhase::Yielded:
       return false;
   }
   return false;
@@ -125,7 +129,7 @@ class LeaseState {
            transition(LeasePhase::InDoubt, LeasePhase::Abandoned);
   }
 
-  // Released, lost or abandoned: the watchdog lets it go.
+  // Released, lost, abandoned or yielded: the watchdog lets it go.
   [[nodiscard]] bool finished() const { return isFinal(phase()); }
   [[nodiscard]] bool lost() const { return phase() == LeasePhase::Lost; }
 
@@ -152,7 +156,8 @@ class LeaseState {
 
  private:
   static constexpr bool isFinal(LeasePhase phase) {
-    return phase == LeasePhase::Released || phase == LeasePhase::Lost || phase == LeasePhase::Abandoned;
+    return phase == LeasePhase::Released || phase == LeasePhase::Lost || phase == LeasePhase::Abandoned ||
+           phase == LeasePhase::Yielded;
   }
   [[nodiscard]] std::size_t kindIndex() const noexcept { return static_cast<std::size_t>(kind); }
 

@@ -33,6 +33,7 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, LockCapabilities capabili
       capabilities_(std::move(capabilities)),
       wait_(std::move(wait)),
       clock_(std::move(clock)),
+      waitClock_(waitClockOf(clock_)),
       options_(std::move(options)),
       log_(logger()),
       counters_(std::make_shared<LockCounters>()),
@@ -69,7 +70,7 @@ std::shared_ptr<LeaseState> LockCore::acquireAs(std::string_view key, Deadline d
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
   // A ConnectionError inside a wait is retried within the wait's budget; tryLock(key), which
   // tries once, throws at once.
-  WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
+  WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()}, waitClock_);
   WaitLoop loop(key, *backend_, *counters_);
   const CountedWait counted(counters_->waiting[static_cast<std::size_t>(LeaseKind::Exclusive)], !policy.once());
   const AttemptTools tools{backend_, *clock_, cleanup_, key, ttl};
@@ -93,7 +94,7 @@ std::shared_ptr<LeaseState> LockCore::acquireBy(std::string_view key, Deadline d
   if (!leaseTime) leaseTime = options_.leaseTime;
   const bool renewed = !leaseTime.has_value();
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
-  WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
+  WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()}, waitClock_);
   WaitLoop loop(key, *backend_, *counters_);
   const CountedWait counted(counters_->waiting[static_cast<std::size_t>(kind)], !policy.once());
   const std::unique_ptr<Attempt> attempt = make(AttemptTools{backend_, *clock_, cleanup_, key, ttl}, policy);
@@ -103,7 +104,7 @@ std::shared_ptr<LeaseState> LockCore::acquireBy(std::string_view key, Deadline d
 
 std::optional<Held> LockCore::waitBy(std::string_view key, Deadline deadline, milliseconds ttl,
                                      const CancelToken& cancel, const MakeAttempt& make) {
-  WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
+  WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()}, waitClock_);
   WaitLoop loop(key, *backend_, *counters_);
   const std::unique_ptr<Attempt> attempt = make(AttemptTools{backend_, *clock_, cleanup_, key, ttl}, policy);
   return loop.run(*attempt, policy);
@@ -125,6 +126,9 @@ std::shared_ptr<LeaseState> LockCore::holding(std::string_view key, Attempt& att
 
 void LockCore::release(LeaseState& lease) {
   if (lease.inheritedAcrossFork()) throwInherited(lease);
+  // A Condition's await gave the key up and close() came before it was taken again: the thread's
+  // section ended with the await, nothing is held, nothing to release or report.
+  if (lease.phase() == LeasePhase::Yielded) return;
   // A thread hold only reaches Released here when close() released it under the thread.
   if (lease.phase() == LeasePhase::Released) throwLost(lease, false, "was released when the lock was closed");
   // Lost or past its deadline: the section was not protected to the end, unless the server shows
@@ -177,6 +181,7 @@ void LockCore::throwLost(LeaseState& lease, bool releasing, const char* what) {
 
 bool LockCore::releaseQuietly(LeaseState& lease) noexcept {
   if (lease.inheritedAcrossFork()) return false;  // the parent's to release, not ours
+  if (lease.phase() == LeasePhase::Yielded) return false;  // nothing held (release() above)
   try {
     release(lease);
     return true;

@@ -138,6 +138,7 @@ class LockCore {
   const LockCapabilities capabilities_;
   const std::shared_ptr<IWait> wait_;
   const std::shared_ptr<Clock> clock_;
+  Clock* const waitClock_;  // waitClockOf(clock_): the waits' clock, nullptr for the steady one
   const LockOptions options_;
   const Log log_;
   const std::shared_ptr<LockCounters> counters_;  // shared with the watchdog

@@ -35,9 +35,10 @@ class OutageRetry {
   // After `error`: sleeps the back-off (cut to the budget's end) and returns when another attempt
   // is due; throws ConnectionError (`what` names the operation, key and backend) when the failed
   // attempt ended at the budget's end or later.
-  void pauseOrThrow(const ConnectionError& error, const std::string& what) {
+  // `now` is on the clock the deadlines are (the wait's).
+  void pauseOrThrow(const ConnectionError& error, const std::string& what,
+                    std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) {
     ++failures_;
-    const auto now = std::chrono::steady_clock::now();
     if (now >= deadline_) {
       throw ConnectionError(what + ": the backend stayed unreachable for " +
                             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - started_).count()) +

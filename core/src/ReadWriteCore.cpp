@@ -44,6 +44,7 @@ ReadWriteCore::ReadWriteCore(std::shared_ptr<IOperator> backend, IReadWriteOpera
       read_(sideOf(backend_, rw_, ReadWriteMode::Read)),
       write_(sideOf(backend_, rw_, ReadWriteMode::Write)),
       clock_(std::move(clock)),
+      waitClock_(waitClockOf(clock_)),
       options_(std::move(options)),
       counters_(std::make_shared<LockCounters>()),
       cleanup_([] { return std::make_shared<CleanupLane>(); }),
@@ -62,7 +63,7 @@ std::shared_ptr<LeaseState> ReadWriteCore::acquire(ReadWriteMode mode, std::stri
   if (!leaseTime) leaseTime = options_.leaseTime;
   const bool renewed = !leaseTime.has_value();
   const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
-  WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()});
+  WaitPolicy policy(deadline, options_.outageTolerance, {cancel, holds_.token()}, waitClock_);
   WaitLoop loop(key, *backend_, *counters_);
   const CountedWait counted(counters_->waiting[static_cast<std::size_t>(kindOf(mode))], !policy.once());
   const std::shared_ptr<IOperator> sideBackend = mode == ReadWriteMode::Read ? read_ : write_;

@@ -120,6 +120,7 @@ class ReadWriteCore {
   const std::shared_ptr<FairBackend> read_;   // the read side as a fair queue
   const std::shared_ptr<FairBackend> write_;  // the write side
   const std::shared_ptr<Clock> clock_;
+  Clock* const waitClock_;  // waitClockOf(clock_): the waits' clock, nullptr for the steady one
   const LockOptions options_;
   const std::shared_ptr<LockCounters> counters_;
 

@@ -28,7 +28,7 @@ std::optional<Held> WaitLoop::run(Attempt& attempt, WaitPolicy& policy) {
     if (refusedLate) return timedOut(attempt, policy, state);
     if (!result) continue;  // cut off; the outage's pause is over
     if (const Held* held = std::get_if<Held>(&*result)) return holding(attempt, policy, state, *held);
-    const SteadyTime now = std::chrono::steady_clock::now();
+    const SteadyTime now = policy.now();
     state.last = std::get<Waiting>(*result);
     state.leftOnServer = state.last.queued;
     ++state.failures;
@@ -43,7 +43,7 @@ std::optional<Held> WaitLoop::run(Attempt& attempt, WaitPolicy& policy) {
       if (policy.interrupted() || !turn->first()) continue;
     }
     if (joinNow(attempt, policy, state)) continue;
-    const SteadyTime pausing = std::chrono::steady_clock::now();
+    const SteadyTime pausing = policy.now();
     const Pause pause{policy.remaining(pausing),
                       policy.pauseAfter(state.last.holderTtl, attempt.placeRenewal(), pausing), policy.callDeadline()};
     std::optional<Held> held;
@@ -63,13 +63,13 @@ std::optional<Held> WaitLoop::holding(Attempt& attempt, const WaitPolicy& policy
     state.leftOnServer = true;
     interrupted(attempt, policy, state);
   }
-  stopWaiting(state, true);
+  stopWaiting(policy, state, true);
   return held;
 }
 
 void WaitLoop::interrupted(Attempt& attempt, const WaitPolicy& policy, const WaitState& state) {
   leave(attempt, policy, state);
-  stopWaiting(state, false);
+  stopWaiting(policy, state, false);
   policy.throwInterrupted(what());
 }
 
@@ -92,7 +92,7 @@ std::optional<TryResult> WaitLoop::tryOnce(Attempt& attempt, WaitPolicy& policy,
     // (what an earlier try left stays for leave()). At the wait's end that is a wait that ran
     // out; before it, a slow path or server, ridden out as an outage is.
     logFailure(error);
-    if (!policy.once() && policy.over(std::chrono::steady_clock::now())) {
+    if (!policy.once() && policy.over(policy.now())) {
       refusedLate = true;
       return std::nullopt;
     }
@@ -155,14 +155,14 @@ void WaitLoop::leave(Attempt& attempt, const WaitPolicy& policy, const WaitState
 
 std::optional<Held> WaitLoop::timedOut(Attempt& attempt, const WaitPolicy& policy, const WaitState& state) {
   leave(attempt, policy, state);
-  stopWaiting(state, false);
+  stopWaiting(policy, state, false);
   counters_.failedTries.fetch_add(1, std::memory_order_relaxed);
   return std::nullopt;
 }
 
-void WaitLoop::stopWaiting(const WaitState& state, bool held) noexcept {
+void WaitLoop::stopWaiting(const WaitPolicy& policy, const WaitState& state, bool held) noexcept {
   if (!state.waitingSince) return;
-  const auto waited = std::chrono::steady_clock::now() - *state.waitingSince;
+  const auto waited = policy.now() - *state.waitingSince;
   counters_.waits.record(std::chrono::duration_cast<milliseconds>(waited).count());
   if (held) counters_.handOffs.fetch_add(1, std::memory_order_relaxed);
 }

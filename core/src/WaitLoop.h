@@ -56,8 +56,8 @@ class WaitLoop {
   std::optional<Held> holding(Attempt& attempt, const WaitPolicy& policy, WaitState& state, const Held& held);
   [[noreturn]] void interrupted(Attempt& attempt, const WaitPolicy& policy, const WaitState& state);
   [[nodiscard]] std::string what() const;  // "dlock: lock 'k' on <backend>", for errors
-  // Records the wait that ended (a hand-off when it ended `held`).
-  void stopWaiting(const WaitState& state, bool held) noexcept;
+  // Records the wait that ended (a hand-off when it ended `held`), timed on the policy's clock.
+  void stopWaiting(const WaitPolicy& policy, const WaitState& state, bool held) noexcept;
   void logFailure(const std::exception& error) const;
 
   const std::string_view key_;

@@ -21,6 +21,10 @@
 // pause (cut to the wait's pause), and the backends' own schedules: a command's retries and the
 // pool's reconnect back-off (within the CallBudget set here), Sentinel's promotion poll and
 // Redlock's quorum of watches (their own threads and node timeouts), shared by every wait.
+// On a lock's clock other than the steady one (a VirtualClock), the deadline, every pause and
+// recheck and the outage budget are on that clock (the caller's deadline is moved onto it once,
+// here), and the wait registers a Wakeup made with it even when nothing can cancel it; the calls'
+// budgets and the round trips stay in real time. On the steady clock nothing of this runs.
 // Owner: the waiting call. Thread safety: not thread-safe.
 #pragma once
 
@@ -28,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <typeinfo>
 
 #include "OutageRetry.h"
 #include "dlock/Cancel.h"
@@ -37,6 +42,11 @@
 #include "dlock/detail/Wakeup.h"
 
 namespace dlock::detail {
+
+// The clock a lock's waits run on: nullptr for the steady clock (the plain waits), else `clock`.
+inline Clock* waitClockOf(const std::shared_ptr<Clock>& clock) noexcept {
+  return clock == nullptr || typeid(*clock) == typeid(SteadyClock) ? nullptr : clock.get();
+}
 
 class WaitPolicy {
  public:
@@ -51,10 +61,15 @@ class WaitPolicy {
     const CancelToken& closing;
   };
 
-  // `deadline`: the caller's (kTryOnce, ILock::kNoDeadline for none); `outageTolerance` bounds
-  // an outage in a wait without one (LockOptions::outageTolerance).
-  WaitPolicy(Deadline deadline, std::chrono::milliseconds outageTolerance, Interrupts interrupts = {kNever, kNever}) noexcept
-      : deadline_(deadline), outageTolerance_(outageTolerance), interrupts_(interrupts) {}
+  // `deadline`: the caller's (kTryOnce, ILock::kNoDeadline for none), on the steady clock;
+  // `outageTolerance` bounds an outage in a wait without one (LockOptions::outageTolerance);
+  // `clock`: the lock's, from waitClockOf (nullptr: the steady clock).
+  WaitPolicy(Deadline deadline, std::chrono::milliseconds outageTolerance, Interrupts interrupts = {kNever, kNever},
+             Clock* clock = nullptr)
+      : clock_(clock), deadline_(onWaitClock(deadline, clock)), outageTolerance_(outageTolerance), interrupts_(interrupts) {}
+
+  // Now on the wait's clock: the time deadline(), over() and the pauses are on.
+  [[nodiscard]] SteadyTime now() const { return clock_ == nullptr ? std::chrono::steady_clock::now() : clock_->now(); }
 
   [[nodiscard]] bool once() const noexcept { return deadline_ == kTryOnce; }
   [[nodiscard]] Deadline deadline() const noexcept { return deadline_; }
@@ -81,12 +96,14 @@ class WaitPolicy {
   // if it fails. Held for the call's length: `const CallBudget budget = policy.call();`.
   [[nodiscard]] CallBudget call() {
     sent_ = std::chrono::steady_clock::now();
+    sentOnClock_ = clock_ == nullptr ? sent_ : clock_->now();
     return CallBudget(callDeadline(), answerFloor());
   }
+  // In real time, as every call's budget is.
   [[nodiscard]] CallBudget::TimePoint callDeadline() const noexcept {
     if (once()) return CallBudget::TimePoint::max();
-    if (deadline_ != Deadline::max()) return deadline_;
-    return outage_ ? outage_->deadline() : CallBudget::TimePoint::max();
+    if (deadline_ != Deadline::max()) return inRealTime(deadline_);
+    return outage_ ? inRealTime(outage_->deadline()) : CallBudget::TimePoint::max();
   }
 
   // After a call inside the wait failed with `error`: pauses (OutageRetry's back-off, the last
@@ -107,7 +124,8 @@ class WaitPolicy {
   [[nodiscard]] std::chrono::milliseconds pauseAfter(std::chrono::milliseconds holderTtl,
                                                      std::chrono::milliseconds placeRenewal, SteadyTime now) const noexcept;
 
-  // Sleeps until `until`, cut at the deadline (a single try never holds back).
+  // Sleeps until `until` (real time: a release's way to other processes), cut at the deadline (a
+  // single try never holds back).
   void holdBack(SteadyTime until);
 
   // The caller's token was cancelled or the lock closed: the wait must end (InterruptedError).
@@ -127,18 +145,27 @@ class WaitPolicy {
     Wakeup::Scope scope{wakeup};
     CancelCallback onCancel;
     CancelCallback onClose;
-    explicit Listening(const Interrupts& interrupts)
-        : onCancel(interrupts.caller, [this] { wakeup.wake(); }), onClose(interrupts.closing, [this] { wakeup.wake(); }) {}
+    Listening(const Interrupts& interrupts, Clock* clock)
+        : wakeup(clock),
+          onCancel(interrupts.caller, [this] { wakeup.wake(); }),
+          onClose(interrupts.closing, [this] { wakeup.wake(); }) {}
   };
+  // `deadline` (steady) moved onto `clock`: what was left of it, in whole milliseconds (the unit
+  // the caller gave), from the clock's now.
+  static Deadline onWaitClock(Deadline deadline, Clock* clock);
+  // A time on the wait's clock as the steady clock's.
+  [[nodiscard]] SteadyTime inRealTime(SteadyTime onClock) const noexcept;
   static inline const CancelToken kNever{};
   // A round trip longer than this is no link's but a stalled server's: not waited for at every call.
   static constexpr std::chrono::milliseconds kLongestRoundTrip{1000};
 
 
-  const Deadline deadline_;
+  Clock* const clock_;                 // nullptr: the steady clock
+  const Deadline deadline_;            // on the wait's clock
   const std::chrono::milliseconds outageTolerance_;
   std::optional<OutageRetry> outage_;  // from a call's failure to the next answer
   SteadyTime sent_;                    // of the last call made through call()
+  SteadyTime sentOnClock_;             // the same on the wait's clock
   SteadyTime::duration roundTrip_{0};  // the longest answered call of this wait
   const Interrupts interrupts_;
   std::unique_ptr<Listening> listening_;  // from the first try

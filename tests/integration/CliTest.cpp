@@ -1068,6 +1068,69 @@ TEST_SUITE("Cli") {
     std::remove(doneRest.c_str());
   }
 
+  TEST_CASE("resize KEY N stores the capacity for all, admits the waiters that fit, and says how long it lasts") {
+    RedisProcess server;
+    const std::string key = testKey("resize");
+    const std::string done = tempFile("resize");
+    const std::vector<std::string> onePermit{"--uri", server.uri(), "--permits", "1", "--capacity", "1", key, "--"};
+    Cli holder(concat(onePermit, untilExists(done, "true")));
+    REQUIRE(holder.readLine() == std::optional<std::string>("ready"));
+    Cli waiter(concat(onePermit, {"sh", "-c", "echo ready"}));
+    REQUIRE(eventually([&] {
+      Cli shown({"--uri", server.uri(), "status", key});
+      return shown.wait() == 0 && shown.out().find("waiters:       1\n") != std::string::npos;
+    }));
+
+    Cli resize({"--uri", server.uri(), "resize", key, "2"});
+    const int resized = resize.wait();
+    CAPTURE(resize.err());
+    CHECK(resized == 0);
+    const std::string& out = resize.out();
+    CAPTURE(out);
+    CHECK(out.find("semaphore:     '" + key + "'\n") != std::string::npos);
+    CHECK(out.find("capacity:      2 (was 1)\n") != std::string::npos);
+    CHECK(out.find("admitted:      1 waiter(s)\n") != std::string::npos);
+    CHECK(out.find("kept:          fence_ttl (24h by default) from the semaphore's last change") != std::string::npos);
+    CHECK(waiter.readLine() == std::optional<std::string>("ready"));  // admitted beside the holder
+    CHECK(waiter.wait() == 0);
+
+    // The old capacity is refused now, and the message names the ways to change it and its life.
+    Cli old(concat(onePermit, {"true"}));
+    CHECK(old.wait() == 2);
+    CAPTURE(old.err());
+    CHECK(old.err().find("stored with capacity 2, not 1") != std::string::npos);
+    CHECK(old.err().find("Semaphore::resize (or the command `dlock resize " + key + " 1`)") != std::string::npos);
+    CHECK(old.err().find("fence_ttl (24h by default)") != std::string::npos);
+    Cli matching({"--uri", server.uri(), "--no-wait", "--permits", "1", "--capacity", "2", key, "--", "true"});
+    CHECK(matching.wait() == 0);
+
+    std::ofstream(done).put('\n');
+    CHECK(holder.wait() == 0);
+    std::remove(done.c_str());
+  }
+
+  TEST_CASE("resize of a name with no stored capacity stores nothing and exits 1, bad N 2, an unreachable server 125") {
+    RedisProcess server;
+    const std::string key = testKey("resize-none");
+    Cli none({"--uri", server.uri(), "resize", key, "3"});
+    CHECK(none.wait() == 1);
+    CHECK(none.out().empty());
+    CHECK(none.err().find("no capacity is stored for the semaphore '" + key + "'") != std::string::npos);
+    Cli status({"--uri", server.uri(), "status", key});
+    CHECK(status.wait() == 1);
+    CHECK(status.out().find("kind:          exclusive\n") != std::string::npos);  // no semaphore was made
+
+    Cli bad({"--uri", server.uri(), "resize", key, "0"});
+    CHECK(bad.wait() == 2);
+    CHECK(bad.err().find("is not a number of permits from 1 to 1000000") != std::string::npos);
+    CHECK(bad.err().find("Usage: dlock") != std::string::npos);
+
+    const std::string nobody = "redis://127.0.0.1:" + std::to_string(dlock::test::freeLoopbackPort());
+    Cli unreachable({"--uri", nobody, "resize", key, "3"});
+    CHECK(unreachable.wait() == 125);
+    CHECK_FALSE(unreachable.err().empty());
+  }
+
   TEST_CASE("--permits: another capacity for a stored semaphore exits 2 naming both, --no-wait on none free gives 1") {
     RedisProcess server;
     const std::string key = testKey("capacity");

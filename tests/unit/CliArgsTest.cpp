@@ -10,6 +10,7 @@
 
 #include "tools/dlock/CliArgs.h"
 #include "dlock/LockOptions.h"
+#include "dlock/common/RedisOptions.h"
 #include "dlock/duration.h"
 
 using namespace std::chrono_literals;
@@ -157,6 +158,34 @@ TEST_SUITE("CliArgs") {
     CHECK(usageErrorOf({"status", "a", "b"}) == "status takes one KEY");
     CHECK(usageErrorOf({"--ttl", "1s", "status", "k"}) == "--ttl does not apply to status");
     CHECK(usageErrorOf({"status", "k", "-n"}) == "--no-wait does not apply to status");
+  }
+
+  TEST_CASE("resize KEY N takes --uri and --verbose only, N a capacity from 1 to kMaxSemaphorePermits") {
+    const CliOptions resize = parse({"--uri", "memory://", "resize", "nightly-backup", "3"});
+    CHECK(resize.mode == Mode::Resize);
+    CHECK(resize.key == "nightly-backup");
+    CHECK(resize.capacity == 3);
+    CHECK(parse({"resize", "k", "1000000", "-v"}).verbose);
+    CHECK(parse({"resize", "--", "true"}).key == "resize");  // before --: an ordinary key
+
+    CHECK(usageErrorOf({"resize", "k"}) == "resize takes a KEY and a capacity N");
+    CHECK(usageErrorOf({"resize", "k", "2", "3"}) == "resize takes a KEY and a capacity N");
+    CHECK(usageErrorOf({"resize", "k", "0"}) == "resize k: '0' is not a number of permits from 1 to 1000000");
+    CHECK(usageErrorOf({"resize", "k", "1000001"}) ==
+          "resize k: '1000001' is not a number of permits from 1 to 1000000");
+    CHECK(usageErrorOf({"resize", "k", "two"}) == "resize k: 'two' is not a number of permits from 1 to 1000000");
+    CHECK(usageErrorOf({"--wait", "1s", "resize", "k", "2"}) == "--wait does not apply to resize");
+    CHECK(usageErrorOf({"resize", "", "2"}) == "KEY is empty");
+  }
+
+  TEST_CASE("the help shows resize and how long a stored capacity lasts: the backend's default fence_ttl") {
+    const std::string help = dlock::cli::helpText();
+    CHECK(help.find("dlock [--uri URI] resize KEY N") != std::string::npos);
+    CHECK(dlock::cli::usageText().find("dlock [--uri URI] resize KEY N") != std::string::npos);
+    const std::string fenceTtl = dlock::cli::formatDuration(dlock::kDefaultFenceTtl);
+    CHECK(help.find("fence_ttl (a URI option, " + fenceTtl + " by default)") != std::string::npos);
+    CHECK(help.find("12h to 24h after the last one") != std::string::npos);
+    CHECK(fenceTtl == "24h");  // the "12h to 24h" above: half of it and all of it
   }
 
   TEST_CASE("--help and --version win over the rest of the line") {

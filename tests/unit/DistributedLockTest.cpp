@@ -410,12 +410,15 @@ TEST_SUITE("DistributedLock") {
       lock->unlock("k");
     }
     SUBCASE("on lock and tryLock with a timeout: ridden out while it lasts less than the wait") {
-      f.backend->failNextCalls(2);
-      CHECK(lock->tryLock("k", 30s));
-      lock->unlock("k");
-      f.backend->failNextCalls(2);
-      CHECK_NOTHROW(lock->lock("k"));
-      lock->unlock("k");
+      // The outage's back-off is on the virtual clock.
+      dlock::test::onVirtualTime(*f.clock, [&] {
+        f.backend->failNextCalls(2);
+        CHECK(lock->tryLock("k", 30s));
+        lock->unlock("k");
+        f.backend->failNextCalls(2);
+        CHECK_NOTHROW(lock->lock("k"));
+        lock->unlock("k");
+      }, 10ms);
     }
     SUBCASE("on unlock: the hold stays, so unlock can be retried, but is not reported held") {
       REQUIRE(lock->tryLock("k"));
@@ -651,27 +654,31 @@ TEST_SUITE("DistributedLock") {
     // The first attempt and its clean-up (a cancel of its token) meet the outage; the clean-up's
     // retry on the cleanup lane runs when it will, so the outage is no longer than that.
     f.backend->failNextCalls(2);
-    CHECK(lock->tryLock("k", 30s));
-    CHECK(lock->stats().outageRetries == 1);
-    lock->unlock("k");
+    dlock::test::onVirtualTime(*f.clock, [&] {  // the back-off is on the virtual clock
+      CHECK(lock->tryLock("k", 30s));
+      CHECK(lock->stats().outageRetries == 1);
+      lock->unlock("k");
+    }, 10ms);
   }
 
   TEST_CASE("tryLock with a timeout throws ConnectionError when its budget ends unreachable, naming the cause") {
     VirtualFixture f;
     auto lock = f.leased(30s);
     f.backend->failNextCalls(1000000);
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = f.clock->now();
     std::string message;
-    try {
-      (void)lock->tryLock("k", 300ms);
-    } catch (const dlock::ConnectionError& error) {
-      message = error.what();
-    }
-    CHECK(std::chrono::steady_clock::now() - start < 10s);
+    dlock::test::onVirtualTime(*f.clock, [&] {  // the back-off is on the virtual clock
+      try {
+        (void)lock->tryLock("k", 300ms);
+      } catch (const dlock::ConnectionError& error) {
+        message = error.what();
+      }
+      CHECK(lock->holdCount("k") == 0);
+    }, 10ms);
+    CHECK(f.clock->now() - start >= 300ms);  // it tried to the end of its budget
     CHECK(message.find("lock 'k' on memory://: the backend stayed unreachable for") != std::string::npos);
     CHECK(message.find("injected connection failure") != std::string::npos);
     CHECK(lock->stats().outageRetries > 0);
-    CHECK(lock->holdCount("k") == 0);
     f.backend->failNextCalls(0);
   }
 
@@ -687,12 +694,14 @@ TEST_SUITE("DistributedLock") {
   TEST_CASE("lock without a timeout gives up after the outage tolerance, and rides out a shorter outage") {
     VirtualFixture f;
     auto lock = dlock::LockBuilder().backend(f.backend).clock(f.clock).leaseTime(30s).outageTolerance(200ms).build();
-    f.backend->failNextCalls(1000000);
-    CHECK_THROWS_AS(lock->lock("k"), dlock::ConnectionError);
-    f.backend->failNextCalls(2);
-    CHECK_NOTHROW(lock->lock("k"));
-    CHECK(lock->isHeld("k"));
-    lock->unlock("k");
+    dlock::test::onVirtualTime(*f.clock, [&] {  // the tolerance and the back-off are on the virtual clock
+      f.backend->failNextCalls(1000000);
+      CHECK_THROWS_AS(lock->lock("k"), dlock::ConnectionError);
+      f.backend->failNextCalls(2);
+      CHECK_NOTHROW(lock->lock("k"));
+      CHECK(lock->isHeld("k"));
+      lock->unlock("k");
+    }, 10ms);
     CHECK_THROWS_AS((void)dlock::LockBuilder().backend(f.backend).outageTolerance(-1ms).build(), dlock::ConfigError);
   }
 }

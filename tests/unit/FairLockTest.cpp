@@ -179,7 +179,7 @@ TEST_SUITE("FairLock") {
     CHECK_FALSE(once);
     CHECK(f.backend->queued("k") == 0);
     std::atomic<bool> waited{true};
-    std::thread([&] { waited = other->tryLock("k", 20ms); }).join();
+    dlock::test::onVirtualTime(*f.clock, [&] { waited = other->tryLock("k", 20ms); }, 5ms);
     CHECK_FALSE(waited);
     CHECK(f.backend->queued("k") == 0);
     holder->unlock("k");
@@ -361,6 +361,10 @@ TEST_SUITE("FairLock") {
     REQUIRE(waitForQueue(op, "f", 1));
     REQUIRE_FALSE(op.fairLock("f", kC, 10s, 5s).acquired);  // C waits behind W
     pausing->pause();
+    // W sleeps on the clock until its place's renewal (a third of its waiter lease): it renews,
+    // and listens paused from then on.
+    REQUIRE(f.clock->awaitSleepers(1));
+    f.clock->advance(500ms);
     REQUIRE(pausing->listening.wait());
     REQUIRE(op.fairUnlock("f", kA).notified == 1);  // handed to W for a claim of its place's rest
     REQUIRE(pausing->heard.wait());

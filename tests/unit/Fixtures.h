@@ -3,10 +3,14 @@
 // test controls, an operator to bend, and an event to force an interleaving of threads.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <thread>
 
 #include "dlock/core/LockBuilder.h"
 #include "dlock/memory/MemoryOperator.h"
@@ -62,6 +66,41 @@ class Event {
   std::condition_variable changed_;
   bool set_ = false;  // guarded by mutex_
 };
+
+// Runs `body` (timed waits on `clock`, and what they decide) on its own thread, moving `clock` on
+// by `step` each time `sleepers` threads (the body's, and any watchdog's) sleep on it, until the
+// body returns: a wait on the virtual clock runs its course in no real time. Rethrows what the body
+// threw. A body still running after 10 s of real time gets whole hours of virtual time until it
+// ends (its timed waits run out), then std::runtime_error.
+template <class Body>
+void onVirtualTime(VirtualClock& clock, Body body, std::chrono::milliseconds step, std::size_t sleepers = 1) {
+  std::atomic<bool> done{false};
+  std::exception_ptr error;
+  std::thread worker([&] {
+    try {
+      body();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done = true;
+  });
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  bool stalled = false;
+  while (!done) {
+    stalled = stalled || std::chrono::steady_clock::now() > giveUp;
+    // The real-time budget only rechecks `done`: the event waited for is the body asleep.
+    const bool asleep = clock.awaitSleepers(sleepers, std::chrono::milliseconds(10));
+    if (done) break;
+    if (stalled) {
+      clock.advance(std::chrono::hours(1));
+    } else if (asleep) {
+      clock.advance(step);
+    }
+  }
+  worker.join();
+  if (error) std::rethrow_exception(error);
+  if (stalled) throw std::runtime_error("the body did not end on the virtual clock within 10 s of real time");
+}
 
 struct VirtualFixture {
   std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>();

@@ -31,13 +31,12 @@ TEST_SUITE("MutexHandle") {
     auto mutex = lock->mutex("k");
     std::atomic<int> owned{0};
     std::unique_lock<dlock::MutexHandle> held(mutex);
-    std::thread other([&] {
+    dlock::test::onVirtualTime(*f.clock, [&] {  // another thread; its 20 ms run out on the virtual clock
       std::unique_lock<dlock::MutexHandle> tried(mutex, std::try_to_lock);
       if (tried.owns_lock()) ++owned;
       std::unique_lock<dlock::MutexHandle> timed(mutex, std::defer_lock);
       if (timed.try_lock_for(20ms)) ++owned;
-    });
-    other.join();
+    }, 5ms);
     CHECK(owned == 0);  // held by this thread throughout
     held.unlock();
 

@@ -305,8 +305,7 @@ TEST_SUITE("ReadWriteLock") {
     auto rw = f.leasedRw();
     dlock::Lease reader = rw->readLock()->acquire("k", {});
     REQUIRE(reader);
-    std::thread writer([&] { CHECK_FALSE(rw->writeLock()->tryLock("k", 30ms)); });
-    writer.join();
+    dlock::test::onVirtualTime(*f.clock, [&] { CHECK_FALSE(rw->writeLock()->tryLock("k", 30ms)); }, 5ms);
     CHECK(rw->inspect("k").waiters.empty());
     CHECK(rw->readLock()->tryLock("k"));
     rw->readLock()->unlock("k");

@@ -181,4 +181,8 @@ TEST_SUITE("Readme") {
     dlock::Lease later = reserveLater(*lock).get();  // after reserveSeat's callback released it
     CHECK(later.isHeld());
   }
+
+  TEST_CASE("the reference's virtual-time snippet waits out a 30 s tryLock on the memory backend") {
+    CHECK(waitsOutThirtySeconds());
+  }
 }

@@ -324,7 +324,8 @@ TEST_SUITE("Semaphore") {
     auto semaphore = f.make(1);
     dlock::PermitLease p = semaphore->tryAcquire(1);
     REQUIRE(p);
-    dlock::PermitLease late = semaphore->tryAcquire(1, 20ms);
+    dlock::PermitLease late;
+    dlock::test::onVirtualTime(*f.clock, [&] { late = semaphore->tryAcquire(1, 20ms); }, 5ms);
     CHECK_FALSE(late);
     CHECK(semaphore->inspect().waiters.empty());
   }
@@ -400,7 +401,9 @@ TEST_SUITE("Semaphore") {
     auto semaphore = f.make(2, 30s, lossy);
     dlock::AcquireOptions wait;
     wait.waitTime = 10s;
-    dlock::PermitLease p = semaphore->acquire(1, wait);  // the retry finds the same grant
+    dlock::PermitLease p;
+    // The retry, after an outage's back-off on the virtual clock, finds the same grant.
+    dlock::test::onVirtualTime(*f.clock, [&] { p = semaphore->acquire(1, wait); }, 10ms);
     REQUIRE(p);
     CHECK(semaphore->availablePermits() == 1);
     p.release();

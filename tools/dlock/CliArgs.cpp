@@ -287,6 +287,16 @@ CliOptions parseArgs(const std::vector<std::string>& args, const char* uriFromEn
     checkKeyArgument(options.key);
     return options;
   }
+  // `dlock resize KEY N`, as status: no "--", only --uri and --verbose.
+  if (!separator && !positionals.empty() && positionals.front() == "resize") {
+    if (positionals.size() != 3) throw UsageError("resize takes a KEY and a capacity N");
+    if (!runOnlyOptions.empty()) throw UsageError(runOnlyOptions.front() + " does not apply to resize");
+    options.mode = Mode::Resize;
+    options.key = positionals[1];
+    checkKeyArgument(options.key);
+    options.capacity = countArgument("resize " + positionals[1], positionals[2]);
+    return options;
+  }
   if (options.follow) throw UsageError("--follow applies to 'dlock leader NAME' only");
   if (options.elect) return electArguments(std::move(options), positionals, separator, waitGiven || noWaitGiven);
 
@@ -318,6 +328,7 @@ std::string usageText() {
          "       dlock [--uri URI] status KEY\n"
          "       dlock [OPTIONS] --elect NAME -- COMMAND [ARGS...]\n"
          "       dlock [--uri URI] leader NAME [--follow]\n"
+         "       dlock [--uri URI] resize KEY N\n"
          "Try 'dlock --help' for more information.\n";
 }
 
@@ -326,6 +337,7 @@ std::string helpText() {
        dlock [--uri URI] status KEY
        dlock [OPTIONS] --elect NAME -- COMMAND [ARGS...]
        dlock [--uri URI] leader NAME [--follow]
+       dlock [--uri URI] resize KEY N
        dlock --help | --version
 
 Runs COMMAND while holding the distributed lock KEY: flock(1) across hosts. Of all the dlock
@@ -370,6 +382,7 @@ Options:
                          hold N of the C permits of the semaphore KEY instead of the lock: at
                            most C permits' worth of commands run at once (waiters in order);
                            C is stored with KEY, and another C for it is refused (exit 2)
+                           until dlock resize KEY C changes it (see below)
       --owner-label TEXT record TEXT in the owner label, after this host's name and dlock's
                            pid (dlock status shows them, with since when)
       --no-owner-label   record no owner label
@@ -416,7 +429,18 @@ and exits 0, or prints "leader: none" and exits 1. With --follow it prints the l
 a line per change until interrupted: "term N VALUE" for a leader (VALUE quoted), "none" between
 terms, and "skipped N" before a line when N terms came and went unseen.
 
-Exit status (status KEY: 0 held, 1 free, or one of dlock's own below):
+dlock resize KEY N stores the capacity N (1 to 1000000) of the semaphore KEY, for every user at
+once (Semaphore::resize): holders keep their permits, waiters that now fit are admitted, and a
+command given another --capacity is refused from then on. It prints the capacity before and
+after and how many waiters it admitted, and exits 0; when no capacity is stored for KEY it
+stores nothing and exits 1 (the first user stores its --capacity). A stored capacity lasts as
+long as the semaphore's keys on Redis: fence_ttl (a URI option, 24h by default) from a call that
+changed the semaphore (an acquire, a renewal, a release, a leave, a resize to another capacity),
+never less than its last lease; such a call renews it only once less than half of fence_ttl is
+left, so it is kept 12h to 24h after the last one, and then the first user stores its own.
+
+Exit status (status KEY: 0 held, 1 free; resize KEY N: 0 resized, 1 no capacity stored; leader
+NAME: 0 a leader, 1 none; or one of dlock's own below):
   COMMAND's status, or 128+N when COMMAND was killed by signal N
   1    KEY was not had in time (-E N changes it)
   3    COMMAND was not protected to its end (--lost-exit-code N): the lease was lost while
@@ -444,6 +468,8 @@ Examples:
   # The scheduler runs on one host at a time; another takes over when it dies or resigns.
   dlock --ttl 10s --elect scheduler -- /usr/local/bin/scheduler
   dlock leader scheduler --follow
+  # From now on 3 at once (the hosts then ask with --capacity 3).
+  dlock resize nightly-backup 3
 )";
 }
 

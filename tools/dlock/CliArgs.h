@@ -2,7 +2,7 @@
 // CliArgs.h — the command line of the `dlock` command, parsed into plain values.
 //
 //   CliOptions     what one invocation asks for: run a command under a lock, show a key's status,
-//                  print the help or the version
+//                  resize a semaphore, print the help or the version
 //   parseArgs()    argv (without argv[0]) and $DLOCK_URI → CliOptions; UsageError when malformed
 //   durations      dlock::parseDuration (<dlock/duration.h>) with BareNumber::Seconds: "500ms", "30s",
 //                  "2m", "1h", "1.5s", and "10" (seconds, as flock -w takes)
@@ -25,6 +25,7 @@ namespace dlock::cli {
 
 // Exit codes of dlock itself; everything else is the command's own status.
 inline constexpr int kExitStatusFree = 1;   // `dlock status KEY`: KEY is free (0: held)
+inline constexpr int kExitNoCapacity = 1;   // `dlock resize KEY N`: no capacity stored for KEY (0: resized)
 inline constexpr int kExitUsage = 2;         // bad arguments or a bad URI
 inline constexpr int kExitFailure = 125;     // dlock failed: backend unreachable or an error reply
 inline constexpr int kExitCannotRun = 126;   // the command exists but cannot be executed
@@ -38,8 +39,8 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Leader: `dlock leader NAME [--follow]`, who leads the election NAME.
-enum class Mode { Run, Status, Help, Version, Leader };
+// Leader: `dlock leader NAME [--follow]`, who leads the election NAME. Resize: `dlock resize KEY N`.
+enum class Mode { Run, Status, Resize, Help, Version, Leader };
 
 // What happens to the command when its lease is lost while it runs.
 enum class OnLost {
@@ -84,6 +85,8 @@ struct CliOptions {
   bool elect = false;
   // `dlock leader NAME --follow`: print each change of leader until interrupted.
   bool follow = false;
+  // `dlock resize KEY N`: the capacity to store for the semaphore KEY (Semaphore::resize).
+  std::uint32_t capacity = 0;
 };
 
 inline constexpr std::chrono::milliseconds kMinTtl{10};

@@ -5,6 +5,7 @@
 
 #include "Acquire.h"
 #include "dlock/ISemaphoreOperator.h"
+#include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/core/SemaphoreBuilder.h"
 #include "dlock/uri.h"
@@ -59,6 +60,25 @@ std::optional<SemaphoreStatus> semaphoreStatus(dlock::IOperator& backend, const 
     text += "  " + std::to_string(waiter.permits) + " permits, token " + tokenPrefix(waiter.token) + "\n";
   }
   return status;
+}
+
+std::optional<std::string> resizeSemaphore(dlock::IOperator& backend, const CliOptions& options) {
+  auto* semaphores = dynamic_cast<dlock::ISemaphoreOperator*>(&backend);
+  if (semaphores == nullptr) {
+    throw dlock::ConfigError("dlock: resize " + dlock::detail::quoteKey(options.key) + ": " +
+                             dlock::redactUri(options.uri) + " keeps no semaphores");
+  }
+  // A name nobody uses (a typo) gets no capacity that would refuse its first user's for a day.
+  const std::uint32_t before = semaphores->inspectSemaphore(options.key).capacity;
+  if (before == 0) return std::nullopt;
+  const std::uint32_t admitted = semaphores->resizeSemaphore(options.key, options.capacity);
+  std::string text;
+  text += "semaphore:     " + dlock::detail::quoteKey(options.key) + "\n";
+  text += "backend:       " + dlock::redactUri(options.uri) + "\n";
+  text += "capacity:      " + std::to_string(options.capacity) + " (was " + std::to_string(before) + ")\n";
+  text += "admitted:      " + std::to_string(admitted) + " waiter(s)\n";
+  text += std::string("kept:          ") + kCapacityLifetime + "\n";
+  return text;
 }
 
 }  // namespace dlock::cli

@@ -37,4 +37,15 @@ struct SemaphoreStatus {
 };
 [[nodiscard]] std::optional<SemaphoreStatus> semaphoreStatus(dlock::IOperator& backend, const CliOptions& options);
 
+// `dlock resize KEY N`: stores options.capacity for the semaphore options.key when a capacity is
+// stored for it; its lines (the capacity before and after, the waiters admitted, how long it is
+// kept), or nullopt when none is stored (nothing sent but the look). ConfigError when `backend`
+// keeps no semaphores.
+[[nodiscard]] std::optional<std::string> resizeSemaphore(dlock::IOperator& backend, const CliOptions& options);
+
+// How long a stored capacity lasts, for the help, the resize's lines and the docs.
+inline constexpr const char* kCapacityLifetime =
+    "fence_ttl (24h by default) from the semaphore's last change, renewed once less than half is left: "
+    "12h to 24h after the last acquire, renewal, release or resize, never less than its last lease";
+
 }  // namespace dlock::cli

@@ -4,6 +4,7 @@
 //   dlock [OPTIONS] KEY -- COMMAND [ARGS...]     see `dlock --help`
 //   dlock [--uri URI] status KEY
 //   dlock [OPTIONS] --elect NAME -- COMMAND     dlock [--uri URI] leader NAME [--follow]
+//   dlock [--uri URI] resize KEY N
 //
 // The parts: CliArgs (the command line), Supervisor (the child, its signals, the lost lease) and
 // this file, which wires them to an ILock. Messages go through the `dlock` spdlog logger, whose
@@ -151,6 +152,22 @@ int runStatus(const CliOptions& options, spdlog::logger& log, const std::vector<
   text += "owner:         " + (owned ? dlock::detail::quoteText(info.owner, dlock::kMaxOwnerLabelBytes) : "-") + "\n";
   text += "since:         " + (owned ? utcText(info.ownerSince) : "-") + "\n";
   return printStatus(std::move(text), info.held, log, secrets);
+}
+
+// `dlock resize KEY N`: 0 resized, kExitNoCapacity when no capacity was stored for KEY.
+int runResize(const CliOptions& options, spdlog::logger& log, const std::vector<std::string>& secrets) {
+  const std::shared_ptr<dlock::IOperator> backend = connectBackend(options.uri);
+  std::optional<std::string> text = resizeSemaphore(*backend, options);
+  if (!text) {
+    log.error("dlock: no capacity is stored for the semaphore {} on {}: nothing resized (its first user stores its "
+              "--capacity)",
+              dlock::detail::quoteKey(options.key), dlock::redactUri(options.uri));
+    return kExitNoCapacity;
+  }
+  const int written = printStatus(std::move(*text), true, log, secrets);
+  log.info("dlock: resized the semaphore {} on {} to {}", dlock::detail::quoteKey(options.key),
+           dlock::redactUri(options.uri), options.capacity);
+  return written;
 }
 
 // Who holds `key`, for the message of a wait that gave up: the owner label the holder recorded
@@ -384,6 +401,7 @@ int main(int argc, char** argv) {
     case Mode::Run:
     case Mode::Status:
     case Mode::Leader:
+    case Mode::Resize:
       break;
   }
 
@@ -392,6 +410,7 @@ int main(int argc, char** argv) {
     if (options.mode == Mode::Status) return runStatus(options, *log, secrets);
     if (options.mode == Mode::Leader) return printLeader(connectBackend(options.uri), options);
     if (options.elect) return runElected(options, *log);
+    if (options.mode == Mode::Resize) return runResize(options, *log, secrets);
     return options.permits ? runWithPermits(options, *log) : runLocked(options, *log);
   } catch (const dlock::ConfigError& error) {
     log->error("{}", error.what());

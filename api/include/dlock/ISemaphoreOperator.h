@@ -199,7 +199,10 @@ namespace detail {
                                                std::uint32_t asked) {
   throw ConfigError("dlock: semaphore " + detail::quoteKey(name) + " on " + backend + " is stored with capacity " +
                     std::to_string(stored) + ", not " + std::to_string(asked) +
-                    "; resizeSemaphore changes it for every user");
+                    "; Semaphore::resize (or the command `dlock resize " + std::string(name) + " " +
+                    std::to_string(asked) + "`) changes it for every user; a stored capacity lasts " +
+                    "fence_ttl (24h by default) from the semaphore's last change, renewed once less than " +
+                    "half is left (12h to 24h after its last use)");
 }
 
 }  // namespace detail

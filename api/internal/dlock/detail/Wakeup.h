@@ -8,10 +8,15 @@
 //   Wakeup wakeup; Wakeup::Scope scope(wakeup);    pauses on this thread end once wakeup.wake()
 //   Wakeup::waitFor(cv, guard, timeout, pred)      cv.wait_for that also ends on the wake; pred()'s last
 //   Wakeup::sleepUntil(t) / sleepFor(d)            a sleep that ends on the wake
+//   Wakeup::sleepUntilSteady(t)                    a real-time sleep that ends on the wake
 //   Wakeup::woken()                                the current scope was woken
 //   Wakeup::inScope()                              this thread is in a scope (a socket wait
 //                                                  then polls in slices: Socket.cpp)
 //
+// A Wakeup made with a clock (a lock's VirtualClock) runs its scope's waits on that clock: their
+// timeouts and deadlines are on it, and they sleep through Clock::waitUntil, so advancing the
+// clock ends them; its destructor tells the clock that the thread's wait is over (forgetWaiter).
+// Without one (the steady clock) they are the plain waits, at no extra cost.
 // Outside any scope these are the plain waits. The state is one trivially constructed
 // thread_local pointer (as CallBudget's): no guard a forked child could find held.
 // Owner: one wait (the scope's thread); wake() from any thread. Thread safety: thread-safe.
@@ -22,6 +27,8 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+
+#include "dlock/Clock.h"
 
 namespace dlock::detail {
 
@@ -40,9 +47,17 @@ class Wakeup {
     Wakeup* const previous_;
   };
 
-  Wakeup() = default;
+  // `clock`: the clock the scope's waits run on; nullptr for the steady clock.
+  explicit Wakeup(::dlock::Clock* clock = nullptr) noexcept : clock_(clock) {}
   Wakeup(const Wakeup&) = delete;
   Wakeup& operator=(const Wakeup&) = delete;
+  ~Wakeup() {
+    if (clock_ == nullptr) return;
+    try {
+      clock_->forgetWaiter();
+    } catch (...) {  // a mutex that failed: the clock waits its bounded while for this thread
+    }
+  }
 
   // Ends the scope's pause in progress and every later one. From any thread; never waits for
   // the sleeper to run, so one thread wakes many at once (close()).
@@ -82,6 +97,7 @@ class Wakeup {
                       std::chrono::milliseconds timeout, Predicate pred) {
     return waitUntil(cv, guard, deadlineAfter(timeout), pred);
   }
+  // `deadline` is on the scope's clock (the steady clock's without one).
   template <class Predicate>
   static bool waitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& guard, Clock::time_point deadline,
                         Predicate pred) {
@@ -90,16 +106,30 @@ class Wakeup {
     // pred() once per check, as std's (a backend's may take what it found: a grant).
     bool met = false;
     current->listen(cv, guard);
-    waitPlain(cv, guard, deadline, [&] {
+    const auto done = [&] {
       met = pred();
       return met || current->wokenHere();
-    });
+    };
+    if (current->clock_ == nullptr) {
+      waitPlain(cv, guard, deadline, done);
+    } else {
+      waitOnClock(*current->clock_, cv, guard, deadline, done);
+    }
     current->stopListening(guard);
     return met;
   }
 
-  // Sleeps until `deadline` or the current scope's wake; false when woken.
+  // Sleeps until `deadline` (on the scope's clock) or the current scope's wake; false when woken.
   static bool sleepUntil(Clock::time_point deadline) {
+    Wakeup* current = slot();
+    if (current == nullptr || current->clock_ == nullptr) return sleepUntilSteady(deadline);
+    std::unique_lock<std::mutex> guard(current->mutex_);
+    return !waitOnClock(*current->clock_, current->own_, guard, deadline, [current] { return current->wokenHere(); });
+  }
+  static bool sleepFor(Clock::duration duration) { return sleepUntil(nowOnScopeClock() + duration); }
+  // As sleepUntil, on the steady clock whatever the scope's clock: a pause that waits for the
+  // world (a message's way to another process), not for the wait's time.
+  static bool sleepUntilSteady(Clock::time_point deadline) {
     Wakeup* current = slot();
     if (current == nullptr) {
       std::this_thread::sleep_until(deadline);
@@ -108,14 +138,27 @@ class Wakeup {
     std::unique_lock<std::mutex> guard(current->mutex_);
     return !current->own_.wait_until(guard, deadline, [current] { return current->wokenHere(); });
   }
-  static bool sleepFor(Clock::duration duration) { return sleepUntil(Clock::now() + duration); }
 
  private:
+  static Clock::time_point nowOnScopeClock() {
+    const Wakeup* current = slot();
+    return current == nullptr || current->clock_ == nullptr ? Clock::now() : current->clock_->now();
+  }
   static Clock::time_point deadlineAfter(std::chrono::milliseconds timeout) {
-    const auto now = Clock::now();
+    const auto now = nowOnScopeClock();
     return timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now)
                ? Clock::time_point::max()
                : now + timeout;
+  }
+  // cv.wait_until(guard, deadline, pred) with the time and the sleep of `clock`.
+  template <class Predicate>
+  static bool waitOnClock(::dlock::Clock& clock, std::condition_variable& cv, std::unique_lock<std::mutex>& guard,
+                          Clock::time_point deadline, Predicate pred) {
+    while (!pred()) {
+      if (clock.now() >= deadline) return pred();
+      clock.waitUntil(guard, cv, deadline);
+    }
+    return true;
   }
   template <class Predicate>
   static bool waitPlain(std::condition_variable& cv, std::unique_lock<std::mutex>& guard, Clock::time_point deadline,
@@ -154,6 +197,7 @@ class Wakeup {
     return current;
   }
 
+  ::dlock::Clock* const clock_;   // the scope's waits' clock; nullptr: the steady clock
   std::atomic<bool> woken_{false};
   std::mutex mutex_;              // taken under a listener's mutex, never the other way round
   std::condition_variable own_;   // sleepUntil's, and stopListening's wait for a notify to end

@@ -17,8 +17,9 @@
 // Spurious returns happen (e.g. a waiter's place that ended unrenewed): test the predicate in a loop.
 // Cancel: InterruptedError after leaving the condition and re-taking the key (as the JDK); a token
 // cancelled before the call throws at once, still holding; a waiter signalled before its cancel
-// returns normally (as the JDK), so no signal is lost. close() during a wait: InterruptedError
-// without re-taking the key (the JDK has no closed lock); unlock then reports LockLostError. After
+// returns normally (as the JDK), so no signal is lost. close() during a wait, or during the re-take
+// after a cancel: InterruptedError without the key (the JDK has no closed lock); the thread held
+// nothing since the await gave the key up, so its unlock (a guard's) ends the hold silently. After
 // the outage tolerance: ConnectionError, the key given up. An await whose answer never came may still
 // run on the server and free the key for another: the hold is lost at once (isHeld false, unlock
 // LockLostError, onLockLost told) and its key freed in the background if it still is ours.
