@@ -468,6 +468,7 @@ Examples:
   # The scheduler runs on one host at a time; another takes over when it dies or resigns.
   dlock --ttl 10s --elect scheduler -- /usr/local/bin/scheduler
   dlock leader scheduler --follow
+
   # From now on 3 at once (the hosts then ask with --capacity 3).
   dlock resize nightly-backup 3
 )";

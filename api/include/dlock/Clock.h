@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Clock.h — the monotonic time source for lease bookkeeping and the watchdog.
+// Clock.h — the monotonic time source for leases, the watchdog and every wait.
 //
-// Clock is injectable so tests can run leases on a virtual clock (dlock::VirtualClock in
-// <dlock/memory/VirtualClock.h>) and see a 30 s lease expire in microseconds. SteadyClock is
+// Clock is injectable so tests can run on a virtual clock (dlock::VirtualClock in
+// <dlock/memory/VirtualClock.h>): a 30 s lease expires, and a 30 s tryLock, tryAcquire or
+// awaitFor times out, in microseconds of real time. SteadyClock is
 // the production clock: std::chrono::steady_clock, so a wall-clock jump changes nothing.
 // Thread safety: implementations are thread-safe.
 #pragma once
