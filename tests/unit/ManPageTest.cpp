@@ -127,6 +127,13 @@ TEST_SUITE("ManPage") {
       ++commands;
       CHECK_MESSAGE(page.find(line.substr(2)) != std::string::npos, "example not in dlock(1): ", line);
     }
-    CHECK(commands == 5);
+    CHECK(commands == 8);  // the scan read them all
+  }
+
+  TEST_CASE("dlock(1) has a section for each subcommand the help names") {
+    const auto page = plainText(readManPage());
+    for (const char* section : {".SH \"THE STATUS COMMAND\"", ".SH \"THE LEADER COMMAND\"", ".SH \"THE RESIZE COMMAND\""}) {
+      CHECK_MESSAGE(page.find(section) != std::string::npos, section);
+    }
   }
 }
