@@ -120,6 +120,9 @@ struct CheckerInput {
   // condition still had once every waiter lease had ended after the run, by "key/name" (-1: could
   // not be read). Check 6 wants 0 everywhere.
   std::map<std::string, long long> conditionWaitersAfter;
+  // A condition run that need not judge a signal (Scenario::signalsOptional): check 10 left out
+  // when no await met one.
+  bool signalsOptional = false;
 };
 
 struct CheckResult {

@@ -333,6 +333,7 @@ bool runScenario(const Scenario& scenario, const Arguments& args, const char* se
   // outside the holder's quorum may rightly carry another owner's token (ServerObserver.h).
   input.serverSetsShowLosses = scenario.topology == "single";
   input.primitive = scenario.primitive;
+  input.signalsOptional = scenario.signalsOptional;
   input.capacity = scenario.primitive == "cond" ? kBufferCapacity : kSemaphoreCapacity;
   input.lease = timing.lease;
   if (scenario.primitive == "sem") input.permitsInUseAfter = permitsLeftInUse(*deployment, keys, timing.lease);

@@ -115,6 +115,9 @@ struct Scenario {
   // kSemaphoreCapacity), checked by SharedChecks.h, or "cond" (the bounded buffer of
   // kBufferCapacity, over the lock and its Conditions), checked by ConditionChecks.h.
   std::string primitive = "lock";
+  // A "cond" scenario whose fault is aimed at an await itself (judged by check 7): a run where no
+  // await met a signal after it leaves check 10 out, saying so, instead of failing as vacuous.
+  bool signalsOptional = false;
 };
 
 // The semaphore scenarios' capacity. A client asks for one permit, or a third of the time (and

@@ -1010,7 +1010,7 @@ const std::vector<Scenario>& scenarios() {
       {"single", "cond-pause-server",
        "bounded buffer (conditions): the server SIGSTOPped for 2.5 leases as a producer holding the first key awaits "
        "notFull; the await runs when the server resumes, after the call gave up",
-       "", kHit, single(), awaitInServerPause, false, "", "cond"},
+       "", kHit, single(), awaitInServerPause, false, "", "cond", true},
       {"single", "sem-waiter-mixed",
        "semaphore: the head waiter SIGSTOPped, cut off or SIGKILLed as the holder of every permit releases, drawn from "
        "the seed", "", kHit, single(), [](Run& run) { waiterMixed(run, WaitQueue::semaphore); }, false, "", "sem"},
