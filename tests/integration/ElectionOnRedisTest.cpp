@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ChildProcess.h"
+#include "LeaderReports.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
 #include "TestHelpers.h"
@@ -46,28 +47,6 @@ long long candidatesQueued(RedisClient& client, const std::string& name) {
 double msBetween(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
-
-// What an observer reported, in order.
-class Reports {
- public:
-  void add(const dlock::LeaderInfo& info) {
-    std::lock_guard<std::mutex> guard(mutex_);
-    seen_.push_back(info);
-    changed_.notify_all();
-  }
-  // The reports once `done` holds for them (bounded: 30 s of real time).
-  template <class Done>
-  std::vector<dlock::LeaderInfo> waitUntil(Done done) {
-    std::unique_lock<std::mutex> guard(mutex_);
-    changed_.wait_for(guard, 30s, [&] { return done(seen_); });
-    return seen_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::vector<dlock::LeaderInfo> seen_;
-};
 
 bool reportedTerm(const std::vector<dlock::LeaderInfo>& seen, std::uint64_t term) {
   return std::any_of(seen.begin(), seen.end(), [&](const auto& info) { return info.hasLeader && info.term == term; });
@@ -125,7 +104,7 @@ TEST_SUITE("ElectionOnRedis") {
     RedisProcess server;
     RedisClient client(server.host(), server.port());
     auto watcher = electionOn(server, "fifo");
-    Reports reports;
+    dlock::test::LeaderReports reports;
     auto watch = watcher->observe([&](const dlock::LeaderInfo& now) { reports.add(now); });
     std::vector<std::shared_ptr<dlock::Election>> candidates;
     for (int i = 0; i < 3; ++i) candidates.push_back(electionOn(server, "fifo"));
@@ -168,7 +147,7 @@ TEST_SUITE("ElectionOnRedis") {
     RedisClient client(server.host(), server.port());
     constexpr auto kLease = 1500ms;
     auto watcher = electionOn(server, "procs");
-    Reports reports;
+    dlock::test::LeaderReports reports;
     auto watch = watcher->observe([&](const dlock::LeaderInfo& now) { reports.add(now); });
     std::vector<std::unique_ptr<Candidate>> candidates;
     candidates.push_back(std::make_unique<Candidate>(server, "procs", kLease, "p0"));
@@ -232,7 +211,7 @@ TEST_SUITE("ElectionOnRedis") {
     RedisClient client(server.host(), server.port());
     constexpr auto kLease = 1000ms;
     auto watcher = electionOn(server, "expiry");
-    Reports reports;
+    dlock::test::LeaderReports reports;
     auto watch = watcher->observe([&](const dlock::LeaderInfo& now) { reports.add(now); });
     Candidate dying(server, "expiry", kLease, "a");
     const std::uint64_t term = dying.leadingTerm();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ClusterServers.h"
+#include "LeaderReports.h"
 #include "RedisClient.h"
 #include "SentinelServers.h"
 #include "TestHelpers.h"
@@ -34,33 +35,12 @@ std::shared_ptr<dlock::Election> electionOn(const std::string& uri, const std::s
   return dlock::ElectionBuilder().backend(dlock::connect(uri)).name(name).build();
 }
 
-// What an observer reported, in order.
-class Reports {
- public:
-  void add(const dlock::LeaderInfo& info) {
-    std::lock_guard<std::mutex> guard(mutex_);
-    seen_.push_back(info);
-    changed_.notify_all();
-  }
-  template <class Done>
-  std::vector<dlock::LeaderInfo> waitUntil(Done done) {
-    std::unique_lock<std::mutex> guard(mutex_);
-    changed_.wait_for(guard, 30s, [&] { return done(seen_); });
-    return seen_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::vector<dlock::LeaderInfo> seen_;
-};
-
 // `count` candidates queue one after the other (`queued()`: how many the server has) behind a
 // leader; each resign hands the term to the next, terms rise, and an observer sees every term in
 // order, then "none" after the last resign.
 void checkHandOffs(const std::string& uri, const std::string& name, int count, const std::function<long long()>& queued) {
   auto watcher = electionOn(uri, name);
-  Reports reports;
+  dlock::test::LeaderReports reports;
   auto watch = watcher->observe([&](const dlock::LeaderInfo& now) { reports.add(now); });
   std::vector<std::shared_ptr<dlock::Election>> candidates;
   for (int i = 0; i <= count; ++i) candidates.push_back(electionOn(uri, name));
