@@ -45,7 +45,9 @@ namespace dlock::detail {
 
 // The clock a lock's waits run on: nullptr for the steady clock (the plain waits), else `clock`.
 inline Clock* waitClockOf(const std::shared_ptr<Clock>& clock) noexcept {
-  return clock == nullptr || typeid(*clock) == typeid(SteadyClock) ? nullptr : clock.get();
+  if (clock == nullptr) return nullptr;
+  const Clock& held = *clock;  // named first: typeid of a dereference warns under clang
+  return typeid(held) == typeid(SteadyClock) ? nullptr : clock.get();
 }
 
 class WaitPolicy {

@@ -111,10 +111,13 @@ TEST_SUITE("ElectionOnRedis") {
     dlock::Leadership first = candidates[0]->campaign("c0");
     std::vector<dlock::Leadership> terms(3);
     std::vector<Clock::time_point> ledAt(3);
+    std::mutex termsMutex;  // the candidates' threads fill terms and ledAt
     std::vector<std::thread> waiting;
     for (int i = 1; i < 3; ++i) {
       waiting.emplace_back([&, i] {
-        terms[static_cast<std::size_t>(i)] = candidates[static_cast<std::size_t>(i)]->campaign("c" + std::to_string(i));
+        auto term = candidates[static_cast<std::size_t>(i)]->campaign("c" + std::to_string(i));
+        const std::lock_guard<std::mutex> guard(termsMutex);
+        terms[static_cast<std::size_t>(i)] = std::move(term);
         ledAt[static_cast<std::size_t>(i)] = Clock::now();
       });
       REQUIRE(eventually([&] { return candidatesQueued(client, "fifo") == i; }));
@@ -122,7 +125,10 @@ TEST_SUITE("ElectionOnRedis") {
     const std::uint64_t firstTerm = first.fencingToken();
     const Clock::time_point resigned1 = Clock::now();
     first.resign();
-    REQUIRE(eventually([&] { return terms[1].isLeader(); }));
+    REQUIRE(eventually([&] {
+      const std::lock_guard<std::mutex> guard(termsMutex);
+      return terms[1].isLeader();
+    }));
     const std::uint64_t secondTerm = terms[1].fencingToken();
     CHECK(secondTerm > firstTerm);
     CHECK(watcher->leader()->value == "c1");

@@ -46,17 +46,23 @@ void checkHandOffs(const std::string& uri, const std::string& name, int count, c
   for (int i = 0; i <= count; ++i) candidates.push_back(electionOn(uri, name));
   std::vector<dlock::Leadership> terms(static_cast<std::size_t>(count) + 1);
   terms[0] = candidates[0]->campaign("c0");
+  std::mutex termsMutex;  // the candidates' threads fill terms
   std::vector<std::thread> waiting;
   for (int i = 1; i <= count; ++i) {
     waiting.emplace_back([&, i] {
-      terms[static_cast<std::size_t>(i)] = candidates[static_cast<std::size_t>(i)]->campaign("c" + std::to_string(i));
+      auto term = candidates[static_cast<std::size_t>(i)]->campaign("c" + std::to_string(i));
+      const std::lock_guard<std::mutex> guard(termsMutex);
+      terms[static_cast<std::size_t>(i)] = std::move(term);
     });
     REQUIRE(eventually([&] { return queued() == i; }));
   }
   std::vector<std::uint64_t> numbers{terms[0].fencingToken()};
   for (int i = 1; i <= count; ++i) {
     terms[static_cast<std::size_t>(i) - 1].resign();
-    REQUIRE(eventually([&] { return terms[static_cast<std::size_t>(i)].isLeader(); }));
+    REQUIRE(eventually([&] {
+      const std::lock_guard<std::mutex> guard(termsMutex);
+      return terms[static_cast<std::size_t>(i)].isLeader();
+    }));
     numbers.push_back(terms[static_cast<std::size_t>(i)].fencingToken());
     CHECK(numbers.back() > numbers[numbers.size() - 2]);
   }

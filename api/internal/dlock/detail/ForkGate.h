@@ -15,6 +15,17 @@
 
 #include <pthread.h>
 
+#if defined(__SANITIZE_THREAD__)
+#define DLOCK_FORK_GATE_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DLOCK_FORK_GATE_TSAN 1
+#endif
+#endif
+#if defined(DLOCK_FORK_GATE_TSAN)
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace dlock::detail {
 
 template <class Tag>
@@ -46,7 +57,16 @@ class ForkGate {
           Tag::beforeFork();
           (void)::pthread_rwlock_wrlock(&instance().lock_);
         },
-        [] { (void)::pthread_rwlock_unlock(&instance().lock_); }, [] { instance().initialize(); });
+        [] { (void)::pthread_rwlock_unlock(&instance().lock_); }, [] { instance().remakeInChild(); });
+  }
+  void remakeInChild() {
+#if defined(DLOCK_FORK_GATE_TSAN)
+    // ThreadSanitizer cannot see a re-initialisation as a release: without this it takes the
+    // gate as held for the child's whole life and reports every later lock as an inversion.
+    __tsan_mutex_pre_unlock(&lock_, 0);
+    __tsan_mutex_post_unlock(&lock_, 0);
+#endif
+    initialize();
   }
   void initialize() {
     pthread_rwlockattr_t attributes;
