@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "ExceptionPtrTsan.h"
+#include "TestHelpers.h"
 #include "dlock/LockError.h"
 #include "dlock/asio.h"
 #include "dlock/core/LockBuilder.h"
@@ -19,6 +20,7 @@
 using namespace std::chrono_literals;
 using dlock::AcquireOptions;
 using dlock::Lease;
+using dlock::test::eventually;
 
 namespace {
 
@@ -30,6 +32,17 @@ AcquireOptions once() {
   AcquireOptions options;
   options.waitTime = 0ms;
   return options;
+}
+
+bool isAborted(const std::exception_ptr& error) {
+  if (!error) return false;
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::system_error& aborted) {
+    return aborted.code() == asio::error::operation_aborted;
+  } catch (...) {
+    return false;
+  }
 }
 
 bool isInterrupted(const std::exception_ptr& error) {
@@ -107,7 +120,7 @@ TEST_SUITE("AsioAcquire") {
     CHECK(got.isHeld());
   }
 
-  TEST_CASE("a cancellation emitted on the strand (by a steady_timer, as cancel_after would) ends a pending acquire with InterruptedError") {
+  TEST_CASE("a cancellation emitted on the strand (by a steady_timer, as cancel_after would) ends a pending acquire with operation_aborted") {
     asio::io_context io;
     auto strand = asio::make_strand(io);
     auto backend = std::make_shared<dlock::MemoryOperator>();
@@ -127,10 +140,62 @@ TEST_SUITE("AsioAcquire") {
     asio::steady_timer timer(strand, 10ms);
     timer.async_wait([&](std::error_code) { signal.emit(asio::cancellation_type::total); });
     io.run();
-    CHECK(isInterrupted(failed));
+    CHECK(isAborted(failed));
+    CHECK_FALSE(isInterrupted(failed));
     CHECK_FALSE(got);
     held.release();
     CHECK(lock->acquire("job", once()));  // the cancelled acquire left nothing
+  }
+
+  TEST_CASE("options.cancel before the slot's names the error: InterruptedError, and a later slot cancel changes nothing") {
+    asio::io_context io;
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    auto holder = memoryLock(backend);
+    auto lock = memoryLock(backend);
+    Lease held = holder->acquire("job");
+    asio::cancellation_signal signal;
+    dlock::CancelSource cancel;
+    AcquireOptions options;
+    options.cancel = cancel.token();
+    std::exception_ptr failed;
+    dlock::asio::async_acquire(*lock, "job", options,
+                               asio::bind_cancellation_slot(signal.slot(), asio::bind_executor(io, [&](std::exception_ptr error, Lease) {
+                                                              failed = std::move(error);
+                                                            })));
+    cancel.requestCancel();
+    signal.emit(asio::cancellation_type::total);
+    io.run();
+    CHECK(isInterrupted(failed));
+    CHECK_FALSE(isAborted(failed));
+  }
+
+  TEST_CASE("a slot's cancel as the key is granted: the Lease delivered, or operation_aborted with the key given back") {
+    asio::io_context io;
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    auto lock = memoryLock(backend);
+    asio::cancellation_signal signal;
+    std::exception_ptr failed;
+    Lease got;
+    int completions = 0;
+    dlock::asio::async_acquire(*lock, "job", {},
+                               asio::bind_cancellation_slot(signal.slot(), asio::bind_executor(io, [&](std::exception_ptr error, Lease lease) {
+                                                              ++completions;
+                                                              failed = std::move(error);
+                                                              got = std::move(lease);
+                                                            })));
+    // The free key is taken on dlock's threads; the cancel comes before the handler could run
+    // (nothing runs the loop yet): the operation is done, or its grant is released first.
+    REQUIRE(eventually([&] { return !backend->holderOf("job").empty(); }));
+    signal.emit(asio::cancellation_type::total);
+    io.run();
+    CHECK(completions == 1);
+    if (failed) {
+      CHECK(isAborted(failed));
+      CHECK_FALSE(got);
+      CHECK(lock->acquire("job", once()));  // given back before the completion
+    } else {
+      CHECK(got.isHeld());
+    }
   }
 
   TEST_CASE("use_awaitable under a race with a timer: the losing acquire is cancelled and leaves no hold") {

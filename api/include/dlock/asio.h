@@ -9,11 +9,14 @@
 //
 // The completion signature is void(std::exception_ptr, dlock::Lease), so any completion token
 // works (callbacks, use_awaitable, deferred, use_future): the error is what acquireAsync
-// completes with (InterruptedError, ConnectionError, ...), the Lease empty when options.waitTime
-// ran out. The handler runs on its associated executor (the system executor when it has none),
+// completes with (InterruptedError, ConnectionError, ...) or, after a slot's cancel,
+// operation_aborted; the Lease empty when options.waitTime ran out. The handler runs on its associated executor (the system executor when it has none),
 // whose work is tracked until then. Asio's per-operation cancellation (a bound cancellation slot:
-// terminal, partial or total; dlock gives the strongest, total: nothing is left behind) cancels it
-// as options.cancel does: InterruptedError, a key granted as the cancel came released first.
+// terminal, partial or total; dlock gives the strongest, total: nothing is left behind) ends it as
+// Asio's own operations end: a std::system_error with asio::error::operation_aborted, a key
+// granted as the cancel came released first. options.cancel ends it with InterruptedError, as it
+// ends acquireAsync; whichever cancel came first names the error. A Lease that was granted before
+// either cancel is delivered (a cancel is a request, as in Asio).
 // Owner: the operation owns its handler until it runs. Thread safety: as acquireAsync; emit a
 // slot's cancellation on the handler's executor, as Asio's own operations require.
 #pragma once
@@ -21,18 +24,22 @@
 #include <asio/associated_cancellation_slot.hpp>
 #include <asio/associated_executor.hpp>
 #include <asio/async_result.hpp>
+#include <asio/error.hpp>
 #include <asio/execution/outstanding_work.hpp>
 #include <asio/post.hpp>
 #include <asio/prefer.hpp>
+#include <atomic>
 #include <exception>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include "dlock/Cancel.h"
 #include "dlock/Validation.h"
 #include "dlock/ILock.h"
+#include "dlock/LockError.h"
 #include "dlock/async.h"
 
 namespace dlock::asio {
@@ -52,11 +59,18 @@ class AcquireOperation {
   // The token acquireAsync takes: cancelled by the slot and by `callerCancel`.
   CancelToken connect(const CancelToken& callerCancel) {
     if (callerCancel.cancellable()) {
-      chained_ = std::make_unique<CancelCallback>(callerCancel, [source = cancel_]() mutable { source.requestCancel(); });
+      chained_ = std::make_unique<CancelCallback>(callerCancel, [source = cancel_, by = cancelledBy_]() mutable {
+        Origin none = Origin::None;
+        (void)by->compare_exchange_strong(none, Origin::Caller);
+        source.requestCancel();
+      });
     }
     if (slot_.is_connected()) {
-      slot_.assign([source = cancel_](::asio::cancellation_type type) mutable {
-        if (type != ::asio::cancellation_type::none) source.requestCancel();
+      slot_.assign([source = cancel_, by = cancelledBy_](::asio::cancellation_type type) mutable {
+        if (type == ::asio::cancellation_type::none) return;
+        Origin none = Origin::None;
+        (void)by->compare_exchange_strong(none, Origin::Slot);
+        source.requestCancel();
       });
     }
     return cancel_.token();
@@ -68,12 +82,27 @@ class AcquireOperation {
     ::asio::post(work, [self = std::move(self), lease = std::move(lease), error = std::move(error)]() mutable {
       if (self->slot_.is_connected()) self->slot_.clear();
       Handler handler = std::move(self->handler_);
+      if (error && *self->cancelledBy_ == Origin::Slot && isInterrupted(error)) {
+        error = std::make_exception_ptr(std::system_error(::asio::error::operation_aborted, "dlock: async_acquire"));
+      }
       self.reset();  // the operation ends before its handler runs, as Asio's own do
       std::move(handler)(std::move(error), std::move(lease));
     });
   }
 
  private:
+  enum class Origin : unsigned char { None, Slot, Caller };  // which cancel came first
+
+  static bool isInterrupted(const std::exception_ptr& error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const InterruptedError&) {
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
   using Work = std::decay_t<decltype(::asio::prefer(std::declval<::asio::associated_executor_t<Handler>>(),
                                                     ::asio::execution::outstanding_work.tracked))>;
 
@@ -82,6 +111,7 @@ class AcquireOperation {
   ::asio::associated_cancellation_slot_t<Handler> slot_;
   CancelSource cancel_;
   std::unique_ptr<CancelCallback> chained_;  // the caller's options.cancel, passed on
+  std::shared_ptr<std::atomic<Origin>> cancelledBy_ = std::make_shared<std::atomic<Origin>>(Origin::None);
 };
 
 struct AcquireInitiation {
