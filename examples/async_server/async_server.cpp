@@ -6,8 +6,10 @@
 // Each request names an account; the server takes "account:<id>", reads the account's balance,
 // awaits a (simulated) storage write, writes balance + 1, releases, and answers "ok <fencing token>".
 // The program is its own load: `--requests` clients connect at once over loopback, spread over
-// `--accounts` accounts. Without the lock the read-await-write would lose updates.
-// Usage: dlock_example_async_server --uri redis://127.0.0.1:6379 [--requests 1000] [--accounts 10]
+// `--accounts` accounts. Without the lock the read-await-write would lose updates. With
+// `--together`, requests are served only once all have arrived, so every one of them waits for its
+// account at the same time (all in flight at once, whatever the machine's speed).
+// Usage: dlock_example_async_server --uri redis://127.0.0.1:6379 [--requests 1000] [--accounts 10] [--together]
 // Prints: RESULT requests=N answered=N balance_total=N peak_in_flight=K threads=T
 #include <dirent.h>
 
@@ -28,6 +30,9 @@ namespace {
 
 struct Service {
   dlock::ILock& lock;
+  asio::steady_timer& allArrived;        // --together: expires never, cancelled once all arrived
+  bool together = false;
+  bool arrived = false;                  // --together: every request has been accepted
   std::map<std::string, long> balances;  // the one thread's: no mutex
   int inFlight = 0;
   int peakInFlight = 0;
@@ -40,6 +45,10 @@ asio::awaitable<void> serve(tcp::socket socket, Service& service) {
   std::string line;
   co_await asio::async_read_until(socket, asio::dynamic_buffer(line), '\n', asio::use_awaitable);
   const std::string account = line.substr(0, line.find('\n'));
+  if (service.together && !service.arrived) {
+    std::error_code cancelled;  // the timer's end: every request has arrived
+    co_await service.allArrived.async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
+  }
   dlock::AcquireOptions options;
   options.waitTime = 30s;
   dlock::Lease lease =
@@ -62,6 +71,8 @@ asio::awaitable<void> accept(tcp::acceptor& acceptor, Service& service, int requ
     tcp::socket socket = co_await acceptor.async_accept(asio::use_awaitable);
     asio::co_spawn(acceptor.get_executor(), serve(std::move(socket), service), asio::detached);
   }
+  service.arrived = true;  // a request read later does not wait
+  service.allArrived.cancel();
 }
 
 asio::awaitable<void> request(tcp::endpoint server, std::string account, Service& service) {
@@ -89,20 +100,38 @@ int main(int argc, char** argv) {
   std::string uri;
   int requests = 1000;
   int accounts = 10;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool together = false;
+  bool bad = false;
+  for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--uri") uri = argv[i + 1];
-    if (flag == "--requests") requests = std::atoi(argv[i + 1]);
-    if (flag == "--accounts") accounts = std::atoi(argv[i + 1]);
+    if (flag == "--together") {
+      together = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      bad = true;
+      break;
+    }
+    const char* value = argv[++i];
+    if (flag == "--uri") {
+      uri = value;
+    } else if (flag == "--requests") {
+      requests = std::atoi(value);
+    } else if (flag == "--accounts") {
+      accounts = std::atoi(value);
+    } else {
+      bad = true;
+    }
   }
-  if (uri.empty() || requests <= 0 || accounts <= 0) {
-    std::fprintf(stderr, "usage: %s --uri URI [--requests N] [--accounts N]\n", argv[0]);
+  if (bad || uri.empty() || requests <= 0 || accounts <= 0) {
+    std::fprintf(stderr, "usage: %s --uri URI [--requests N] [--accounts N] [--together]\n", argv[0]);
     return 2;
   }
   try {
     auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).build();
-    Service service{*lock, {}, 0, 0, 0};
     asio::io_context io(1);
+    asio::steady_timer allArrived(io, asio::steady_timer::time_point::max());
+    Service service{*lock, allArrived, together, false, {}, 0, 0, 0};
     tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0), true);
     acceptor.listen(asio::socket_base::max_listen_connections);
     asio::co_spawn(io, accept(acceptor, service, requests), asio::detached);
