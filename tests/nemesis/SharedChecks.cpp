@@ -210,16 +210,15 @@ void judgeEnter(Replay& replay, const std::string& key, const Open& enter, const
   }
   if (!overlap) return;
   ++result.overlaps;
-  if (result.first.empty()) {
-    const Open& inside = conflicting.front();
-    result.first = "key '" + key + "': " + describe(*enter.section, entering) + " entered while " +
-                   (semaphore ? std::to_string(validUnits - entering.permits) + " permits of capacity " +
-                                    std::to_string(capacity) + " were held, "
-                              : std::string()) +
-                   describe(*inside.section, *inside.entry) + " was inside with " +
-                   ms(*inside.section->hold->validUntil(at) - at) +
-                   " ms of evidence left";
-  }
+  if (!result.first.empty()) return;
+  result.first = "key '" + key + "': " + describe(*enter.section, entering) + " entered while " +
+                 (semaphore ? std::to_string(validUnits - entering.permits) + " permits of capacity " +
+                                  std::to_string(capacity) + " were held"
+                            : std::string());
+  if (conflicting.empty()) return;  // sem: its own permits above the capacity in force
+  const Open& inside = conflicting.front();
+  result.first += (semaphore ? ", " : "") + describe(*inside.section, *inside.entry) + " was inside with " +
+                  ms(*inside.section->hold->validUntil(at) - at) + " ms of evidence left";
 }
 
 }  // namespace

@@ -174,6 +174,13 @@ TEST_SUITE("SharedChecks") {
     CHECK(checkOf(twoHolds(2, "2"), 8).passed);
     CHECK_FALSE(checkOf(twoHolds(2, "1"), 8).passed);  // shrunk to 1 before either acquire was sent
     CHECK(checkOf(twoHolds(12, "1"), 8).passed);       // shrunk after c1's acquire: c1 was granted under 2
+    // Alone: two permits entered under a capacity of 1 fail as well.
+    CheckerInput alone = run("sem");
+    add(alone, "c3", Kind::Invoke, "resize", "k", 2, "1");
+    add(alone, "c3", Kind::Ok, "resize", "k", 3, "0");
+    hold(alone, {"c1", "a", "permits 2", 1, 10, 100, 11, 50});
+    acts(alone, {"enter a 2", "exit a 2"});
+    CHECK_FALSE(checkOf(dlock::nemesis::check(alone), 8).passed);
     // Grown to 3 before c3's acquire: three inside pass; shrunk back to 2 first, they fail.
     CheckerInput input = run("sem");
     add(input, "c4", Kind::Invoke, "resize", "k", 2, "3");
