@@ -766,7 +766,8 @@ void checkSharedHolds(const CheckerInput& input, const std::vector<Hold>& holds,
   }
   const std::string replayed =
       std::to_string(sections.entersReplayed) + " sections replayed from the store's act log, at most " +
-      std::to_string(sections.peakPermits) + (input.primitive == "sem" ? " permits of " + std::to_string(input.capacity)
+      std::to_string(sections.peakPermits) + (input.primitive == "sem" ? " permits (capacity " + std::to_string(input.capacity) +
+                                                                             " at the start)"
                                                                        : std::string(" readers")) +
       " valid inside at once; " + std::to_string(sections.overlaps) + " overlaps, " +
       std::to_string(sections.enteredPastEvidence) + " acts past the evidence, " + std::to_string(sections.readsPastFence) +

@@ -18,9 +18,10 @@
 // ended for it (the checker's "both leases valid" needs it).
 //
 // --control FILE lets the runner ask for a long hold: when FILE exists, holding "LEASE MAX [WAIT
-// [PERMITS]]" (ms; LEASE 0: the watchdog's; WAIT: the acquire's timeout, else --acquire-timeout-ms;
+// [PERMITS [RESIZE]]]" (ms; LEASE 0: the watchdog's; WAIT: the acquire's timeout, else --acquire-timeout-ms;
 // PERMITS: a semaphore client's, 0 for every permit; a condition client's role, 1 producer,
-// 2 consumer, 0 its own), the
+// 2 consumer, 0 its own; a read-write client's mode; RESIZE: the capacity a semaphore client
+// resizes to after its release, 0 none), the
 // next acquisition is of the first key, with that fixed lease;
 // once acquired the client renames FILE to FILE.holding, records `hold-start`, and holds until
 // the runner removes FILE.holding or MAX ms passed.
@@ -275,6 +276,7 @@ struct HoldRequest {
   milliseconds max{0};
   milliseconds acquireTimeout{0};  // 0: --acquire-timeout-ms
   std::uint32_t permits = 0;        // a semaphore's: 0 for every permit
+  std::uint32_t resize = 0;         // a semaphore's capacity to resize to after the release (0: none)
 };
 
 std::optional<HoldRequest> pendingRequest(const std::string& control) {
@@ -285,10 +287,12 @@ std::optional<HoldRequest> pendingRequest(const std::string& control) {
   long long max = 0;
   long long timeout = 0;
   unsigned permits = 0;
-  const int read = std::fscanf(file, "%lld %lld %lld %u", &lease, &max, &timeout, &permits);
+  unsigned resize = 0;
+  const int read = std::fscanf(file, "%lld %lld %lld %u %u", &lease, &max, &timeout, &permits, &resize);
   std::fclose(file);
   if (read < 2) return std::nullopt;  // being written: read it next time
-  return HoldRequest{milliseconds(lease), milliseconds(max), milliseconds(read >= 3 ? timeout : 0), read == 4 ? permits : 0};
+  return HoldRequest{milliseconds(lease), milliseconds(max), milliseconds(read >= 3 ? timeout : 0),
+                     read >= 4 ? permits : 0, read == 5 ? resize : 0};
 }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
@@ -764,8 +768,9 @@ class SharedWorkload {
     stepStartNs = dlock::nemesis::monotonicNs();
     permits = dlock::PermitLease();
     stepStartNs = 0;
-    if (!request && random_() % 16 == 0) {  // to 2, 3 or 4: the checks count against the one in force
-      const std::uint32_t to = 2 + static_cast<std::uint32_t>(random_() % 3);
+    const bool asked = request && request->resize > 0;
+    if (asked || (!request && random_() % 16 == 0)) {  // to 2, 3 or 4: the checks count against the one in force
+      const std::uint32_t to = asked ? request->resize : 2 + static_cast<std::uint32_t>(random_() % 3);
       (void)recorder_.step(
           "resize", key, 0, [&] { return Outcome{Kind::Ok, std::to_string(semaphore.resize(to)), 0}; }, 0,
           std::to_string(to));

@@ -256,6 +256,39 @@ void upgradeBesidePartitionedReader(Run& run) {
   fleet.endHold(reader->slot);
 }
 
+// Whether the client in `slot` completed `op` after `sinceNs`, waiting up to `budget`.
+bool awaitCompleted(Run& run, std::size_t slot, const std::string& op, std::int64_t sinceNs, milliseconds budget) {
+  Fleet& fleet = run.fleet();
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const Op& record : fleet.history()) {
+      if (record.process == fleet.id(slot) && record.op == op && record.kind == Kind::Ok && record.timeNs > sinceNs) {
+        return true;
+      }
+    }
+    run.sleep(milliseconds(10));
+  }
+  return false;
+}
+
+// Semaphore: a client asked for one permit of the first key resizes it to 2 once it released
+// (from the 3 it began with; the others' objects go stale, and each builds its Semaphore again at
+// the ConfigError of its next acquire); then a holder of every permit, as many as its object
+// counts, is cut off from the server for 2.5 leases. Every hold after the shrink is judged
+// against a capacity of 2 (SharedChecks.h, check 8).
+void shrinkThenPartition(Run& run) {
+  Fleet& fleet = run.fleet();
+  const std::size_t resizer = run.pick(fleet.size());
+  const std::int64_t since = monotonicNs();
+  fleet.requestHold(resizer, milliseconds(0), milliseconds(50), milliseconds(0), 1, 2);
+  const milliseconds budget = run.timing().acquireTimeout * 4 + run.timing().holdMax * 2;
+  if (!fleet.waitHolding(resizer, budget) || !awaitCompleted(run, resizer, "resize", since, budget)) {
+    fleet.endHold(resizer);
+    return run.missed("the semaphore was not resized");
+  }
+  partitionClient(run);
+}
+
 void latency(Run& run) {
   const milliseconds delay = run.between(run.timing().lease / 2, run.timing().lease * 3 / 4);
   withHolder(run, run.timing().faultLength, [&](const Target& target) {
@@ -1040,6 +1073,9 @@ const std::vector<Scenario>& scenarios() {
        "", kTaken, single(), [](Run& run) { staleReleaseNearExpiry(run, WaitQueue::readWrite); }, false, "", "rw"},
       {"single", "sem-partition", "semaphore: a holder of every permit cut off from the server for 2.5 leases", "",
        kTaken, single(), partitionClient, false, "", "sem"},
+      {"single", "sem-shrink-partition",
+       "semaphore: shrunk from 3 permits to 2 by a client, then a holder of every permit cut off from the server for "
+       "2.5 leases", "", kTaken, single(), shrinkThenPartition, false, "", "sem"},
       {"single", "cond-waiter-mixed",
        "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the "
        "seed, while a producer outlives its fixed lease and another puts and signals; the stale producer signals last",
