@@ -230,6 +230,24 @@ void partitionReaderOrWriter(Run& run) {
   partitionHolder(run, read ? kRequestRead : 0, read ? " (reader)" : " (writer)");
 }
 
+// A watchdog-renewed holder (after a renewal) cut off from the server as it calls unlock: the
+// release is sent into the partition and its reply never comes. The library must not report it
+// released (a release that returned ok while the server kept the key fails check 11).
+void partitionAtRelease(Run& run) {
+  withHolder(
+      run, run.timing().faultLength,
+      [&](const Target& target) {
+        const auto links = run.deployment<Deployment>().clientLinks(target.slot);
+        run.fault("partition " + target.process + " as it releases", run.timing().faultLength,
+                  [&] {
+                    each(links, [](auto& link) { link.blackhole(); });
+                    run.fleet().endHold(target.slot);
+                  },
+                  [&] { each(links, [](auto& link) { link.pass(); }); }, &target);
+      },
+      0, true);
+}
+
 // A reader R inside its hold, a second reader U of the key beside it, and R cut off from the
 // server as U's section ends and it asks tryUpgrade: the lock must refuse U while R's read lives
 // on the server (an upgraded U is judged as a writer beside R, SharedChecks.h, check 8).
@@ -1013,6 +1031,9 @@ const std::vector<Scenario>& scenarios() {
       {"single", "partition-renewed",
        "a holder cut off from the server for 2.5 leases after one or three renewals, or during its second", "", kTaken,
        single(), partitionRenewedClient},
+      {"single", "partition-release",
+       "a holder cut off from the server as it calls unlock, after one or three renewals, for 2.5 leases", "", kHit,
+       single(), partitionAtRelease},
       {"single", "latency", "0.5-0.75 lease of latency on every client link under a holder", "", kHit, single(), latency},
       {"single", "resets", "connection resets every 50-300 ms under a holder", "", kHit, single(), resets},
       {"single", "pause-client", "a holder SIGSTOPped for 2.5 leases", kPauseExplained, kTaken, single(), pauseClient},
