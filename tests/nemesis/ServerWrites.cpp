@@ -22,6 +22,7 @@ struct KeyModel {
   std::optional<std::int64_t> orphanSinceUs;
   std::int64_t orphanLeaseUs = 0;  // the PX it was granted with
   std::int64_t untilNs = 0;        // its expiry, mapped to this host's clock (the releases' check)
+  bool placed = true;              // its set and last extend timed by the server's stamp
 };
 
 // A stretch of the record in which a key was set for one owner, on this host's clock.
@@ -126,8 +127,12 @@ ServerWritesResult checkServerWrites(const std::vector<Op>& history) {
   };
   std::map<std::string, Node> nodes;
   std::vector<Owned> owned;  // every known stretch a key was set for an owner, closed
-  const auto close = [&](const std::string& key, const KeyModel& model, std::int64_t atNs) {
-    if (!model.owner.empty()) owned.push_back({key, model.owner, model.setNs, std::min(atNs, model.untilNs)});
+  // A stretch is judged only where its times are the server's stamps (not the moments the
+  // observer read them, as while a clock moved) and no move of the clock falls inside it.
+  const auto close = [&](const std::string& key, const KeyModel& model, std::int64_t atNs, bool placed) {
+    const std::int64_t end = std::min(atNs, model.untilNs);
+    if (model.owner.empty() || !placed || !model.placed || clockMoves.between(model.setNs, end)) return;
+    owned.push_back({key, model.owner, model.setNs, end});
   };
   // Each server's records in the order of its stream (the file's order, one writer per server);
   // the expiry in the server's own clock, so a skew with this host's does not matter.
@@ -156,6 +161,7 @@ ServerWritesResult checkServerWrites(const std::vector<Op>& history) {
       if (byOwner) {
         known->second.expiresUs = baseUs + std::stoll(op.value) * 1000;
         known->second.untilNs = op.timeNs + std::stoll(op.value) * 1'000'000;
+        known->second.placed = known->second.placed && stamp.serverTimed;
       } else if (live) {
         ++result.judged;
         ++result.violations;
@@ -184,11 +190,11 @@ ServerWritesResult checkServerWrites(const std::vector<Op>& history) {
     if (known != keys.end() && (op.op == "server-del" || op.value != known->second.owner)) {
       endOrphan(op.key, known->second, stamp.serverUs);
     }
-    if (known != keys.end()) close(op.key, known->second, op.timeNs);
+    if (known != keys.end()) close(op.key, known->second, op.timeNs, stamp.serverTimed);
     if (op.op == "server-set") {
       const auto px = static_cast<std::int64_t>(op.token);
       KeyModel model{op.value, px > 0 ? baseUs + px * 1000 : INT64_MAX, op.timeNs, std::nullopt, 0,
-                     px > 0 ? op.timeNs + px * 1'000'000 : INT64_MAX};
+                     px > 0 ? op.timeNs + px * 1'000'000 : INT64_MAX, stamp.serverTimed};
       const bool sameOrphan = known != keys.end() && known->second.owner == op.value && known->second.orphanSinceUs;
       if (sameOrphan) {
         model.orphanSinceUs = known->second.orphanSinceUs;
@@ -199,14 +205,14 @@ ServerWritesResult checkServerWrites(const std::vector<Op>& history) {
       }
       keys[op.key] = model;
     } else {
-      keys[op.key] = KeyModel{"", 0, op.timeNs, std::nullopt, 0, 0};
+      keys[op.key] = KeyModel{"", 0, op.timeNs, std::nullopt, 0, 0, stamp.serverTimed};
     }
   }
   // Orphans still set at the end of the record live until their expiry.
   for (const auto& [name, node] : nodes) {
     for (const auto& [key, model] : node.keys) {
       endOrphan(key, model, INT64_MAX);
-      close(key, model, INT64_MAX);
+      close(key, model, INT64_MAX, true);
     }
   }
   if (nodes.size() == 1) judgeReleases(history, owned, result);

@@ -24,7 +24,9 @@
 // Releases (a record of one server): a release its client saw return ok must have ended its
 // owner's hold of the key on the server by then: a key still set for that owner, unexpired, more
 // than kReleaseSlack after the release returned (the record's times are the server's stamps
-// mapped to this host's clock) is a release that reported what the server never did.
+// mapped to this host's clock) is a release that reported what the server never did. Judged only
+// where the key's set, last extend and end are timed by the server's stamp (not by the moment the
+// observer read them, as while a clock moved) and no move of the clock falls inside its stretch.
 // Plain functions over values; thread-compatible.
 #pragma once
 
