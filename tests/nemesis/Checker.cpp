@@ -723,12 +723,17 @@ void checkServerWrites(const CheckerInput& input, Report& report) {
   } else if (writes.orphanViolations > 0) {
     fail(check, std::to_string(writes.orphanViolations) + " orphan grants kept past the lease they were granted with, of " + counts +
                     "; first: " + writes.firstOrphan);
+  } else if (writes.releasesKept > 0) {
+    fail(check, std::to_string(writes.releasesKept) + " of " + std::to_string(writes.releasesJudged) +
+                    " releases returned ok while the server still held the key for their owner, of " + counts +
+                    "; first: " + writes.firstKept);
   } else if (!input.serverRecord) {
     leaveOut(check, "no server record on this topology");
   } else if (writes.judged == 0) {
     fail(check, "vacuous: " + counts);
   } else {
-    check.reason = counts + ", each by its holder or after its expiry";
+    check.reason = counts + ", each by its holder or after its expiry; " + std::to_string(writes.releasesJudged) +
+                   " releases that returned ok, each with the key no longer its owner's";
   }
 }
 
@@ -766,7 +771,8 @@ void checkSharedHolds(const CheckerInput& input, const std::vector<Hold>& holds,
   }
   const std::string replayed =
       std::to_string(sections.entersReplayed) + " sections replayed from the store's act log, at most " +
-      std::to_string(sections.peakPermits) + (input.primitive == "sem" ? " permits of " + std::to_string(input.capacity)
+      std::to_string(sections.peakPermits) + (input.primitive == "sem" ? " permits (capacity " + std::to_string(input.capacity) +
+                                                                             " at the start)"
                                                                        : std::string(" readers")) +
       " valid inside at once; " + std::to_string(sections.overlaps) + " overlaps, " +
       std::to_string(sections.enteredPastEvidence) + " acts past the evidence, " + std::to_string(sections.readsPastFence) +

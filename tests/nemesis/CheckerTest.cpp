@@ -674,6 +674,29 @@ TEST_SUITE("Checker") {
     CHECK(report.lossesSeenByServer == 0);
   }
 
+  TEST_CASE("a release that returned ok while the server still held the key for its owner fails check 11") {
+    auto input = cleanRun();
+    input.serverRecord = true;
+    // c1's hold of token 5 ("o5"): acquired at 301, released ok at 306; the server set it until 400.
+    serverWrite(input, "server-set", 300, "o5", 100, "EVALSHA acq 1 dlock:{k} o5 100");
+    auto released = input;
+    serverWrite(released, "server-del", 305, "", 0, "EVALSHA rel 1 dlock:{k} o5");
+    auto report = dlock::nemesis::check(released);
+    CHECK(report.failedChecks() == "");
+    CHECK(report.checks[10].reason.find("1 releases that returned ok") != std::string::npos);
+    report = dlock::nemesis::check(input);  // the release never ran on the server
+    CHECK(report.failedChecks() == "11");
+    CHECK(report.checks[10].reason.find("the server held the key for o5 94.000 ms longer") != std::string::npos);
+    auto late = input;  // deleted after the release returned, inside the slack for the record's times
+    serverWrite(late, "server-del", 340, "", 0, "EVALSHA rel 1 dlock:{k} o5");
+    CHECK(dlock::nemesis::check(late).failedChecks() == "");
+    auto read = input;  // timed by the moment the observer read it (a clock had moved): not judged
+    serverWrite(read, "server-del", 380, "", 0, "EVALSHA rel 1 dlock:{k} o5");
+    std::string& message = read.history.back().message;
+    message.replace(message.find(" h |"), 4, " r |");
+    CHECK(dlock::nemesis::check(read).failedChecks() == "");
+  }
+
   TEST_CASE("a lock key deleted or set for another owner while its holder's lease lived fails check 11, unless "
             "the command carries the holder's token") {
     auto input = cleanRun();

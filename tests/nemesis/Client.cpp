@@ -18,9 +18,10 @@
 // ended for it (the checker's "both leases valid" needs it).
 //
 // --control FILE lets the runner ask for a long hold: when FILE exists, holding "LEASE MAX [WAIT
-// [PERMITS]]" (ms; LEASE 0: the watchdog's; WAIT: the acquire's timeout, else --acquire-timeout-ms;
+// [PERMITS [RESIZE]]]" (ms; LEASE 0: the watchdog's; WAIT: the acquire's timeout, else --acquire-timeout-ms;
 // PERMITS: a semaphore client's, 0 for every permit; a condition client's role, 1 producer,
-// 2 consumer, 0 its own), the
+// 2 consumer, 0 its own; a read-write client's mode; RESIZE: the capacity a semaphore client
+// resizes to after its release, 0 none), the
 // next acquisition is of the first key, with that fixed lease;
 // once acquired the client renames FILE to FILE.holding, records `hold-start`, and holds until
 // the runner removes FILE.holding or MAX ms passed.
@@ -275,6 +276,7 @@ struct HoldRequest {
   milliseconds max{0};
   milliseconds acquireTimeout{0};  // 0: --acquire-timeout-ms
   std::uint32_t permits = 0;        // a semaphore's: 0 for every permit
+  std::uint32_t resize = 0;         // a semaphore's capacity to resize to after the release (0: none)
 };
 
 std::optional<HoldRequest> pendingRequest(const std::string& control) {
@@ -285,10 +287,12 @@ std::optional<HoldRequest> pendingRequest(const std::string& control) {
   long long max = 0;
   long long timeout = 0;
   unsigned permits = 0;
-  const int read = std::fscanf(file, "%lld %lld %lld %u", &lease, &max, &timeout, &permits);
+  unsigned resize = 0;
+  const int read = std::fscanf(file, "%lld %lld %lld %u %u", &lease, &max, &timeout, &permits, &resize);
   std::fclose(file);
   if (read < 2) return std::nullopt;  // being written: read it next time
-  return HoldRequest{milliseconds(lease), milliseconds(max), milliseconds(read >= 3 ? timeout : 0), read == 4 ? permits : 0};
+  return HoldRequest{milliseconds(lease), milliseconds(max), milliseconds(read >= 3 ? timeout : 0),
+                     read >= 4 ? permits : 0, read == 5 ? resize : 0};
 }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
@@ -489,9 +493,13 @@ class DrawnMoment {
   std::thread thread_;      // last: it uses the members above
 };
 
-// A --control request's PERMITS field for a read-write client: the requested hold's mode.
+// A --control request's PERMITS field for a read-write client: the requested hold's mode; a read
+// that asks tryUpgrade once its section ends (the runner ends it beside another reader), a write
+// that downgrades once its section ends (the runner ends it with a writer waiting).
 constexpr std::uint32_t kRequestWrite = 0;
 constexpr std::uint32_t kRequestRead = 1;
+constexpr std::uint32_t kRequestUpgrade = 2;
+constexpr std::uint32_t kRequestDowngrade = 3;
 
 // The public classes of a read-write or semaphore client: LockBuilder::buildReadWrite, or one
 // Semaphore per key (SemaphoreBuilder: name = the key, capacity --capacity), renewed by the
@@ -520,16 +528,25 @@ class SharedClasses {
   [[nodiscard]] dlock::ReadWriteLock& readWrite() const { return *readWrite_; }
   [[nodiscard]] dlock::Semaphore& semaphore(const std::string& key) {
     std::shared_ptr<dlock::Semaphore>& semaphore = semaphores_[key];
-    if (!semaphore) {
-      dlock::SemaphoreBuilder builder;
-      builder.backend(backend_).name(key).permits(args_.capacity).watchdogLease(args_.lease).waiterLease(args_.lease);
-      semaphore = builder.build();
-      semaphore->onPermitsLost(lostRecorder());
-    }
+    if (!semaphore) semaphore = buildSemaphore(key, args_.capacity);
     return *semaphore;
+  }
+  // After another client resized the semaphore (an acquire's ConfigError), built again with the
+  // capacity the backend stores, as a user whose configuration went stale does.
+  void rebuildSemaphore(const std::string& key) {
+    const std::uint32_t stored = semaphore(key).inspect().capacity;
+    semaphores_[key] = buildSemaphore(key, stored != 0 ? stored : args_.capacity);
   }
 
  private:
+  [[nodiscard]] std::shared_ptr<dlock::Semaphore> buildSemaphore(const std::string& key, std::uint32_t capacity) {
+    dlock::SemaphoreBuilder builder;
+    builder.backend(backend_).name(key).permits(capacity).watchdogLease(args_.lease).waiterLease(args_.lease);
+    std::shared_ptr<dlock::Semaphore> semaphore = builder.build();
+    semaphore->onPermitsLost(lostRecorder());
+    return semaphore;
+  }
+
   [[nodiscard]] std::function<void(std::string_view, std::uint64_t)> lostRecorder() const {
     return [&recorder = recorder_](std::string_view key, std::uint64_t token) {
       recorder.record(Kind::Info, "lost", std::string(key), token, "");
@@ -578,17 +595,23 @@ class SharedWorkload {
     const std::string& key = request ? args_.keys.front() : args_.keys[pick_(random_)];
     SharedAsk ask;
     ask.permits = args_.primitive == "sem";
-    ask.write = !ask.permits && (request ? request->permits == kRequestWrite : random_() % 3 == 0);
-    // One permit, or a third of the time every permit: a release of those admits several waiters.
+    ask.write = !ask.permits && (request ? request->permits == kRequestWrite || request->permits == kRequestDowngrade
+                                         : random_() % 3 == 0);
+    // One permit, or a third of the time every permit (the capacity the semaphore has now): a
+    // release of those admits several waiters.
+    const std::uint32_t capacity = ask.permits ? classes_.semaphore(key).capacity() : 1;
     ask.count = !ask.permits ? 1
-                : request   ? (request->permits > 0 ? request->permits : args_.capacity)
-                            : (random_() % 3 == 0 ? args_.capacity : 1);
+                : request   ? std::min(request->permits > 0 ? request->permits : capacity, capacity)
+                            : (random_() % 3 == 0 ? capacity : 1);
     const milliseconds timeout =
         request && request->acquireTimeout.count() > 0 ? request->acquireTimeout : args_.acquireTimeout;
     std::optional<milliseconds> fixedLease;
     if (request && request->lease.count() > 0) fixedLease = request->lease;
     if (!request && ask.permits && random_() % 4 == 0) fixedLease = args_.lease;  // extended below
-    const std::uint64_t extra = request ? 99 : random_() % 4;  // 0: downgrade a write, upgrade a read
+    // 0: downgrade a write, upgrade a read
+    const bool changesMode = request && !ask.permits &&
+                             (request->permits == kRequestUpgrade || request->permits == kRequestDowngrade);
+    const std::uint64_t extra = request ? (changesMode ? 0 : 99) : random_() % 4;
     if (ask.permits) {
       permitsRound(key, ask, timeout, fixedLease, request);
     } else {
@@ -631,9 +654,9 @@ class SharedWorkload {
     const auto isHeld = [&] { return side.isHeld(key); };
     if (section(key, token, owner, ask, isHeld, length, holding) && extra && !stopping) {
       if (ask.write) {
-        downgraded(key, token);
+        downgraded(key, token, owner);
       } else {
-        upgraded(key, token);
+        upgraded(key, token, owner);
       }
     }
     (void)recorder_.step("release", key, token, [&] {
@@ -653,9 +676,10 @@ class SharedWorkload {
     stepStartNs = 0;
   }
 
-  // The writer takes the read lock and unlocks the write (a downgrade), then holds as a reader
-  // and reads the register: a writer let in meanwhile wrote a token above this hold's.
-  void downgraded(const std::string& key, std::uint64_t token) {
+  // The writer takes the read lock and unlocks the write (a downgrade), then, from the
+  // downgrade's return, a read section of its own in the act log: it holds and reads the
+  // register (a writer let in meanwhile is judged beside it, and wrote a token above this hold's).
+  void downgraded(const std::string& key, std::uint64_t token, const std::string& owner) {
     dlock::ReadWriteLock& rw = classes_.readWrite();
     const auto done = recorder_.step("downgrade", key, token, [&] {
       if (!rw.readLock()->tryLock(key)) return Outcome{Kind::Fail, "refused", 0};
@@ -663,32 +687,46 @@ class SharedWorkload {
       return Outcome{};
     });
     if (!done || done->kind != Kind::Ok) return;
-    holdFor(recorder_, args_, [&] { return rw.readLock()->isHeld(key); }, key, token, milliseconds(holdFor_(random_)), "");
-    if (!stopping && rw.readLock()->isHeld(key)) {
-      (void)recorder_.step("read-fence", key, token,
-                           [&] { return Outcome{Kind::Ok, std::to_string(store_.lastToken(key)), 0}; });
-    }
+    SharedAsk read;
+    recorder_.record(Kind::Info, "mode", key, token, read.modeRecord(), "", owner);
+    (void)section(key, token, owner, read, [&] { return rw.readLock()->isHeld(key); },
+                  milliseconds(holdFor_(random_)), "");
   }
 
-  // The reader asks tryUpgrade; once the write is its own, the unfenced read-modify-write (a
-  // second writer beside it loses an update: check 2).
-  void upgraded(const std::string& key, std::uint64_t token) {
+  // The reader asks tryUpgrade; once the write is its own, from the upgrade's return, a write
+  // section of its own in the act log (a reader or writer admitted beside it is judged) with the
+  // unfenced read-modify-write (a second writer beside it loses an update: check 2).
+  void upgraded(const std::string& key, std::uint64_t token, const std::string& owner) {
     dlock::ReadWriteLock& rw = classes_.readWrite();
     const auto up = recorder_.step("upgrade", key, token, [&] {
       return Outcome{Kind::Ok, rw.tryUpgrade(key) ? "upgraded" : "refused", 0};
     });
     if (!up || up->value != "upgraded") return;
+    SharedAsk write;
+    write.write = true;
+    recorder_.record(Kind::Info, "mode", key, token, write.modeRecord(), "", owner);
+    const auto isHeld = [&] { return rw.writeLock()->isHeld(key); };
+    const auto entered = isHeld() ? recorder_.step("enter", key, token, [&] {
+      return Outcome{Kind::Ok, std::to_string(store_.act(key, true, owner, 1)), 0};
+    })
+                                  : std::nullopt;
+    if (!entered) return;
     const auto read = recorder_.step("read", key, token, [&] { return Outcome{Kind::Ok, std::to_string(store_.get(key)), 0}; });
+    if (read && !stopping) holdFor(recorder_, args_, isHeld, key, token, milliseconds(holdFor_(random_)), "");
     const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
-    if (!read || !rw.writeLock()->isHeld(key)) return;
-    const long long next = std::stoll(read->value) + 1;
-    (void)recorder_.step(
-        "write", key, token,
-        [&] {
-          store_.set(key, next);
-          return Outcome{Kind::Ok, std::to_string(next), 0};
-        },
-        lookedNs);
+    if (read && isHeld()) {
+      const long long next = std::stoll(read->value) + 1;
+      (void)recorder_.step(
+          "write", key, token,
+          [&] {
+            store_.set(key, next);
+            return Outcome{Kind::Ok, std::to_string(next), 0};
+          },
+          lookedNs);
+    }
+    (void)recorder_.step("exit", key, token, [&] {
+      return Outcome{Kind::Ok, std::to_string(store_.act(key, false, owner, 1)), 0};
+    });
   }
 
   void permitsRound(const std::string& key, const SharedAsk& ask, milliseconds timeout,
@@ -696,13 +734,20 @@ class SharedWorkload {
     dlock::Semaphore& semaphore = classes_.semaphore(key);
     dlock::PermitLease permits;
     dlock::CancelSource cancel;
+    bool resized = false;  // by another client: this object's capacity is stale
     const auto acquired = recorder_.step("acquire", key, 0, [&] {
       std::optional<DrawnMoment> moment;
       maybeCancel(key, timeout, request.has_value(), cancel, moment);
-      permits = semaphore.acquire(ask.count, dlock::AcquireOptions{timeout, fixedLease, cancel.token()});
+      try {
+        permits = semaphore.acquire(ask.count, dlock::AcquireOptions{timeout, fixedLease, cancel.token()});
+      } catch (const dlock::ConfigError&) {
+        resized = true;
+        return Outcome{Kind::Fail, "resized", 0};
+      }
       if (!permits) return Outcome{Kind::Fail, "timeout", 0};
       return Outcome{Kind::Ok, permits.token(), permits.fencingToken()};
     });
+    if (resized) classes_.rebuildSemaphore(key);
     if (!acquired || acquired->kind != Kind::Ok) return;
     const std::uint64_t token = acquired->token;
     recorder_.record(Kind::Info, "mode", key, token, ask.modeRecord(), "", acquired->value);
@@ -723,10 +768,12 @@ class SharedWorkload {
     stepStartNs = dlock::nemesis::monotonicNs();
     permits = dlock::PermitLease();
     stepStartNs = 0;
-    if (!request && random_() % 16 == 0) {
-      (void)recorder_.step("resize", key, 0, [&] {
-        return Outcome{Kind::Ok, std::to_string(semaphore.resize(args_.capacity)), 0};
-      });
+    const bool asked = request && request->resize > 0;
+    if (asked || (!request && random_() % 16 == 0)) {  // to 2, 3 or 4: the checks count against the one in force
+      const std::uint32_t to = asked ? request->resize : 2 + static_cast<std::uint32_t>(random_() % 3);
+      (void)recorder_.step(
+          "resize", key, 0, [&] { return Outcome{Kind::Ok, std::to_string(semaphore.resize(to)), 0}; }, 0,
+          std::to_string(to));
     }
   }
 

@@ -104,13 +104,13 @@ std::string Fleet::controlFile(std::size_t slot) const {
 }
 
 void Fleet::requestHold(std::size_t slot, std::chrono::milliseconds lease, std::chrono::milliseconds max,
-                        std::chrono::milliseconds wait, std::uint32_t permits) {
+                        std::chrono::milliseconds wait, std::uint32_t permits, std::uint32_t resize) {
   const std::string path = controlFile(slot);
   // Written aside and renamed, so the client never reads half a request.
   std::FILE* file = std::fopen((path + ".new").c_str(), "w");
   if (file == nullptr) throw std::runtime_error("cannot write " + path + ".new");
-  std::fprintf(file, "%lld %lld %lld %u\n", static_cast<long long>(lease.count()), static_cast<long long>(max.count()),
-               static_cast<long long>(wait.count()), permits);
+  std::fprintf(file, "%lld %lld %lld %u %u\n", static_cast<long long>(lease.count()),
+               static_cast<long long>(max.count()), static_cast<long long>(wait.count()), permits, resize);
   std::fclose(file);
   live_.at(slot).holdRequestedNs = monotonicNs();
   std::rename((path + ".new").c_str(), path.c_str());

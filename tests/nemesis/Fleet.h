@@ -51,9 +51,11 @@ class Fleet {
   [[nodiscard]] bool insideSection(std::size_t slot) const;
   // Asks the client in `slot` to acquire the first key with a fixed `lease` (0: the watchdog's)
   // and hold it up to `max`, or until endHold(); `wait` (0: the client's) bounds its acquire;
-  // `permits` (0: every permit) is what a semaphore client asks for.
+  // `permits` (0: every permit) is what a semaphore client asks for; `resize` (0: none), the
+  // capacity a semaphore client resizes to after it released the hold.
   void requestHold(std::size_t slot, std::chrono::milliseconds lease, std::chrono::milliseconds max,
-                   std::chrono::milliseconds wait = std::chrono::milliseconds(0), std::uint32_t permits = 0);
+                   std::chrono::milliseconds wait = std::chrono::milliseconds(0), std::uint32_t permits = 0,
+                   std::uint32_t resize = 0);
   // When the client in `slot` was last asked for a hold (monotonic ns).
   [[nodiscard]] std::int64_t holdRequestedNs(std::size_t slot) const { return live_.at(slot).holdRequestedNs; }
   // Waits until that client is inside the requested hold; false when `budget` passed first (the

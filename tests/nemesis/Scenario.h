@@ -68,8 +68,9 @@ class Run {
   std::optional<Target> holdLong(std::chrono::milliseconds lease, std::chrono::milliseconds max, std::uint32_t role);
   // Waits for a moment of `target`'s watchdog-renewed hold drawn from the seed: its start, after
   // its first renewal, after its third, or as the renewal after its first is due (the fault then
-  // meets that renewal in flight). The next fault's name says which.
-  void awaitDrawnMoment(const Target& target);
+  // meets that renewal in flight). The next fault's name says which. `renewed`: never its start,
+  // so that the fault meets a lease the watchdog has renewed (a renewal's lease is then judged).
+  void awaitDrawnMoment(const Target& target, bool renewed = false);
   // Ends the hold (the client releases) once another client took its key or `budget` passed:
   // a hold that outlives the recovery meets the next holder.
   void endHoldAfterTaken(const Target& target, std::chrono::milliseconds budget);

@@ -47,8 +47,8 @@ std::optional<Target> Run::holdLong(milliseconds lease, milliseconds max, std::u
   return std::nullopt;
 }
 
-void Run::awaitDrawnMoment(const Target& target) {
-  const std::size_t draw = pick(4);
+void Run::awaitDrawnMoment(const Target& target, bool renewed) {
+  const std::size_t draw = renewed ? 1 + pick(3) : pick(4);
   if (draw == 0) {
     moment_ = "at the hold's start";
     return;
@@ -188,10 +188,10 @@ void eachLink(Run& run, const std::function<void(test::LinkProxy&)>& action) {
 // A watchdog-renewed hold (of the mode or permits `role` names) through the fault and a little
 // past it; `fault` runs with it at a moment of its life drawn from the seed (Run::awaitDrawnMoment).
 void withHolder(Run& run, milliseconds faultLength, const std::function<void(const Target&)>& fault,
-                std::uint32_t role = 0) {
+                std::uint32_t role = 0, bool renewed = false) {
   const auto target = run.holdLong(milliseconds(0), faultLength + run.timing().lease * 4, role);
   if (!target) return;  // the runner retries the cycle
-  run.awaitDrawnMoment(*target);
+  run.awaitDrawnMoment(*target, renewed);
   fault(*target);
   run.fleet().endHold(target->slot);
 }
@@ -207,7 +207,7 @@ void withOutlivingHolder(Run& run, const std::function<void(const Target&)>& fau
 }
 
 // The holder cut off from every server while the others go on: its key expires and is taken.
-void partitionHolder(Run& run, std::uint32_t role, const std::string& what) {
+void partitionHolder(Run& run, std::uint32_t role, const std::string& what, bool renewed = false) {
   withHolder(
       run, run.timing().faultLength,
       [&](const Target& target) {
@@ -216,9 +216,11 @@ void partitionHolder(Run& run, std::uint32_t role, const std::string& what) {
                   [&] { each(links, [](auto& link) { link.blackhole(); }); },
                   [&] { each(links, [](auto& link) { link.pass(); }); }, &target);
       },
-      role);
+      role, renewed);
 }
 void partitionClient(Run& run) { partitionHolder(run, 0, ""); }
+// Only after a renewal: the watchdog's lease on the server, not the acquire's, is what runs out.
+void partitionRenewedClient(Run& run) { partitionHolder(run, 0, "", true); }
 
 // The read-write lock's partitioned holder is a reader in half the cycles, drawn from the seed:
 // a writer admitted beside it while its lease is valid is an overlap (SharedChecks.h, check 8).
@@ -226,6 +228,83 @@ constexpr std::uint32_t kRequestRead = 1;  // Client.cpp's request field for a r
 void partitionReaderOrWriter(Run& run) {
   const bool read = run.pick(2) == 0;
   partitionHolder(run, read ? kRequestRead : 0, read ? " (reader)" : " (writer)");
+}
+
+// A watchdog-renewed holder (after a renewal) cut off from the server as it calls unlock: the
+// release is sent into the partition and its reply never comes. The library must not report it
+// released (a release that returned ok while the server kept the key fails check 11).
+void partitionAtRelease(Run& run) {
+  withHolder(
+      run, run.timing().faultLength,
+      [&](const Target& target) {
+        const auto links = run.deployment<Deployment>().clientLinks(target.slot);
+        run.fault("partition " + target.process + " as it releases", run.timing().faultLength,
+                  [&] {
+                    each(links, [](auto& link) { link.blackhole(); });
+                    run.fleet().endHold(target.slot);
+                  },
+                  [&] { each(links, [](auto& link) { link.pass(); }); }, &target);
+      },
+      0, true);
+}
+
+// A reader R inside its hold, a second reader U of the key beside it, and R cut off from the
+// server as U's section ends and it asks tryUpgrade: the lock must refuse U while R's read lives
+// on the server (an upgraded U is judged as a writer beside R, SharedChecks.h, check 8).
+constexpr std::uint32_t kRequestUpgrade = 2;  // Client.cpp's: a read that asks tryUpgrade when it ends
+void upgradeBesidePartitionedReader(Run& run) {
+  const milliseconds length = run.timing().faultLength;
+  const auto reader = run.holdLong(milliseconds(0), length + run.timing().lease * 4, kRequestRead);
+  if (!reader) return;
+  Fleet& fleet = run.fleet();
+  const std::size_t upgrader = (reader->slot + 1 + run.pick(fleet.size() - 1)) % fleet.size();
+  fleet.requestHold(upgrader, milliseconds(0), length + run.timing().lease * 4, milliseconds(0), kRequestUpgrade);
+  if (!fleet.waitHolding(upgrader, run.timing().acquireTimeout * 4)) {
+    fleet.endHold(reader->slot);
+    run.missed("no second reader got inside beside the first");
+    return;
+  }
+  const auto links = run.deployment<Deployment>().clientLinks(reader->slot);
+  run.fault("partition " + reader->process + " (reader) as " + fleet.id(upgrader) + " upgrades", length,
+            [&] {
+              each(links, [](auto& link) { link.blackhole(); });
+              fleet.endHold(upgrader);
+            },
+            [&] { each(links, [](auto& link) { link.pass(); }); }, &*reader);
+  fleet.endHold(reader->slot);
+}
+
+// Whether the client in `slot` completed `op` after `sinceNs`, waiting up to `budget`.
+bool awaitCompleted(Run& run, std::size_t slot, const std::string& op, std::int64_t sinceNs, milliseconds budget) {
+  Fleet& fleet = run.fleet();
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const Op& record : fleet.history()) {
+      if (record.process == fleet.id(slot) && record.op == op && record.kind == Kind::Ok && record.timeNs > sinceNs) {
+        return true;
+      }
+    }
+    run.sleep(milliseconds(10));
+  }
+  return false;
+}
+
+// Semaphore: a client asked for one permit of the first key resizes it to 2 once it released
+// (from the 3 it began with; the others' objects go stale, and each builds its Semaphore again at
+// the ConfigError of its next acquire); then a holder of every permit, as many as its object
+// counts, is cut off from the server for 2.5 leases. Every hold after the shrink is judged
+// against a capacity of 2 (SharedChecks.h, check 8).
+void shrinkThenPartition(Run& run) {
+  Fleet& fleet = run.fleet();
+  const std::size_t resizer = run.pick(fleet.size());
+  const std::int64_t since = monotonicNs();
+  fleet.requestHold(resizer, milliseconds(0), milliseconds(50), milliseconds(0), 1, 2);
+  const milliseconds budget = run.timing().acquireTimeout * 4 + run.timing().holdMax * 2;
+  if (!fleet.waitHolding(resizer, budget) || !awaitCompleted(run, resizer, "resize", since, budget)) {
+    fleet.endHold(resizer);
+    return run.missed("the semaphore was not resized");
+  }
+  partitionClient(run);
 }
 
 void latency(Run& run) {
@@ -949,6 +1028,12 @@ const FaultExpectation kOutlivedKept{true, true, Taken::no};
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> all = {
       {"single", "partition", "a holder cut off from the server for 2.5 leases", "", kTaken, single(), partitionClient},
+      {"single", "partition-renewed",
+       "a holder cut off from the server for 2.5 leases after one or three renewals, or during its second", "", kTaken,
+       single(), partitionRenewedClient},
+      {"single", "partition-release",
+       "a holder cut off from the server as it calls unlock, after one or three renewals, for 2.5 leases", "", kHit,
+       single(), partitionAtRelease},
       {"single", "latency", "0.5-0.75 lease of latency on every client link under a holder", "", kHit, single(), latency},
       {"single", "resets", "connection resets every 50-300 ms under a holder", "", kHit, single(), resets},
       {"single", "pause-client", "a holder SIGSTOPped for 2.5 leases", kPauseExplained, kTaken, single(), pauseClient},
@@ -994,6 +1079,12 @@ const std::vector<Scenario>& scenarios() {
       {"single", "rw-partition",
        "read-write lock: a reader or a writer (drawn) cut off from the server for 2.5 leases", "", kTaken, single(),
        partitionReaderOrWriter, false, "", "rw"},
+      {"single", "rw-upgrade-partition",
+       "read-write lock: a reader cut off from the server for 2.5 leases as a second reader beside it asks tryUpgrade",
+       "", kTaken, single(), upgradeBesidePartitionedReader, false, "", "rw"},
+      {"single", "rw-downgrade-partition",
+       "read-write lock: a writer downgrades with another writer waiting and is cut off from the server for 2.5 leases "
+       "as the downgrade returns", "", kHit, single(), downgradeBesideWaiter, false, "", "rw"},
       {"single", "rw-waiter-mixed",
        "read-write lock: the head waiting writer SIGSTOPped, cut off or SIGKILLed as the writer releases, drawn from "
        "the seed", "", kHit, single(), [](Run& run) { waiterMixed(run, WaitQueue::readWrite); }, false, "", "rw"},
@@ -1003,6 +1094,9 @@ const std::vector<Scenario>& scenarios() {
        "", kTaken, single(), [](Run& run) { staleReleaseNearExpiry(run, WaitQueue::readWrite); }, false, "", "rw"},
       {"single", "sem-partition", "semaphore: a holder of every permit cut off from the server for 2.5 leases", "",
        kTaken, single(), partitionClient, false, "", "sem"},
+      {"single", "sem-shrink-partition",
+       "semaphore: shrunk from 3 permits to 2 by a client, then a holder of every permit cut off from the server for "
+       "2.5 leases", "", kTaken, single(), shrinkThenPartition, false, "", "sem"},
       {"single", "cond-waiter-mixed",
        "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the "
        "seed, while a producer outlives its fixed lease and another puts and signals; the stale producer signals last",

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "FaultHits.h"
+#include "Holds.h"
 #include "ServerRecord.h"
 
 namespace dlock::nemesis {
@@ -20,6 +21,16 @@ struct KeyModel {
   // Set for an owner no client's acquisition named (an orphan grant): when, on the server's clock.
   std::optional<std::int64_t> orphanSinceUs;
   std::int64_t orphanLeaseUs = 0;  // the PX it was granted with
+  std::int64_t untilNs = 0;        // its expiry, mapped to this host's clock (the releases' check)
+  bool placed = true;              // its set and last extend timed by the server's stamp
+};
+
+// A stretch of the record in which a key was set for one owner, on this host's clock.
+struct Owned {
+  std::string key;
+  std::string owner;
+  std::int64_t sinceNs = 0;
+  std::int64_t untilNs = 0;
 };
 
 // The owner tokens of every acquisition a client saw complete, by key.
@@ -66,6 +77,29 @@ struct ClockMoves {
   }
 };
 
+// Each release that returned ok against the stretches its key was set for its owner (see the header).
+void judgeReleases(const std::vector<Op>& history, const std::vector<Owned>& owned, ServerWritesResult& result) {
+  for (const Hold& hold : extractHolds(history)) {
+    if (hold.releaseOutcome != "ok" || !hold.releaseEndNs) continue;
+    const std::int64_t at = *hold.releaseEndNs;
+    bool known = false;
+    for (const Owned& stretch : owned) {
+      if (stretch.key != hold.key || stretch.owner != hold.ownerToken || stretch.sinceNs > at) continue;
+      known = true;
+      if (stretch.untilNs <= at + kReleaseSlackNs) continue;
+      ++result.releasesKept;
+      if (result.firstKept.empty()) {
+        result.firstKept = "key '" + hold.key + "': " + hold.process + "'s release returned ok, the server held the key for " +
+                           hold.ownerToken + " " +
+                           (stretch.untilNs == INT64_MAX ? std::string("to the end of the record")
+                                                         : msText((stretch.untilNs - at) / 1000) + " ms longer");
+      }
+      break;
+    }
+    if (known) ++result.releasesJudged;
+  }
+}
+
 }  // namespace
 
 ServerWritesResult checkServerWrites(const std::vector<Op>& history) {
@@ -92,6 +126,14 @@ ServerWritesResult checkServerWrites(const std::vector<Op>& history) {
     std::map<std::string, KeyModel> keys;  // absent: unknown
   };
   std::map<std::string, Node> nodes;
+  std::vector<Owned> owned;  // every known stretch a key was set for an owner, closed
+  // A stretch is judged only where its times are the server's stamps (not the moments the
+  // observer read them, as while a clock moved) and no move of the clock falls inside it.
+  const auto close = [&](const std::string& key, const KeyModel& model, std::int64_t atNs, bool placed) {
+    const std::int64_t end = std::min(atNs, model.untilNs);
+    if (model.owner.empty() || !placed || !model.placed || clockMoves.between(model.setNs, end)) return;
+    owned.push_back({key, model.owner, model.setNs, end});
+  };
   // Each server's records in the order of its stream (the file's order, one writer per server);
   // the expiry in the server's own clock, so a skew with this host's does not matter.
   for (const Op& op : history) {
@@ -107,7 +149,7 @@ ServerWritesResult checkServerWrites(const std::vector<Op>& history) {
     auto& keys = node.keys;
     auto known = keys.find(op.key);
     if (known != keys.end() && clockMoves.between(known->second.setNs, op.timeNs)) {
-      keys.erase(known);  // it may have expired unseen: judged afresh from its next SET or DEL
+      keys.erase(known);  // it may have expired unseen: judged afresh from its next SET or DEL (its stretch too)
       known = keys.end();
     }
     const bool live = known != keys.end() && !known->second.owner.empty() && stamp.serverUs < known->second.expiresUs;
@@ -118,6 +160,8 @@ ServerWritesResult checkServerWrites(const std::vector<Op>& history) {
     if (op.op == "server-expire") {
       if (byOwner) {
         known->second.expiresUs = baseUs + std::stoll(op.value) * 1000;
+        known->second.untilNs = op.timeNs + std::stoll(op.value) * 1'000'000;
+        known->second.placed = known->second.placed && stamp.serverTimed;
       } else if (live) {
         ++result.judged;
         ++result.violations;
@@ -146,9 +190,11 @@ ServerWritesResult checkServerWrites(const std::vector<Op>& history) {
     if (known != keys.end() && (op.op == "server-del" || op.value != known->second.owner)) {
       endOrphan(op.key, known->second, stamp.serverUs);
     }
+    if (known != keys.end()) close(op.key, known->second, op.timeNs, stamp.serverTimed);
     if (op.op == "server-set") {
       const auto px = static_cast<std::int64_t>(op.token);
-      KeyModel model{op.value, px > 0 ? baseUs + px * 1000 : INT64_MAX, op.timeNs, std::nullopt, 0};
+      KeyModel model{op.value, px > 0 ? baseUs + px * 1000 : INT64_MAX, op.timeNs, std::nullopt, 0,
+                     px > 0 ? op.timeNs + px * 1'000'000 : INT64_MAX, stamp.serverTimed};
       const bool sameOrphan = known != keys.end() && known->second.owner == op.value && known->second.orphanSinceUs;
       if (sameOrphan) {
         model.orphanSinceUs = known->second.orphanSinceUs;
@@ -159,13 +205,17 @@ ServerWritesResult checkServerWrites(const std::vector<Op>& history) {
       }
       keys[op.key] = model;
     } else {
-      keys[op.key] = KeyModel{"", 0, op.timeNs, std::nullopt, 0};
+      keys[op.key] = KeyModel{"", 0, op.timeNs, std::nullopt, 0, 0, stamp.serverTimed};
     }
   }
   // Orphans still set at the end of the record live until their expiry.
   for (const auto& [name, node] : nodes) {
-    for (const auto& [key, model] : node.keys) endOrphan(key, model, INT64_MAX);
+    for (const auto& [key, model] : node.keys) {
+      endOrphan(key, model, INT64_MAX);
+      close(key, model, INT64_MAX, true);
+    }
   }
+  if (nodes.size() == 1) judgeReleases(history, owned, result);
   return result;
 }
 

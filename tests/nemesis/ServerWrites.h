@@ -20,6 +20,13 @@
 // client nobody is. Each must be given back (deleted, set for another owner, or expired) within
 // the lease it was granted with (its PX): one renewed, granted again to its token or set without
 // a TTL fails. An orphan whose end went unseen (a server-watch marker) is not judged.
+//
+// Releases (a record of one server): a release its client saw return ok must have ended its
+// owner's hold of the key on the server by then: a key still set for that owner, unexpired, more
+// than kReleaseSlack after the release returned (the record's times are the server's stamps
+// mapped to this host's clock) is a release that reported what the server never did. Judged only
+// where the key's set, last extend and end are timed by the server's stamp (not by the moment the
+// observer read them, as while a clock moved) and no move of the clock falls inside its stretch.
 // Plain functions over values; thread-compatible.
 #pragma once
 
@@ -39,7 +46,12 @@ struct ServerWritesResult {
   long long orphanViolations = 0;  // ... kept past the lease it was granted with
   std::int64_t orphanMaxUs = 0;    // the longest an orphan grant was kept
   std::string firstOrphan;
+  long long releasesJudged = 0;  // releases that returned ok, of a key the record knew
+  long long releasesKept = 0;    // ... whose key the server still held for their owner
+  std::string firstKept;
 };
+
+inline constexpr std::int64_t kReleaseSlackNs = 50'000'000;
 
 [[nodiscard]] ServerWritesResult checkServerWrites(const std::vector<Op>& history);
 

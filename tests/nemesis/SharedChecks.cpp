@@ -10,20 +10,34 @@
 namespace dlock::nemesis {
 namespace {
 
-// A hold with what the shared workload recorded of it (Client.cpp, SharedWorkload).
-struct Section {
-  const Hold* hold = nullptr;
-  bool writer = false;  // rw: a write hold
+// One section of a hold: its mode from the `mode` record before its enter. A hold may enter
+// more than once: a read upgraded to a write, a write downgraded to a read, each a section of
+// its own from the call's return (Client.cpp).
+struct Entry {
+  bool writer = false;  // rw: a write section
   std::uint32_t permits = 1;
   std::optional<std::int64_t> enterInvokeNs;
   std::optional<std::int64_t> enterOkNs;
+};
+
+// A hold with what the shared workload recorded of it (Client.cpp, SharedWorkload).
+struct Section {
+  const Hold* hold = nullptr;
+  Entry mode;                  // the mode in force as the records are read
+  std::vector<Entry> entries;  // in the order of the hold's enters
   std::vector<std::pair<std::int64_t, std::uint64_t>> fenceReads;  // completion, the register's token
+};
+
+// An open section in the replay: the hold and the enter it is inside.
+struct Open {
+  const Section* section = nullptr;
+  const Entry* entry = nullptr;
 };
 
 using SectionKey = std::pair<std::string, std::string>;  // key, owner token
 
 // The sections of every hold, by key and owner token. A process has one hold at a time, so its
-// enter, exit and read-fence records belong to the acquisition before them.
+// mode, enter and read-fence records belong to the acquisition before them.
 std::map<SectionKey, Section> sectionsOf(const CheckerInput& input, const std::vector<Hold>& holds) {
   std::map<SectionKey, Section> sections;
   for (const Hold& hold : holds) sections[{hold.key, hold.ownerToken}].hold = &hold;
@@ -36,16 +50,67 @@ std::map<SectionKey, Section> sectionsOf(const CheckerInput& input, const std::v
       } else if (op.op == "mode" && current != nullptr) {
         std::istringstream words(op.value);
         std::string mode;
-        words >> mode >> current->permits;
-        current->writer = mode == "write";
+        words >> mode >> current->mode.permits;
+        current->mode.writer = mode == "write";
       } else if (op.op == "enter" && current != nullptr) {
-        (op.kind == Kind::Invoke ? current->enterInvokeNs : current->enterOkNs) = op.timeNs;
+        if (op.kind == Kind::Invoke) {
+          current->entries.push_back(current->mode);
+          current->entries.back().enterInvokeNs = op.timeNs;
+        } else if (!current->entries.empty()) {
+          current->entries.back().enterOkNs = op.timeNs;
+        }
       } else if (op.op == "read-fence" && op.kind == Kind::Ok && current != nullptr) {
         current->fenceReads.emplace_back(op.timeNs, std::stoull(op.value));
       }
     }
   }
   return sections;
+}
+
+// A resize of a semaphore as a client recorded it: the capacity asked for (its invoke's value),
+// stored by the server at a moment between its invoke and its reply; one whose reply never came
+// may have been stored at any moment after its invoke (okNs: none).
+struct Resize {
+  std::int64_t invokeNs = 0;
+  std::int64_t okNs = INT64_MAX;
+  std::uint32_t capacity = 0;
+};
+
+std::map<std::string, std::vector<Resize>> resizesOf(const std::vector<Op>& history) {
+  std::map<std::string, std::vector<Resize>> byKey;
+  std::map<std::string, std::pair<std::string, std::size_t>> pending;  // by process: key, index
+  for (const Op& op : history) {
+    if (op.op != "resize") continue;
+    if (op.kind == Kind::Invoke) {
+      std::vector<Resize>& resizes = byKey[op.key];
+      resizes.push_back({op.timeNs, INT64_MAX, static_cast<std::uint32_t>(std::stoul(op.value))});
+      pending[op.process] = {op.key, resizes.size() - 1};
+    } else if (pending.count(op.process) > 0) {
+      const auto& [key, index] = pending[op.process];
+      if (op.kind == Kind::Ok) byKey[key][index].okNs = op.timeNs;
+      pending.erase(op.process);
+    }
+  }
+  return byKey;
+}
+
+// The largest capacity that can have been in force on the server at some moment of [fromNs,
+// toNs]: the one the run began with unless a resize was stored for certain before fromNs, and
+// every resize that can have been the last stored by then (invoked by toNs, and not followed, for
+// certain before fromNs, by another invoked after its reply).
+std::uint32_t capacityBound(std::uint32_t initial, const std::vector<Resize>& resizes, std::int64_t fromNs,
+                            std::int64_t toNs) {
+  std::uint32_t bound = 0;
+  bool storedBefore = false;
+  for (const Resize& resize : resizes) {
+    if (resize.okNs < fromNs) storedBefore = true;
+    if (resize.invokeNs > toNs) continue;
+    const bool superseded = std::any_of(resizes.begin(), resizes.end(), [&](const Resize& later) {
+      return later.invokeNs > resize.okNs && later.okNs < fromNs;
+    });
+    if (!superseded) bound = std::max(bound, resize.capacity);
+  }
+  return storedBefore ? bound : std::max(bound, initial);
 }
 
 std::string ms(std::int64_t ns) {
@@ -55,8 +120,8 @@ std::string ms(std::int64_t ns) {
   return out.str();
 }
 
-std::string describe(const Section& section) {
-  return section.hold->process + " (" + (section.writer ? "write" : std::to_string(section.permits) + " permits/read") +
+std::string describe(const Section& section, const Entry& entry) {
+  return section.hold->process + " (" + (entry.writer ? "write" : std::to_string(entry.permits) + " permits/read") +
          ", token " + std::to_string(section.hold->token) + ")";
 }
 
@@ -72,12 +137,13 @@ struct Replay {
   const CheckerInput& input;
   SharedSections result;
   std::set<const Hold*> lost;  // each lost hold is judged once, at the first section that came in
+  std::map<std::string, std::vector<Resize>> resizes;  // sem: by key
 };
 
 // A lost hold (another's section came in after its evidence ran out): told before its release
 // returned, or not.
-void judgeLoss(Replay& replay, const Section& lost, std::int64_t atNs, const std::string& key) {
-  const Hold& hold = *lost.hold;
+void judgeLoss(Replay& replay, const Open& lost, std::int64_t atNs, const std::string& key) {
+  const Hold& hold = *lost.section->hold;
   if (!replay.lost.insert(&hold).second) return;
   const CheckerInput& input = replay.input;
   SharedSections& result = replay.result;
@@ -92,19 +158,22 @@ void judgeLoss(Replay& replay, const Section& lost, std::int64_t atNs, const std
   }
   ++result.lostUntold;
   if (result.firstUntold.empty()) {
-    result.firstUntold = "key '" + key + "': " + describe(lost) + " lost its hold to another section and was not told";
+    result.firstUntold = "key '" + key + "': " + describe(*lost.section, *lost.entry) + " lost its hold to another section and was not told";
   }
 }
 
 // One enter of `entering` with `open` sections in the store's order.
-void judgeEnter(Replay& replay, const std::string& key, const Section& entering, const std::vector<const Section*>& open) {
+void judgeEnter(Replay& replay, const std::string& key, const Open& enter, const std::vector<Open>& open) {
   const CheckerInput& input = replay.input;
   SharedSections& result = replay.result;
   ++result.entersReplayed;
-  const Hold& hold = *entering.hold;
+  const Hold& hold = *enter.section->hold;
+  const Entry& entering = *enter.entry;
   if (entering.enterInvokeNs && !hold.validAt(*entering.enterInvokeNs)) {
     ++result.enteredPastEvidence;
-    if (result.first.empty()) result.first = "key '" + key + "': " + describe(entering) + " entered past its evidence";
+    if (result.first.empty()) {
+      result.first = "key '" + key + "': " + describe(*enter.section, entering) + " entered past its evidence";
+    }
     return;
   }
   if (!entering.enterOkNs || !hold.validAt(*entering.enterOkNs)) return;  // its lease ended meanwhile: no claim
@@ -112,49 +181,55 @@ void judgeEnter(Replay& replay, const std::string& key, const Section& entering,
   const bool semaphore = input.primitive == "sem";
   long long validUnits = entering.permits;
   long long allUnits = entering.permits;
-  std::vector<const Section*> conflicting;
-  for (const Section* other : open) {
-    const bool valid = other->hold->validAt(at);
-    if (!semaphore && !entering.writer && !other->writer) {  // readers together
+  std::vector<Open> conflicting;
+  for (const Open& other : open) {
+    const bool valid = other.section->hold->validAt(at);
+    if (!semaphore && !entering.writer && !other.entry->writer) {  // readers together
       if (valid) ++validUnits;
       continue;
     }
-    allUnits += other->permits;
+    allUnits += other.entry->permits;
     if (valid) {
-      validUnits += other->permits;
+      validUnits += other.entry->permits;
       conflicting.push_back(other);
     } else if (!semaphore) {
-      judgeLoss(replay, *other, at, key);
+      judgeLoss(replay, other, at, key);
     }
   }
   result.peakPermits = std::max(result.peakPermits, validUnits);
-  const bool overlap = semaphore ? validUnits > input.capacity : !conflicting.empty();
-  if (semaphore && allUnits > input.capacity) {
-    for (const Section* other : open) {
-      if (!other->hold->validAt(at)) judgeLoss(replay, *other, at, key);
+  // sem: the capacity in force, at most, from the first of these holds' acquires to this enter
+  // (each was granted with the others it shares the moment with in use, under the capacity then).
+  std::int64_t fromNs = hold.acquireInvokeNs;
+  for (const Open& other : conflicting) fromNs = std::min(fromNs, other.section->hold->acquireInvokeNs);
+  const long long capacity = capacityBound(input.capacity, replay.resizes[key], fromNs, at);
+  const bool overlap = semaphore ? validUnits > capacity : !conflicting.empty();
+  if (semaphore && allUnits > capacity) {
+    for (const Open& other : open) {
+      if (!other.section->hold->validAt(at)) judgeLoss(replay, other, at, key);
     }
   }
   if (!overlap) return;
   ++result.overlaps;
-  if (result.first.empty()) {
-    const Section& inside = *conflicting.front();
-    result.first = "key '" + key + "': " + describe(entering) + " entered while " +
-                   (semaphore ? std::to_string(validUnits - entering.permits) + " permits of capacity " +
-                                    std::to_string(input.capacity) + " were held, "
-                              : std::string()) +
-                   describe(inside) + " was inside with " + ms(*inside.hold->validUntil(at) - at) +
-                   " ms of evidence left";
-  }
+  if (!result.first.empty()) return;
+  result.first = "key '" + key + "': " + describe(*enter.section, entering) + " entered while " +
+                 (semaphore ? std::to_string(validUnits - entering.permits) + " permits of capacity " +
+                                  std::to_string(capacity) + " were held"
+                            : std::string());
+  if (conflicting.empty()) return;  // sem: its own permits above the capacity in force
+  const Open& inside = conflicting.front();
+  result.first += (semaphore ? ", " : "") + describe(*inside.section, *inside.entry) + " was inside with " +
+                  ms(*inside.section->hold->validUntil(at) - at) + " ms of evidence left";
 }
 
 }  // namespace
 
 SharedSections replaySections(const CheckerInput& input, const std::vector<Hold>& holds) {
-  Replay replay{input, {}, {}};
+  Replay replay{input, {}, {}, resizesOf(input.history)};
   SharedSections& result = replay.result;
   std::map<SectionKey, Section> sections = sectionsOf(input, holds);
   for (const auto& [key, shot] : input.store) {
-    std::vector<const Section*> open;
+    std::vector<Open> open;
+    std::map<const Section*, std::size_t> entered;  // each hold's enters so far, in the store's order
     for (const std::string& act : shot.acts) {
       std::istringstream words(act);
       std::string what;
@@ -164,11 +239,15 @@ SharedSections replaySections(const CheckerInput& input, const std::vector<Hold>
       if (found == sections.end() || found->second.hold == nullptr) continue;
       const Section* section = &found->second;
       if (what == "exit") {
-        open.erase(std::remove(open.begin(), open.end(), section), open.end());
+        open.erase(std::remove_if(open.begin(), open.end(), [&](const Open& o) { return o.section == section; }),
+                   open.end());
         continue;
       }
-      judgeEnter(replay, key, *section, open);
-      open.push_back(section);
+      // An enter the history has no record of (the client died in its script) counts in the mode it had.
+      const std::size_t index = entered[section]++;
+      const Entry* entry = index < section->entries.size() ? &section->entries[index] : &section->mode;
+      judgeEnter(replay, key, Open{section, entry}, open);
+      open.push_back(Open{section, entry});
     }
   }
   // A reader that read a token above its fence while its evidence held: a writer came in.
@@ -178,7 +257,7 @@ SharedSections replaySections(const CheckerInput& input, const std::vector<Hold>
       if (token <= section.hold->token || !section.hold->validAt(readNs)) continue;
       ++result.readsPastFence;
       if (result.first.empty()) {
-        result.first = "key '" + id.first + "': reader " + describe(section) + " read token " + std::to_string(token) +
+        result.first = "key '" + id.first + "': reader " + describe(section, section.mode) + " read token " + std::to_string(token) +
                        " with its evidence valid";
       }
     }
@@ -186,7 +265,9 @@ SharedSections replaySections(const CheckerInput& input, const std::vector<Hold>
     for (const std::int64_t at : section.hold->vouchedNs) {
       if (section.hold->validAt(at)) continue;
       ++result.enteredPastEvidence;
-      if (result.first.empty()) result.first = "key '" + id.first + "': " + describe(section) + " vouched past its evidence";
+      if (result.first.empty()) {
+        result.first = "key '" + id.first + "': " + describe(section, section.mode) + " vouched past its evidence";
+      }
       break;
     }
   }
@@ -276,6 +357,8 @@ void writerPreference(const CheckerInput& input, const std::string& key, const s
 //   and the claim of a grant to it, end no earlier) and no later than a lease after it completed;
 // - a place that could not be left (`leave-failed`), or permits an attempt whose reply was lost
 //   may have taken: a lease after the acquisition's first send, to a lease after the failure.
+// Each stays unreclaimed until the next call on the key: its latest end reaches to the first
+// attempt sent after it.
 struct Lapse {
   std::int64_t earliestNs = 0;
   std::int64_t latestNs = 0;
@@ -307,6 +390,16 @@ std::vector<Lapse> lapses(const std::string& key, const std::vector<Attempt>& at
     if (op.op == "acquire" && op.kind == Kind::Invoke) invoked[op.process] = op.timeNs;
     const bool lost = (op.op == "acquire" && op.kind == Kind::Fail && !op.errorType.empty()) || op.op == "leave-failed";
     if (lost && invoked.count(op.process) > 0) at.push_back({invoked[op.process] + leaseNs, op.timeNs + leaseNs});
+  }
+  // A lapse stays on the server until the next call on the key reclaims it: at the latest, the
+  // first attempt sent after its window (a waiter's own call, the first after a killed waiter's
+  // place ran out, reclaims it and may admit that waiter).
+  for (Lapse& lapse : at) {
+    std::int64_t next = INT64_MAX;
+    for (const Attempt& attempt : attempts) {
+      if (attempt.outcome != "end" && attempt.sentNs >= lapse.latestNs) next = std::min(next, attempt.sentNs);
+    }
+    if (next != INT64_MAX) lapse.latestNs = next;
   }
   return at;
 }

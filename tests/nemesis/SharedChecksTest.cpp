@@ -2,6 +2,8 @@
 // The read-write and semaphore checks (SharedChecks.h) on hand-built runs: each rule has a run
 // that must fail it and one that must pass. Times in ms; a hold's evidence is sent 1 ms before its
 // acquisition completes; the store's act log is written by each test in the store's order.
+#include <algorithm>
+
 #include <doctest/doctest.h>
 
 #include "Checker.h"
@@ -112,6 +114,29 @@ TEST_SUITE("SharedChecks") {
     CHECK_FALSE(checkOf(dlock::nemesis::check(input), 8).passed);
   }
 
+  TEST_CASE("a read upgraded beside another reader is judged as a write from the upgrade's return") {
+    CheckerInput input = run("rw");
+    hold(input, {"c1", "a", "read 1", 0, 10, 100, 11, 60});
+    hold(input, {"c2", "b", "read 1", 0, 20, 100, 21, 70});
+    // c1's tryUpgrade returns at 31 (its evidence renewed as sent at 30), then a write section.
+    add(input, "c1", Kind::Info, "lease", "k", 30, "100", "a");
+    add(input, "c1", Kind::Info, "mode", "k", 31, "write 1", "a");
+    add(input, "c1", Kind::Invoke, "enter", "k", 32);
+    add(input, "c1", Kind::Ok, "enter", "k", 33, "1");
+    add(input, "c1", Kind::Invoke, "exit", "k", 50);
+    add(input, "c1", Kind::Ok, "exit", "k", 50, "0");
+    std::stable_sort(input.history.begin(), input.history.end(),
+                     [](const Op& x, const Op& y) { return x.timeNs < y.timeNs; });
+    // As the lock would keep them: c1 upgraded only after c2's section and read hold ended.
+    acts(input, {"enter a 1", "enter b 1", "exit a 1", "exit b 1", "enter a 1", "exit a 1"});
+    CHECK(checkOf(dlock::nemesis::check(input), 8).passed);
+    // A broken upgrade: the write section entered while c2 was still inside.
+    acts(input, {"enter a 1", "enter b 1", "exit a 1", "enter a 1", "exit a 1", "exit b 1"});
+    const auto report = dlock::nemesis::check(input);
+    CHECK_FALSE(checkOf(report, 8).passed);
+    CHECK(report.overlapsWhileValid == 1);
+  }
+
   TEST_CASE("a reader that reads a token above its fence with valid evidence fails") {
     CheckerInput input = run("rw");
     hold(input, {"c1", "a", "read 1", 5, 10, 100, 11, 50});
@@ -132,6 +157,41 @@ TEST_SUITE("SharedChecks") {
     CHECK(report.sharedPeak == 2);
     hold(input, {"c3", "c", "permits 1", 3, 30, 100, 31, 70});
     acts(input, {"enter a 1", "enter b 1", "enter c 1", "exit a 1", "exit b 1", "exit c 1"});
+    CHECK_FALSE(checkOf(dlock::nemesis::check(input), 8).passed);
+  }
+
+  TEST_CASE("permits are judged against the capacity in force: a shrink before both acquires, a growth during one") {
+    // Capacity 2 at the start; c1 and c2 hold one permit each from 10 and 20 ms.
+    const auto twoHolds = [](std::int64_t resizeMs, const std::string& to) {
+      CheckerInput input = run("sem");
+      add(input, "c3", Kind::Invoke, "resize", "k", resizeMs, to);
+      add(input, "c3", Kind::Ok, "resize", "k", resizeMs + 1, "0");
+      hold(input, {"c1", "a", "permits 1", 1, 10, 100, 11, 50});
+      hold(input, {"c2", "b", "permits 1", 2, 20, 100, 21, 60});
+      acts(input, {"enter a 1", "enter b 1", "exit a 1", "exit b 1"});
+      return dlock::nemesis::check(input);
+    };
+    CHECK(checkOf(twoHolds(2, "2"), 8).passed);
+    CHECK_FALSE(checkOf(twoHolds(2, "1"), 8).passed);  // shrunk to 1 before either acquire was sent
+    CHECK(checkOf(twoHolds(12, "1"), 8).passed);       // shrunk after c1's acquire: c1 was granted under 2
+    // Alone: two permits entered under a capacity of 1 fail as well.
+    CheckerInput alone = run("sem");
+    add(alone, "c3", Kind::Invoke, "resize", "k", 2, "1");
+    add(alone, "c3", Kind::Ok, "resize", "k", 3, "0");
+    hold(alone, {"c1", "a", "permits 2", 1, 10, 100, 11, 50});
+    acts(alone, {"enter a 2", "exit a 2"});
+    CHECK_FALSE(checkOf(dlock::nemesis::check(alone), 8).passed);
+    // Grown to 3 before c3's acquire: three inside pass; shrunk back to 2 first, they fail.
+    CheckerInput input = run("sem");
+    add(input, "c4", Kind::Invoke, "resize", "k", 2, "3");
+    add(input, "c4", Kind::Ok, "resize", "k", 3, "0");
+    hold(input, {"c1", "a", "permits 1", 1, 10, 100, 11, 50});
+    hold(input, {"c2", "b", "permits 1", 2, 20, 100, 21, 60});
+    hold(input, {"c3", "c", "permits 1", 3, 30, 100, 31, 70});
+    acts(input, {"enter a 1", "enter b 1", "enter c 1", "exit a 1", "exit b 1", "exit c 1"});
+    CHECK(checkOf(dlock::nemesis::check(input), 8).passed);
+    add(input, "c4", Kind::Invoke, "resize", "k", 4, "2");
+    add(input, "c4", Kind::Ok, "resize", "k", 5, "0");
     CHECK_FALSE(checkOf(dlock::nemesis::check(input), 8).passed);
   }
 
@@ -175,6 +235,13 @@ TEST_SUITE("SharedChecks") {
     // before c1's attempt at 190, which found it reclaimed already.
     hold(input, {"c2", "h", "permits 2", 1, 5, 20, 6, 40});
     CHECK_FALSE(checkOf(dlock::nemesis::check(input), 10).passed);
+    // Without the call at 129, c1's at 190 is the first after the lapse: it reclaimed it and may
+    // have admitted c1 (nothing ran on the key between).
+    auto first = input;
+    first.history.erase(std::remove_if(first.history.begin(), first.history.end(),
+                                       [](const Op& op) { return op.op == "attempt" && op.timeNs == 130 * kMs; }),
+                        first.history.end());
+    CHECK(checkOf(dlock::nemesis::check(first), 10).passed);
     // A waiter whose own place lapsed (no attempt for a lease) comes back as a newcomer.
     auto own = run("sem");
     add(own, "c1", Kind::Invoke, "acquire", "k", 1);

@@ -2,6 +2,7 @@
 #include "WaiterFaults.h"
 
 #include <algorithm>
+#include <sstream>
 #include <thread>
 
 #include "redis/src/KeyNames.h"
@@ -190,6 +191,81 @@ void staleReleaseNearExpiry(Run& run, WaitQueue queue) {
         if (hasThird) fleet.endHold(third);
       },
       &*holder);
+}
+
+// Client.cpp's request fields for a read-write client: a write that downgrades when it ends.
+constexpr std::uint32_t kRequestWrite = 0;
+constexpr std::uint32_t kRequestDowngrade = 3;
+
+// Whether the client in `slot` completed a downgrade of the first key after `sinceNs`, waiting up
+// to `budget`.
+bool awaitDowngraded(Run& run, std::size_t slot, std::int64_t sinceNs, milliseconds budget) {
+  Fleet& fleet = run.fleet();
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const Op& op : fleet.history()) {
+      if (op.process == fleet.id(slot) && op.op == "downgrade" && op.kind == Kind::Ok && op.key == fleet.firstKey() &&
+          op.timeNs > sinceNs) {
+        return true;
+      }
+    }
+    run.sleep(milliseconds(2));
+  }
+  return false;
+}
+
+// Whether the client in `slot`, waiting for the first key since it was asked, is at the head of
+// the queue by its last attempt's answer ("queued SENT 1 …"), waiting up to `budget`: the head
+// is whom a release or a downgrade admits.
+bool awaitHead(Run& run, std::size_t slot, milliseconds budget) {
+  Fleet& fleet = run.fleet();
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::string last;
+    for (const Op& op : fleet.history()) {
+      if (op.process == fleet.id(slot) && op.op == "attempt" && op.key == fleet.firstKey() &&
+          op.timeNs >= fleet.holdRequestedNs(slot)) {
+        last = op.value;
+      }
+    }
+    std::istringstream words(last);
+    std::string outcome;
+    std::int64_t sentNs = 0;
+    std::uint32_t position = 0;
+    if (words >> outcome >> sentNs >> position && outcome == "queued" && position == 1) return true;
+    run.sleep(milliseconds(10));
+  }
+  return false;
+}
+
+void downgradeBesideWaiter(Run& run) {
+  Fleet& fleet = run.fleet();
+  const auto holder = run.holdLong(milliseconds(0), kWaiterWait * 2, kRequestDowngrade);
+  if (!holder) return;
+  const std::size_t w = (holder->slot + 1) % fleet.size();
+  fleet.requestHold(w, milliseconds(0), kWaiterHold, kWaiterWait, kRequestWrite);
+  if (!awaitWaiting(run, w, 1, WaitQueue::readWrite) || !awaitHead(run, w, run.timing().lease * 2)) {
+    run.missed("no writer waited for the key at the head of its queue");
+    fleet.endHold(holder->slot);
+    return fleet.endHold(w);
+  }
+  const auto links = run.deployment<Deployment>().clientLinks(holder->slot);
+  bool downgraded = false;
+  run.fault(
+      "partition " + holder->process + " (downgraded, " + fleet.id(w) + " waiting)", run.timing().faultLength,
+      [&] {
+        const std::int64_t since = monotonicNs();
+        fleet.endHold(holder->slot);
+        downgraded = awaitDowngraded(run, holder->slot, since, run.timing().lease);
+        for (auto* link : links) link->blackhole();
+      },
+      [&] {
+        for (auto* link : links) link->pass();
+      },
+      &*holder);
+  if (!downgraded) run.missed("the holder did not downgrade");
+  (void)fleet.waitHolding(w, kWaiterHold + kWaiterWait);
+  fleet.endHold(w);
 }
 
 }  // namespace dlock::nemesis

@@ -29,4 +29,10 @@ void waiterMixed(Run& run, WaitQueue queue);
 // leave the other's key alone.
 void staleReleaseNearExpiry(Run& run, WaitQueue queue);
 
+// Read-write lock: a writer P inside its hold of the first key, a writer W waiting for it (the
+// server's queue shows W); P downgrades and is cut off from the server as the downgrade returns:
+// W must not get the write while P's read lives (a writer admitted beside P's read section is
+// judged, SharedChecks.h, check 8).
+void downgradeBesideWaiter(Run& run);
+
 }  // namespace dlock::nemesis
