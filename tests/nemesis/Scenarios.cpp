@@ -407,6 +407,25 @@ void mixed(Run& run) {
   faults.at(run.pick(faults.size()))(run);
 }
 
+// The leader SIGKILLed inside its term (at a drawn moment), replaced: its successor leads once
+// the term's lease ran out on the server.
+void killLeader(Run& run) {
+  withHolder(run, milliseconds(0), [&](const Target& target) {
+    run.fault("SIGKILL " + target.process, milliseconds(0), [&] { run.fleet().kill(target.slot); }, [] {}, &target);
+  });
+}
+
+// Leader election: one fault at the leader per cycle, drawn from the seed; a paused server only
+// where there is one.
+void electMixed(Run& run) {
+  const std::vector<void (*)(Run&)> faults = {partitionClient, pauseClient, latency, killLeader, pauseServer};
+  faults.at(run.pick(faults.size()))(run);
+}
+void electMixedReplicated(Run& run) {
+  const std::vector<void (*)(Run&)> faults = {partitionClient, pauseClient, latency, killLeader};
+  faults.at(run.pick(faults.size()))(run);
+}
+
 // Redlock: `count` distinct nodes, drawn from the seed.
 std::vector<std::size_t> someNodes(Run& run, std::size_t count) {
   std::vector<std::size_t> nodes;
@@ -1018,6 +1037,15 @@ const std::vector<Scenario>& scenarios() {
        "semaphore: a holder of every permit SIGSTOPped past its lease; another takes them for 1.5 s while a third "
        "keeps asking for them; with ~250 ms left the stale holder releases",
        "", kTaken, single(), [](Run& run) { staleReleaseNearExpiry(run, WaitQueue::semaphore); }, false, "", "sem"},
+      {"single", "elect-partition", "election: the leader cut off from the server for 2.5 leases", "", kTaken,
+       single(), partitionClient, false, "", "elect"},
+      {"single", "elect-pause-client", "election: the leader SIGSTOPped for 2.5 leases", "", kTaken, single(),
+       pauseClient, false, "", "elect"},
+      {"single", "elect-latency", "election: 0.5-0.75 lease of latency on every client link under a leader", "", kHit,
+       single(), latency, false, "", "elect"},
+      {"single", "elect-mixed",
+       "election: each cycle one of partition, pause, latency, SIGKILL of the leader, or the server SIGSTOPped, "
+       "drawn from the seed", "", kHit, single(), electMixed, false, "", "elect"},
       {"redlock", "overlapping-majorities", "the holder keeps nodes {a,b,c}, every other client {c,d,e}, for 2.5 leases",
        "", kKept, redlock, overlappingMajorities},
       {"redlock", "clock-bump-restart", "two nodes' clocks 3 leases ahead and a third restarted empty, under a holder",
@@ -1074,6 +1102,9 @@ const std::vector<Scenario>& scenarios() {
        "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the "
        "seed, while a producer outlives its fixed lease and another puts and signals; the stale producer signals last",
        "", kHit, sentinel(), awaiterMixed, false, "", "cond"},
+      {"sentinel", "elect-mixed",
+       "election: each cycle one of partition, pause, latency or SIGKILL of the leader, drawn from the seed", "", kHit,
+       sentinel(), electMixedReplicated, false, "", "elect"},
       {"cluster", "failover", "the first key's master SIGKILLed under a holder, its replica promoted, the old master back",
        kFailoverExplained, kOutlived, cluster, clusterFailover},
       {"cluster", "migrate-slot", "the first key's slot migrated live to another master under its holder", "", kKept,
@@ -1099,6 +1130,9 @@ const std::vector<Scenario>& scenarios() {
        "drawn from the seed, while a producer outlives its fixed lease and another puts and signals; the stale "
        "producer signals last",
        "", kHit, cluster, awaiterMixed, true, "", "cond"},
+      {"cluster", "elect-mixed",
+       "election: each cycle one of partition, pause, latency or SIGKILL of the leader, drawn from the seed", "", kHit,
+       cluster, electMixedReplicated, false, "", "elect"},
   };
   return all;
 }

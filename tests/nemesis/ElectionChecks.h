@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// ElectionChecks.h — the checks of a leader-election run (CheckerInput::primitive "elect",
+// Client.cpp's ElectionWorkload), from the clients' records of what the public classes told them:
+//
+//   8  one leader      no two clients' local terms overlap: a term runs from the moment its
+//                      campaign returned (`term`) to the last local deadline its holder read
+//                      while it led (`term`, `term-valid`: validUntil()), or to its resign's
+//                      invoke if earlier (a resign in doubt counts as not held: the holder acts
+//                      no more); a campaign that returned a term whose deadline had passed fails
+//   10 observers       per watch (one observe() call): its reports never go back a term; each
+//                      leader it reports was a real term (a hold some client's backend confirmed:
+//                      `lease` evidence, or a campaign that returned it) with a value that term
+//                      proclaimed; between two leader reports, every term a campaign returned in
+//                      between is counted in the later reports' skipped terms (no silent gap);
+//                      and a term that was leading when the watch began and went on leading
+//                      kFirstReportBound past it, no fault in that time, is reported (the read
+//                      after subscribe)
+//   2, 7, 11 left out (no unfenced counter; a lost term's notice is judged through check 8's
+//                      deadlines; the server's record holds no election key)
+// Check 1 (the fenced store takes only rising terms, FencedStore::writeTerm) and checks 3-6, 9 are
+// the lock runs' own (Checker.cpp), over the campaigns recorded as acquisitions.
+// Plain functions over values; thread-compatible.
+#pragma once
+
+#include <chrono>
+
+#include "Checker.h"
+
+namespace dlock::nemesis {
+
+// How long after a watch began a term still leading then must have been reported by it: the
+// observer's first read is one round trip, this is hundreds.
+inline constexpr std::chrono::milliseconds kFirstReportBound{500};
+
+// Fills checks 2, 7, 8, 10 and 11 of `report` for an election run.
+void checkElectionRun(const CheckerInput& input, Report& report);
+
+}  // namespace dlock::nemesis
