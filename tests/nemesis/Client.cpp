@@ -1119,12 +1119,18 @@ class ElectionWorkload {
     const auto end = steady_clock::now() + length;
     std::int64_t lastValid = 0;
     std::int64_t lastLeadingNs = 0;
+    bool ended = false;
     while (!stopping && steady_clock::now() < end) {
       if (!holding.empty() && !exists(holding)) break;
+      if (ended) {  // it waits out its section, as a lock's holder does, and resigns at its end
+        std::this_thread::sleep_for(std::min(milliseconds(2), duration_cast<milliseconds>(end - steady_clock::now()) + 1ms));
+        continue;
+      }
       const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
       if (!term.isLeader()) {
         recorder_.record(Kind::Info, "invalid", key_, number, std::to_string(lastLeadingNs));
-        return;
+        ended = true;
+        continue;
       }
       lastLeadingNs = lookedNs;
       const std::int64_t valid = steadyNs(term.validUntil());
@@ -1145,6 +1151,7 @@ class ElectionWorkload {
       }
       std::this_thread::sleep_for(std::min(milliseconds(2), duration_cast<milliseconds>(end - steady_clock::now()) + 1ms));
     }
+    if (ended) return;
     if (lastLeadingNs != 0) recorder_.record(Kind::Info, "held", key_, number, std::to_string(lastLeadingNs));
     // The term's work ends with its fenced write, while a last look finds it leading (the write
     // ends a hold for the runner, as the lock workload's does).
