@@ -1021,18 +1021,24 @@ constexpr long long kLongTermMin = 1000;
 constexpr long long kLongTermMax = 1500;
 // A campaign gives up after this (a cancel), and queues again at once.
 constexpr milliseconds kCampaignBound{8000};
+// The longest a leader waits for its own watch's first report before its term may end: the
+// report is one read away; the bound only ends the wait of a watch that never reads.
+constexpr milliseconds kOwnWatchBound{3000};
 
 // One election client over the public classes: ElectionBuilder().backend(b).name(first key)
 // .lease(--lease-ms).build(), over the lease evidence and the leader records (ElectionRecorder.h).
 // Its loop campaigns (`acquire`: campaign(value, cancel)), records the term's start and local
 // deadline (`term`: time = the moment campaign returned, value = validUntil() in ns), then, while
 // the term lasts (a drawn length, or the nemesis's hold), looks every 2 ms: isLeader() and
-// validUntil(), each new deadline recorded (`term-valid`), `invalid` once it no longer leads; one
-// term in three proclaims a new value. A leader still leading at the end writes its term once to
-// the fenced store (`fenced-write`: FencedStore::writeTerm, dated from the look that found it
-// leading); then it resigns (`release`). onLost is recorded as `lost`. A second thread observes: observe() (`watch`,
-// once subscribed), its reports (`observed`: token = the term, value = "WATCH leader|none
-// SKIPPED", message = the value), stopped (`watch-stop`) and started again every 300-900 ms.
+// validUntil(), each new deadline recorded (`term-valid`), `invalid` once it no longer leads.
+// Each term observes itself (watch "sN", started as it begins): the term lasts at least until
+// that watch's first report (or kOwnWatchBound), and its one proclaim in three comes after it. A
+// leader still leading at the end writes its term once to the fenced store (`fenced-write`:
+// FencedStore::writeTerm, dated from the look that found it leading); then it resigns
+// (`release`). onLost is recorded as `lost`. A second thread observes too, its watch stopped and
+// started again every 300-900 ms. A watch is recorded as `observe` (invoke; ok once subscribed,
+// value = its id), its reports as `observed` (token = the term, value = "ID leader|none SKIPPED",
+// message = the value), its end as `watch-stop`.
 class ElectionWorkload {
  public:
   ElectionWorkload(const Args& args, Recorder& recorder, dlock::nemesis::FencedStore& store)
@@ -1117,13 +1123,20 @@ class ElectionWorkload {
   void lead(dlock::Leadership& term, milliseconds length, const std::string& holding, bool proclaim) {
     const std::uint64_t number = term.fencingToken();
     const auto end = steady_clock::now() + length;
+    // Its own watch of its term: the term lasts until that watch's first report (or the bound).
+    const auto reported = std::make_shared<std::atomic<bool>>(false);
+    const std::string own = "s" + std::to_string(++ownWatches_);
+    dlock::ElectionWatch ownWatch = startWatch(own, reported);
+    const auto ownBound = steady_clock::now() + kOwnWatchBound;
     std::int64_t lastValid = 0;
     std::int64_t lastLeadingNs = 0;
     bool ended = false;
-    while (!stopping && steady_clock::now() < end) {
-      if (!holding.empty() && !exists(holding)) break;
-      if (ended) {  // it waits out its section, as a lock's holder does, and resigns at its end
-        std::this_thread::sleep_for(std::min(milliseconds(2), duration_cast<milliseconds>(end - steady_clock::now()) + 1ms));
+    while (!stopping) {
+      const auto now = steady_clock::now();
+      const bool awaiting = !ended && !*reported && now < ownBound;
+      if ((now >= end && !awaiting) || (!holding.empty() && !exists(holding))) break;
+      if (ended || now >= end) {  // a lost term waits out its section, as a lock's holder does
+        std::this_thread::sleep_for(2ms);
         continue;
       }
       const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
@@ -1138,7 +1151,7 @@ class ElectionWorkload {
         recorder_.record(Kind::Info, "term-valid", key_, number, std::to_string(valid), "", "", lookedNs);
         lastValid = valid;
       }
-      if (proclaim) {
+      if (proclaim && *reported) {  // after the watch's first read: a proclaim's message wakes a watch
         proclaim = false;
         const std::string value = "c" + std::to_string(args_.id) + "-" + std::to_string(++values_);
         (void)recorder_.step(
@@ -1149,8 +1162,10 @@ class ElectionWorkload {
             },
             0, value);
       }
-      std::this_thread::sleep_for(std::min(milliseconds(2), duration_cast<milliseconds>(end - steady_clock::now()) + 1ms));
+      std::this_thread::sleep_for(2ms);
     }
+    ownWatch.stop();
+    recorder_.record(Kind::Info, "watch-stop", key_, 0, own);
     if (ended) return;
     if (lastLeadingNs != 0) recorder_.record(Kind::Info, "held", key_, number, std::to_string(lastLeadingNs));
     // The term's work ends with its fenced write, while a last look finds it leading (the write
@@ -1169,22 +1184,29 @@ class ElectionWorkload {
     std::uniform_int_distribution<long long> restart(300, 900);
     for (std::uint64_t id = 1; !stopping; ++id) {
       const std::string watch = std::to_string(id);
-      recorder_.record(Kind::Invoke, "observe", key_, 0, watch);
-      dlock::ElectionWatch observing;
-      try {
-        observing = election_->observe([this, watch](const dlock::LeaderInfo& now) {
-          recorder_.record(Kind::Info, "observed", key_, now.term,
-                           watch + (now.hasLeader ? " leader " : " none ") + std::to_string(now.skippedTerms), "",
-                           now.value);
-        });
-        recorder_.record(Kind::Ok, "observe", key_, 0, watch);
-      } catch (const dlock::LockError& error) {
-        recorder_.record(Kind::Fail, "observe", key_, 0, watch, "LockError", error.what());
-      }
+      dlock::ElectionWatch observing = startWatch(watch, std::make_shared<std::atomic<bool>>(false));
       const auto until = steady_clock::now() + milliseconds(restart(random));
       while (!stopping && steady_clock::now() < until) std::this_thread::sleep_for(10ms);
       observing.stop();
       recorder_.record(Kind::Info, "watch-stop", key_, 0, watch);
+    }
+  }
+
+  // observe() recorded as watch `id` (`observe` invoke and ok, each report `observed`); `reported`
+  // turns true at its first report. An empty watch when observe() failed (recorded).
+  dlock::ElectionWatch startWatch(const std::string& id, const std::shared_ptr<std::atomic<bool>>& reported) {
+    recorder_.record(Kind::Invoke, "observe", key_, 0, id);
+    try {
+      dlock::ElectionWatch watch = election_->observe([this, id, reported](const dlock::LeaderInfo& now) {
+        recorder_.record(Kind::Info, "observed", key_, now.term,
+                         id + (now.hasLeader ? " leader " : " none ") + std::to_string(now.skippedTerms), "", now.value);
+        *reported = true;
+      });
+      recorder_.record(Kind::Ok, "observe", key_, 0, id);
+      return watch;
+    } catch (const dlock::LockError& error) {
+      recorder_.record(Kind::Fail, "observe", key_, 0, id, "LockError", error.what());
+      return {};
     }
   }
 
@@ -1197,6 +1219,7 @@ class ElectionWorkload {
   std::mt19937_64 random_;
   std::uniform_int_distribution<long long> holdFor_;
   long long values_ = 0;
+  std::uint64_t ownWatches_ = 0;
   std::mutex mutex_;
   dlock::CancelSource campaignCancel_;  // guarded by mutex_: the campaign under way
   std::thread observer_;

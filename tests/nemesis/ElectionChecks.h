@@ -12,8 +12,9 @@
 //                      `lease` evidence, or a campaign that returned it) with a value that term
 //                      proclaimed; between two leader reports, every term a campaign returned in
 //                      between is counted in the later reports' skipped terms (no silent gap);
-//                      and a term that was leading when the watch began and went on leading
-//                      kFirstReportBound past it, no fault in that time, is reported (the read
+//                      and a leader's watch of its own term (started as the term began, which
+//                      lasts until that watch's first report or the client's bound) reports the
+//                      term before its resign, unless it ended for its holder first (the read
 //                      after subscribe)
 //   2, 7, 11 left out (no unfenced counter; a lost term's notice is judged through check 8's
 //                      deadlines; the server's record holds no election key)
@@ -22,15 +23,9 @@
 // Plain functions over values; thread-compatible.
 #pragma once
 
-#include <chrono>
-
 #include "Checker.h"
 
 namespace dlock::nemesis {
-
-// How long after a watch began a term still leading then must have been reported by it: the
-// observer's first read is one round trip, this is hundreds.
-inline constexpr std::chrono::milliseconds kFirstReportBound{500};
 
 // Fills checks 2, 7, 8, 10 and 11 of `report` for an election run.
 void checkElectionRun(const CheckerInput& input, Report& report);
