@@ -58,6 +58,7 @@
 #include "BrokenShared.h"
 #include "Checker.h"
 #include "ConditionRecorder.h"
+#include "ElectionChecks.h"
 #include "ElectionRecorder.h"
 #include "FencedStore.h"
 #include "History.h"
@@ -1021,9 +1022,6 @@ constexpr long long kLongTermMin = 1000;
 constexpr long long kLongTermMax = 1500;
 // A campaign gives up after this (a cancel), and queues again at once.
 constexpr milliseconds kCampaignBound{8000};
-// The longest a leader waits for its own watch's first report before its term may end: the
-// report is one read away; the bound only ends the wait of a watch that never reads.
-constexpr milliseconds kOwnWatchBound{3000};
 
 // One election client over the public classes: ElectionBuilder().backend(b).name(first key)
 // .lease(--lease-ms).build(), over the lease evidence and the leader records (ElectionRecorder.h).
@@ -1032,7 +1030,7 @@ constexpr milliseconds kOwnWatchBound{3000};
 // the term lasts (a drawn length, or the nemesis's hold), looks every 2 ms: isLeader() and
 // validUntil(), each new deadline recorded (`term-valid`), `invalid` once it no longer leads.
 // Each term observes itself (watch "sN", started as it begins): the term lasts at least until
-// that watch's first report (or kOwnWatchBound), and its one proclaim in three comes after it. A
+// that watch's first report (or ElectionChecks.h's kOwnWatchBound), and its one proclaim in three comes after it. A
 // leader still leading at the end writes its term once to the fenced store (`fenced-write`:
 // FencedStore::writeTerm, dated from the look that found it leading); then it resigns
 // (`release`). onLost is recorded as `lost`. A second thread observes too, its watch stopped and
@@ -1127,7 +1125,7 @@ class ElectionWorkload {
     const auto reported = std::make_shared<std::atomic<bool>>(false);
     const std::string own = "s" + std::to_string(++ownWatches_);
     dlock::ElectionWatch ownWatch = startWatch(own, reported);
-    const auto ownBound = steady_clock::now() + kOwnWatchBound;
+    const auto ownBound = steady_clock::now() + dlock::nemesis::kOwnWatchBound;
     std::int64_t lastValid = 0;
     std::int64_t lastLeadingNs = 0;
     bool ended = false;

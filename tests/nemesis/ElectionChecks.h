@@ -13,9 +13,9 @@
 //                      proclaimed; between two leader reports, every term a campaign returned in
 //                      between is counted in the later reports' skipped terms (no silent gap);
 //                      and a leader's watch of its own term (started as the term began, which
-//                      lasts until that watch's first report or the client's bound) reports the
-//                      term before its resign, unless it ended for its holder first (the read
-//                      after subscribe)
+//                      lasts until that watch's first report or kOwnWatchBound) reports the term
+//                      before its resign, unless it ended for its holder first or the watch
+//                      was stopped sooner (the read after subscribe)
 //   2, 7, 11 left out (no unfenced counter; a lost term's notice is judged through check 8's
 //                      deadlines; the server's record holds no election key)
 // Check 1 (the fenced store takes only rising terms, FencedStore::writeTerm) and checks 3-6, 9 are
@@ -23,9 +23,16 @@
 // Plain functions over values; thread-compatible.
 #pragma once
 
+#include <chrono>
+
 #include "Checker.h"
 
 namespace dlock::nemesis {
+
+// How long a leader waits for its own watch's first report before its term may end (Client.cpp):
+// the report is one read away; the bound only ends the wait of a watch that never reads. A watch
+// stopped sooner without a report (the run ended, the nemesis ended the hold) is not judged.
+inline constexpr std::chrono::milliseconds kOwnWatchBound{3000};
 
 // Fills checks 2, 7, 8, 10 and 11 of `report` for an election run.
 void checkElectionRun(const CheckerInput& input, Report& report);

@@ -208,11 +208,12 @@ TEST_CASE("election check 10: a leader's watch of its own term reports it before
   observed(input, "c3", "1", 11, 5, true);
   CHECK(passes(input, 10));
 
-  CheckerInput silent = base();  // the watch read nothing until the resign's message
-  campaign(silent, "c1", 5, 10, 1010);
+  CheckerInput silent = base();  // the watch read nothing in its 3 s, until the resign's message
+  campaign(silent, "c1", 5, 10, 5000);
   watch(silent, "c1", "s1", 11);
-  resign(silent, "c1", 5, 300);
-  observed(silent, "c1", "s1", 302, 5, false);
+  add(silent, "c1", Kind::Info, "watch-stop", 3012, 0, "s1");
+  resign(silent, "c1", 5, 3013);
+  observed(silent, "c1", "s1", 3015, 5, false);
   watch(silent, "c3", "1", 5);
   observed(silent, "c3", "1", 11, 5, true);
   CHECK_FALSE(passes(silent, 10));
@@ -221,8 +222,17 @@ TEST_CASE("election check 10: a leader's watch of its own term reports it before
   lapsed.history.erase(std::remove_if(lapsed.history.begin(), lapsed.history.end(),
                                       [](const Op& op) { return op.op == "term"; }),
                        lapsed.history.end());
-  add(lapsed, "c1", Kind::Info, "term", 10, 5, std::to_string(250 * kMs), "v5");
+  add(lapsed, "c1", Kind::Info, "term", 10, 5, std::to_string(2500 * kMs), "v5");
   CHECK(passes(lapsed, 10));
+
+  CheckerInput stopped = base();  // stopped before its bound (the run ended): not judged
+  campaign(stopped, "c1", 5, 10, 1010);
+  watch(stopped, "c1", "s1", 11);
+  add(stopped, "c1", Kind::Info, "watch-stop", 12, 0, "s1");
+  resign(stopped, "c1", 5, 13);
+  watch(stopped, "c3", "1", 5);
+  observed(stopped, "c3", "1", 11, 5, true);
+  CHECK(passes(stopped, 10));
 }
 
 TEST_CASE("election check 10: a run where no observer reported is vacuous") {
