@@ -1133,7 +1133,7 @@ class ElectionWorkload {
       const auto now = steady_clock::now();
       const bool awaiting = !ended && !*reported && now < ownBound;
       if ((now >= end && !awaiting) || (!holding.empty() && !exists(holding))) break;
-      if (ended || now >= end) {  // a lost term waits out its section, as a lock's holder does
+      if (ended) {  // a lost term waits out its section, as a lock's holder does
         std::this_thread::sleep_for(2ms);
         continue;
       }

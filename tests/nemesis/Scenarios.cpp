@@ -415,6 +415,30 @@ void killLeader(Run& run) {
   });
 }
 
+// The leader SIGSTOPped past its lease, resumed only once another client leads a long term the
+// nemesis asked for (its hold recorded); the stale leader then resigns inside that term, and a
+// resign that hands on whatever key it finds ends the other's term under it.
+void staleResign(Run& run) {
+  Fleet& fleet = run.fleet();
+  std::optional<std::size_t> other;
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault(
+        "SIGSTOP " + target.process + " until another leads", run.timing().faultLength,
+        [&] { fleet.pause(target.slot); },
+        [&] {
+          for (std::size_t i = 1; i < fleet.size() && !other; ++i) {
+            const std::size_t slot = (target.slot + i) % fleet.size();
+            fleet.requestHold(slot, milliseconds(0), run.timing().lease * 4, milliseconds(0), 0);
+            if (fleet.waitHolding(slot, run.timing().recoveryBound)) other = slot;
+          }
+          fleet.resume(target.slot);
+        },
+        &target);
+  });
+  run.sleep(run.timing().lease);  // the stale leader's resign comes inside the other's term
+  if (other) fleet.endHold(*other);
+}
+
 // Leader election: one fault at the leader per cycle, drawn from the seed; a paused server only
 // where there is one.
 void electMixed(Run& run) {
@@ -1041,6 +1065,9 @@ const std::vector<Scenario>& scenarios() {
        single(), partitionClient, false, "", "elect"},
       {"single", "elect-pause-client", "election: the leader SIGSTOPped for 2.5 leases", "", kTaken, single(),
        pauseClient, false, "", "elect"},
+      {"single", "elect-stale-resign",
+       "election: the leader SIGSTOPped past its lease, resumed once another client leads a long term, then resigns",
+       "", kTaken, single(), staleResign, false, "", "elect"},
       {"single", "elect-latency", "election: 0.5-0.75 lease of latency on every client link under a leader", "", kHit,
        single(), latency, false, "", "elect"},
       {"single", "elect-mixed",
