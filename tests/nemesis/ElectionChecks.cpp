@@ -225,7 +225,9 @@ void checkReports(const Watch& watch, const ElectionRecords& records, const std:
 long long checkOwnTermWatch(const Watch& watch, const ElectionRecords& records, long long& violations,
                             std::string& first) {
   if (watch.id.empty() || watch.id.front() != 's') return 0;
-  for (const auto& [number, term] : records.terms) {
+  for (const auto& entry : records.terms) {
+    const std::uint64_t number = entry.first;
+    const Term& term = entry.second;
     if (term.process != watch.process || term.startNs > watch.startNs || term.resignNs <= watch.startNs) continue;
     if (term.resignNs == kNever || term.lastValidNs <= term.resignNs) return 0;  // ended first, or never resigned
     const bool seen = std::any_of(watch.reports.begin(), watch.reports.end(), [&](const LeaderReport& report) {
