@@ -14,6 +14,8 @@
 #include "ServerRecord.h"
 #include "ServerWrites.h"
 #include "ConditionChecks.h"
+#include "ElectionChecks.h"
+#include "ElectionChecks.h"
 #include "SharedChecks.h"
 
 namespace dlock::nemesis {
@@ -855,6 +857,11 @@ Report check(const CheckerInput& input) {
   checkErrorsAndExits(input, processes, report);
   checkTtls(input, report);
   std::vector<ExcusedOverlap> excused;
+  if (input.primitive == "elect") {
+    checkElectionRun(input, report);
+    checkFaultsOnHolders(input, report);
+    return report;
+  }
   if (input.primitive == "cond") {
     checkConditionRun(input, report);
     checkFaultsOnHolders(input, report);

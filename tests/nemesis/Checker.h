@@ -108,7 +108,7 @@ struct CheckerInput {
   bool serverRecord = true;
   bool serverSetsShowLosses = true;  // one server: its record's SET for another owner is a loss
   // What the clients ran: "lock" (ILock), "rw" (read-write holds), "sem" (permits of `capacity`)
-  // or "cond" (the bounded buffer, ConditionChecks.h),
+  // or "cond" (the bounded buffer, ConditionChecks.h) or "elect" (leader election, ElectionChecks.h),
   // the last two with the hold's lease `lease` as their waiter lease (SharedChecks.h).
   std::string primitive = "lock";
   std::uint32_t capacity = 1;

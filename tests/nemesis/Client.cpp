@@ -8,7 +8,7 @@
 //   dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T
 //       --lease-ms L --acquire-timeout-ms A --history FILE
 //       [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] [--control FILE]
-//       [--broken VARIANT] [--primitive lock|rw|sem|cond] [--capacity C]
+//       [--broken VARIANT] [--primitive lock|rw|sem|cond|elect] [--capacity C]
 //
 // The hold between the counter's GET and SET is H ms, or drawn from [H, M] with --hold-max-ms.
 // --fair 1 runs the fair lock (LockBuilder::fair) with a waiter lease of --lease-ms.
@@ -31,6 +31,8 @@
 // records what they did) instead of the ILock: SharedWorkload below says what each acquisition does.
 // --primitive cond runs the bounded buffer (capacity C) on the lock and its Conditions (ConditionRecorder.h
 // records what they did): ConditionWorkload below.
+// --primitive elect runs for leadership of the first key's election (dlock::Election over
+// ElectionRecorder.h) and observes it: ElectionWorkload below.
 #include <signal.h>
 #include <unistd.h>
 
@@ -57,6 +59,8 @@
 #include "BrokenShared.h"
 #include "Checker.h"
 #include "ConditionRecorder.h"
+#include "ElectionChecks.h"
+#include "ElectionRecorder.h"
 #include "FencedStore.h"
 #include "History.h"
 #include "LeaseRecorder.h"
@@ -85,14 +89,14 @@ struct Args {
   std::string history;
   std::string control;
   std::string broken;
-  std::string primitive = "lock";  // lock, rw, sem, cond
+  std::string primitive = "lock";  // lock, rw, sem, cond, elect
   std::uint32_t capacity = 3;
 };
 
 constexpr const char* kUsage =
     "usage: dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T --lease-ms L "
     "--acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] "
-    "[--control FILE] [--broken VARIANT (BrokenOperator.h, BrokenShared.h, BrokenCondition.h)] [--primitive lock|rw|sem|cond] [--capacity C]\n"
+    "[--control FILE] [--broken VARIANT (BrokenOperator.h, BrokenShared.h, BrokenCondition.h)] [--primitive lock|rw|sem|cond|elect] [--capacity C]\n"
     "(see the top of tests/nemesis/Client.cpp)\n";
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -157,11 +161,16 @@ Args parseArgs(int argc, char** argv) {
   if (auto fair = take("--fair", false)) args.fair = number("--fair", *fair) != 0;
   if (auto control = take("--control", false)) args.control = *control;
   if (auto primitive = take("--primitive", false)) args.primitive = *primitive;
-  if (args.primitive != "lock" && args.primitive != "rw" && args.primitive != "sem" && args.primitive != "cond") usage("no primitive '" + args.primitive + "'");
+  if (args.primitive != "lock" && args.primitive != "rw" && args.primitive != "sem" && args.primitive != "cond" &&
+      args.primitive != "elect") {
+    usage("no primitive '" + args.primitive + "'");
+  }
   if (auto capacity = take("--capacity", false)) args.capacity = static_cast<std::uint32_t>(number("--capacity", *capacity));
   if (args.capacity == 0) usage("--capacity wants at least 1");
   if (auto broken = take("--broken", false)) {
     args.broken = *broken;
+    // The election's broken variants are patches to the library (library-variants/), none a double.
+    if (args.primitive == "elect") usage("no broken variant '" + args.broken + "' for elections");
     const auto& known = args.primitive == "lock"   ? dlock::nemesis::brokenVariants()
                         : args.primitive == "cond" ? dlock::nemesis::brokenConditionVariants()
                                                    : dlock::nemesis::brokenSharedVariants();
@@ -1052,6 +1061,216 @@ class ConditionWorkload {
   long long produced_ = 0;
 };
 
+// What an election client records its clock readings in: steady_clock is CLOCK_MONOTONIC here.
+std::int64_t steadyNs(steady_clock::time_point at) { return duration_cast<nanoseconds>(at.time_since_epoch()).count(); }
+
+// Terms this long (ms), one in five, outlast several renewals and the observers' restarts.
+constexpr long long kLongTermMin = 1000;
+constexpr long long kLongTermMax = 1500;
+// A campaign gives up after this (a cancel), and queues again at once.
+constexpr milliseconds kCampaignBound{8000};
+
+// One election client over the public classes: ElectionBuilder().backend(b).name(first key)
+// .lease(--lease-ms).build(), over the lease evidence and the leader records (ElectionRecorder.h).
+// Its loop campaigns (`acquire`: campaign(value, cancel)), records the term's start and local
+// deadline (`term`: time = the moment campaign returned, value = validUntil() in ns), then, while
+// the term lasts (a drawn length, or the nemesis's hold), looks every 2 ms: isLeader() and
+// validUntil(), each new deadline recorded (`term-valid`), `invalid` once it no longer leads.
+// Each term observes itself (watch "sN", started as it begins): the term lasts at least until
+// that watch's first report (or ElectionChecks.h's kOwnWatchBound), and its one proclaim in three comes after it. A
+// leader still leading at the end writes its term once to the fenced store (`fenced-write`:
+// FencedStore::writeTerm, dated from the look that found it leading); then it resigns
+// (`release`). onLost is recorded as `lost`. A second thread observes too, its watch stopped and
+// started again every 300-900 ms. A watch is recorded as `observe` (invoke; ok once subscribed,
+// value = its id), its reports as `observed` (token = the term, value = "ID leader|none SKIPPED",
+// message = the value), its end as `watch-stop`.
+class ElectionWorkload {
+ public:
+  ElectionWorkload(const Args& args, Recorder& recorder, dlock::nemesis::FencedStore& store)
+      : args_(args), recorder_(recorder), store_(store), key_(args.keys.front()),
+        random_(args.seed * 1000003 + static_cast<std::uint64_t>(args.id)),
+        holdFor_(args.hold.count(), args.holdMax.count()) {
+    backend_ = std::make_shared<dlock::nemesis::ElectionRecorder>(dlock::connect(args.uri),
+                                                                  [&recorder](Op op) { recorder.append(std::move(op)); });
+    election_ = dlock::ElectionBuilder().backend(backend_).name(key_).lease(args.lease).build();
+    election_->onLost([this](const dlock::Leadership& lost) {
+      recorder_.record(Kind::Info, "lost", key_, lost.fencingToken(), "");
+    });
+  }
+  ElectionWorkload(const ElectionWorkload&) = delete;
+  ElectionWorkload& operator=(const ElectionWorkload&) = delete;
+  ~ElectionWorkload() {
+    if (observer_.joinable()) observer_.join();
+    if (stopWatch_.joinable()) stopWatch_.join();
+    election_->close();
+  }
+
+  void start() {
+    observer_ = std::thread([this] { observeLoop(); });
+    // SIGTERM ends a waiting campaign (its cancel) rather than the hang bound.
+    stopWatch_ = std::thread([this] {
+      while (!stopping) std::this_thread::sleep_for(20ms);
+      const std::lock_guard<std::mutex> guard(mutex_);
+      campaignCancel_.requestCancel();
+    });
+  }
+
+  void iteration() {
+    std::optional<HoldRequest> request = pendingRequest(args_.control);
+    const std::string value = "c" + std::to_string(args_.id) + "-" + std::to_string(++values_);
+    dlock::Leadership term;
+    std::int64_t startNs = 0;
+    const auto campaigned = recorder_.step(
+        "acquire", key_, 0,
+        [&] {
+          dlock::CancelSource cancel;
+          {
+            const std::lock_guard<std::mutex> guard(mutex_);
+            campaignCancel_ = cancel;
+          }
+          if (stopping) cancel.requestCancel();
+          const DrawnMoment bound(kCampaignBound, [cancel]() mutable { cancel.requestCancel(); });
+          try {
+            term = election_->campaign(value, cancel.token());
+          } catch (const dlock::InterruptedError&) {
+            return Outcome{Kind::Fail, "timeout", 0};
+          }
+          startNs = dlock::nemesis::monotonicNs();
+          return Outcome{Kind::Ok, backend_->ownerOf(term.fencingToken()), term.fencingToken()};
+        },
+        0, value);
+    if (!campaigned || campaigned->kind != Kind::Ok || !term) return;
+    const std::uint64_t number = term.fencingToken();
+    // A request that came while this client queued takes this term (a second campaign would wait
+    // out every other candidate's term).
+    if (!request) request = pendingRequest(args_.control);
+    recorder_.record(Kind::Info, "term", key_, number, std::to_string(steadyNs(term.validUntil())), "", value, startNs);
+    const std::string holding = request ? startRequestedHold(recorder_, args_, key_, number, *request) : std::string();
+    const bool longTerm = random_() % 5 == 0;
+    const milliseconds length = request    ? request->max
+                                : longTerm ? milliseconds(std::uniform_int_distribution<long long>(kLongTermMin, kLongTermMax)(random_))
+                                           : milliseconds(holdFor_(random_));
+    lead(term, length, holding, random_() % 3 == 0);
+    (void)recorder_.step("release", key_, number, [&] {
+      term.resign();
+      return Outcome{};
+    });
+    // A resign that failed on the connection keeps the term: dropped, it resigns quietly.
+    stepName = "release-retry";
+    stepStartNs = dlock::nemesis::monotonicNs();
+    term = dlock::Leadership();
+    stepStartNs = 0;
+  }
+
+ private:
+  // The term's section: looks every 2 ms until `length` passed, the nemesis ended its hold, or
+  // the term ended for this client; the fenced write once, and a proclaim when `proclaim`.
+  void lead(dlock::Leadership& term, milliseconds length, const std::string& holding, bool proclaim) {
+    const std::uint64_t number = term.fencingToken();
+    const auto end = steady_clock::now() + length;
+    // Its own watch of its term: the term lasts until that watch's first report (or the bound).
+    const auto reported = std::make_shared<std::atomic<bool>>(false);
+    const std::string own = "s" + std::to_string(++ownWatches_);
+    dlock::ElectionWatch ownWatch = startWatch(own, reported);
+    const auto ownBound = steady_clock::now() + dlock::nemesis::kOwnWatchBound;
+    std::int64_t lastValid = 0;
+    std::int64_t lastLeadingNs = 0;
+    bool ended = false;
+    while (!stopping) {
+      const auto now = steady_clock::now();
+      const bool awaiting = !ended && !*reported && now < ownBound;
+      if ((now >= end && !awaiting) || (!holding.empty() && !exists(holding))) break;
+      if (ended) {  // a lost term waits out its section, as a lock's holder does
+        std::this_thread::sleep_for(2ms);
+        continue;
+      }
+      const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
+      if (!term.isLeader()) {
+        recorder_.record(Kind::Info, "invalid", key_, number, std::to_string(lastLeadingNs));
+        ended = true;
+        continue;
+      }
+      lastLeadingNs = lookedNs;
+      const std::int64_t valid = steadyNs(term.validUntil());
+      if (valid != lastValid) {
+        recorder_.record(Kind::Info, "term-valid", key_, number, std::to_string(valid), "", "", lookedNs);
+        lastValid = valid;
+      }
+      if (proclaim && *reported) {  // after the watch's first read: a proclaim's message wakes a watch
+        proclaim = false;
+        const std::string value = "c" + std::to_string(args_.id) + "-" + std::to_string(++values_);
+        (void)recorder_.step(
+            "proclaim", key_, number,
+            [&] {
+              term.proclaim(value);
+              return Outcome{};
+            },
+            0, value);
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+    ownWatch.stop();
+    recorder_.record(Kind::Info, "watch-stop", key_, 0, own);
+    if (ended) return;
+    if (lastLeadingNs != 0) recorder_.record(Kind::Info, "held", key_, number, std::to_string(lastLeadingNs));
+    // The term's work ends with its fenced write, while a last look finds it leading (the write
+    // ends a hold for the runner, as the lock workload's does).
+    const std::int64_t lookedNs = dlock::nemesis::monotonicNs();
+    if (stopping || !term.isLeader()) return;
+    (void)recorder_.step(
+        "fenced-write", key_, number,
+        [&] { return Outcome{Kind::Ok, store_.writeTerm(key_, number) ? "accepted" : "rejected", 0}; }, lookedNs);
+  }
+
+  // Watches the leader, restarting the watch every 300-900 ms (drawn), until the run stops. Not
+  // a step: the hang watch follows the main thread's steps only.
+  void observeLoop() {
+    std::mt19937_64 random(args_.seed * 7919 + static_cast<std::uint64_t>(args_.id));
+    std::uniform_int_distribution<long long> restart(300, 900);
+    for (std::uint64_t id = 1; !stopping; ++id) {
+      const std::string watch = std::to_string(id);
+      dlock::ElectionWatch observing = startWatch(watch, std::make_shared<std::atomic<bool>>(false));
+      const auto until = steady_clock::now() + milliseconds(restart(random));
+      while (!stopping && steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+      observing.stop();
+      recorder_.record(Kind::Info, "watch-stop", key_, 0, watch);
+    }
+  }
+
+  // observe() recorded as watch `id` (`observe` invoke and ok, each report `observed`); `reported`
+  // turns true at its first report. An empty watch when observe() failed (recorded).
+  dlock::ElectionWatch startWatch(const std::string& id, const std::shared_ptr<std::atomic<bool>>& reported) {
+    recorder_.record(Kind::Invoke, "observe", key_, 0, id);
+    try {
+      dlock::ElectionWatch watch = election_->observe([this, id, reported](const dlock::LeaderInfo& now) {
+        recorder_.record(Kind::Info, "observed", key_, now.term,
+                         id + (now.hasLeader ? " leader " : " none ") + std::to_string(now.skippedTerms), "", now.value);
+        *reported = true;
+      });
+      recorder_.record(Kind::Ok, "observe", key_, 0, id);
+      return watch;
+    } catch (const dlock::LockError& error) {
+      recorder_.record(Kind::Fail, "observe", key_, 0, id, "LockError", error.what());
+      return {};
+    }
+  }
+
+  const Args& args_;
+  Recorder& recorder_;
+  dlock::nemesis::FencedStore& store_;
+  const std::string key_;
+  std::shared_ptr<dlock::nemesis::ElectionRecorder> backend_;
+  std::shared_ptr<dlock::Election> election_;
+  std::mt19937_64 random_;
+  std::uniform_int_distribution<long long> holdFor_;
+  long long values_ = 0;
+  std::uint64_t ownWatches_ = 0;
+  std::mutex mutex_;
+  dlock::CancelSource campaignCancel_;  // guarded by mutex_: the campaign under way
+  std::thread observer_;
+  std::thread stopWatch_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1070,8 +1289,11 @@ int main(int argc, char** argv) {
   std::shared_ptr<dlock::ILock> lock;
   std::unique_ptr<SharedClasses> holder;
   std::unique_ptr<ConditionLocks> conditions;
+  std::unique_ptr<ElectionWorkload> election;
   (void)recorder.step("setup", "", 0, [&] {
-    if (args.primitive == "lock") {
+    if (args.primitive == "elect") {
+      election = std::make_unique<ElectionWorkload>(args, recorder, store);
+    } else if (args.primitive == "lock") {
       lock = buildLock(args, recorder);
     } else if (args.primitive == "cond") {
       conditions = std::make_unique<ConditionLocks>(args, recorder);
@@ -1080,14 +1302,18 @@ int main(int argc, char** argv) {
     }
     return Outcome{};
   });
-  if (!lock && !holder && !conditions) {
+  if (!lock && !holder && !conditions && !election) {
     done = true;
     hangWatch.join();
     return 1;
   }
 
   const auto end = steady_clock::now() + args.run;
-  if (lock) {
+  if (election) {
+    election->start();
+    while (!stopping && steady_clock::now() < end) election->iteration();
+    stopping = true;  // the observer's and the campaign's threads end with the loop
+  } else if (lock) {
     Workload workload(args, recorder, store, *lock);
     while (!stopping && steady_clock::now() < end) workload.iteration();
   } else if (conditions) {
@@ -1102,6 +1328,7 @@ int main(int argc, char** argv) {
   stepName = "shutdown";
   stepStartNs = dlock::nemesis::monotonicNs();
   lock.reset();
+  election.reset();
   holder.reset();
   conditions.reset();
   stepStartNs = 0;

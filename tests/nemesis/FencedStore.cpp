@@ -23,6 +23,19 @@ const std::string& fencedWriteScript() {
   return script;
 }
 
+// A leader's write of its term: accepted only above the last accepted term (ElectionWorker's
+// fenced store): an equal term is refused too, so each term writes once.
+constexpr const char* kTermWrite = R"lua(
+local last = redis.call('GET', KEYS[1])
+if last and tonumber(ARGV[1]) <= tonumber(last) then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('INCR', KEYS[2])
+redis.call('RPUSH', KEYS[3], ARGV[1])
+return 1
+)lua";
+
 // A fenced write of the bounded buffer: the decision, then the put (RPUSH, the peak raised) or the
 // take (LREM of the item) and its record.
 const std::string& bufferWriteScript() {
@@ -128,6 +141,13 @@ bool FencedStore::write(const std::string& key, std::uint64_t token) {
   const Reply reply = command({"EVAL", fencedWriteScript(), "3", storeKey(key, "fence-last"), storeKey(key, "fence-count"),
                                storeKey(key, "fence-tokens"), std::to_string(token)});
   if (reply.type != REDIS_REPLY_INTEGER) throw StoreError("store: the fenced write gave no integer");
+  return reply.integer == 1;
+}
+
+bool FencedStore::writeTerm(const std::string& key, std::uint64_t term) {
+  const Reply reply = command({"EVAL", kTermWrite, "3", storeKey(key, "fence-last"), storeKey(key, "fence-count"),
+                               storeKey(key, "fence-tokens"), std::to_string(term)});
+  if (reply.type != REDIS_REPLY_INTEGER) throw StoreError("store: the term's write gave no integer");
   return reply.integer == 1;
 }
 

@@ -65,6 +65,10 @@ class FencedStore {
   // True when `token` was accepted: not lower than the last accepted token of `key`.
   [[nodiscard]] bool write(const std::string& key, std::uint64_t token);
 
+  // A leader's term, in the same register: true when `term` is above the last accepted one (an
+  // equal one is refused: a term writes once).
+  [[nodiscard]] bool writeTerm(const std::string& key, std::uint64_t term);
+
   // The unfenced counter: a plain GET and a plain SET, deliberately two commands.
   [[nodiscard]] long long get(const std::string& key);
   void set(const std::string& key, long long value);

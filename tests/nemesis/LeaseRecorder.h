@@ -11,6 +11,7 @@
 // recorded as the server saw it. A fair hand-off is placed as the lock places it: at the waiter's
 // last attempt that found it waiting, moved on by the backend's clock to the hand-off, for the
 // claim lease the grant carries; the claim's extend is a renewal like any other.
+// ElectionRecorder.h adds an election's leader records to it.
 // Owner: one client process. Thread safety: thread-safe, as the wrapped operator.
 #pragma once
 
@@ -34,7 +35,7 @@ namespace dlock::nemesis {
 [[nodiscard]] IFairOperator& fairQueueOf(IOperator& inner);
 [[nodiscard]] std::string fairUnsupportedBy(const IOperator& inner);
 
-class LeaseRecorder final : public IOperator, public IFairOperator, public ILeaseInspector {
+class LeaseRecorder : public IOperator, public IFairOperator, public ILeaseInspector {
  public:
   using Sink = std::function<void(Op)>;
 

@@ -114,7 +114,8 @@ struct Scenario {
   std::string tokensBackExplained{};
   // What the clients run: "lock" (the ILock), "rw" (read and write holds), "sem" (permits of
   // kSemaphoreCapacity), checked by SharedChecks.h, or "cond" (the bounded buffer of
-  // kBufferCapacity, over the lock and its Conditions), checked by ConditionChecks.h.
+  // kBufferCapacity, over the lock and its Conditions), checked by ConditionChecks.h, or "elect"
+  // (candidates for the first key's leadership, dlock::Election), checked by ElectionChecks.h.
   std::string primitive = "lock";
   // A "cond" scenario whose fault is aimed at an await itself (judged by check 7): a run where no
   // await met a signal after it leaves check 10 out, saying so, instead of failing as vacuous.

@@ -486,6 +486,49 @@ void mixed(Run& run) {
   faults.at(run.pick(faults.size()))(run);
 }
 
+// The leader SIGKILLed inside its term (at a drawn moment), replaced: its successor leads once
+// the term's lease ran out on the server.
+void killLeader(Run& run) {
+  withHolder(run, milliseconds(0), [&](const Target& target) {
+    run.fault("SIGKILL " + target.process, milliseconds(0), [&] { run.fleet().kill(target.slot); }, [] {}, &target);
+  });
+}
+
+// The leader SIGSTOPped past its lease, resumed only once another client leads a long term the
+// nemesis asked for (its hold recorded); the stale leader then resigns inside that term, and a
+// resign that hands on whatever key it finds ends the other's term under it.
+void staleResign(Run& run) {
+  Fleet& fleet = run.fleet();
+  std::optional<std::size_t> other;
+  withHolder(run, run.timing().faultLength, [&](const Target& target) {
+    run.fault(
+        "SIGSTOP " + target.process + " until another leads", run.timing().faultLength,
+        [&] { fleet.pause(target.slot); },
+        [&] {
+          for (std::size_t i = 1; i < fleet.size() && !other; ++i) {
+            const std::size_t slot = (target.slot + i) % fleet.size();
+            fleet.requestHold(slot, milliseconds(0), run.timing().lease * 4, milliseconds(0), 0);
+            if (fleet.waitHolding(slot, run.timing().recoveryBound)) other = slot;
+          }
+          fleet.resume(target.slot);
+        },
+        &target);
+  });
+  run.sleep(run.timing().lease);  // the stale leader's resign comes inside the other's term
+  if (other) fleet.endHold(*other);
+}
+
+// Leader election: one fault at the leader per cycle, drawn from the seed; a paused server only
+// where there is one.
+void electMixed(Run& run) {
+  const std::vector<void (*)(Run&)> faults = {partitionClient, pauseClient, latency, killLeader, pauseServer};
+  faults.at(run.pick(faults.size()))(run);
+}
+void electMixedReplicated(Run& run) {
+  const std::vector<void (*)(Run&)> faults = {partitionClient, pauseClient, latency, killLeader};
+  faults.at(run.pick(faults.size()))(run);
+}
+
 // Redlock: `count` distinct nodes, drawn from the seed.
 std::vector<std::size_t> someNodes(Run& run, std::size_t count) {
   std::vector<std::size_t> nodes;
@@ -1112,6 +1155,18 @@ const std::vector<Scenario>& scenarios() {
        "semaphore: a holder of every permit SIGSTOPped past its lease; another takes them for 1.5 s while a third "
        "keeps asking for them; with ~250 ms left the stale holder releases",
        "", kTaken, single(), [](Run& run) { staleReleaseNearExpiry(run, WaitQueue::semaphore); }, false, "", "sem"},
+      {"single", "elect-partition", "election: the leader cut off from the server for 2.5 leases", "", kTaken,
+       single(), partitionClient, false, "", "elect"},
+      {"single", "elect-pause-client", "election: the leader SIGSTOPped for 2.5 leases", "", kTaken, single(),
+       pauseClient, false, "", "elect"},
+      {"single", "elect-stale-resign",
+       "election: the leader SIGSTOPped past its lease, resumed once another client leads a long term, then resigns",
+       "", kTaken, single(), staleResign, false, "", "elect"},
+      {"single", "elect-latency", "election: 0.5-0.75 lease of latency on every client link under a leader", "", kHit,
+       single(), latency, false, "", "elect"},
+      {"single", "elect-mixed",
+       "election: each cycle one of partition, pause, latency, SIGKILL of the leader, or the server SIGSTOPped, "
+       "drawn from the seed", "", kHit, single(), electMixed, false, "", "elect"},
       {"redlock", "overlapping-majorities", "the holder keeps nodes {a,b,c}, every other client {c,d,e}, for 2.5 leases",
        "", kKept, redlock, overlappingMajorities},
       {"redlock", "clock-bump-restart", "two nodes' clocks 3 leases ahead and a third restarted empty, under a holder",
@@ -1168,6 +1223,9 @@ const std::vector<Scenario>& scenarios() {
        "bounded buffer (conditions): a consumer awaiting notEmpty SIGSTOPped, cut off or SIGKILLed, drawn from the "
        "seed, while a producer outlives its fixed lease and another puts and signals; the stale producer signals last",
        "", kHit, sentinel(), awaiterMixed, false, "", "cond"},
+      {"sentinel", "elect-mixed",
+       "election: each cycle one of partition, pause, latency or SIGKILL of the leader, drawn from the seed", "", kHit,
+       sentinel(), electMixedReplicated, false, "", "elect"},
       {"cluster", "failover", "the first key's master SIGKILLed under a holder, its replica promoted, the old master back",
        kFailoverExplained, kOutlived, cluster, clusterFailover},
       {"cluster", "migrate-slot", "the first key's slot migrated live to another master under its holder", "", kKept,
@@ -1193,6 +1251,9 @@ const std::vector<Scenario>& scenarios() {
        "drawn from the seed, while a producer outlives its fixed lease and another puts and signals; the stale "
        "producer signals last",
        "", kHit, cluster, awaiterMixed, true, "", "cond"},
+      {"cluster", "elect-mixed",
+       "election: each cycle one of partition, pause, latency or SIGKILL of the leader, drawn from the seed", "", kHit,
+       cluster, electMixedReplicated, false, "", "elect"},
   };
   return all;
 }
