@@ -25,6 +25,7 @@
 #include "LockCounters.h"
 #include "ReadWriteQueue.h"
 #include "Watchdog.h"
+#include "WatchdogHost.h"
 #include "dlock/Cancel.h"
 #include "dlock/Clock.h"
 #include "dlock/ILock.h"
@@ -39,8 +40,9 @@ class ReadWriteCore {
   using Deadline = ILock::Deadline;
 
   // `rw` is `backend`'s (checked by LockBuilder::buildReadWrite); `options` validated there.
+  // `watchdogs`: the watchdog thread shared with other primitives (on `clock`); null: its own.
   ReadWriteCore(std::shared_ptr<IOperator> backend, IReadWriteOperator& rw, std::shared_ptr<Clock> clock,
-                LockOptions options);
+                LockOptions options, std::shared_ptr<WatchdogHost> watchdogs = nullptr);
   ReadWriteCore(const ReadWriteCore&) = delete;
   ReadWriteCore& operator=(const ReadWriteCore&) = delete;
   ~ReadWriteCore();
@@ -123,6 +125,7 @@ class ReadWriteCore {
   Clock* const waitClock_;  // waitClockOf(clock_): the waits' clock, nullptr for the steady one
   const LockOptions options_;
   const std::shared_ptr<LockCounters> counters_;
+  const std::shared_ptr<WatchdogHost> watchdogs_;  // the shared watchdog thread; null: the lock's own
 
   ForkSafeMutex handlerMutex_;
   ILock::LostHandler lostHandler_;  // guarded by handlerMutex_

@@ -48,6 +48,7 @@
 #include "dlock/core/ReadWriteLock.h"
 #include "dlock/core/Semaphore.h"
 #include "dlock/core/SemaphoreBuilder.h"
+#include "dlock/core/SharedWatchdog.h"
 
 namespace dlock {
 
