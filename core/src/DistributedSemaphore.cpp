@@ -56,7 +56,7 @@ LockStats DistributedSemaphore::doStats() const {
   stats.name = name_;
   stats.kind = StatsKind::Semaphore;
   const LockCounters& counters = core_->counters();
-  stats.permitsInUse = LockCounters::gauge(counters.held[static_cast<std::size_t>(LeaseKind::Permits)]);
+  stats.permitsInUse = counters.heldAt(static_cast<std::size_t>(LeaseKind::Permits), clock_->now());
   stats.waiting = LockCounters::gauge(counters.waiting[static_cast<std::size_t>(LeaseKind::Permits)]);
   stats.capacity = permits_->capacity();
   return stats;

@@ -101,6 +101,8 @@ class LockCore {
   bool releaseQuietly(LeaseState& lease) noexcept;
 
   [[nodiscard]] bool isValid(const LeaseState& lease) const { return lease.validAt(clock_->now()); }
+  // The lock's clock now (the gauges' read time).
+  [[nodiscard]] Clock::time_point now() const { return clock_->now(); }
 
   // A hold (`from` its phase now) whose changing script was cut off after it may have run (a
   // Condition's await): it may give the key up whenever the server gets to it, so it is lost now

@@ -82,6 +82,8 @@ class ReadWriteCore {
   std::shared_ptr<LeaseState> tryUpgrade(LeaseState& read);
 
   [[nodiscard]] bool isValid(const LeaseState& lease) const { return lease.validAt(clock_->now()); }
+  // The lock's clock now (the gauges' read time).
+  [[nodiscard]] Clock::time_point now() const { return clock_->now(); }
   [[nodiscard]] ReadWriteInfo inspect(std::string_view key) { return rw_.inspectReadWrite(key); }
 
   void setLostHandler(ILock::LostHandler handler);
