@@ -184,7 +184,8 @@ RenewalCalls permitRenewalCalls(const RedisOperatorOptions& options, bool sharde
   for (std::size_t start = 0; start < members.size(); start += kExtendChunk) {
     const auto first = members.begin() + static_cast<std::ptrdiff_t>(start);
     const std::vector<std::size_t> holds(first, first + static_cast<std::ptrdiff_t>(std::min(kExtendChunk, members.size() - start)));
-    const ExtendManyCall batch(leases, holds, byName, std::to_string(renewals[holds.front()].ttl.count()));
+    const std::string leaseText = std::to_string(renewals[holds.front()].ttl.count());  // batch views it
+    const ExtendManyCall batch(leases, holds, byName, leaseText);
     RenewalCall& call = calls.emplace_back();
     call.script = &semaphoreExtendManyScript(sharded);
     for (const std::string_view key : batch.keys()) call.keys.push_back(call.keep(std::string(key)));

@@ -7,7 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,11 +26,14 @@ struct RenewalCall {
   Argv args;
   std::vector<std::size_t> members;  // the renewals it settles, in the order of its reply
 
-  // Keeps `text` for the call's lifetime and returns a view of it (a deque never moves them).
-  std::string_view keep(std::string text) { return texts_.emplace_back(std::move(text)); }
+  // Keeps `text` for the call's lifetime and returns a view of it: each text has a place of its
+  // own, which neither a move of the call nor a copy of it by a growing vector changes.
+  std::string_view keep(std::string text) {
+    return *texts_.emplace_back(std::make_shared<const std::string>(std::move(text)));
+  }
 
  private:
-  std::deque<std::string> texts_;
+  std::vector<std::shared_ptr<const std::string>> texts_;
 };
 
 // The calls renewing `members` (indexes into `renewals`, all of one kind, one slot and one ttl).
