@@ -20,6 +20,8 @@
 #include "TestHelpers.h"
 #include "ThreadState.h"
 #include "dlock/Client.h"
+#include "dlock/IRenewalBatch.h"
+#include "dlock/connect.h"
 #include "dlock/LockError.h"
 #include "dlock/memory/VirtualClock.h"
 
@@ -223,5 +225,39 @@ TEST_SUITE("ClientOnRedis") {
     CHECK(dlock::test::threadsNamed(kWatchdogThread) == threadsBefore + 1);
     lock->unlock("parent");
     config->readLock()->unlock("config");
+  }
+
+  TEST_CASE("renewBatch renews every kind by its own script in one pipeline, and tells held from gone") {
+    RedisProcess server;
+    RedisClient redis(server.host(), server.port());
+    const auto backend = dlock::connect(server.uri());
+    auto& rw = dynamic_cast<dlock::IReadWriteOperator&>(*backend);
+    auto& permits = dynamic_cast<dlock::ISemaphoreOperator&>(*backend);
+    auto& conditions = dynamic_cast<dlock::IConditionOperator&>(*backend);
+    auto& batch = dynamic_cast<dlock::IRenewalBatch&>(*backend);
+    REQUIRE(backend->lock("k", "t1", 30s).acquired);
+    REQUIRE(rw.acquireWrite("w", "t2", 30s, 5s).acquired);
+    REQUIRE(rw.acquireRead("r", "t3", 30s, 5s).acquired);
+    REQUIRE(permits.acquirePermits("s", "t4", 2, 3, 30s, 5s).acquired);
+    const dlock::AcquireResult held = backend->lock("c", "t5", 30s);
+    REQUIRE(held.acquired);
+    REQUIRE(conditions.await("c", "ready", "t5", dlock::ConditionLock::Exclusive, held.fencingToken, 30s, 5s).awaiting);
+    using Kind = dlock::RenewalKind;
+    const std::vector<dlock::Renewal> renewals = {
+        {Kind::Exclusive, "k", "t1", 20s, {}, {}},     {Kind::Write, "w", "t2", 20s, {}, {}},
+        {Kind::Read, "r", "t3", 20s, {}, {}},          {Kind::Permits, "s", "t4", 20s, {}, {}},
+        {Kind::Awaiting, "c", "t5", 5s, "ready", 30s},  {Kind::Exclusive, "k", "other", 20s, {}, {}},
+        {Kind::Read, "w", "t2", 20s, {}, {}},           {Kind::Permits, "s", "other", 20s, {}, {}},
+        {Kind::Awaiting, "c", "other", 5s, "ready", 30s}};
+    const std::vector<bool> expected = {true, true, true, true, true, false, false, false, false};
+    CHECK(dlock::test::extendedFlags(batch.renewBatch(renewals)) == expected);  // loads the scripts
+    const ServerCounts before = countsOf(redis);
+    CHECK(dlock::test::extendedFlags(batch.renewBatch(renewals)) == expected);
+    const ServerCounts after = countsOf(redis);
+    CHECK(after.reads - before.reads == 2);      // the pipeline, and the INFO that counted it
+    CHECK(after.evalsha - before.evalsha == 4);  // extendMany, rwExtend, semExtendMany, condRenew
+    const long long ttl = redis.ok({"PTTL", "dlock:{k}"}).integer;
+    CHECK(ttl > 10000);
+    CHECK(ttl <= 20000);  // its own lease: 20 s, not the 30 s it was taken for
   }
 }
