@@ -124,11 +124,11 @@ TEST_SUITE("ClientOnRedis") {
   TEST_CASE_FIXTURE(HeldOnRedis, "a client holding every kind at once runs one watchdog thread and renews them in one pipeline per tick") {
     CHECK(dlock::test::threadsNamed(kWatchdogThread) == threadsBefore + 1);
     clock->advance(10s);  // the first round loads the renewal scripts (NOSCRIPT, then EVAL)
-    for (const auto& [name, renewed] : renewals()) CHECK_MESSAGE(renewed == (name == "config" ? 2 : 1), name);
+    for (const auto& each : renewals()) CHECK_MESSAGE(each.second == (each.first == "config" ? 2 : 1), each.first);
     const ServerCounts before = countsOf(redis);
     clock->advance(10s);
     const ServerCounts after = countsOf(redis);
-    for (const auto& [name, renewed] : renewals()) CHECK_MESSAGE(renewed == (name == "config" ? 4 : 2), name);
+    for (const auto& each : renewals()) CHECK_MESSAGE(each.second == (each.first == "config" ? 4 : 2), each.first);
     // One read event for the round's pipeline, one for the INFO that counted it.
     CHECK(after.reads - before.reads == 2);
     // Each kind by its own script: extendMany (the lock and the fair lock), rwExtend (both
@@ -146,7 +146,9 @@ TEST_SUITE("ClientOnRedis") {
     const std::vector<std::pair<std::string, std::string>> order = {
         {"orders", "orders"}, {"config", "config:w"}, {"partner-api", "partner-api"}, {"queue", "queue"}};
     std::size_t lost = 0;
-    for (const auto& [primitive, key] : order) {
+    for (const auto& [primitiveOf, keyOf] : order) {
+      const std::string primitive = primitiveOf;  // a structured binding cannot be captured in C++17
+      const std::string key = keyOf;
       deleteKeysOf(redis, key);
       clock->advance(10s);  // the next round finds these keys gone, the others renewed
       ++lost;

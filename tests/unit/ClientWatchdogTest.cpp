@@ -83,7 +83,7 @@ TEST_SUITE("Client") {
     const std::uint64_t batches = backend->renewalBatches();
     clock->advance(10s);  // a third of the 30 s lease: every hold is due, in the same round
     CHECK(backend->renewalBatches() == batches + 1);
-    for (const auto& [name, renewed] : renewals()) CHECK_MESSAGE(renewed == (name == "config" ? 2 : 1), name);
+    for (const auto& each : renewals()) CHECK_MESSAGE(each.second == (each.first == "config" ? 2 : 1), each.first);
     CHECK(config->writeLock()->stats().renewalRoundTrips == 1);  // both sides in the round's one call
     clock->advance(10s);
     CHECK(backend->renewalBatches() == batches + 2);

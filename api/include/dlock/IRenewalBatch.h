@@ -10,8 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <vector>
 
