@@ -44,6 +44,55 @@ RenewalCalls callsOf(RenewalKind kind, const RedisOperatorOptions& options, bool
 // Read and Write share one script: their calls group by slot and lease, not by mode.
 RenewalKind scriptKindOf(RenewalKind kind) { return kind == RenewalKind::Write ? RenewalKind::Read : kind; }
 
+// One pipeline on `node` for the renewals of `groups`: their results set, or their indexes added
+// to `elsewhere` when the node could not be reached or redirected them.
+void renewOnNode(RedisNode& node, const NodeGroups& groups, const std::vector<Renewal>& renewals, Topology& topology,
+                 const RedisOperatorOptions& options, std::vector<ExtendResult>& results,
+                 std::vector<std::size_t>& elsewhere) {
+  RenewalCalls calls;
+  for (const auto& [group, members] : groups) {
+    RenewalCalls made = callsOf(std::get<0>(group), options, topology.sharded(), renewals, members);
+    for (RenewalCall& call : made) calls.push_back(std::move(call));
+  }
+  std::vector<PipelinedScript> pipelined;
+  pipelined.reserve(calls.size());
+  for (const RenewalCall& call : calls) pipelined.push_back(PipelinedScript{call.script, call.keys, call.args});
+  const std::string what = "(" + std::to_string(renewals.size()) + " leases of every kind)";
+  const ReplySource where("extend", what, node.displayAddress());
+  std::vector<ReplyPtr> replies;
+  bool replicated = true;
+  try {
+    replies = node.pool().run([&](Connection& connection) {
+      std::vector<ReplyPtr> got = runScriptsPipelined(connection, pipelined);
+      replicated = renewalsReplicated(options, connection, where);
+      return got;
+    });
+  } catch (const ConnectionError&) {
+    // The node may have failed over: renewEachKind follows the topology.
+    for (const RenewalCall& call : calls) elsewhere.insert(elsewhere.end(), call.members.begin(), call.members.end());
+    return;
+  }
+  for (std::size_t c = 0; c < calls.size(); ++c) {
+    const std::vector<std::size_t>& members = calls[c].members;
+    const redisReply& reply = *replies[c];
+    if (reply.type == REDIS_REPLY_ERROR && topology.retryable(replyText(reply))) {
+      elsewhere.insert(elsewhere.end(), members.begin(), members.end());
+      continue;
+    }
+    try {
+      const std::vector<bool> flags = readFlagsReply(reply, members.size(), where);
+      for (std::size_t j = 0; j < members.size(); ++j) {
+        // A lease this node still holds is not renewed until its replicas have it.
+        results[members[j]].extended = replicated && flags[j];
+        results[members[j]].unknown = !replicated;
+      }
+    } catch (const LockError& error) {
+      logger()->warn("dlock: renewing {} lease(s) on {}: {}", members.size(), node.displayAddress(), error.what());
+      for (const std::size_t i : members) results[i].unknown = true;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<ExtendResult> RedisOperator::renewBatch(const std::vector<Renewal>& renewals) {
@@ -65,49 +114,7 @@ std::vector<ExtendResult> RedisOperator::renewBatch(const std::vector<Renewal>& 
       byNode[owners[i]][{scriptKindOf(renewals[i].kind), slots[i], renewals[i].ttl.count()}].push_back(i);
     }
   }
-  for (const auto& [node, groups] : byNode) {
-    RenewalCalls calls;
-    for (const auto& [group, members] : groups) {
-      RenewalCalls made = callsOf(std::get<0>(group), options, sharded, renewals, members);
-      for (RenewalCall& call : made) calls.push_back(std::move(call));
-    }
-    std::vector<PipelinedScript> pipelined;
-    pipelined.reserve(calls.size());
-    for (const RenewalCall& call : calls) pipelined.push_back(PipelinedScript{call.script, call.keys, call.args});
-    const std::string what = "(" + std::to_string(renewals.size()) + " leases of every kind)";
-    const ReplySource where("extend", what, node->displayAddress());
-    std::vector<ReplyPtr> replies;
-    bool replicated = true;
-    try {
-      replies = node->pool().run([&](Connection& connection) {
-        std::vector<ReplyPtr> got = runScriptsPipelined(connection, pipelined);
-        replicated = renewalsReplicated(options, connection, where);
-        return got;
-      });
-    } catch (const ConnectionError&) {
-      for (const RenewalCall& call : calls) elsewhere.insert(elsewhere.end(), call.members.begin(), call.members.end());
-      continue;  // the node may have failed over: renewEachKind follows the topology
-    }
-    for (std::size_t c = 0; c < calls.size(); ++c) {
-      const std::vector<std::size_t>& members = calls[c].members;
-      const redisReply& reply = *replies[c];
-      if (reply.type == REDIS_REPLY_ERROR && topology.retryable(replyText(reply))) {
-        elsewhere.insert(elsewhere.end(), members.begin(), members.end());
-        continue;
-      }
-      try {
-        const std::vector<bool> flags = readFlagsReply(reply, members.size(), where);
-        for (std::size_t j = 0; j < members.size(); ++j) {
-          // A lease this node still holds is not renewed until its replicas have it.
-          results[members[j]].extended = replicated && flags[j];
-          results[members[j]].unknown = !replicated;
-        }
-      } catch (const LockError& error) {
-        logger()->warn("dlock: renewing {} lease(s) on {}: {}", members.size(), node->displayAddress(), error.what());
-        for (const std::size_t i : members) results[i].unknown = true;
-      }
-    }
-  }
+  for (const auto& [node, groups] : byNode) renewOnNode(*node, groups, renewals, topology, options, results, elsewhere);
   if (elsewhere.empty()) return results;
   std::vector<Renewal> rest;
   rest.reserve(elsewhere.size());
