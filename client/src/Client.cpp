@@ -48,10 +48,11 @@ struct Entry {
 
 struct Client::State {
   State(std::shared_ptr<IOperator> backendIn, ClientOptions optionsIn)
-      : backend(std::move(backendIn)), options(std::move(optionsIn)) {}
+      : backend(std::move(backendIn)), options(std::move(optionsIn)), watchdog(options.clock) {}
 
   const std::shared_ptr<IOperator> backend;
   const ClientOptions options;
+  const SharedWatchdog watchdog;  // every primitive's leases, one thread
 
   mutable std::mutex mutex;
   std::vector<Entry> entries;                   // guarded by mutex; in the order first asked for
@@ -66,8 +67,7 @@ struct Client::State {
     lock.fair = fair;
     if (fair || !exclusive) lock.ownerLabel.reset();
     LockBuilder builder;
-    builder.backend(backend).options(std::move(lock));
-    if (options.clock) builder.clock(options.clock);
+    builder.backend(backend).options(std::move(lock)).clock(watchdog.clock()).watchdog(watchdog);
     if (options.waitStrategy) builder.waitStrategy(options.waitStrategy);
     return builder;
   }
@@ -157,11 +157,12 @@ SemaphoreBuilder Client::semaphoreBuilder() const {
   const LockOptions& lock = state_->options.lock;
   SemaphoreBuilder builder;
   builder.backend(state_->backend)
+      .clock(state_->watchdog.clock())
+      .watchdog(state_->watchdog)
       .watchdogLease(lock.watchdogLease)
       .waiterLease(lock.waiterLease)
       .outageTolerance(lock.outageTolerance);
   if (lock.leaseTime) builder.leaseTime(*lock.leaseTime);
-  if (state_->options.clock) builder.clock(state_->options.clock);
   return builder;
 }
 

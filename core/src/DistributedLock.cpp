@@ -139,7 +139,7 @@ LockStats DistributedLock::doStats() const {
   LockStats stats = core_->stats();
   stats.name = core_->options().name;
   const LockCounters& counters = core_->counters();
-  stats.holds = LockCounters::gauge(counters.held[static_cast<std::size_t>(LeaseKind::Exclusive)]);
+  stats.holds = counters.heldAt(static_cast<std::size_t>(LeaseKind::Exclusive), core_->now());
   stats.waiting = LockCounters::gauge(counters.waiting[static_cast<std::size_t>(LeaseKind::Exclusive)]);
   return stats;
 }

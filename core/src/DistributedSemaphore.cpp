@@ -11,14 +11,27 @@ namespace dlock::detail {
 
 using std::chrono::milliseconds;
 
+namespace {
+
+LockCapabilities capabilitiesOf(std::shared_ptr<IRenewalBatch> renewals) {
+  LockCapabilities capabilities;
+  capabilities.renewalBatch = std::move(renewals);
+  return capabilities;
+}
+
+}  // namespace
+
 DistributedSemaphore::DistributedSemaphore(std::string name, std::shared_ptr<PermitBackend> permits,
-                                           std::shared_ptr<Clock> clock, const LockOptions& options)
+                                           std::shared_ptr<Clock> clock, const LockOptions& options,
+                                           std::shared_ptr<IRenewalBatch> renewals,
+                                           std::shared_ptr<WatchdogHost> watchdogs)
     : name_(std::move(name)),
       permits_(std::move(permits)),
       clock_(std::move(clock)),
       waiterLease_(options.waiterLease),
       // The core's IWait is never used: PermitAttempt waits on its grant watch.
-      core_(std::make_shared<LockCore>(permits_, LockCapabilities{}, std::make_shared<FixedIntervalWait>(), clock_, options)) {}
+      core_(std::make_shared<LockCore>(permits_, capabilitiesOf(std::move(renewals)), std::make_shared<FixedIntervalWait>(),
+                                       clock_, options, std::move(watchdogs))) {}
 
 PermitLease DistributedSemaphore::doAcquire(std::uint32_t permits, Deadline deadline,
                                             std::optional<milliseconds> leaseTime, const CancelToken& cancel) {
@@ -43,7 +56,7 @@ LockStats DistributedSemaphore::doStats() const {
   stats.name = name_;
   stats.kind = StatsKind::Semaphore;
   const LockCounters& counters = core_->counters();
-  stats.permitsInUse = LockCounters::gauge(counters.held[static_cast<std::size_t>(LeaseKind::Permits)]);
+  stats.permitsInUse = counters.heldAt(static_cast<std::size_t>(LeaseKind::Permits), clock_->now());
   stats.waiting = LockCounters::gauge(counters.waiting[static_cast<std::size_t>(LeaseKind::Permits)]);
   stats.capacity = permits_->capacity();
   return stats;

@@ -17,8 +17,10 @@ namespace dlock::detail {
 
 class DistributedSemaphore final : public Semaphore {
  public:
+  // `renewals`: the backend's, for a shared watchdog (`watchdogs`; null: the semaphore's own).
   DistributedSemaphore(std::string name, std::shared_ptr<PermitBackend> permits, std::shared_ptr<Clock> clock,
-                       const LockOptions& options);
+                       const LockOptions& options, std::shared_ptr<IRenewalBatch> renewals = nullptr,
+                       std::shared_ptr<WatchdogHost> watchdogs = nullptr);
   ~DistributedSemaphore() override { core_->close(); }
 
  private:

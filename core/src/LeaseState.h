@@ -102,6 +102,13 @@ class LeaseState {
   // A lease acquired before a fork() is the parent's: a child never renews or releases it.
   const std::uint64_t forkGenerationAtAcquire = forkGeneration();
 
+  LeaseState(const LeaseState&) = delete;
+  LeaseState& operator=(const LeaseState&) = delete;
+  // A fixed lease destroyed before a final phase leaves the gauge's registry, which points at it.
+  ~LeaseState() {
+    if (counters_ && !renewed && !isFinal(phase())) counters_->fixed.finish(this, counters_->held);
+  }
+
   [[nodiscard]] LeasePhase phase() const { return phase_.load(std::memory_order_acquire); }
 
   // Moves from `from` to `to` if the lease is in `from` now; false otherwise (someone else moved
@@ -110,16 +117,21 @@ class LeaseState {
     if (!leaseTransitionAllowed(from, to)) return false;
     if (!phase_.compare_exchange_strong(from, to, std::memory_order_acq_rel, std::memory_order_acquire)) return false;
     // A final phase has no way out, so exactly one transition uncounts the lease.
-    if (counters_ && isFinal(to)) counters_->held[kindIndex()].fetch_sub(weight_, std::memory_order_relaxed);
+    if (counters_ && isFinal(to)) uncount();
     return true;
   }
 
   // Counts the lease in `counters`' held gauge (`weight`: a semaphore's permits) until it reaches
   // a final phase. Called once, by whoever made it, before anyone else can see it.
+  // A fixed lease (not renewed) is counted until its local deadline too (FixedHolds.h).
   void countIn(std::shared_ptr<LockCounters> counters, std::int64_t weight) {
     counters_ = std::move(counters);
     weight_ = weight;
-    counters_->held[kindIndex()].fetch_add(weight_, std::memory_order_relaxed);
+    if (renewed) {
+      counters_->held[kindIndex()].fetch_add(weight_, std::memory_order_relaxed);
+    } else {
+      counters_->fixed.start(this, kindIndex(), weight_, deadlineNanos_, counters_->held);
+    }
   }
 
   // No more renewals, the lease ends at its TTL (its holder gave up on it): Held or InDoubt →
@@ -160,6 +172,13 @@ class LeaseState {
            phase == LeasePhase::Yielded;
   }
   [[nodiscard]] std::size_t kindIndex() const noexcept { return static_cast<std::size_t>(kind); }
+  void uncount() {
+    if (renewed) {
+      counters_->held[kindIndex()].fetch_sub(weight_, std::memory_order_relaxed);
+    } else {
+      counters_->fixed.finish(this, counters_->held);
+    }
+  }
 
   std::atomic<LeasePhase> phase_{LeasePhase::Held};
   std::shared_ptr<LockCounters> counters_;  // set once by countIn, before the lease is shared

@@ -45,6 +45,9 @@ detail::LockCapabilities chooseCapabilities(const std::shared_ptr<IOperator>& ba
   }
   if (options.fair) capabilities.fair = detail::FairBackend::wrap(backend, options);
   chooseCondition(backend, options, capabilities);
+  if (auto* renewals = dynamic_cast<IRenewalBatch*>(backend.get())) {
+    capabilities.renewalBatch = std::shared_ptr<IRenewalBatch>(backend, renewals);
+  }
   return capabilities;
 }
 
@@ -133,6 +136,11 @@ LockBuilder& LockBuilder::clock(std::shared_ptr<Clock> clock) {
   return *this;
 }
 
+LockBuilder& LockBuilder::watchdog(SharedWatchdog watchdog) {
+  watchdog_ = watchdog.host();
+  return *this;
+}
+
 LockBuilder& LockBuilder::options(LockOptions options) {
   options_ = std::move(options);
   return *this;
@@ -144,8 +152,9 @@ std::shared_ptr<ILock> LockBuilder::build() const {
   std::shared_ptr<IOperator> backend = capabilities.fair ? capabilities.fair : backend_;  // a fair lock's releases hand off
   auto wait = wait_ ? wait_ : std::make_shared<NotifyWait>();
   auto clock = clock_ ? clock_ : SteadyClock::instance();
+  auto watchdogs = detail::sharedOn(watchdog_, clock);
   auto core = std::make_shared<detail::LockCore>(std::move(backend), std::move(capabilities), std::move(wait),
-                                                 std::move(clock), options_);
+                                                 std::move(clock), options_, std::move(watchdogs));
   return std::make_shared<detail::DistributedLock>(std::move(core));
 }
 
@@ -168,7 +177,9 @@ std::shared_ptr<ReadWriteLock> LockBuilder::buildReadWrite() const {
   }
   if (options_.waiterLease < std::chrono::milliseconds(3)) throw ConfigError("dlock: LockBuilder: waiterLease must be at least 3 ms");
   auto clock = clock_ ? clock_ : SteadyClock::instance();
-  return std::make_shared<ReadWriteLock>(std::make_shared<detail::ReadWriteCore>(backend_, *rw, std::move(clock), options_));
+  auto watchdogs = detail::sharedOn(watchdog_, clock);
+  return std::make_shared<ReadWriteLock>(
+      std::make_shared<detail::ReadWriteCore>(backend_, *rw, std::move(clock), options_, std::move(watchdogs)));
 }
 
 }  // namespace dlock

@@ -11,6 +11,7 @@
 #include "FairBackend.h"
 #include "dlock/IConditionOperator.h"
 #include "dlock/IOwnerRecorder.h"
+#include "dlock/IRenewalBatch.h"
 
 namespace dlock::detail {
 
@@ -21,6 +22,8 @@ struct LockCapabilities {
   std::shared_ptr<IConditionOperator> condition;
   ConditionLock conditionLock = ConditionLock::Exclusive;  // Fair for the fair lock
   std::string conditionUnsupported;
+  // Every kind's renewal in one call, for a watchdog shared with other primitives; null: none.
+  std::shared_ptr<IRenewalBatch> renewalBatch;
 };
 
 }  // namespace dlock::detail

@@ -27,7 +27,7 @@ std::uint64_t nextLockId() {
 }  // namespace
 
 LockCore::LockCore(std::shared_ptr<IOperator> backend, LockCapabilities capabilities, std::shared_ptr<IWait> wait,
-                   std::shared_ptr<Clock> clock, LockOptions options)
+                   std::shared_ptr<Clock> clock, LockOptions options, std::shared_ptr<WatchdogHost> watchdogs)
     : id_(nextLockId()),
       backend_(std::move(backend)),
       capabilities_(std::move(capabilities)),
@@ -37,6 +37,7 @@ LockCore::LockCore(std::shared_ptr<IOperator> backend, LockCapabilities capabili
       options_(std::move(options)),
       log_(logger()),
       counters_(std::make_shared<LockCounters>()),
+      watchdogs_(std::move(watchdogs)),
       waiters_([] { return std::make_shared<WaiterQueue>(); }),
       contended_([] { return std::make_shared<ContendedReleases>(); }),
       cleanup_([] { return std::make_shared<CleanupLane>(); }),
@@ -232,9 +233,15 @@ void LockCore::extend(LeaseState& lease, milliseconds ttl) { extendFixedLease(le
 
 milliseconds LockCore::remaining(const LeaseState& lease) const { return remainingOf(lease, *clock_); }
 
+std::shared_ptr<WatchdogThread> LockCore::watchdogThread() const {
+  return watchdogs_ ? watchdogs_->thread.shared() : std::make_shared<WatchdogThread>(clock_);
+}
+
 std::shared_ptr<Watchdog> LockCore::makeWatchdog() {
-  auto watchdog = std::make_shared<Watchdog>(std::make_shared<ExclusiveRenewer>(backend_), clock_, options_.watchdogLease,
-                                             counters_, options_.name);
+  // Alone, the lock renews as it always did; sharing a thread, every kind of the round goes together.
+  auto watchdog = std::make_shared<Watchdog>(watchdogThread(), std::make_shared<ExclusiveRenewer>(backend_),
+                                             watchdogs_ ? capabilities_.renewalBatch : nullptr,
+                                             options_.watchdogLease, counters_, options_.name);
   // A forked child makes its own watchdog: it reports to the handler the lock was given.
   std::lock_guard<ForkSafeMutex> guard(handlerMutex_);
   if (lostHandler_) watchdog->setLostHandler(lostHandler_);
@@ -244,9 +251,9 @@ std::shared_ptr<Watchdog> LockCore::makeWatchdog() {
 std::shared_ptr<Watchdog> LockCore::makePlaceWatchdog() {
   if (!capabilities_.condition) return nullptr;
   // Counters of its own: a place that ends (a signal) is no lease lost nor renewal of the lock's.
-  return std::make_shared<Watchdog>(std::make_shared<ConditionRenewer>(capabilities_.condition, backend_), clock_,
-                                    options_.waiterLease, std::make_shared<LockCounters>(),
-                                    options_.name + " (condition waiters)");
+  return std::make_shared<Watchdog>(watchdogThread(), std::make_shared<ConditionRenewer>(capabilities_.condition, backend_),
+                                    watchdogs_ ? capabilities_.renewalBatch : nullptr, options_.waiterLease,
+                                    std::make_shared<LockCounters>(), options_.name + " (condition waiters)");
 }
 
 void LockCore::setLostHandler(ILock::LostHandler handler) {

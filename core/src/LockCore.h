@@ -24,6 +24,7 @@
 #include "WaitPolicy.h"
 #include "WaiterQueue.h"
 #include "Watchdog.h"
+#include "WatchdogHost.h"
 #include "dlock/Cancel.h"
 #include "dlock/Clock.h"
 #include "dlock/ILock.h"
@@ -41,8 +42,9 @@ class LockCore {
   static constexpr Deadline kTryOnce = WaitPolicy::kTryOnce;
 
   // `capabilities`: what LockBuilder::build found the backend offers and the options ask for.
+  // `watchdogs`: the watchdog thread shared with other primitives (on `clock`); null: its own.
   LockCore(std::shared_ptr<IOperator> backend, LockCapabilities capabilities, std::shared_ptr<IWait> wait,
-           std::shared_ptr<Clock> clock, LockOptions options);
+           std::shared_ptr<Clock> clock, LockOptions options, std::shared_ptr<WatchdogHost> watchdogs = nullptr);
   LockCore(const LockCore&) = delete;
   LockCore& operator=(const LockCore&) = delete;
   ~LockCore();
@@ -99,6 +101,8 @@ class LockCore {
   bool releaseQuietly(LeaseState& lease) noexcept;
 
   [[nodiscard]] bool isValid(const LeaseState& lease) const { return lease.validAt(clock_->now()); }
+  // The lock's clock now (the gauges' read time).
+  [[nodiscard]] Clock::time_point now() const { return clock_->now(); }
 
   // A hold (`from` its phase now) whose changing script was cut off after it may have run (a
   // Condition's await): it may give the key up whenever the server gets to it, so it is lost now
@@ -131,6 +135,8 @@ class LockCore {
   [[noreturn]] void throwLost(LeaseState& lease, bool releasing, const char* what);
   std::shared_ptr<Watchdog> makeWatchdog();
   std::shared_ptr<Watchdog> makePlaceWatchdog();
+  // The shared thread, or a new one of the lock's own.
+  [[nodiscard]] std::shared_ptr<WatchdogThread> watchdogThread() const;
   [[noreturn]] void throwInherited(const LeaseState& lease) const;
 
   const std::uint64_t id_;
@@ -142,6 +148,7 @@ class LockCore {
   const LockOptions options_;
   const Log log_;
   const std::shared_ptr<LockCounters> counters_;  // shared with the watchdog
+  const std::shared_ptr<WatchdogHost> watchdogs_;  // the shared watchdog thread; null: the lock's own
 
   ForkLocal<WaiterQueue> waiters_;  // a forked child queues only its own threads
   ForkLocal<ContendedReleases> contended_;  // a forked child's own: a parent's thread may have held its mutex
@@ -156,7 +163,8 @@ class LockCore {
   KeptHolds holds_;  // the close token every wait listens to, and the thread holds close() releases
 
   // Last: made from the members above; stopped by the destructor. A forked child gets its own,
-  // which renews only the child's leases; the parent's thread does not exist there.
+  // which renews only the child's leases; the parent's thread does not exist there. On the
+  // shared thread when there is one (a Client's), with the places too.
   ForkLocal<Watchdog> watchdog_;
   // The Condition waiters' places (ConditionRenewer), renewed for options_.waiterLease; its thread
   // starts with the first waiter. Null when the backend keeps no conditions.

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "FixedHolds.h"
 #include "dlock/LockStats.h"
 
 namespace dlock::detail {
@@ -55,6 +56,14 @@ struct LockCounters {
   // permits), and threads inside an acquire that waits (CountedWait).
   std::array<std::atomic<std::int64_t>, kLeaseKinds> held{};
   std::array<std::atomic<std::int64_t>, kLeaseKinds> waiting{};
+  // The fixed-lease holds among `held`, left out of heldAt() once past their local deadline.
+  FixedHolds fixed;
+
+  // The held gauge of `kind` at `now` (the lock's clock): a fixed lease that ran out unseen is
+  // no longer counted, whether or not an unlock or extend has found it lost yet.
+  [[nodiscard]] std::uint64_t heldAt(std::size_t kind, Clock::time_point now) const {
+    return fixed.count(kind, now, held);
+  }
 
   // A gauge's value now (never negative: a lease is counted before it can end).
   [[nodiscard]] static std::uint64_t gauge(const std::atomic<std::int64_t>& value) noexcept {

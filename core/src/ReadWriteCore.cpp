@@ -37,7 +37,7 @@ const char* nameOf(LeaseKind kind) { return kind == LeaseKind::Read ? "read" : "
 }  // namespace
 
 ReadWriteCore::ReadWriteCore(std::shared_ptr<IOperator> backend, IReadWriteOperator& rw, std::shared_ptr<Clock> clock,
-                             LockOptions options)
+                             LockOptions options, std::shared_ptr<WatchdogHost> watchdogs)
     : readId_(nextSideIds()),
       backend_(std::move(backend)),
       rw_(rw),
@@ -47,6 +47,7 @@ ReadWriteCore::ReadWriteCore(std::shared_ptr<IOperator> backend, IReadWriteOpera
       waitClock_(waitClockOf(clock_)),
       options_(std::move(options)),
       counters_(std::make_shared<LockCounters>()),
+      watchdogs_(std::move(watchdogs)),
       cleanup_([] { return std::make_shared<CleanupLane>(); }),
       holds_(backend_, counters_, [this](const LeaseState& lease) { return side(lease).unlock(lease.key, lease.token); },
              options_.name),
@@ -229,8 +230,15 @@ void ReadWriteCore::throwLost(LeaseState& lease, bool releasing, const char* wha
 }
 
 std::shared_ptr<Watchdog> ReadWriteCore::makeWatchdog() {
-  auto watchdog = std::make_shared<Watchdog>(std::make_shared<ReadWriteRenewer>(backend_, rw_), clock_,
-                                             options_.watchdogLease, counters_, options_.name);
+  // Sharing a thread, the round's holds of every kind go together (IRenewalBatch), as LockCore's.
+  std::shared_ptr<IRenewalBatch> batch;
+  if (watchdogs_) {
+    if (auto* renewals = dynamic_cast<IRenewalBatch*>(backend_.get())) batch = std::shared_ptr<IRenewalBatch>(backend_, renewals);
+  }
+  auto watchdog = std::make_shared<Watchdog>(
+      watchdogs_ ? watchdogs_->thread.shared() : std::make_shared<WatchdogThread>(clock_),
+      std::make_shared<ReadWriteRenewer>(backend_, rw_), std::move(batch), options_.watchdogLease, counters_,
+      options_.name);
   std::lock_guard<ForkSafeMutex> guard(handlerMutex_);
   if (lostHandler_) watchdog->setLostHandler(lostHandler_);
   return watchdog;

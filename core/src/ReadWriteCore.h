@@ -25,6 +25,7 @@
 #include "LockCounters.h"
 #include "ReadWriteQueue.h"
 #include "Watchdog.h"
+#include "WatchdogHost.h"
 #include "dlock/Cancel.h"
 #include "dlock/Clock.h"
 #include "dlock/ILock.h"
@@ -39,8 +40,9 @@ class ReadWriteCore {
   using Deadline = ILock::Deadline;
 
   // `rw` is `backend`'s (checked by LockBuilder::buildReadWrite); `options` validated there.
+  // `watchdogs`: the watchdog thread shared with other primitives (on `clock`); null: its own.
   ReadWriteCore(std::shared_ptr<IOperator> backend, IReadWriteOperator& rw, std::shared_ptr<Clock> clock,
-                LockOptions options);
+                LockOptions options, std::shared_ptr<WatchdogHost> watchdogs = nullptr);
   ReadWriteCore(const ReadWriteCore&) = delete;
   ReadWriteCore& operator=(const ReadWriteCore&) = delete;
   ~ReadWriteCore();
@@ -80,6 +82,8 @@ class ReadWriteCore {
   std::shared_ptr<LeaseState> tryUpgrade(LeaseState& read);
 
   [[nodiscard]] bool isValid(const LeaseState& lease) const { return lease.validAt(clock_->now()); }
+  // The lock's clock now (the gauges' read time).
+  [[nodiscard]] Clock::time_point now() const { return clock_->now(); }
   [[nodiscard]] ReadWriteInfo inspect(std::string_view key) { return rw_.inspectReadWrite(key); }
 
   void setLostHandler(ILock::LostHandler handler);
@@ -123,6 +127,7 @@ class ReadWriteCore {
   Clock* const waitClock_;  // waitClockOf(clock_): the waits' clock, nullptr for the steady one
   const LockOptions options_;
   const std::shared_ptr<LockCounters> counters_;
+  const std::shared_ptr<WatchdogHost> watchdogs_;  // the shared watchdog thread; null: the lock's own
 
   ForkSafeMutex handlerMutex_;
   ILock::LostHandler lostHandler_;  // guarded by handlerMutex_

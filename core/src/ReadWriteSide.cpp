@@ -175,9 +175,10 @@ LockStats ReadWriteSide::doStats() const {
   stats.name = core_->options().name;
   stats.kind = StatsKind::ReadWrite;
   const LockCounters& counters = core_->counters();
-  stats.holds = LockCounters::gauge(counters.held[static_cast<std::size_t>(LeaseKind::Write)]);
+  const Clock::time_point now = core_->now();
+  stats.holds = counters.heldAt(static_cast<std::size_t>(LeaseKind::Write), now);
   stats.waiting = LockCounters::gauge(counters.waiting[static_cast<std::size_t>(LeaseKind::Write)]);
-  stats.readHolds = LockCounters::gauge(counters.held[static_cast<std::size_t>(LeaseKind::Read)]);
+  stats.readHolds = counters.heldAt(static_cast<std::size_t>(LeaseKind::Read), now);
   stats.readWaiting = LockCounters::gauge(counters.waiting[static_cast<std::size_t>(LeaseKind::Read)]);
   return stats;
 }

@@ -5,6 +5,8 @@
 
 #include "DistributedSemaphore.h"
 #include "PermitBackend.h"
+#include "WatchdogHost.h"
+#include "dlock/IRenewalBatch.h"
 #include "dlock/ISemaphoreOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
@@ -86,6 +88,11 @@ SemaphoreBuilder& SemaphoreBuilder::clock(std::shared_ptr<Clock> clock) {
   return *this;
 }
 
+SemaphoreBuilder& SemaphoreBuilder::watchdog(SharedWatchdog watchdog) {
+  watchdog_ = watchdog.host();
+  return *this;
+}
+
 std::shared_ptr<Semaphore> SemaphoreBuilder::build() const {
   if (!backend_) throw ConfigError("dlock: SemaphoreBuilder: no backend; call backend(...) with an IOperator");
   detail::checkKey(name_, "SemaphoreBuilder name");
@@ -96,8 +103,12 @@ std::shared_ptr<Semaphore> SemaphoreBuilder::build() const {
   options.name = name_;
   options.defaultKey = name_;
   auto permits = std::make_shared<detail::PermitBackend>(backend_, semaphores, capacity_);
-  return std::make_shared<detail::DistributedSemaphore>(name_, std::move(permits),
-                                                        clock_ ? clock_ : SteadyClock::instance(), options);
+  auto clock = clock_ ? clock_ : SteadyClock::instance();
+  std::shared_ptr<IRenewalBatch> renewals;
+  if (auto* batch = dynamic_cast<IRenewalBatch*>(backend_.get())) renewals = std::shared_ptr<IRenewalBatch>(backend_, batch);
+  auto watchdogs = detail::sharedOn(watchdog_, clock);
+  return std::make_shared<detail::DistributedSemaphore>(name_, std::move(permits), std::move(clock), options,
+                                                        std::move(renewals), std::move(watchdogs));
 }
 
 }  // namespace dlock

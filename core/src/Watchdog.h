@@ -1,43 +1,39 @@
 // SPDX-License-Identifier: Apache-2.0
-// Watchdog.h — the lease keeper of one lock: one thread, however many leases.
-//
-// A lease is renewed once a third of the watchdog lease has passed since its last renewal, by its
-// own local deadline: so a lease handed over with a short claim (a fair hand-off) is renewed at
-// once, not a third of the lease after the first hold. Every lease due within half an interval
-// goes in the same extendAll() call (one round trip per connection), so renewal traffic does not
-// grow with the number of held keys. A renewed lease's deadline moves to the time the renewal was
-// sent plus the validity the backend reported, as at acquisition. Outcomes are per lease: a lease
-// the backend no longer has for us is lost at once; one whose renewal could not reach its node
-// (unknown) is tried again after a quarter of what it has left (at most an interval), and kept
-// until its own local deadline, when the thread wakes to report it lost. A lease
-// being released is left to its release (a renewal that finds it gone may be seeing that release);
-// one whose release is in doubt is lost only at its deadline. Losses are reported to the lost
-// handler through a LossNotifier, never on this thread: a slow handler delays no renewal. A
-// Condition waiter's place (LeaseKind::Awaiting, the lock's place watchdog) that ends is its
-// waiter's signal, not a loss: it is neither reported nor counted.
+// Watchdog.h — one primitive's part of a watchdog (WatchdogThread.h, which renews the leases):
+// how its leases are renewed (LeaseRenewer, or the backend's IRenewalBatch), for how long, and
+// what it does with the outcomes. A renewed lease's deadline moves to the time the renewal was
+// sent plus the validity the backend reported, as at acquisition. A lease the backend no longer
+// has for us is lost at once; one whose renewal could not reach its node (unknown) keeps its
+// deadline, and is lost at it. A lease being released is left to its release (a renewal that
+// finds it gone may be seeing that release); one whose release is in doubt is lost only at its
+// deadline. Losses are reported to this primitive's lost handler through its own LossNotifier,
+// never on the watchdog's thread: a slow handler delays no renewal. A Condition waiter's place
+// (LeaseKind::Awaiting, the lock's place watchdog) that ends is its waiter's signal, not a loss:
+// it is neither reported nor counted.
 // Its warnings name the lock (LockOptions::name). A renewal that fails warns, with its cause, at
 // most once per kRenewalWarningInterval of the lock's clock; the next warning counts the failures
 // left out meanwhile (a server restart fails every retry until it is back).
 //
-// Ownership: the lock core holds the watchdog by shared_ptr and so does the watchdog's thread.
-// Owner: the lock core and the watchdog's thread. Thread safety: thread-safe.
+// Ownership: the lock core holds it by shared_ptr; the watchdog's thread by weak reference, and
+// by shared_ptr while a round renews its leases.
+// Owner: the lock core. Thread safety: thread-safe.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
+#include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "LeaseRenewer.h"
 #include "LeaseState.h"
 #include "LockCounters.h"
 #include "LossNotifier.h"
+#include "WatchdogThread.h"
 #include "dlock/Clock.h"
 #include "dlock/ILock.h"
+#include "dlock/IRenewalBatch.h"
 
 namespace dlock::detail {
 
@@ -46,7 +42,13 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // At most one renewal-failure warning per lock in this long.
   static constexpr std::chrono::seconds kRenewalWarningInterval{10};
 
-  // `renewer`: how this lock's kind of lease is renewed (LeaseRenewer.h). `lockName`: for logs.
+  // On `thread`, shared or its own. `renewer`: how this lock's kind of lease is renewed
+  // (LeaseRenewer.h); `batch`: the backend's renewal of every kind at once, used instead when
+  // set. `lease`: the length each renewal asks for. `lockName`: for logs.
+  Watchdog(std::shared_ptr<WatchdogThread> thread, std::shared_ptr<LeaseRenewer> renewer,
+           std::shared_ptr<IRenewalBatch> batch, std::chrono::milliseconds lease,
+           std::shared_ptr<LockCounters> counters, std::string lockName);
+  // On a thread of its own, renewing through `renewer` only.
   Watchdog(std::shared_ptr<LeaseRenewer> renewer, std::shared_ptr<Clock> clock, std::chrono::milliseconds lease,
            std::shared_ptr<LockCounters> counters, std::string lockName);
   Watchdog(const Watchdog&) = delete;
@@ -59,37 +61,37 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // The handler of leases found lost (replaces the previous one); runs on the notifier's thread.
   void setLostHandler(ILock::LostHandler handler);
 
-  // Stops renewing and notifying; no handler starts after it returns (unless called from the
-  // handler itself). Joins the threads it can. Idempotent.
+  // Stops renewing this primitive's leases and notifying; no handler starts after it returns
+  // (unless called from the handler itself). A shared thread goes on with the others' leases.
+  // Idempotent.
   void stop();
 
+  [[nodiscard]] std::chrono::milliseconds lease() const noexcept { return lease_; }
   [[nodiscard]] std::chrono::milliseconds interval() const noexcept { return interval_; }
+  [[nodiscard]] LeaseRenewer& renewer() const noexcept { return *renewer_; }
+  [[nodiscard]] IRenewalBatch* batch() const noexcept { return batch_.get(); }
+  [[nodiscard]] LockCounters& counters() const noexcept { return *counters_; }
 
   // Moves `lease` from `from` to Lost, counts it and tells the lost handler (on its own thread);
   // false when the lease had left `from` already (released, or reported, meanwhile). Also for a
   // lease this watchdog does not renew: a hold given up in doubt (LockCore::giveUpInDoubt).
   bool markLost(LeaseState& lease, LeasePhase from, const char* why);
 
- private:
-  // A lease the watchdog keeps, and when a renewal that got no answer may be tried again.
-  struct Kept {
-    std::shared_ptr<LeaseState> lease;
-    Clock::time_point retryAt{};
-  };
+  // The watchdog thread's calls, after a renewal of `batch` (this primitive's leases, sent at
+  // `sentAt`) answered `results`; `failure`: what the call threw, if it did.
+  void judgeRound(const std::vector<std::shared_ptr<LeaseState>>& batch, const std::vector<ExtendResult>& results,
+                  Clock::time_point sentAt, const std::string& failure);
+  // Reports `lease` lost when it is past its local deadline in the watchdog's care.
+  void expireIfOverdue(LeaseState& lease, Clock::time_point now);
 
-  void run();
-  // When `kept` is next due for renewal: a third of the lease after its last one, or its retry.
-  [[nodiscard]] Clock::time_point dueAt(const Kept& kept) const;
-  // The time the thread must next wake: the first renewal due, or an earlier lease deadline.
-  [[nodiscard]] Clock::time_point nextWake() const;  // mutex_ held
-  // Renews `batch`; returns, per lease, whether its renewal went unanswered.
-  std::vector<bool> renew(const std::vector<std::shared_ptr<LeaseState>>& batch);
+ private:
   void judge(LeaseState& lease, const ExtendResult& result, Clock::time_point sentAt);
-  void expireOverdue(const std::vector<std::shared_ptr<LeaseState>>& leases);
   // The warning of a renewal that settled `unknown` of `batch` leases, rate limited (see the top).
   void warnRenewalFailure(std::size_t unknown, std::size_t batch, const std::string& cause);
 
+  const std::shared_ptr<WatchdogThread> thread_;
   const std::shared_ptr<LeaseRenewer> renewer_;
+  const std::shared_ptr<IRenewalBatch> batch_;
   const std::shared_ptr<Clock> clock_;
   const std::chrono::milliseconds lease_;
   const std::chrono::milliseconds interval_;
@@ -97,16 +99,11 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   const std::shared_ptr<LossNotifier> notifier_;
   const std::string lockName_;  // quoted, for logs
 
-  // The renewal warnings' rate limit; touched only by the watchdog's thread (renew()).
+  // The renewal warnings' rate limit; touched only by the watchdog's thread (judgeRound()).
   std::optional<Clock::time_point> lastWarning_;
   std::uint64_t warningsLeftOut_ = 0;
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::vector<Kept> leases_;                         // guarded by mutex_
-  bool stopping_ = false;                            // guarded by mutex_
-  bool running_ = false;                             // guarded by mutex_; the thread has started
-  std::thread thread_;                               // started under mutex_
+  std::atomic<bool> stopped_{false};
 };
 
 }  // namespace dlock::detail

@@ -12,6 +12,7 @@
 #include "dlock/ILock.h"
 #include "dlock/IOperator.h"
 #include "dlock/IOwnerRecorder.h"
+#include "dlock/IRenewalBatch.h"
 #include "dlock/IWait.h"
 #include "dlock/Lease.h"
 #include "dlock/LockError.h"
@@ -33,6 +34,7 @@
 #include "dlock/core/RequestIdHolder.h"
 #include "dlock/core/Semaphore.h"
 #include "dlock/core/SemaphoreBuilder.h"
+#include "dlock/core/SharedWatchdog.h"
 #include "dlock/core/Token.h"
 #include "dlock/core/WaitStrategies.h"
 

@@ -212,6 +212,56 @@ TEST_SUITE("Metrics") {
     CHECK(lock->stats().holds == 0);  // counted out once
   }
 
+  TEST_CASE("a fixed-lease hold leaves the held gauge at its local deadline, before unlock finds it lost") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    auto backend = std::make_shared<dlock::MemoryOperator>(clock);
+    auto lock = dlock::LockBuilder().backend(backend).clock(clock).leaseTime(10s).name("orders").build();
+    REQUIRE(lock->tryLock("k"));
+    dlock::AcquireOptions once;
+    once.waitTime = 0ms;
+    dlock::Lease lease = lock->acquire("l", once);
+    REQUIRE(lease);
+    CHECK(lock->stats().holds == 2);
+    clock->advance(5s);
+    lease.extend(20s);  // moves its local deadline: 25 s from the start
+    clock->advance(5s);  // 'k' ended unseen: no watchdog looks at it
+    CHECK(lock->stats().holds == 1);
+    CHECK(hasLine(dlock::formatMetrics(*lock), "dlock_holds{lock=\"orders\"} 1"));
+    clock->advance(15s);  // the extended lease has ended too
+    CHECK(lock->stats().holds == 0);
+    CHECK_THROWS_AS(lock->unlock("k"), dlock::LockLostError);
+    CHECK(lock->stats().holds == 0);  // counted out once
+    CHECK_THROWS_AS(lease.release(), dlock::LockLostError);
+    CHECK(lock->stats().holds == 0);
+    REQUIRE(lock->tryLock("k"));  // a new hold counts again
+    CHECK(lock->stats().holds == 1);
+    lock->unlock("k");
+    CHECK(lock->stats().holds == 0);
+  }
+
+  TEST_CASE("fixed-lease read holds and permits leave their gauges at their local deadline") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    auto backend = std::make_shared<dlock::MemoryOperator>(clock);
+    auto rw = dlock::LockBuilder().backend(backend).clock(clock).leaseTime(10s).name("config").buildReadWrite();
+    auto semaphore =
+        dlock::SemaphoreBuilder().backend(backend).clock(clock).leaseTime(10s).name("api").permits(3).build();
+    REQUIRE(rw->readLock()->tryLock("cfg"));
+    REQUIRE(rw->writeLock()->tryLock("other"));
+    dlock::PermitLease two = semaphore->tryAcquire(2);
+    REQUIRE(two);
+    CHECK(rw->readLock()->stats().readHolds == 1);
+    CHECK(rw->readLock()->stats().holds == 1);
+    CHECK(semaphore->stats().permitsInUse == 2);
+    clock->advance(10s);
+    CHECK(rw->readLock()->stats().readHolds == 0);
+    CHECK(rw->readLock()->stats().holds == 0);
+    CHECK(semaphore->stats().permitsInUse == 0);
+    CHECK_THROWS_AS(rw->readLock()->unlock("cfg"), dlock::LockLostError);
+    CHECK_THROWS_AS(rw->writeLock()->unlock("other"), dlock::LockLostError);
+    CHECK_THROWS_AS(two.release(), dlock::LockLostError);
+    CHECK(semaphore->stats().permitsInUse == 0);
+  }
+
   TEST_CASE("a read-write lock's gauges are per side, labelled side") {
     auto backend = std::make_shared<dlock::MemoryOperator>();
     auto rw = dlock::LockBuilder().backend(backend).name("config").buildReadWrite();

@@ -125,6 +125,7 @@ struct MemoryOperator::State {
   std::map<std::string, KeyState, std::less<>> keys;      // guarded by mutex
   detail::MemoryConditions conditions;                    // guarded by mutex
   std::atomic<std::uint64_t> calls{0};
+  std::atomic<std::uint64_t> renewalBatches{0};  // renewBatch calls
   std::atomic<unsigned> failuresLeft{0};
   std::atomic<std::int64_t> latencyMillis{0};
 
@@ -372,6 +373,15 @@ void MemoryOperator::forgetLeases() {
 }
 
 std::uint64_t MemoryOperator::calls() const noexcept { return state().calls.load(std::memory_order_relaxed); }
+
+std::uint64_t MemoryOperator::renewalBatches() const noexcept {
+  return state().renewalBatches.load(std::memory_order_relaxed);
+}
+
+std::vector<ExtendResult> MemoryOperator::renewBatch(const std::vector<Renewal>& renewals) {
+  state().renewalBatches.fetch_add(1, std::memory_order_relaxed);
+  return renewEachKind(*this, renewals);
+}
 
 std::size_t MemoryOperator::size() const {
   std::lock_guard<std::mutex> guard(state().mutex);

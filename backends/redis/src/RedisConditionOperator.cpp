@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "RenewalCalls.h"
 #include "ConditionScripts.h"
 #include "Errors.h"
 #include "GrantWatch.h"
@@ -94,6 +95,28 @@ std::string recordFloor(const RedisOperatorOptions& options) {
 }
 
 }  // namespace
+
+RenewalCalls awaitRenewalCalls(const RedisOperatorOptions& options, bool sharded,
+                               const std::vector<Renewal>& renewals, const std::vector<std::size_t>& members) {
+  // As doRenewAwaitAll's: {waiters, leases} and {token, ttl} per waiter, after the lease and listener.
+  RenewalCalls calls;
+  for (std::size_t start = 0; start < members.size(); start += kRenewChunk) {
+    const std::size_t end = std::min(members.size(), start + kRenewChunk);
+    RenewalCall& call = calls.emplace_back();
+    call.script = &conditionRenewScript();
+    call.args.insert(call.args.end(),
+                     {call.keep(std::to_string(renewals[members[start]].ttl.count())), grantListener()});
+    for (std::size_t j = start; j < end; ++j) {
+      const Renewal& renewal = renewals[members[j]];
+      const ConditionKeys keys(options, renewal.key, renewal.condition, sharded);
+      call.keys.insert(call.keys.end(), {call.keep(keys.waiters), call.keep(keys.leases)});
+      call.args.insert(call.args.end(), {renewal.token, call.keep(std::to_string(renewal.heldTtl.count()))});
+      call.members.push_back(members[j]);
+    }
+  }
+  return calls;
+}
+
 }  // namespace detail
 
 using namespace detail;

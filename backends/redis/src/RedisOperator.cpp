@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "RenewalCalls.h"
 #include "dlock/redis/RedisOperator.h"
 
 #include <algorithm>
@@ -299,6 +300,30 @@ void runScriptCallOn(Topology& topology, Call& call, std::uint16_t slot, const S
       [&](Connection& connection, const redisReply& reply, const Route& route) {
         read(connection, reply, route.node->displayAddress());
       });
+}
+
+
+RenewalCalls exclusiveRenewalCalls(const RedisOperatorOptions& options, bool sharded,
+                                   const std::vector<Renewal>& renewals, const std::vector<std::size_t>& members) {
+  // As extendAll's: {lock keys...}, {ttl, tokens..., owner keys...} per kExtendChunk leases.
+  RenewalCalls calls;
+  for (std::size_t start = 0; start < members.size(); start += kExtendChunk) {
+    const std::size_t end = std::min(members.size(), start + kExtendChunk);
+    RenewalCall& call = calls.emplace_back();
+    call.script = &extendManyScript();
+    call.args.push_back(call.keep(std::to_string(renewals[members[start]].ttl.count())));
+    Argv owners;
+    for (std::size_t j = start; j < end; ++j) {
+      const Renewal& renewal = renewals[members[j]];
+      const KeyNames names(options.keyPrefix, renewal.key, sharded);
+      call.keys.push_back(call.keep(names.lock()));
+      call.args.push_back(renewal.token);
+      owners.push_back(call.keep(names.owner()));
+      call.members.push_back(members[j]);
+    }
+    call.args.insert(call.args.end(), owners.begin(), owners.end());
+  }
+  return calls;
 }
 
 }  // namespace detail

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "RenewalCalls.h"
 #include "ChunkedRenewal.h"
 #include "Errors.h"
 #include "GrantWatch.h"
@@ -127,6 +128,28 @@ void confirmHold(Connection& connection, bool sharded, const RedisOperatorOption
 }
 
 }  // namespace
+
+RenewalCalls readWriteRenewalCalls(const RedisOperatorOptions& options, bool sharded,
+                                   const std::vector<Renewal>& renewals, const std::vector<std::size_t>& members) {
+  // As doExtendAll's: {writer, readers} and {token, mode} per hold, after the ttl.
+  RenewalCalls calls;
+  for (std::size_t start = 0; start < members.size(); start += kExtendChunk) {
+    const std::size_t end = std::min(members.size(), start + kExtendChunk);
+    RenewalCall& call = calls.emplace_back();
+    call.script = &readWriteExtendScript();
+    call.args.push_back(call.keep(std::to_string(renewals[members[start]].ttl.count())));
+    for (std::size_t j = start; j < end; ++j) {
+      const Renewal& renewal = renewals[members[j]];
+      const ReadWriteKeys keys(options, renewal.key, sharded);
+      call.keys.insert(call.keys.end(), {call.keep(keys.writer), call.keep(keys.readers)});
+      call.args.insert(call.args.end(),
+                       {renewal.token, letterOf(renewal.kind == RenewalKind::Write ? ReadWriteMode::Write : ReadWriteMode::Read)});
+      call.members.push_back(members[j]);
+    }
+  }
+  return calls;
+}
+
 }  // namespace detail
 
 using namespace detail;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "RenewalCalls.h"
 #include "ChunkedRenewal.h"
 #include "Errors.h"
 #include "GrantWatch.h"
@@ -167,6 +168,33 @@ class ExtendManyCall {
 };
 
 }  // namespace
+
+RenewalCalls permitRenewalCalls(const RedisOperatorOptions& options, bool sharded,
+                                const std::vector<Renewal>& renewals, const std::vector<std::size_t>& members) {
+  // As doExtendPermitsAll's: one semExtendMany per kExtendChunk leases.
+  std::vector<LeaseRef> leases;
+  leases.reserve(renewals.size());
+  for (const Renewal& renewal : renewals) leases.push_back(LeaseRef{renewal.key, renewal.token});
+  std::map<std::string_view, SemaphoreNames> byName;
+  for (const std::size_t i : members) {
+    byName.emplace(std::piecewise_construct, std::forward_as_tuple(leases[i].key),
+                   std::forward_as_tuple(options, leases[i].key, sharded));
+  }
+  RenewalCalls calls;
+  for (std::size_t start = 0; start < members.size(); start += kExtendChunk) {
+    const auto first = members.begin() + static_cast<std::ptrdiff_t>(start);
+    const std::vector<std::size_t> holds(first, first + static_cast<std::ptrdiff_t>(std::min(kExtendChunk, members.size() - start)));
+    const std::string leaseText = std::to_string(renewals[holds.front()].ttl.count());  // batch views it
+    const ExtendManyCall batch(leases, holds, byName, leaseText);
+    RenewalCall& call = calls.emplace_back();
+    call.script = &semaphoreExtendManyScript(sharded);
+    for (const std::string_view key : batch.keys()) call.keys.push_back(call.keep(std::string(key)));
+    for (const std::string_view arg : batch.args()) call.args.push_back(call.keep(std::string(arg)));
+    call.members = holds;
+  }
+  return calls;
+}
+
 }  // namespace detail
 
 using namespace detail;

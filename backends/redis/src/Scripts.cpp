@@ -387,18 +387,28 @@ ReplyPtr runScriptAsking(Connection& connection, const Script& script, const Arg
 
 std::vector<ReplyPtr> runScriptPipelined(Connection& connection, const Script& script,
                                          const std::vector<std::pair<Argv, Argv>>& calls) {
+  std::vector<PipelinedScript> pipelined;
+  pipelined.reserve(calls.size());
+  for (const auto& call : calls) pipelined.push_back(PipelinedScript{&script, call.first, call.second});
+  return runScriptsPipelined(connection, pipelined);
+}
+
+std::vector<ReplyPtr> runScriptsPipelined(Connection& connection, const std::vector<PipelinedScript>& calls) {
   std::vector<ReplyPtr> replies(calls.size());
   std::vector<std::string> keyCounts;
   keyCounts.reserve(calls.size());
-  for (const auto& call : calls) keyCounts.push_back(std::to_string(call.first.size()));
+  for (const auto& call : calls) keyCounts.push_back(std::to_string(call.keys.size()));
+  bool bound = false;
+  for (const auto& call : calls) bound = bound || call.script->refusesLate;
   // Sends the calls at `indexes` in one pipeline (one instant for all: the first reply is read
   // within the same budget), replacing their replies.
-  std::optional<std::string> refuseAfter = refuseAfterOf(connection, script);
+  std::optional<std::string> refuseAfter = bound ? connection.refuseAfter() : std::optional<std::string>();
   const auto sendAll = [&](const std::vector<std::size_t>& indexes, bool bySha) {
-    const bool sampling = script.refusesLate && connection.appendClockSampleIfStale();
+    const bool sampling = bound && connection.appendClockSampleIfStale();
     for (const std::size_t i : indexes) {
+      const Script& script = *calls[i].script;
       connection.append(scriptArgv(bySha ? "EVALSHA" : "EVAL", bySha ? script.sha : script.source, keyCounts[i],
-                                   calls[i].first, calls[i].second, pointerTo(refuseAfter)));
+                                   calls[i].keys, calls[i].args, script.refusesLate ? pointerTo(refuseAfter) : nullptr));
     }
     if (sampling) connection.readClockSample();
     for (const std::size_t i : indexes) replies[i] = connection.readReply();
@@ -413,11 +423,11 @@ std::vector<ReplyPtr> runScriptPipelined(Connection& connection, const Script& s
   if (!missing.empty()) sendAll(missing, false);
   std::vector<std::size_t> refused;
   for (std::size_t i = 0; i < replies.size(); ++i) {
-    if (refusedInTime(script, *replies[i])) refused.push_back(i);
+    if (refusedInTime(*calls[i].script, *replies[i])) refused.push_back(i);
   }
   if (!refused.empty()) {
     connection.sampleClockNow();
-    refuseAfter = refuseAfterOf(connection, script);
+    refuseAfter = connection.refuseAfter();
     sendAll(refused, false);
   }
   return replies;

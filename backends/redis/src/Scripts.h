@@ -86,4 +86,14 @@ ReplyPtr runScriptAsking(Connection& connection, const Script& script, const Arg
 std::vector<ReplyPtr> runScriptPipelined(Connection& connection, const Script& script,
                                          const std::vector<std::pair<Argv, Argv>>& calls);
 
+// One call of runScriptsPipelined: a script and its KEYS and ARGV.
+struct PipelinedScript {
+  const Script* script;
+  Argv keys;
+  Argv args;
+};
+
+// runScriptPipelined with a script of its own per call (the watchdog's round of every kind).
+std::vector<ReplyPtr> runScriptsPipelined(Connection& connection, const std::vector<PipelinedScript>& calls);
+
 }  // namespace dlock::detail

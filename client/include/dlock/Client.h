@@ -26,8 +26,12 @@
 // InterruptedError, the thread holds a lock keeps are released; Leases and PermitLeases stay their
 // holders'), and makes every later get... an InterruptedError. Dropping the last copy of a client
 // closes nothing: what it handed out lives as long as its users hold it. The primitives share the
-// backend (its connections and subscriber); each still keeps its own watchdog thread, started by
-// its first renewed hold.
+// backend (its connections and subscriber) and one watchdog (SharedWatchdog.h): one thread,
+// started by the first renewed hold, renews the leases due at each tick of every primitive in one
+// batch (one round trip per node on Redis), each by its own kind's script for its own lease, and
+// reports each loss to its own primitive's handler, stats and log. A primitive closed alone stops
+// only its own leases; the builders' products (lockBuilder(), semaphoreBuilder()) share the
+// thread too unless given another clock. A forked child renews its own holds on a thread of its own.
 // Owner: a value; copies share one state (cheap to copy, to inject). Thread safety: thread-safe.
 #pragma once
 
@@ -48,6 +52,7 @@
 #include "dlock/core/ReadWriteLock.h"
 #include "dlock/core/Semaphore.h"
 #include "dlock/core/SemaphoreBuilder.h"
+#include "dlock/core/SharedWatchdog.h"
 
 namespace dlock {
 
@@ -56,7 +61,7 @@ struct ClientOptions {
   // each one's name and default key from the name it is asked for, and `fair` by the call. An
   // owner label is recorded by getLock's locks only (the others record none).
   LockOptions lock;
-  // The clock of leases and watchdogs; null: the steady clock. A VirtualClock in tests.
+  // The clock of leases and of the client's watchdog; null: the steady clock. A VirtualClock in tests.
   std::shared_ptr<Clock> clock;
   // The exclusive locks' wait strategy (LockBuilder::waitStrategy); null: NotifyWait.
   std::shared_ptr<IWait> waitStrategy;

@@ -19,6 +19,7 @@
 #include "dlock/IOperator.h"
 #include "dlock/IWait.h"
 #include "dlock/LockOptions.h"
+#include "dlock/core/SharedWatchdog.h"
 #include "dlock/core/ReadWriteLock.h"
 
 namespace dlock {
@@ -48,6 +49,9 @@ class LockBuilder {
   LockBuilder& waiterLease(std::chrono::milliseconds lease);
   // The clock of lease deadlines and the watchdog; a VirtualClock in tests.
   LockBuilder& clock(std::shared_ptr<Clock> clock);
+  // Renews on `watchdog` (SharedWatchdog.h) with the other primitives given it, when built on its
+  // clock; by default, and with another clock, what is built has a watchdog of its own.
+  LockBuilder& watchdog(SharedWatchdog watchdog);
   LockBuilder& options(LockOptions options);
 
   // ConfigError when no backend was given or an option is out of range (a lease time not
@@ -66,6 +70,7 @@ class LockBuilder {
   std::shared_ptr<IOperator> backend_;
   std::shared_ptr<IWait> wait_;
   std::shared_ptr<Clock> clock_;
+  std::shared_ptr<detail::WatchdogHost> watchdog_;  // SharedWatchdog::host(); null: its own
   LockOptions options_;
 };
 

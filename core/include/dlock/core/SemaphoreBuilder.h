@@ -20,6 +20,7 @@
 #include "dlock/Clock.h"
 #include "dlock/IOperator.h"
 #include "dlock/LockOptions.h"
+#include "dlock/core/SharedWatchdog.h"
 #include "dlock/core/Semaphore.h"
 
 namespace dlock {
@@ -44,6 +45,9 @@ class SemaphoreBuilder {
   SemaphoreBuilder& outageTolerance(std::chrono::milliseconds tolerance);
   // The clock of lease deadlines and the watchdog; a VirtualClock in tests.
   SemaphoreBuilder& clock(std::shared_ptr<Clock> clock);
+  // Renews on `watchdog` (SharedWatchdog.h) with the other primitives given it, when built on its
+  // clock; by default, and with another clock, what is built has a watchdog of its own.
+  SemaphoreBuilder& watchdog(SharedWatchdog watchdog);
 
   // ConfigError when no backend was given, the backend keeps no semaphores (Redlock: why), or an
   // option is out of range (a lease not positive or above kMaxLeaseTime, a watchdog or waiter
@@ -56,6 +60,7 @@ class SemaphoreBuilder {
   std::string name_;
   std::uint32_t capacity_ = 0;
   std::shared_ptr<Clock> clock_;
+  std::shared_ptr<detail::WatchdogHost> watchdog_;  // SharedWatchdog::host(); null: its own
   LockOptions options_;
 };
 

@@ -31,6 +31,7 @@
 #include "dlock/IOperator.h"
 #include "dlock/IOwnerRecorder.h"
 #include "dlock/IReadWriteOperator.h"
+#include "dlock/IRenewalBatch.h"
 #include "dlock/ISemaphoreOperator.h"
 
 namespace dlock {
@@ -48,7 +49,8 @@ class MemoryOperator final : public IOperator,
                              public IReadWriteOperator,
                              public ISemaphoreOperator,
                              public IConditionOperator,
-                             public IElectionOperator {
+                             public IElectionOperator,
+                             public IRenewalBatch {
  public:
   explicit MemoryOperator(std::shared_ptr<Clock> clock = SteadyClock::instance());
   ~MemoryOperator() override;
@@ -60,6 +62,8 @@ class MemoryOperator final : public IOperator,
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   // One call for the whole batch, as a Redis pipeline is one round trip.
   std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
+  // Each kind's own batch call (renewEachKind), counted once in renewalBatches().
+  std::vector<ExtendResult> renewBatch(const std::vector<Renewal>& renewals) override;
   std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override;
   std::unique_ptr<IReleaseWatch> watch(std::string_view key) override;
   LeaseInfo inspect(std::string_view key) override;
@@ -92,6 +96,8 @@ class MemoryOperator final : public IOperator,
 
   // Calls received so far (failed ones included; watch() not counted).
   [[nodiscard]] std::uint64_t calls() const noexcept;
+  // renewBatch calls so far (each also counted in calls() once per kind it renewed).
+  [[nodiscard]] std::uint64_t renewalBatches() const noexcept;
   // Leases alive now.
   [[nodiscard]] std::size_t size() const;
   // The token holding `key` now, or empty — lets tests check what the backend stores.

@@ -18,6 +18,7 @@
 #include "dlock/IOperator.h"
 #include "dlock/IOwnerRecorder.h"
 #include "dlock/IReadWriteOperator.h"
+#include "dlock/IRenewalBatch.h"
 #include "dlock/ISemaphoreOperator.h"
 
 namespace dlock {
@@ -34,7 +35,8 @@ class RedisOperator : public IOperator,
                       public IReadWriteOperator,
                       public ISemaphoreOperator,
                       public IConditionOperator,
-                      public IElectionOperator {
+                      public IElectionOperator,
+                      public IRenewalBatch {
  public:
   ~RedisOperator() override;
 
@@ -46,6 +48,9 @@ class RedisOperator : public IOperator,
   ReleaseResult cancel(std::string_view key, std::string_view token) override;
   bool extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   std::vector<ExtendResult> extendAll(const std::vector<LeaseRef>& leases, std::chrono::milliseconds ttl) override;
+  // A watchdog round of every kind: one pipeline per node, each hold by its own kind's script
+  // (RedisRenewalBatch.cpp).
+  std::vector<ExtendResult> renewBatch(const std::vector<Renewal>& renewals) override;
   std::uint64_t raiseFence(std::string_view key, std::uint64_t atLeast) override;
   std::unique_ptr<IReleaseWatch> watch(std::string_view key) override;
   LeaseInfo inspect(std::string_view key) override;
