@@ -9,12 +9,12 @@
 #include <unordered_set>
 
 #include "FairOrder.h"
+#include "LateWrites.h"
 #include "Holds.h"
 #include "redis/src/KeyNames.h"
 #include "ServerRecord.h"
 #include "ServerWrites.h"
 #include "ConditionChecks.h"
-#include "ElectionChecks.h"
 #include "ElectionChecks.h"
 #include "SharedChecks.h"
 
@@ -710,6 +710,7 @@ void checkFairness(const CheckerInput& input, Report& report) {
 void checkServerWrites(const CheckerInput& input, Report& report) {
   CheckResult& check = report.checks[10];
   const ServerWritesResult writes = dlock::nemesis::checkServerWrites(input.history);
+  const LateWritesResult late = checkLateWrites(input.history);
   report.serverWritesJudged = writes.judged;
   report.serverWriteViolations = writes.violations;
   report.orphanGrants = writes.orphanGrants;
@@ -725,6 +726,9 @@ void checkServerWrites(const CheckerInput& input, Report& report) {
   } else if (writes.orphanViolations > 0) {
     fail(check, std::to_string(writes.orphanViolations) + " orphan grants kept past the lease they were granted with, of " + counts +
                     "; first: " + writes.firstOrphan);
+  } else if (late.late > 0) {
+    fail(check, std::to_string(late.late) + " of " + std::to_string(late.bounded) +
+                    " writes by calls with a deadline came from a call the server ran after it; first: " + late.first);
   } else if (writes.releasesKept > 0) {
     fail(check, std::to_string(writes.releasesKept) + " of " + std::to_string(writes.releasesJudged) +
                     " releases returned ok while the server still held the key for their owner, of " + counts +
@@ -735,7 +739,8 @@ void checkServerWrites(const CheckerInput& input, Report& report) {
     fail(check, "vacuous: " + counts);
   } else {
     check.reason = counts + ", each by its holder or after its expiry; " + std::to_string(writes.releasesJudged) +
-                   " releases that returned ok, each with the key no longer its owner's";
+                   " releases that returned ok, each with the key no longer its owner's; " +
+                   std::to_string(late.bounded) + " writes by calls with a deadline, each run by it";
   }
 }
 

@@ -36,8 +36,9 @@
 //                      (FairOrder.h); left out of the verdict of the default lock's runs
 //  11 deletes, overwrites  in the server's record, no lock key deleted, set for another owner or
 //                      extended while its holder's lease lived, except by a command carrying the
-//                      holder's token, and no orphan grant (a SET for an owner no client acquired
-//                      for) kept past the lease it was granted with (ServerWrites.h); vacuous
+//                      holder's token, no write by a call the server ran after the deadline it
+//                      carried (LateWrites.h), and no orphan grant (a SET for an owner no client
+//                      acquired for) kept past the lease it was granted with (ServerWrites.h); vacuous
 //                      where a record was due and judged nothing; left out of the verdict of the
 //                      read-write and semaphore runs (their keys are not in the record)
 //

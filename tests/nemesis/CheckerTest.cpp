@@ -9,6 +9,7 @@
 
 #include "Checker.h"
 #include "FairOrder.h"
+#include "LateWrites.h"
 #include "redis/src/KeyNames.h"
 #include "ServerObserver.h"
 #include "Timeline.h"
@@ -1045,11 +1046,80 @@ TEST_SUITE("FairOrder") {
     CHECK(result.first.find("a waiter that had left") != std::string::npos);
   }
 
+  TEST_CASE("a waiter whose leave ran is gone even when its entry stays: a later grant to it fails") {
+    for (const bool leaveTakesEntry : {true, false}) {
+      CAPTURE(leaveTakesEntry);
+      QueueRecord run;
+      run.add("server-set", "A");
+      run.add("server-enqueue", "B");
+      run.add("server-enqueue", "C");
+      run.add("server-tombstone", "B");  // B gave up: its leave's first write
+      if (leaveTakesEntry) run.add("server-leave", "B");
+      run.handOff(leaveTakesEntry ? "C" : "B");  // a leave that kept B's entry hands B the key
+      const auto result = dlock::nemesis::checkFairOrder(run.input.history);
+      CHECK(result.violations == (leaveTakesEntry ? 0 : 1));
+      if (!leaveTakesEntry) CHECK(result.first.find("B, a waiter that had left") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("a tombstone after the grant (a hand-off that raced the timeout) is no violation") {
+    QueueRecord run;
+    run.add("server-set", "A");
+    run.add("server-enqueue", "B");
+    run.handOff("B");
+    run.add("server-tombstone", "B");
+    run.add("server-enqueue", "C");
+    run.handOff("C");
+    CHECK(dlock::nemesis::checkFairOrder(run.input.history).violations == 0);
+  }
+
   TEST_CASE("a fair run without a server record is vacuous and fails, and the default lock's passes") {
     dlock::nemesis::CheckerInput input;
     input.fair = true;
     CHECK_FALSE(dlock::nemesis::check(input).checks[9].passed);
     input.fair = false;
     CHECK(dlock::nemesis::check(input).checks[9].passed);
+  }
+}
+
+TEST_SUITE("LateWrites") {
+  // A SET of `k` by a script call the server stamped at `callMs`, whose last argument is `last`.
+  Op setBy(std::int64_t callMs, const std::string& last) {
+    Op op;
+    op.process = "server";
+    op.op = "server-set";
+    op.key = "k";
+    op.value = "tok";
+    op.token = 1500;
+    op.timeNs = callMs * kMs;
+    // 40 µs after its call, as a script's SET comes.
+    op.message = "127.0.0.1:7000 40000 " + std::to_string(callMs * 1000 + 40) + " h | EVALSHA acq 2 dlock:{k} dlock:{k}:fence tok 1500 " + last;
+    return op;
+  }
+
+  TEST_CASE("a write by a call the server ran after the deadline it carried fails, and one by it or with none passes") {
+    const std::int64_t call = 1'796'217'680'683;  // server ms
+    const std::string deadline = std::to_string(call);
+    auto result = dlock::nemesis::checkLateWrites({setBy(call, deadline)});  // ran in its last ms
+    CHECK(result.bounded == 1);
+    CHECK(result.late == 0);
+    result = dlock::nemesis::checkLateWrites({setBy(call + 1, deadline)});
+    CHECK(result.late == 1);
+    CHECK(result.first.find("1 ms after the deadline") != std::string::npos);
+    // No deadline: an empty last argument, a lease, a token, a fence floor in µs.
+    for (const std::string last : {"", "1500", "a3f09c11d2e54b67", "1796217680683879"}) {
+      CAPTURE(last);
+      result = dlock::nemesis::checkLateWrites({setBy(call + 5000, last)});
+      CHECK(result.bounded == 0);
+    }
+  }
+
+  TEST_CASE("check 11 fails a run whose record shows a late write") {
+    dlock::nemesis::CheckerInput input;
+    input.serverRecord = true;
+    input.history.push_back(setBy(1'796'217'680'683, "1796217680000"));
+    const auto report = dlock::nemesis::check(input);
+    CHECK_FALSE(report.checks[10].passed);
+    CHECK(report.checks[10].reason.find("after it") != std::string::npos);
   }
 }

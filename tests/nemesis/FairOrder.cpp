@@ -73,6 +73,10 @@ FairOrderResult checkFairOrder(const std::vector<Op>& history) {
         queue.left.insert(op.value);
       }
       queue.justUnqueued.clear();
+    } else if (op.op == "server-tombstone") {
+      // The leave's first write: from here the waiter is gone, whether or not the leave's own
+      // LREM follows (a leave that left the entry behind shows as a later grant to it).
+      if (position != waiters.end()) queue.left.insert(op.value);
     } else if (op.op == "server-unqueue") {
       queue.justUnqueued = op.value;
       if (position == waiters.end()) continue;  // left already (a leave removes both), or unseen

@@ -114,6 +114,10 @@ ServerObserver::ServerObserver(std::vector<std::string> addresses, const std::ve
       const detail::KeyNames names(prefix, key, sharded);
       queues_.emplace_back(names.fairQueue(), key);
       leases_.emplace_back(names.fairLeases(), key);
+      const std::string marker = "\x01";
+      const std::string record = names.releaseRecord(marker);
+      const auto at = record.find(marker);
+      records_.push_back({record.substr(0, at), record.substr(at + marker.size()), key});
     }
   }
   addresses_ = addresses;
@@ -180,6 +184,23 @@ bool ServerObserver::recordQueue(const std::string& name, const std::vector<std:
   return false;
 }
 
+bool ServerObserver::recordTombstone(const std::string& name, const std::vector<std::string>& command, Op record) {
+  if (name != "SET" || command.size() < 3 || command[2] != "0") return false;
+  const std::string& redisKey = command[1];
+  for (const auto& [before, after, key] : records_) {
+    if (redisKey.size() <= before.size() + after.size() || redisKey.compare(0, before.size(), before) != 0 ||
+        redisKey.compare(redisKey.size() - after.size(), after.size(), after) != 0) {
+      continue;
+    }
+    record.op = "server-tombstone";
+    record.key = key;
+    record.value = redisKey.substr(before.size(), redisKey.size() - before.size() - after.size());
+    writer_.append(std::move(record));
+    return true;
+  }
+  return false;
+}
+
 void ServerObserver::record(const std::string& address, const MonitorLine& line, Stream& stream) {
   const MonitorLine& caller = stream.caller;
   bool& gap = stream.gap;
@@ -216,7 +237,7 @@ void ServerObserver::record(const std::string& address, const MonitorLine& line,
   for (const std::string& arg : by.args) record.message += " " + arg;
   std::string name = command[0];
   for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (recordQueue(name, command, record)) return;
+  if (recordQueue(name, command, record) || recordTombstone(name, command, record)) return;
   const char* op = name == "SET" && command.size() >= 3       ? "server-set"
                    : name == "DEL"                            ? "server-del"
                    : name == "PEXPIRE" && command.size() >= 3 ? "server-expire"

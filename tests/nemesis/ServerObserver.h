@@ -16,6 +16,8 @@
 //   earlier than time_ns - lag, and a key it found expired had expired by time_ns)
 //   server-enqueue, server-leave, server-unqueue   the fair lock's queue (FairOrder.h): RPUSH and
 //                LREM of the queue, ZREM of the waiter leases; value = the waiter's token
+//   server-tombstone  value = a token whose attempt gave up: the `SET <release record> 0` a fair
+//                leave (or a cancel) writes first, shown whether or not its NX let it write
 //
 // time_ns is the server's own timestamp of the command (MONITOR's microseconds of wall clock),
 // mapped to CLOCK_MONOTONIC on this host: the observer reads the stream tens of ms behind, so its
@@ -82,11 +84,17 @@ class ServerObserver {
   // A fair-queue command on a workload key, recorded from `record` (time and message set);
   // false when it is none.
   bool recordQueue(const std::string& name, const std::vector<std::string>& command, Op record);
+  bool recordTombstone(const std::string& name, const std::vector<std::string>& command, Op record);
 
   std::vector<std::pair<std::string, std::string>> names_;  // (redis lock key, user key)
   // The fair lock's queue and waiter-lease keys: (redis key, user key).
   std::vector<std::pair<std::string, std::string>> queues_;
   std::vector<std::pair<std::string, std::string>> leases_;
+  // A token's release record, split where the token goes: (before, after, user key).
+  struct RecordName {
+    std::string before, after, key;
+  };
+  std::vector<RecordName> records_;
   HistoryWriter writer_;
   std::atomic<bool> stopping_{false};
   std::atomic<long long> lines_{0};

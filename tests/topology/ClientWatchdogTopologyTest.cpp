@@ -1,22 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
 // One watchdog behind a dlock::Client over a Redis Cluster: the holds of every kind, spread over
-// the masters, renewed at each tick in one pipeline per master that serves any of them.
+// the masters, renewed at each tick in one pipeline per master that serves any of them; a master
+// paused in the middle of the rounds costs only its own holds; over Sentinel, the rounds follow a
+// failover to the promoted master.
 #include <doctest/doctest.h>
 
 #include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "ClusterServers.h"
 #include "RedisClient.h"
+#include "SentinelServers.h"
+#include "TestHelpers.h"
 #include "dlock/Client.h"
+#include "dlock/LockError.h"
 #include "dlock/cluster/ClusterKeys.h"
 #include "dlock/memory/VirtualClock.h"
 
 using namespace std::chrono_literals;
 using dlock::test::ClusterServers;
 using dlock::test::RedisClient;
+using dlock::test::SentinelServers;
 
 namespace {
 
@@ -77,5 +85,113 @@ TEST_SUITE("ClientWatchdogTopology") {
     CHECK(permits.isHeld());
     permits = dlock::PermitLease();
     client.close();
+  }
+
+  TEST_CASE("Cluster: a master paused under the client's holds loses only its own, and the others stay renewed on time") {
+    ClusterServers::Options options;
+    options.replicasPerMaster = 0;
+    options.nodeTimeout = 30s;  // the paused master stays a member: no failover, no failed cluster
+    options.config = {"cluster-require-full-coverage no"};
+    ClusterServers cluster(options);
+    dlock::ClientOptions clientOptions;
+    clientOptions.lock.watchdogLease = 3s;  // renewed every second of real time
+    dlock::Client client(cluster.uri(), clientOptions);
+    // One lock per master, each holding a key that master serves.
+    const std::vector<std::size_t> masters = cluster.masters();
+    REQUIRE(masters.size() == 3);
+    std::map<std::size_t, std::string> keyOf;
+    for (int i = 0; keyOf.size() < masters.size(); ++i) {
+      const std::string key = "k" + std::to_string(i);
+      keyOf.emplace(cluster.ownerOf(dlock::clusterKeyNames("dlock:", key).slot), key);
+    }
+    std::mutex mutex;
+    std::set<std::string> lost;
+    std::map<std::size_t, std::shared_ptr<dlock::ILock>> locks;
+    for (const auto& [master, key] : keyOf) {
+      locks[master] = client.getLock("on-" + key);
+      locks[master]->onLockLost([&](std::string_view lostKey, std::uint64_t) {
+        const std::lock_guard<std::mutex> guard(mutex);
+        lost.emplace(lostKey);
+      });
+      REQUIRE(locks[master]->tryLock(key));
+    }
+    for (const auto& [master, lock] : locks) {
+      REQUIRE(dlock::test::eventually([&] { return lock->stats().renewals >= 1; }, 10s));
+    }
+    const std::size_t paused = masters.front();
+    std::map<std::size_t, std::uint64_t> renewedBefore;
+    for (const auto& [master, lock] : locks) renewedBefore[master] = lock->stats().renewals;
+    cluster.node(paused).pause();
+    // The paused master's hold is reported lost at its local deadline; meanwhile the others are
+    // renewed each second, not held up behind the paused master's replies.
+    CHECK(dlock::test::eventually([&] { return !locks[paused]->isHeld(keyOf[paused]); }, 10s));
+    for (const auto& [master, lock] : locks) {
+      if (master == paused) continue;
+      CAPTURE(master);
+      CHECK(dlock::test::eventually([&] { return lock->stats().renewals >= renewedBefore[master] + 3; }, 10s));
+      CHECK(lock->isHeld(keyOf[master]));
+    }
+    cluster.node(paused).resume();
+    {
+      const std::lock_guard<std::mutex> guard(mutex);
+      CHECK(lost == std::set<std::string>{keyOf[paused]});
+    }
+    CHECK_THROWS_AS(locks[paused]->unlock(keyOf[paused]), dlock::LockLostError);
+    for (const auto& [master, lock] : locks) {
+      if (master == paused) continue;
+      RedisClient node = cluster.client(master);
+      CHECK(node.ok({"EXISTS", dlock::clusterKeyNames("dlock:", keyOf[master]).lock}).integer == 1);
+      lock->unlock(keyOf[master]);
+    }
+    client.close();
+  }
+
+  TEST_CASE("Sentinel: a client's holds of every kind stay renewed through a failover, on the promoted master") {
+    SentinelServers set;
+    dlock::ClientOptions options;
+    options.lock.watchdogLease = 1500ms;  // renewed every 500 ms of real time
+    dlock::Client client(set.uri(), options);
+    const auto lock = client.getLock("orders");
+    const auto fair = client.getFairLock("queue");
+    const auto config = client.getReadWriteLock("config");
+    const auto partner = client.getSemaphore("partner-api", 3);
+    REQUIRE(lock->tryLock("a"));
+    REQUIRE(fair->tryLock("c"));
+    REQUIRE(config->writeLock()->tryLock("d"));
+    REQUIRE(config->readLock()->tryLock("e"));
+    dlock::PermitLease permits = partner->tryAcquire(2);
+    REQUIRE(permits);
+    const auto renewedPast = [&](std::uint64_t lockCount, std::uint64_t permitCount) {
+      return dlock::test::eventually([&] {
+        return lock->stats().renewals >= lockCount && fair->stats().renewals >= lockCount &&
+               config->readLock()->stats().renewals >= 2 * lockCount && partner->stats().renewals >= permitCount;
+      }, 30s);
+    };
+    REQUIRE(renewedPast(2, 2));
+    const int oldMaster = set.masterPort();
+    set.failover();
+    const int newMaster = set.waitForMasterOtherThan(oldMaster, 30s);
+    // Four more rounds each after the promotion was seen: more than a lease, so only renewals on
+    // the promoted master can have kept them.
+    const auto lockRounds = lock->stats().renewals;
+    const auto permitRounds = partner->stats().renewals;
+    CHECK(renewedPast(lockRounds + 4, permitRounds + 4));
+    CHECK(lock->isHeld("a"));
+    CHECK(fair->isHeld("c"));
+    CHECK(config->writeLock()->isHeld("d"));
+    CHECK(config->readLock()->isHeld("e"));
+    CHECK(permits.isHeld());
+    RedisClient promoted = set.dataClient(set.nodeOfPort(newMaster));
+    for (const std::string key : {"dlock:{a}", "dlock:{c}"}) {
+      CAPTURE(key);
+      CHECK(promoted.ok({"PTTL", key}).integer > 0);
+    }
+    CHECK(lock->stats().lostLeases == 0);
+    CHECK(fair->stats().lostLeases == 0);
+    CHECK(config->readLock()->stats().lostLeases == 0);
+    CHECK(partner->stats().lostLeases == 0);
+    permits = dlock::PermitLease();
+    client.close();
+    CHECK(promoted.ok({"EXISTS", "dlock:{a}"}).integer == 0);
   }
 }
