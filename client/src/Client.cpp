@@ -8,12 +8,13 @@
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/connect.h"
+#include "dlock/core/ElectionMetrics.h"
 #include "dlock/core/Metrics.h"
 
 namespace dlock {
 namespace {
 
-enum class Kind { Lock, FairLock, ReadWrite, Semaphore };
+enum class Kind { Lock, FairLock, ReadWrite, Semaphore, Election };
 
 const char* nameOf(Kind kind) {
   switch (kind) {
@@ -21,6 +22,7 @@ const char* nameOf(Kind kind) {
     case Kind::FairLock: return "a fair lock";
     case Kind::ReadWrite: return "a read-write lock";
     case Kind::Semaphore: return "a semaphore";
+    case Kind::Election: return "an election";
   }
   return "a primitive";
 }
@@ -31,7 +33,9 @@ struct Entry {
   std::shared_ptr<ILock> lock;
   std::shared_ptr<ReadWriteLock> readWrite;
   std::shared_ptr<Semaphore> semaphore;
+  std::shared_ptr<Election> election;
 
+  // Not for an election, whose metrics are its own (formatElectionMetrics).
   [[nodiscard]] LockStats stats() const {
     if (semaphore) return semaphore->stats();
     if (readWrite) return readWrite->readLock()->stats();
@@ -41,6 +45,7 @@ struct Entry {
     if (semaphore) semaphore->close();
     if (readWrite) readWrite->writeLock()->close();  // closes both sides
     if (lock) lock->close();
+    if (election) election->close();
   }
 };
 
@@ -100,7 +105,7 @@ struct Client::State {
     detail::checkKey(name, call);
     std::lock_guard<std::mutex> guard(mutex);
     if (const Entry* entry = find(name, kind, call)) return entry->lock;
-    return add(name, Entry{kind, lockBuilder(name, kind == Kind::FairLock).build(), nullptr, nullptr}).lock;
+    return add(name, Entry{kind, lockBuilder(name, kind == Kind::FairLock).build(), nullptr, nullptr, nullptr}).lock;
   }
 };
 
@@ -124,7 +129,7 @@ std::shared_ptr<ReadWriteLock> Client::getReadWriteLock(std::string_view name) {
   std::lock_guard<std::mutex> guard(state_->mutex);
   if (const Entry* entry = state_->find(name, Kind::ReadWrite, "getReadWriteLock")) return entry->readWrite;
   auto readWrite = state_->lockBuilder(name, false, false).buildReadWrite();
-  return state_->add(name, Entry{Kind::ReadWrite, nullptr, std::move(readWrite), nullptr}).readWrite;
+  return state_->add(name, Entry{Kind::ReadWrite, nullptr, std::move(readWrite), nullptr, nullptr}).readWrite;
 }
 
 std::shared_ptr<Semaphore> Client::getSemaphore(std::string_view name, std::uint32_t capacity) {
@@ -140,11 +145,19 @@ std::shared_ptr<Semaphore> Client::getSemaphore(std::string_view name, std::uint
     return entry->semaphore;
   }
   auto semaphore = semaphoreBuilder().name(std::string(name)).permits(capacity).build();
-  return state_->add(name, Entry{Kind::Semaphore, nullptr, nullptr, std::move(semaphore)}).semaphore;
+  return state_->add(name, Entry{Kind::Semaphore, nullptr, nullptr, std::move(semaphore), nullptr}).semaphore;
 }
 
 Condition Client::getCondition(std::string_view lockName, std::string_view condition) {
   return getLock(lockName)->newCondition(lockName, condition);
+}
+
+std::shared_ptr<Election> Client::getElection(std::string_view name) {
+  detail::checkKey(name, "getElection");
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  if (const Entry* entry = state_->find(name, Kind::Election, "getElection")) return entry->election;
+  auto election = electionBuilder().name(std::string(name)).build();
+  return state_->add(name, Entry{Kind::Election, nullptr, nullptr, nullptr, std::move(election)}).election;
 }
 
 LockBuilder Client::lockBuilder() const {
@@ -166,14 +179,31 @@ SemaphoreBuilder Client::semaphoreBuilder() const {
   return builder;
 }
 
+ElectionBuilder Client::electionBuilder() const {
+  ElectionBuilder builder;
+  builder.backend(state_->backend).clock(state_->watchdog.clock()).watchdog(state_->watchdog);
+  return builder;
+}
+
 const std::shared_ptr<IOperator>& Client::backend() const noexcept { return state_->backend; }
 
 std::vector<LockStats> Client::stats() const {
   std::lock_guard<std::mutex> guard(state_->mutex);
   std::vector<LockStats> stats;
   stats.reserve(state_->entries.size());
-  for (const Entry& entry : state_->entries) stats.push_back(entry.stats());
+  for (const Entry& entry : state_->entries) {
+    if (!entry.election) stats.push_back(entry.stats());
+  }
   return stats;
+}
+
+std::vector<std::shared_ptr<Election>> Client::elections() const {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  std::vector<std::shared_ptr<Election>> elections;
+  for (const Entry& entry : state_->entries) {
+    if (entry.election) elections.push_back(entry.election);
+  }
+  return elections;
 }
 
 void Client::close() noexcept {
@@ -191,6 +221,11 @@ bool Client::closed() const noexcept {
   return state_->closed;
 }
 
-std::string formatMetrics(const Client& client) { return formatMetrics(client.stats()); }
+std::string formatMetrics(const Client& client) {
+  std::string text = formatMetrics(client.stats());
+  const std::vector<std::shared_ptr<Election>> elections = client.elections();
+  if (!elections.empty()) text += formatElectionMetrics(elections);
+  return text;
+}
 
 }  // namespace dlock

@@ -2,7 +2,8 @@
 // One watchdog behind a dlock::Client against a real redis-server: one thread for a lock, a fair
 // lock, a write and a read hold and permits held at once; one pipeline per tick (the server's read
 // events), each kind by its own script; each primitive's loss to its own handler when its keys
-// are deleted; close() of one leaving the others renewed; a forked child renewing only its own.
+// are deleted; close() of one leaving the others renewed; a forked child renewing only its own;
+// elections from the client renewed in the same call as its locks.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -135,6 +136,34 @@ TEST_SUITE("ClientOnRedis") {
     // sides), semExtendMany.
     CHECK(after.evalsha - before.evalsha == 3);
     CHECK(dlock::test::threadsNamed(kWatchdogThread) == threadsBefore + 1);
+  }
+
+  TEST_CASE("a client's two elections' terms and a lock's hold are renewed by one script call in one pipeline per tick") {
+    RedisProcess server;
+    RedisClient redis(server.host(), server.port());
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    dlock::ClientOptions options{{}, clock, nullptr};
+    options.lock.watchdogLease = 15s;  // the elections' term lease: every lease due in the same round
+    dlock::Client client(server.uri(), options);
+    const int threadsBefore = dlock::test::threadsNamed(kWatchdogThread);
+    dlock::Leadership scheduler = client.getElection("scheduler")->campaign("host-a");
+    dlock::Leadership compactor = client.getElection("compactor")->campaign("host-a");
+    const auto lock = client.getLock("orders");
+    REQUIRE(lock->tryLock());
+    clock->advance(5s);  // the first round loads the renewal script
+    const ServerCounts before = countsOf(redis);
+    clock->advance(5s);
+    const ServerCounts after = countsOf(redis);
+    CHECK(lock->stats().renewals == 2);
+    CHECK(after.reads - before.reads == 2);      // the round's pipeline, and the INFO that counted it
+    CHECK(after.evalsha - before.evalsha == 1);  // one extendMany for the three holds of one lease
+    CHECK(scheduler.isLeader());
+    CHECK(compactor.isLeader());
+    CHECK(redis.ok({"PTTL", "dlock:{election:scheduler}"}).integer > 0);
+    CHECK(dlock::test::threadsNamed(kWatchdogThread) == threadsBefore + 1);
+    lock->unlock();
+    client.close();
+    CHECK(redis.ok({"EXISTS", "dlock:{election:scheduler}"}).integer == 0);  // resigned by close()
   }
 
   TEST_CASE_FIXTURE(HeldOnRedis, "each primitive's loss reaches its own handler when its keys are deleted") {

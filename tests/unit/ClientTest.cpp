@@ -220,6 +220,23 @@ TEST_SUITE("Client") {
     CHECK(text.find("# TYPE dlock_holds gauge") == text.rfind("# TYPE dlock_holds gauge"));
   }
 
+  TEST_CASE_FIXTURE(ClientFixture, "an election from the client: the same object by name, in its metrics, closed with it") {
+    const auto scheduler = client.getElection("scheduler");
+    CHECK(client.getElection("scheduler") == scheduler);
+    CHECK_THROWS_AS((void)client.getLock("scheduler"), dlock::ConfigError);  // the name is the election's
+    dlock::Leadership term = scheduler->campaign("host-a");
+    REQUIRE(term.isLeader());
+    CHECK(client.elections() == std::vector<std::shared_ptr<dlock::Election>>{scheduler});
+    CHECK(client.stats().empty());  // an election's metrics are its own
+    const std::string text = dlock::formatMetrics(client);
+    CHECK(contains(text, "{election=\"scheduler\"} 1\n"));
+    client.close();  // resigns the term
+    CHECK_FALSE(term.isLeader());
+    CHECK_FALSE(backend->inspect("election:scheduler").held);
+    CHECK_THROWS_AS((void)scheduler->campaign("host-a"), dlock::InterruptedError);
+    CHECK_THROWS_AS((void)client.getElection("scheduler"), dlock::InterruptedError);
+  }
+
   TEST_CASE("a service injected with the client's lock sells no unit twice") {
     dlock::Client client(std::make_shared<dlock::MemoryOperator>());
     auto inventory = std::make_shared<examples::Inventory>();

@@ -140,6 +140,32 @@ TEST_SUITE("Client") {
     CHECK(dlock::test::threadsNamed(kWatchdogThread) == threadsBefore + 1);
   }
 
+  TEST_CASE("two elections' terms and a lock's hold are renewed in one batch per tick, on the client's thread") {
+    auto clock = std::make_shared<dlock::VirtualClock>();
+    auto backend = std::make_shared<dlock::MemoryOperator>(clock);
+    dlock::ClientOptions options{{}, clock, nullptr};
+    options.lock.watchdogLease = 15s;  // the elections' term lease: every lease due in the same round
+    dlock::Client client(backend, options);
+    const int before = dlock::test::threadsNamed(kWatchdogThread);
+    dlock::Leadership scheduler = client.getElection("scheduler")->campaign("host-a");
+    dlock::Leadership compactor = client.getElection("compactor")->campaign("host-a");
+    const auto lock = client.getLock("orders");
+    REQUIRE(lock->tryLock());
+    CHECK(dlock::test::threadsNamed(kWatchdogThread) == before + 1);
+    const std::uint64_t batches = backend->renewalBatches();
+    for (std::uint64_t round = 1; round <= 4; ++round) {  // to 20 s, past the first lease's end
+      clock->advance(5s);  // a third of the lease: every lease due, in one round
+      CHECK(backend->renewalBatches() == batches + round);
+      CHECK(lock->stats().renewals == round);
+    }
+    CHECK(scheduler.isLeader());
+    CHECK(compactor.isLeader());
+    CHECK(lock->isHeld());
+    CHECK(dlock::test::threadsNamed(kWatchdogThread) == before + 1);
+    lock->unlock();
+    client.close();
+  }
+
   TEST_CASE("a primitive built apart from a client keeps a watchdog of its own") {
     auto clock = std::make_shared<dlock::VirtualClock>();
     auto backend = std::make_shared<dlock::MemoryOperator>(clock);

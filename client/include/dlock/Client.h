@@ -16,19 +16,22 @@
 //   getSemaphore(name, n)   a Semaphore of capacity n          the same object (another n: ConfigError)
 //   getCondition(lock, c)   the Condition `c` of the key       a copy of the same condition
 //                           `lock` of getLock(lock)
+//   getElection(name)       the Election `name` (terms of      the same object
+//                           ElectionBuilder's 15 s lease)
 //
 // A name is one primitive's: asking for it as another kind is a ConfigError (their metrics would
 // share a label). A name is a key (Validation.h): InvalidArgumentError when empty or too long.
 // Every primitive takes the client's options (ClientOptions); for one that needs others (its own
-// wait strategy, a fixed lease) lockBuilder() and semaphoreBuilder() hand out builders preset with
-// the client's backend, clock and options, whose products the client does not track.
+// wait strategy, a fixed lease, another term lease) lockBuilder(), semaphoreBuilder() and
+// electionBuilder() hand out builders preset with the client's backend, clock, watchdog and
+// options, whose products the client does not track.
 // close() closes everything handed out, as each class's close() does (waits end with
 // InterruptedError, the thread holds a lock keeps are released; Leases and PermitLeases stay their
 // holders'), and makes every later get... an InterruptedError. Dropping the last copy of a client
 // closes nothing: what it handed out lives as long as its users hold it. The primitives share the
 // backend (its connections and subscriber) and one watchdog (SharedWatchdog.h): one thread,
-// started by the first renewed hold, renews the leases due at each tick of every primitive in one
-// batch (one round trip per node on Redis), each by its own kind's script for its own lease, and
+// started by the first renewed hold, renews the leases due at each tick of every primitive (an
+// election's terms too) in one batch (one round trip per node on Redis), each by its own kind's script for its own lease, and
 // reports each loss to its own primitive's handler, stats and log. A primitive closed alone stops
 // only its own leases; the builders' products (lockBuilder(), semaphoreBuilder()) share the
 // thread too unless given another clock. A forked child renews its own holds on a thread of its own.
@@ -48,6 +51,7 @@
 #include "dlock/LockOptions.h"
 #include "dlock/LockStats.h"
 #include "dlock/core/Condition.h"
+#include "dlock/core/Election.h"
 #include "dlock/core/LockBuilder.h"
 #include "dlock/core/ReadWriteLock.h"
 #include "dlock/core/Semaphore.h"
@@ -97,16 +101,22 @@ class Client {
   // The condition `condition` of the key `lockName` of getLock(lockName); for another key or the
   // fair lock, ILock::newCondition. ConfigError when the backend keeps no conditions.
   [[nodiscard]] Condition getCondition(std::string_view lockName, std::string_view condition);
+  // ConfigError when the backend cannot keep an election (Redlock: ElectionBuilder::build says why).
+  [[nodiscard]] std::shared_ptr<Election> getElection(std::string_view name);
 
   // Builders preset with the client's backend, clock and options (the name left to the caller).
   [[nodiscard]] LockBuilder lockBuilder() const;
   [[nodiscard]] SemaphoreBuilder semaphoreBuilder() const;
+  [[nodiscard]] ElectionBuilder electionBuilder() const;
 
   [[nodiscard]] const std::shared_ptr<IOperator>& backend() const noexcept;
 
-  // The stats of everything handed out, in the order it was first asked for (a read-write lock's
-  // once, both sides' gauges in it); formatMetrics(client) prints them.
+  // The stats of every lock and semaphore handed out, in the order it was first asked for (a
+  // read-write lock's once, both sides' gauges in it); formatMetrics(client) prints them, and
+  // the elections' metrics after them (formatElectionMetrics).
   [[nodiscard]] std::vector<LockStats> stats() const;
+  // The elections handed out, in the order first asked for.
+  [[nodiscard]] std::vector<std::shared_ptr<Election>> elections() const;
 
   // Closes everything handed out (see the top of this file). Idempotent.
   void close() noexcept;

@@ -36,6 +36,11 @@ ElectionBuilder& ElectionBuilder::clock(std::shared_ptr<Clock> clock) {
   return *this;
 }
 
+ElectionBuilder& ElectionBuilder::watchdog(SharedWatchdog watchdog) {
+  watchdog_ = std::move(watchdog);
+  return *this;
+}
+
 std::shared_ptr<Election> ElectionBuilder::build() const {
   if (!backend_) throw ConfigError("dlock: ElectionBuilder: no backend given");
   if (name_.empty()) throw ConfigError("dlock: ElectionBuilder: no name given");
@@ -55,17 +60,19 @@ std::shared_ptr<Election> ElectionBuilder::build() const {
                       "backend of independent servers (Redlock) cannot keep; use a single, Sentinel or Cluster "
                       "backend");
   }
+  std::shared_ptr<Clock> clock = clock_;
+  if (!clock && watchdog_) clock = watchdog_->clock();
+  if (!clock) clock = SteadyClock::instance();
   // The fair lock checks the leases' range and the queue's support (ConfigError naming them).
-  auto lock = LockBuilder()
-                  .backend(backend_)
-                  .fair()
-                  .watchdogLease(lease_)
-                  .waiterLease(candidateLease_.value_or(lease_))
-                  .name(key)
-                  .clock(clock_ ? clock_ : SteadyClock::instance())
-                  .build();
-  auto core = std::make_shared<detail::ElectionCore>(name_, backend_, *records, std::move(lock),
-                                                     clock_ ? clock_ : SteadyClock::instance());
+  LockBuilder builder;
+  builder.backend(backend_)
+      .fair()
+      .watchdogLease(lease_)
+      .waiterLease(candidateLease_.value_or(lease_))
+      .name(key)
+      .clock(clock);
+  if (watchdog_) builder.watchdog(*watchdog_);
+  auto core = std::make_shared<detail::ElectionCore>(name_, backend_, *records, builder.build(), clock);
   core->start();
   return std::shared_ptr<Election>(new Election(std::move(core)));
 }

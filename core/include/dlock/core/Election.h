@@ -34,6 +34,7 @@
 #include "dlock/Cancel.h"
 #include "dlock/Clock.h"
 #include "dlock/IOperator.h"
+#include "dlock/core/SharedWatchdog.h"
 
 namespace dlock {
 
@@ -176,6 +177,9 @@ class ElectionBuilder {
   ElectionBuilder& candidateLease(std::chrono::milliseconds lease);
   // The clock of terms and waits; a VirtualClock in tests.
   ElectionBuilder& clock(std::shared_ptr<Clock> clock);
+  // Renews the terms on `watchdog` (SharedWatchdog.h), in one batch with the other primitives and
+  // elections given it, when built on its clock (unset: the watchdog's); dlock::Client gives its own.
+  ElectionBuilder& watchdog(SharedWatchdog watchdog);
 
   // ConfigError without a backend or a name, for a lease out of LockBuilder's range, or a backend
   // that cannot keep one queue per name (Redlock: the message says why).
@@ -184,6 +188,7 @@ class ElectionBuilder {
  private:
   std::shared_ptr<IOperator> backend_;
   std::shared_ptr<Clock> clock_;
+  std::optional<SharedWatchdog> watchdog_;
   std::string name_;
   std::chrono::milliseconds lease_{std::chrono::seconds(15)};
   std::optional<std::chrono::milliseconds> candidateLease_;  // unset: lease_
