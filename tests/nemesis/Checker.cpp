@@ -196,8 +196,9 @@ void checkRecovery(const CheckerInput& input, const std::map<std::string, std::v
       // Not expected to recover: killed by the nemesis, or the target of a fault, within the bound.
       const ClientExit* exit = exitOf(input, process);
       if (exit != nullptr && exit->killedByNemesis && exit->killedNs.value_or(ops.back().timeNs) < end + bound) continue;
+      const auto& client = process;  // a structured binding: C++17 lambdas cannot capture one
       const bool targeted = std::any_of(windows.begin(), windows.end(), [&](const FaultWindow& w) {
-        return w.target == process && w.startNs < end + bound && w.endNs.value_or(INT64_MAX) > end;
+        return w.target == client && w.startNs < end + bound && w.endNs.value_or(INT64_MAX) > end;
       });
       if (targeted) continue;
       if (nextStart < end + bound) {
@@ -597,8 +598,9 @@ void checkLostLeases(const CheckerInput& input, const std::vector<Hold>& holds, 
       if (events.empty()) continue;
       const LossEvidence& loss = events.front();
       if (loss.what.rfind("the server", 0) == 0) ++report.lossesSeenByServer;
+      const auto& heldKey = key;  // a structured binding: C++17 lambdas cannot capture one
       const auto story = [&](const LossEvidence& event) {
-        return "key '" + key + "': " + hold->process + " held token " + std::to_string(hold->token) + " when " +
+        return "key '" + heldKey + "': " + hold->process + " held token " + std::to_string(hold->token) + " when " +
                event.what + "; release: " + (hold->releaseOutcome.empty() ? "none" : hold->releaseOutcome);
       };
       const ClientExit* exit = exitOf(input, hold->process);

@@ -506,7 +506,7 @@ class DrawnMoment {
 // that asks tryUpgrade once its section ends (the runner ends it beside another reader), a write
 // that downgrades once its section ends (the runner ends it with a writer waiting).
 constexpr std::uint32_t kRequestWrite = 0;
-constexpr std::uint32_t kRequestRead = 1;
+[[maybe_unused]] constexpr std::uint32_t kRequestRead = 1;  // any PERMITS but the others: named for the protocol
 constexpr std::uint32_t kRequestUpgrade = 2;
 constexpr std::uint32_t kRequestDowngrade = 3;
 
@@ -848,7 +848,7 @@ class ConditionLocks {
     if (!conditions) throw dlock::ConfigError("dlock_nemesis_client: " + backend->describe() + " has no conditions");
     if (!args.broken.empty()) conditions = dlock::nemesis::brokenCondition(conditions, backend, args.broken, args.uri);
     auto evidence = std::make_shared<dlock::nemesis::LeaseRecorder>(backend, sink);
-    backend_ = std::make_shared<dlock::nemesis::ConditionRecorder>(evidence, conditions, sink, args.lease * 2);
+    backend_ = std::make_shared<dlock::nemesis::ConditionRecorder>(evidence, conditions, sink);
   }
 
   [[nodiscard]] std::shared_ptr<dlock::ILock> build() const {
@@ -871,7 +871,7 @@ class ConditionLocks {
 
 // A --control request's role field for a condition client (HoldRequest::permits).
 constexpr std::uint32_t kRoleProducer = 1;
-constexpr std::uint32_t kRoleConsumer = 2;
+[[maybe_unused]] constexpr std::uint32_t kRoleConsumer = 2;  // named for the protocol
 // A producer that holds until the runner ends its hold, then awaits notFull at once whatever its
 // buffer holds (the runner's fault is then on the await in flight), for a third of
 // --acquire-timeout-ms, and puts while the lock says it holds the key.

@@ -36,8 +36,8 @@ class HeardWatch final : public IGrantWatch {
 }  // namespace
 
 ConditionRecorder::ConditionRecorder(std::shared_ptr<IOperator> lock, std::shared_ptr<IConditionOperator> conditions,
-                                     Sink sink, milliseconds waiterLease)
-    : lock_(std::move(lock)), conditions_(std::move(conditions)), sink_(std::move(sink)), waiterLease_(waiterLease) {}
+                                     Sink sink)
+    : lock_(std::move(lock)), conditions_(std::move(conditions)), sink_(std::move(sink)) {}
 
 void ConditionRecorder::record(const char* op, std::string_view key, std::string_view token, std::string value,
                                std::int64_t timeNs, std::uint64_t fence) const {

@@ -46,9 +46,8 @@ class ConditionRecorder final : public IOperator,
   using Sink = std::function<void(Op)>;
 
   // `lock`: the lease evidence over the backend (LeaseRecorder); `conditions`: the backend's
-  // conditions, or a broken double over them; `waiterLease`: the Condition's (LockOptions).
-  ConditionRecorder(std::shared_ptr<IOperator> lock, std::shared_ptr<IConditionOperator> conditions, Sink sink,
-                    std::chrono::milliseconds waiterLease);
+  // conditions, or a broken double over them.
+  ConditionRecorder(std::shared_ptr<IOperator> lock, std::shared_ptr<IConditionOperator> conditions, Sink sink);
 
   AcquireResult lock(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) override;
   ReleaseResult unlock(std::string_view key, std::string_view token) override { return lock_->unlock(key, token); }
@@ -113,7 +112,6 @@ class ConditionRecorder final : public IOperator,
   std::shared_ptr<IOperator> lock_;
   std::shared_ptr<IConditionOperator> conditions_;
   Sink sink_;
-  std::chrono::milliseconds waiterLease_;
   mutable std::mutex mutex_;
   std::map<Id, Place> places_;                                   // guarded by mutex_: joined, not woken
   std::map<Id, std::uint64_t> claims_;  // guarded by mutex_: hand-offs heard, unconfirmed, with their fencing tokens
