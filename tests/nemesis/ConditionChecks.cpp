@@ -54,6 +54,7 @@ struct Await {
   bool joined = false;
   std::optional<std::int64_t> wokenNs{};
   std::string wokenWhy{};  // signalled, timeout, lapsed
+  bool undecided = false;  // its leave answered "gone" after its place's evidence ended
 };
 
 struct Records {
@@ -97,7 +98,18 @@ void readProcess(const std::string& process, const std::vector<Op>& ops, Records
     } else if (op.op == "woken" && openAwait != kNone && !records.awaits[openAwait].wokenNs) {
       records.awaits[openAwait].wokenNs = op.timeNs;
       records.awaits[openAwait].wokenWhy = afterSpace(op.value);
-    } else if (op.op == "await" && op.kind == Kind::Ok && openAwait != kNone && op.message == "signalled") {
+    } else if (op.op == "leave-undecided") {
+      // Its leave or renewal found it gone after its place's evidence ended: a move or a lapse,
+      // undecided. The last await of this key and condition (a leave retried later on the
+      // cleanup lane may come after the next await began).
+      for (auto it = records.awaits.rbegin(); it != records.awaits.rend(); ++it) {
+        if (it->process != process || it->key != op.key || it->name != op.value) continue;
+        it->wokenWhy = "lapsed";
+        it->undecided = true;
+        break;
+      }
+    } else if (op.op == "await" && op.kind == Kind::Ok && openAwait != kNone && op.message == "signalled" &&
+               !records.awaits[openAwait].undecided) {
       // The public call's own outcome, which the server decided: a local wait that ran out as the
       // signal came (its `woken` says timeout) was signalled all the same.
       records.awaits[openAwait].wokenWhy = "signalled";

@@ -176,6 +176,25 @@ TEST_CASE("condition check 10: an await whose wait ran out as the signal came, b
   CHECK(passes(input, 10));
 }
 
+TEST_CASE("condition check 10: an await that returned signalled only after its place's evidence ended is not owed a signal") {
+  // The server paused (seed 20261202 of the long profile): c0's local wait ran out, its place
+  // lapsed unrenewed on the server, and its leave, answered after the resume, found it gone, which
+  // the library reads as a signal (a spurious return). c1's signal after the resume moved nobody.
+  const auto run = [](bool undecided) {
+    CheckerInput input = base();
+    awaitFrom(input, "c0", 10, "notFull", 1010, "timeout");
+    if (undecided) add(input, "c0", Kind::Info, "leave-undecided", 3400, "notFull", "c0-owner");
+    add(input, "c1", Kind::Invoke, "signal", 3420, "notFull");
+    add(input, "c1", Kind::Ok, "signal", 3424, "notFull 0");
+    add(input, "c0", Kind::Ok, "await", 3830, "notFull", "signalled");
+    awaitFrom(input, "c2", 3500, "notFull", 3602, "signalled");  // judged: the run is not vacuous
+    signal(input, "c1", 3600, "notFull", 1);
+    return passes(input, 10);
+  };
+  CHECK(run(true));
+  CHECK_FALSE(run(false));  // taken as moved, it was a waiter the signal lost
+}
+
 TEST_CASE("condition check 10: a signal() owes one of the waiters before it a move, a signalAll() every one") {
   const auto twoWaiters = [](const std::string& answer, const std::string& secondWoken = "timeout") {
     CheckerInput input = base();

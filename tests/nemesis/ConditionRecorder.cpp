@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ConditionRecorder.h"
 
+#include <cstdint>
+
 #include <dlock/LockError.h>
 
 #include "LeaseRecorder.h"
@@ -197,8 +199,9 @@ AwaitResult ConditionRecorder::doAwait(std::string_view key, std::string_view na
   if (result.awaiting) {
     {
       const std::lock_guard<std::mutex> guard(mutex_);
-      places_[{std::string(key), std::string(token)}] =
-          Place{std::string(name), sent + std::chrono::duration_cast<std::chrono::nanoseconds>(waiterLease).count()};
+      const std::int64_t until = sent + std::chrono::duration_cast<std::chrono::nanoseconds>(waiterLease).count();
+      places_[{std::string(key), std::string(token)}] = Place{std::string(name), until};
+      evidenceEnds_[{std::string(key), std::string(token)}] = until;
     }
     record("joined", key, token, std::string(name), monotonicNs());
   }
@@ -228,9 +231,12 @@ std::vector<ExtendResult> ConditionRecorder::doRenewAwaitAll(const std::vector<C
     if (results[i].extended) {
       const std::lock_guard<std::mutex> guard(mutex_);
       const auto found = places_.find(id);
-      if (found != places_.end()) found->second.untilNs = sent + std::chrono::duration_cast<std::chrono::nanoseconds>(waiterLease).count();
+      const std::int64_t until = sent + std::chrono::duration_cast<std::chrono::nanoseconds>(waiterLease).count();
+      if (found != places_.end()) found->second.untilNs = until;
+      evidenceEnds_[id] = until;
     } else if (!results[i].unknown) {
       woken(id, "signalled");  // signalled, or dropped once its lease ended: the waiter re-takes
+      goneAnswered(id, std::string(waiters[i].name));
     } else {
       wokenIfLapsed(id);
     }
@@ -240,8 +246,26 @@ std::vector<ExtendResult> ConditionRecorder::doRenewAwaitAll(const std::vector<C
 
 bool ConditionRecorder::doLeaveCondition(std::string_view key, std::string_view name, std::string_view token,
                                          milliseconds ttl) {
-  woken({std::string(key), std::string(token)}, "timeout");  // before the leave: a signal answered earlier came first
-  return conditions_->leaveCondition(key, name, token, ttl);
+  const Id id{std::string(key), std::string(token)};
+  woken(id, "timeout");  // before the leave: a signal answered earlier came first
+  const bool waiting = conditions_->leaveCondition(key, name, token, ttl);
+  if (!waiting) goneAnswered(id, std::string(name));
+  return waiting;
+}
+
+void ConditionRecorder::goneAnswered(const Id& id, const std::string& name) {
+  // "Not on the condition" is a move only while the place still lived: its evidence (the last
+  // confirmed send plus the waiter lease) ends no later than the server's place. Answered after
+  // that, the place may have run out instead (a spurious return, Condition.h): the await's
+  // "signalled" then proves no move.
+  std::int64_t until = INT64_MAX;
+  {
+    const std::lock_guard<std::mutex> guard(mutex_);
+    const auto found = evidenceEnds_.find(id);
+    if (found != evidenceEnds_.end()) until = found->second;
+  }
+  const std::int64_t now = monotonicNs();
+  if (now >= until) record("leave-undecided", id.first, id.second, name, now);
 }
 
 std::unique_ptr<IGrantWatch> ConditionRecorder::doWatchSignals(std::string_view key, std::string_view token) {

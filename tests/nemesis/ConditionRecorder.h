@@ -106,6 +106,9 @@ class ConditionRecorder final : public IOperator,
   // Writes `woken` for an open place and closes it; nothing when it was closed already.
   void woken(const Id& id, const char* why);
   void wokenIfLapsed(const Id& id);
+  // "Not on the condition", answered now for (key, token): recorded as undecided (a move or a
+  // lapse) when its place's evidence had ended by then.
+  void goneAnswered(const Id& id, const std::string& name);
   void record(const char* op, std::string_view key, std::string_view token, std::string value, std::int64_t timeNs,
               std::uint64_t fence = 0) const;
 
@@ -114,6 +117,9 @@ class ConditionRecorder final : public IOperator,
   Sink sink_;
   mutable std::mutex mutex_;
   std::map<Id, Place> places_;                                   // guarded by mutex_: joined, not woken
+  // guarded by mutex_: each place's evidence end (untilNs), kept after its waiter woke, for a leave
+  // or renewal that answers "not on the condition" later (a move, or a lapse past that end)
+  std::map<Id, std::int64_t> evidenceEnds_;
   std::map<Id, std::uint64_t> claims_;  // guarded by mutex_: hand-offs heard, unconfirmed, with their fencing tokens
   std::map<std::pair<std::string, std::uint64_t>, std::string> owners_;  // guarded by mutex_
 };

@@ -2,6 +2,7 @@
 #include "SharedChecks.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -418,8 +419,9 @@ void handOffs(const CheckerInput& input, const std::string& key, const std::vect
     }
     if (queuedOwners.erase(attempt.owner) == 0) continue;  // judged once per acquisition that queued
     ++order.judged;
-    const bool wholeLease = attempt.validityMs == 0 || attempt.validityMs == input.lease.count();
-    if (attempt.outcome != "taken" || !wholeLease) continue;
+    // Validity 0 is a take in this very call; any other is a hold found already its own (a grant,
+    // with the whole lease left when granted in the same server millisecond).
+    if (attempt.outcome != "taken" || attempt.validityMs != 0) continue;
     // A lapse whose window the waiter's own call overlaps can be what that call reclaimed; one
     // that ended for certain before the call was sent (its window's latest end) cannot.
     const bool explained = std::any_of(lapsed.begin(), lapsed.end(), [&](const Lapse& lapse) {
@@ -428,7 +430,19 @@ void handOffs(const CheckerInput& input, const std::string& key, const std::vect
     if (explained) continue;
     ++order.violations;
     if (order.first.empty()) {
-      order.first = "key '" + key + "': " + attempt.process + " queued, then admitted itself by its own attempt";
+      // Where it happened, and the lapse nearest it, for a replay to start from.
+      std::string nearest = "no lapse on the key";
+      std::int64_t best = INT64_MAX;
+      for (const Lapse& lapse : lapsed) {
+        const std::int64_t gap = std::min(std::llabs(lapse.earliestNs - attempt.sentNs), std::llabs(lapse.latestNs - attempt.sentNs));
+        if (gap >= best) continue;
+        best = gap;
+        nearest = "the nearest lapse [" + std::to_string(lapse.earliestNs / 1'000'000) + ", " +
+                  std::to_string(lapse.latestNs / 1'000'000) + "] ms";
+      }
+      order.first = "key '" + key + "': " + attempt.process + " queued, then admitted itself by its own attempt (sent at " +
+                    std::to_string(attempt.sentNs / 1'000'000) + " ms, answered at " +
+                    std::to_string(attempt.doneNs / 1'000'000) + " ms, owner " + attempt.owner + "; " + nearest + ")";
     }
   }
   // The server's own queue (StrandWatch.h): a head waiter that fit and was not admitted.

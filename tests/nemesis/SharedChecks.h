@@ -19,9 +19,9 @@
 //        within its waiter lease, which is the hold's lease here) is a reader admitted past a
 //        waiting writer.
 //   sem  hand-offs: a waiter the releases should have admitted but that admitted itself: an
-//        acquisition whose attempts queued and which was then taken by its own attempt with the
-//        whole lease (validity 0 or the lease: admitted in that very call; a grant it found has
-//        less left, unless grant and attempts fell in one server millisecond), with no lapse of
+//        acquisition whose attempts queued and which was then taken by its own attempt (validity
+//        0: admitted in that very call; a hold it found already its own, a grant, answers what
+//        is left, the whole lease when the grant fell in the same server millisecond), with no lapse of
 //        the key that may have come in the two leases before (a hold whose evidence ran out before
 //        its release was sent, a place whose owner stopped attempting or could not leave, permits
 //        an attempt whose reply was lost may have taken: what a call reclaims). On the library only

@@ -223,6 +223,20 @@ TEST_SUITE("SharedChecks") {
     CHECK(checkOf(dlock::nemesis::check(input), 10).passed);
   }
 
+  TEST_CASE("a waiter that finds a grant already its own, the whole lease left, was admitted by the release") {
+    // Seed 20261202 of the long profile: c3's release handed c1 the permit and c1's recheck ran in
+    // the same server millisecond, so the hold it found had all of its 1000 ms left.
+    for (const std::string& validity : {std::string("1000"), std::string("0")}) {
+      CAPTURE(validity);
+      CheckerInput input = run("sem");
+      add(input, "c1", Kind::Invoke, "acquire", "k", 1);
+      add(input, "c1", Kind::Info, "attempt", "k", 3, "queued " + std::to_string(2 * kMs) + " 1 permits 0", "s");
+      add(input, "c1", Kind::Info, "attempt", "k", 4, "taken " + std::to_string(3 * kMs) + " 0 permits " + validity, "s");
+      add(input, "c1", Kind::Ok, "acquire", "k", 5, "s", "", 9);
+      CHECK(checkOf(dlock::nemesis::check(input), 10).passed == (validity != "0"));  // 0: taken in that call
+    }
+  }
+
   TEST_CASE("a lapse explains a waiter's own admission only inside its window, not leases later") {
     CheckerInput input = run("sem");
     add(input, "c1", Kind::Invoke, "acquire", "k", 1);
