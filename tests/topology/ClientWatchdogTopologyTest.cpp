@@ -37,6 +37,26 @@ long long readsOf(RedisClient& node) {
   return std::stoll(info.substr(at + field.size()));
 }
 
+// A client's holds of every kind at once: a lock on "a", a fair lock on "c", a write on "d" and a
+// read on "e" of one read-write lock, and two permits of a semaphore of 3.
+struct EveryKind {
+  explicit EveryKind(dlock::Client& client)
+      : lock(client.getLock("orders")), fair(client.getFairLock("queue")), config(client.getReadWriteLock("config")),
+        partner(client.getSemaphore("partner-api", 3)) {
+    REQUIRE(lock->tryLock("a"));
+    REQUIRE(fair->tryLock("c"));
+    REQUIRE(config->writeLock()->tryLock("d"));
+    REQUIRE(config->readLock()->tryLock("e"));
+    permits = partner->tryAcquire(2);
+    REQUIRE(permits);
+  }
+  std::shared_ptr<dlock::ILock> lock;
+  std::shared_ptr<dlock::ILock> fair;
+  std::shared_ptr<dlock::ReadWriteLock> config;
+  std::shared_ptr<dlock::Semaphore> partner;
+  dlock::PermitLease permits;
+};
+
 }  // namespace
 
 TEST_SUITE("ClientWatchdogTopology") {
@@ -46,17 +66,8 @@ TEST_SUITE("ClientWatchdogTopology") {
     ClusterServers cluster(options);
     auto clock = std::make_shared<dlock::VirtualClock>();
     dlock::Client client(cluster.uri(), dlock::ClientOptions{{}, clock, nullptr});
-    const auto lock = client.getLock("orders");
-    const auto fair = client.getFairLock("queue");
-    const auto config = client.getReadWriteLock("config");
-    const auto partner = client.getSemaphore("partner-api", 3);
-    REQUIRE(lock->tryLock("a"));
-    REQUIRE(lock->tryLock("b"));
-    REQUIRE(fair->tryLock("c"));
-    REQUIRE(config->writeLock()->tryLock("d"));
-    REQUIRE(config->readLock()->tryLock("e"));
-    dlock::PermitLease permits = partner->tryAcquire(2);
-    REQUIRE(permits);
+    EveryKind held(client);
+    REQUIRE(held.lock->tryLock("b"));
     std::map<std::size_t, int> serving;  // master index: holds it serves
     for (const std::string key : {"a", "b", "c", "d", "e", "partner-api"}) {
       ++serving[cluster.ownerOf(dlock::clusterKeyNames("dlock:", key).slot)];
@@ -75,15 +86,15 @@ TEST_SUITE("ClientWatchdogTopology") {
       // and one for the INFO that counted it.
       CHECK(readsOf(nodes[i]) - before[masters[i]] == (serving.count(masters[i]) > 0 ? 2 : 1));
     }
-    CHECK(lock->stats().renewals == 4);
-    CHECK(fair->stats().renewals == 2);
-    CHECK(config->readLock()->stats().renewals == 4);
-    CHECK(partner->stats().renewals == 2);
+    CHECK(held.lock->stats().renewals == 4);
+    CHECK(held.fair->stats().renewals == 2);
+    CHECK(held.config->readLock()->stats().renewals == 4);
+    CHECK(held.partner->stats().renewals == 2);
     clock->advance(25s);
-    CHECK(lock->isHeld("a"));
-    CHECK(config->readLock()->isHeld("e"));
-    CHECK(permits.isHeld());
-    permits = dlock::PermitLease();
+    CHECK(held.lock->isHeld("a"));
+    CHECK(held.config->readLock()->isHeld("e"));
+    CHECK(held.permits.isHeld());
+    held.permits = dlock::PermitLease();
     client.close();
   }
 
@@ -115,7 +126,8 @@ TEST_SUITE("ClientWatchdogTopology") {
       });
       REQUIRE(locks[master]->tryLock(key));
     }
-    for (const auto& [master, lock] : locks) {
+    for (const auto& entry : locks) {
+      const auto& lock = entry.second;
       REQUIRE(dlock::test::eventually([&] { return lock->stats().renewals >= 1; }, 10s));
     }
     const std::size_t paused = masters.front();
@@ -125,7 +137,9 @@ TEST_SUITE("ClientWatchdogTopology") {
     // The paused master's hold is reported lost at its local deadline; meanwhile the others are
     // renewed each second, not held up behind the paused master's replies.
     CHECK(dlock::test::eventually([&] { return !locks[paused]->isHeld(keyOf[paused]); }, 10s));
-    for (const auto& [master, lock] : locks) {
+    for (const auto& entry : locks) {
+      const std::size_t master = entry.first;
+      const auto& lock = entry.second;
       if (master == paused) continue;
       CAPTURE(master);
       CHECK(dlock::test::eventually([&] { return lock->stats().renewals >= renewedBefore[master] + 3; }, 10s));
@@ -151,20 +165,11 @@ TEST_SUITE("ClientWatchdogTopology") {
     dlock::ClientOptions options;
     options.lock.watchdogLease = 1500ms;  // renewed every 500 ms of real time
     dlock::Client client(set.uri(), options);
-    const auto lock = client.getLock("orders");
-    const auto fair = client.getFairLock("queue");
-    const auto config = client.getReadWriteLock("config");
-    const auto partner = client.getSemaphore("partner-api", 3);
-    REQUIRE(lock->tryLock("a"));
-    REQUIRE(fair->tryLock("c"));
-    REQUIRE(config->writeLock()->tryLock("d"));
-    REQUIRE(config->readLock()->tryLock("e"));
-    dlock::PermitLease permits = partner->tryAcquire(2);
-    REQUIRE(permits);
+    EveryKind held(client);
     const auto renewedPast = [&](std::uint64_t lockCount, std::uint64_t permitCount) {
       return dlock::test::eventually([&] {
-        return lock->stats().renewals >= lockCount && fair->stats().renewals >= lockCount &&
-               config->readLock()->stats().renewals >= 2 * lockCount && partner->stats().renewals >= permitCount;
+        return held.lock->stats().renewals >= lockCount && held.fair->stats().renewals >= lockCount &&
+               held.config->readLock()->stats().renewals >= 2 * lockCount && held.partner->stats().renewals >= permitCount;
       }, 30s);
     };
     REQUIRE(renewedPast(2, 2));
@@ -173,24 +178,24 @@ TEST_SUITE("ClientWatchdogTopology") {
     const int newMaster = set.waitForMasterOtherThan(oldMaster, 30s);
     // Four more rounds each after the promotion was seen: more than a lease, so only renewals on
     // the promoted master can have kept them.
-    const auto lockRounds = lock->stats().renewals;
-    const auto permitRounds = partner->stats().renewals;
+    const auto lockRounds = held.lock->stats().renewals;
+    const auto permitRounds = held.partner->stats().renewals;
     CHECK(renewedPast(lockRounds + 4, permitRounds + 4));
-    CHECK(lock->isHeld("a"));
-    CHECK(fair->isHeld("c"));
-    CHECK(config->writeLock()->isHeld("d"));
-    CHECK(config->readLock()->isHeld("e"));
-    CHECK(permits.isHeld());
+    CHECK(held.lock->isHeld("a"));
+    CHECK(held.fair->isHeld("c"));
+    CHECK(held.config->writeLock()->isHeld("d"));
+    CHECK(held.config->readLock()->isHeld("e"));
+    CHECK(held.permits.isHeld());
     RedisClient promoted = set.dataClient(set.nodeOfPort(newMaster));
     for (const std::string key : {"dlock:{a}", "dlock:{c}"}) {
       CAPTURE(key);
       CHECK(promoted.ok({"PTTL", key}).integer > 0);
     }
-    CHECK(lock->stats().lostLeases == 0);
-    CHECK(fair->stats().lostLeases == 0);
-    CHECK(config->readLock()->stats().lostLeases == 0);
-    CHECK(partner->stats().lostLeases == 0);
-    permits = dlock::PermitLease();
+    CHECK(held.lock->stats().lostLeases == 0);
+    CHECK(held.fair->stats().lostLeases == 0);
+    CHECK(held.config->readLock()->stats().lostLeases == 0);
+    CHECK(held.partner->stats().lostLeases == 0);
+    held.permits = dlock::PermitLease();
     client.close();
     CHECK(promoted.ok({"EXISTS", "dlock:{a}"}).integer == 0);
   }
