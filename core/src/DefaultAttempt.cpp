@@ -8,6 +8,7 @@
 #include "dlock/Validation.h"
 #include "dlock/core/Token.h"
 #include "dlock/detail/Log.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock::detail {
 
@@ -26,6 +27,8 @@ AcquireResult DefaultAttempt::send() {
 TryResult DefaultAttempt::tryAcquire(const WaitState& state) {
   // The round trip only sizes the yield after a contended release, so only some tries are timed.
   if (cutOff_) {
+    if (cancelOnLeave_) cancelCutOff();  // a cancel's cut-off whose leave never ran
+    cancelOnLeave_ = false;
     token_ = generateToken();
     cutOff_ = false;
   }
@@ -46,7 +49,13 @@ TryResult DefaultAttempt::tryAcquire(const WaitState& state) {
     result = send();
     if (timed) parts_.contended.sampleRoundTrip(std::chrono::steady_clock::now() - start);
   } catch (...) {
-    cancelCutOff();
+    // Cut off by a cancel: the wait's leave gives the token back (WaitLoop::interrupted), outside
+    // the cancelled wake-up; any other failure, now within the wait's budget.
+    if (Wakeup::woken()) {
+      cancelOnLeave_ = true;
+    } else {
+      cancelCutOff();
+    }
     cutOff_ = true;
     throw;
   }

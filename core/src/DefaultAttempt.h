@@ -59,9 +59,11 @@ class DefaultAttempt final : public Attempt {
   TryResult tryAcquire(const WaitState& state) override;
   bool join(const WaitState& state) override;
   std::optional<Held> await(const WaitState& state, const Pause& pause) override;
-  // A cut-off try was cancelled at once; a key taken by a try that raced a cancel is cancelled now.
+  // A cut-off try was cancelled at once (or is now, when a cancel cut it off); a key taken by a
+  // try that raced a cancel is cancelled now.
   void leave(const WaitState& state) noexcept override {
-    if (state.leftOnServer && !cutOff_) cancelCutOff();
+    if (state.leftOnServer && (!cutOff_ || cancelOnLeave_)) cancelCutOff();
+    cancelOnLeave_ = false;
   }
 
   [[nodiscard]] std::string takeToken() noexcept override { return std::move(token_); }
@@ -75,6 +77,7 @@ class DefaultAttempt final : public Attempt {
   const Parts parts_;
   std::string token_;
   bool cutOff_ = false;  // the last try was cut off: its token is cancelled, the next try needs another
+  bool cancelOnLeave_ = false;  // ... by a cancel: its token is cancelled by leave()
   bool listenFirst_;     // listen before the first try (a key waited for lately)
   std::unique_ptr<IReleaseWatch> releases_;
 };

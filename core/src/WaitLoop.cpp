@@ -5,6 +5,7 @@
 
 #include "dlock/Validation.h"
 #include "dlock/detail/Log.h"
+#include "dlock/detail/Wakeup.h"
 
 namespace dlock::detail {
 
@@ -68,7 +69,16 @@ std::optional<Held> WaitLoop::holding(Attempt& attempt, const WaitPolicy& policy
 }
 
 void WaitLoop::interrupted(Attempt& attempt, const WaitPolicy& policy, const WaitState& state) {
-  leave(attempt, policy, state);
+  {
+    // The leave runs now for no longer than a reply's floor (a healthy server answers within it,
+    // so the caller returns with the server clean), else on the cleanup lane: the cancel ends the
+    // wait within milliseconds whatever the server or the link does. Outside the cancelled wait's
+    // wake-up, which would cut the leave's calls off at once.
+    Wakeup unwoken;
+    const Wakeup::Scope scope(unwoken);
+    const CallBudget budget(CallBudget::Clock::now(), policy.answerFloor());
+    attempt.leave(state);
+  }
   stopWaiting(policy, state, false);
   policy.throwInterrupted(what());
 }

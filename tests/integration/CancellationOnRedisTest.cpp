@@ -23,6 +23,7 @@
 #include "ForkedChild.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "TestHelpers.h"
 #include "ThreadState.h"
 #include "dlock/Cancel.h"
 #include "dlock/LockError.h"
@@ -165,9 +166,15 @@ void cancelsRacingGrants(bool fair) {
   const int rounds = roundsFromEnvironment();
   std::vector<double> latencies;
   int acquired = 0;
+  int givenBackLater = 0;
   for (int round = 0; round < rounds; ++round) {
-    // Free at once: a grant kept by a cancelled token, or its queue place, would stop this.
-    REQUIRE_MESSAGE(holder->tryLock(key), "round " << round << ": the key or its queue was left behind");
+    // Free at once, or once the cleanup lane gave it back (a leave that outlasted a reply's floor
+    // on a busy machine): a grant kept by a cancelled token, or its queue place, would stop this.
+    if (!holder->tryLock(key)) {
+      ++givenBackLater;
+      REQUIRE_MESSAGE(dlock::test::eventually([&] { return holder->tryLock(key); }),
+                      "round " << round << ": the key or its queue was left behind");
+    }
     dlock::CancelSource stop;
     const std::uint64_t before = waiting->stats().attempts;
     waiter.start(stop.token());
@@ -194,7 +201,8 @@ void cancelsRacingGrants(bool fair) {
   MESSAGE(std::string(fair ? "fair" : "default") << ": " << rounds << " rounds, " << latencies.size() << " interrupted, "
                                       << acquired << " acquired first; cancel to InterruptedError p50 "
                                       << percentile(latencies, 0.5) << " us, p99 " << percentile(latencies, 0.99)
-                                      << " us, max " << percentile(latencies, 1.0) << " us");
+                                      << " us, max " << percentile(latencies, 1.0) << " us; " << givenBackLater
+                                      << " given back by the cleanup lane after the cancel returned");
   CHECK(latencies.size() > 0);
   const std::vector<std::string> left = leftBehind(client, "dlock:{" + key + "}");
   CHECK_MESSAGE(left.empty(), "left behind: " << (left.empty() ? "" : left.front()));

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "CancelChecks.h"
 #include "FairOrder.h"
 #include "LateWrites.h"
 #include "Holds.h"
@@ -663,7 +664,8 @@ void checkFaultsOnHolders(const CheckerInput& input, Report& report) {
     ++report.faultMisses;
     if (!missed.empty()) continue;
     missed = "'" + hit.window.name + "': " +
-             (aimsAtWaiter(hit.window) ? std::string("its target was not waiting for the key")
+             (aimsAtCanceller(hit.window) ? std::string("its target's wait did not end on a cancel inside it")
+              : aimsAtWaiter(hit.window)  ? std::string("its target was not waiting for the key")
               : !hit.holderHit         ? std::string("no holder inside its section")
                                        : std::string(hit.taken ? "key taken by " + hit.takenBy : "key not taken") +
                                      (hit.outlived ? ", hold outlived the fault" : ", hold ended within the fault"));
@@ -840,12 +842,34 @@ bool isTypedError(std::string_view errorType) {
   return kTyped.count(errorType) > 0;
 }
 
+namespace {
+
+// Check 12.
+void checkCancelsAnswered(const CheckerInput& input, const std::vector<FaultWindow>& windows, Report& report) {
+  CheckResult& check = report.checks[11];
+  const CancelsResult cancels = checkCancels(input.history, windows);
+  report.cancelsJudged = cancels.judged;
+  report.cancelsSlow = cancels.slow;
+  report.cancelMaxMs = cancels.maxMs;
+  if (cancels.judged == 0) return leaveOut(check, "no acquire was cancelled");
+  check.passed = cancels.slow == 0;
+  const std::string counts = std::to_string(cancels.judged) + " cancelled acquires (" +
+                             std::to_string(cancels.excused) + " with their process paused meanwhile), the longest " +
+                             msText(static_cast<std::int64_t>(cancels.maxMs * 1e6)) + " ms from its cancel to its end";
+  check.reason = check.passed ? counts + ", each within " + std::to_string(kCancelBound.count()) + " ms"
+                              : std::to_string(cancels.slow) + " ended later than " +
+                                    std::to_string(kCancelBound.count()) + " ms after their cancel, first: " +
+                                    cancels.first + "; " + counts;
+}
+
+}  // namespace
+
 Report check(const CheckerInput& input) {
   Report report;
   report.run = input.run;
   const char* names[] = {"fenced store", "unfenced updates", "fencing tokens",    "recovery",  "typed errors, no crash or hang",
                          "TTLs",         "lost leases told", "exclusion",         "faults hit",        "fair order",
-                         "deletes, overwrites, extends, orphan grants"};
+                         "deletes, overwrites, extends, orphan grants", "cancels answered"};
   for (std::size_t i = 0; i < report.checks.size(); ++i) report.checks[i].name = names[i];
 
   const auto processes = byProcess(input.history);
@@ -863,6 +887,7 @@ Report check(const CheckerInput& input) {
   checkRecovery(input, processes, windows, report);
   checkErrorsAndExits(input, processes, report);
   checkTtls(input, report);
+  checkCancelsAnswered(input, windows, report);
   std::vector<ExcusedOverlap> excused;
   if (input.primitive == "elect") {
     checkElectionRun(input, report);
@@ -988,7 +1013,8 @@ std::string Report::json() const {
       << ", \"maxMs\": " << ms(recoveryMaxMs) << ", \"violations\": " << recoveryViolations
       << ", \"unobserved\": " << recoveryUnobserved << ", \"interrupted\": " << recoveryInterrupted << "},\n"
       << "  \"errorsByType\": " << counts(errorsByType) << ",\n  \"crashes\": " << crashes << ",\n  \"hangs\": " << hangs
-      << ",\n  \"keysWithoutTtl\": " << keysWithoutTtl << ",\n  \"checks\": [\n";
+      << ",\n  \"keysWithoutTtl\": " << keysWithoutTtl << ",\n  \"cancels\": {\"judged\": " << cancelsJudged
+      << ", \"slow\": " << cancelsSlow << ", \"maxMs\": " << ms(cancelMaxMs) << "},\n  \"checks\": [\n";
   for (std::size_t i = 0; i < checks.size(); ++i) {
     out << "    {\"number\": " << i + 1 << ", \"name\": " << jsonString(checks[i].name)
         << ", \"passed\": " << (checks[i].passed ? "true" : "false")

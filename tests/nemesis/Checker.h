@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Checker.h — turns a fault-testing run into a Report: its histories, the fenced store's final
 // state, the lock servers' keys without a TTL (sampled during and after the run) and each client's
-// exit. The eleven checks:
+// exit. The twelve checks:
 //
 //   1 fenced store     accepted tokens strictly increase per key; the count matches the list; every
 //                      write a client calls accepted is in the store's list
@@ -41,6 +41,9 @@
 //                      acquired for) kept past the lease it was granted with (ServerWrites.h); vacuous
 //                      where a record was due and judged nothing; left out of the verdict of the
 //                      read-write and semaphore runs (their keys are not in the record)
+//  12 cancels answered a cancelled acquire ended within kCancelBound of its cancel, its process
+//                      not paused by the nemesis in between (CancelChecks.h); left out of the
+//                      verdict of a run where no acquire was cancelled
 //
 // A check that cannot fail in a run is left out of its verdict (CheckResult::judged false), its
 // reason and the summary's verdict line saying so.
@@ -186,7 +189,11 @@ struct Report {
   long long orderJudged = 0;          // rw: reads taken at once; sem: acquisitions that queued
   long long orderViolations = 0;      // rw: reads past a waiting writer; sem: self-admitted waiters
 
-  std::array<CheckResult, 11> checks;
+  long long cancelsJudged = 0;        // cancelled acquires that ended (check 12)
+  long long cancelsSlow = 0;          // ... later than the bound after their cancel
+  double cancelMaxMs = 0;             // the longest from a cancel to its acquire's end
+
+  std::array<CheckResult, 12> checks;
 
   // True when any check failed.
   [[nodiscard]] bool failed() const;

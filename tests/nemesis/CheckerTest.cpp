@@ -883,6 +883,39 @@ TEST_SUITE("Checker") {
     CHECK(report.failedChecks() == "9");
   }
 
+  TEST_CASE("check 12: a cancelled acquire that ended later than the bound after its cancel fails, unless its process "
+            "was paused meanwhile") {
+    auto input = cleanRun();
+    record(input, "c1", Kind::Invoke, "acquire", "k", 0, 400);
+    record(input, "c1", Kind::Info, "cancel", "k", 0, 410, "acquire");
+    record(input, "c1", Kind::Fail, "acquire", "k", 0, 412, "", "LockError");
+    auto report = dlock::nemesis::check(input);
+    CHECK(report.checks[11].judged);
+    CHECK(report.checks[11].passed);
+    CHECK(report.cancelsJudged == 1);
+    // Cut off with its call in flight, the cancel waits for the call's timeout.
+    record(input, "c2", Kind::Invoke, "acquire", "k", 0, 500);
+    record(input, "c2", Kind::Info, "cancel", "k", 0, 510, "acquire");
+    record(input, "c2", Kind::Fail, "acquire", "k", 0, 811, "", "LockError");
+    report = dlock::nemesis::check(input);
+    CHECK_FALSE(report.checks[11].passed);
+    CHECK(report.failedChecks() == "12");
+    CHECK(report.checks[11].reason.find("c2's acquire of 'k' ended 301") != std::string::npos);
+    // The same, with c2 SIGSTOPped between its cancel and its end: its threads stood still.
+    fault(input, "SIGSTOP c2", 520, 800, "c2", "k");
+    report = dlock::nemesis::check(input);
+    CHECK(report.checks[11].passed);
+    CHECK(report.checks[11].reason.find("1 with their process paused") != std::string::npos);
+    // A Condition await's cancel ends only once the key is held again: not judged.
+    auto awaits = cleanRun();
+    record(awaits, "c1", Kind::Invoke, "acquire", "k", 0, 400);
+    record(awaits, "c1", Kind::Ok, "acquire", "k", 7, 401);
+    record(awaits, "c1", Kind::Invoke, "await", "k", 7, 402);
+    record(awaits, "c1", Kind::Info, "cancel", "k", 0, 410, "await");
+    record(awaits, "c1", Kind::Fail, "await", "k", 7, 900, "", "LockError");
+    CHECK_FALSE(dlock::nemesis::check(awaits).checks[11].judged);
+  }
+
   TEST_CASE("a check that cannot fail in a run is left out of its verdict and says so") {
     auto report = dlock::nemesis::check(cleanRun());  // the default lock, no server record
     CHECK(report.checks[9].passed);
@@ -890,7 +923,7 @@ TEST_SUITE("Checker") {
     CHECK_FALSE(report.checks[10].judged);
     CHECK(report.checks[9].reason.find("not judged: not a fair lock") == 0);
     CHECK(report.summary().find("check 10 fair order: left out") != std::string::npos);
-    CHECK(report.summary().find("verdict: PASS (left out of the verdict, not judged here: checks 10, 11)") !=
+    CHECK(report.summary().find("verdict: PASS (left out of the verdict, not judged here: checks 10, 11, 12)") !=
           std::string::npos);
     CHECK(report.json().find("\"judged\": false") != std::string::npos);
     auto recorded = cleanRun();
@@ -899,7 +932,7 @@ TEST_SUITE("Checker") {
     serverWrite(recorded, "server-del", 150, "", 0, "EVALSHA rel 1 dlock:{k} x1");
     report = dlock::nemesis::check(recorded);
     CHECK(report.checks[10].judged);
-    CHECK(report.summary().find("checks 10)") != std::string::npos);
+    CHECK(report.summary().find("checks 10, 12)") != std::string::npos);
   }
 
   TEST_CASE("every fault and every cycle whose fault never struck is counted, and a run passes only with as many hits as "

@@ -408,6 +408,39 @@ std::shared_ptr<dlock::ILock> buildLock(const Args& args, Recorder& recorder) {
   return lock;
 }
 
+// The runner's cancel of a requested acquire (Fleet::requestCancel): while the acquire waits, a
+// thread looks every millisecond for the file CONTROL.cancel; once it is there, `cancel` is
+// recorded and requested. The destructor stops the look and joins.
+class CancelOnRequest {
+ public:
+  CancelOnRequest(Recorder& recorder, const std::string& control, const std::string& key, dlock::CancelSource cancel)
+      : thread_([this, &recorder, path = control + ".cancel", key, cancel]() mutable {
+          std::unique_lock<std::mutex> guard(mutex_);
+          while (!wake_.wait_for(guard, 1ms, [this] { return done_; })) {
+            if (!exists(path)) continue;
+            recorder.record(Kind::Info, "cancel", key, 0, "acquire");
+            cancel.requestCancel();
+            return;
+          }
+        }) {}
+  CancelOnRequest(const CancelOnRequest&) = delete;
+  CancelOnRequest& operator=(const CancelOnRequest&) = delete;
+  ~CancelOnRequest() {
+    {
+      const std::lock_guard<std::mutex> guard(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;   // guarded by mutex_
+  std::thread thread_;  // last: it uses the members above
+};
+
 // One client's loop: acquire, read, hold, write, fenced write, release.
 class Workload {
  public:
@@ -425,7 +458,11 @@ class Workload {
       if (request && request->lease.count() > 0) leaseTime = request->lease;
       const milliseconds timeout =
           request && request->acquireTimeout.count() > 0 ? request->acquireTimeout : args_.acquireTimeout;
-      lease = lock_.acquire(key, dlock::AcquireOptions{timeout, leaseTime});
+      // A requested acquire can be cancelled by the runner (a fault on a canceller, WaiterFaults.h).
+      dlock::CancelSource cancel;
+      std::optional<CancelOnRequest> cancelOnRequest;
+      if (request) cancelOnRequest.emplace(recorder_, args_.control, key, cancel);
+      lease = lock_.acquire(key, dlock::AcquireOptions{timeout, leaseTime, cancel.token()});
       if (!lease) return Outcome{Kind::Fail, "timeout", 0};
       // The owner token, for the checker to match with the server's record (ServerObserver.h).
       return Outcome{Kind::Ok, lease.token(), lease.fencingToken()};

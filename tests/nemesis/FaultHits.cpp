@@ -39,9 +39,26 @@ bool waitingAtStart(const std::vector<Op>& history, const FaultWindow& window) {
   return waiting;
 }
 
+// Whether the target's acquire of the key was cancelled inside the window and ended on that
+// cancel before the window closed: its `cancel` record, then the acquire's completion, both inside.
+bool cancelledInside(const std::vector<Op>& history, const FaultWindow& window) {
+  const std::int64_t end = window.endNs.value_or(INT64_MAX);
+  bool cancelled = false;
+  for (const Op& op : history) {
+    if (op.process != window.target || op.key != window.targetKey || op.timeNs < window.startNs || op.timeNs > end) {
+      continue;
+    }
+    if (op.op == "cancel") cancelled = true;
+    if (cancelled && op.op == "acquire" && op.kind != Kind::Invoke) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool aimsAtWaiter(const FaultWindow& window) { return window.name.find("(waiter)") != std::string::npos; }
+
+bool aimsAtCanceller(const FaultWindow& window) { return window.name.find("(canceller)") != std::string::npos; }
 
 std::vector<FaultWindow> faultWindows(const std::vector<Op>& history) {
   std::vector<FaultWindow> windows;
@@ -68,6 +85,12 @@ std::vector<FaultHit> assessFaults(const std::vector<Op>& history, const FaultEx
   for (const FaultWindow& window : faultWindows(history)) {
     FaultHit hit;
     hit.window = window;
+    if (aimsAtCanceller(window)) {
+      hit.waiterHit = !window.target.empty() && waitingAtStart(history, window) && cancelledInside(history, window);
+      hit.asExpected = hit.waiterHit;
+      hits.push_back(std::move(hit));
+      continue;
+    }
     if (aimsAtWaiter(window)) {
       hit.waiterHit = !window.target.empty() && waitingAtStart(history, window);
       hit.asExpected = hit.waiterHit;

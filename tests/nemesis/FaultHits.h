@@ -5,7 +5,8 @@
 // another client while that hold was open. The runner retries a cycle whose fault missed; the
 // checker fails a run where no fault hit (check 9: a vacuous run proves nothing).
 //
-// A fault aimed at a waiter (WaiterFaults.h) hits when its target was waiting for the key.
+// A fault aimed at a waiter (WaiterFaults.h) hits when its target was waiting for the key; one
+// aimed at a canceller, when its target's wait also ended on a cancel inside the fault.
 // The nemesis records each targeted fault as fault-start/fault-end with key = the target process
 // and message = the lock key it holds (History.h). Plain functions over values; thread-compatible.
 #pragma once
@@ -50,6 +51,10 @@ struct FaultHit {
 // A fault aimed at a waiter ("(waiter)" in its name, WaiterFaults.h): it hits when its target was
 // inside an acquire of the key, and means nothing else.
 [[nodiscard]] bool aimsAtWaiter(const FaultWindow& window);
+
+// A fault aimed at a canceller ("(canceller)", WaiterFaults.h): it hits when its target was
+// inside an acquire of the key at its start, and that acquire ended on a cancel inside it.
+[[nodiscard]] bool aimsAtCanceller(const FaultWindow& window);
 
 // One entry per fault window, in start order.
 [[nodiscard]] std::vector<FaultHit> assessFaults(const std::vector<Op>& history, const FaultExpectation& expectation);

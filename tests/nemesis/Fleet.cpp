@@ -113,7 +113,16 @@ void Fleet::requestHold(std::size_t slot, std::chrono::milliseconds lease, std::
                static_cast<long long>(max.count()), static_cast<long long>(wait.count()), permits, resize);
   std::fclose(file);
   live_.at(slot).holdRequestedNs = monotonicNs();
+  std::remove((path + ".cancel").c_str());  // an earlier request's
   std::rename((path + ".new").c_str(), path.c_str());
+}
+
+void Fleet::requestCancel(std::size_t slot) {
+  const std::string path = controlFile(slot);
+  std::remove(path.c_str());  // taken up already: not to be taken up again once cancelled
+  std::FILE* file = std::fopen((path + ".cancel").c_str(), "w");
+  if (file == nullptr) throw std::runtime_error("cannot write " + path + ".cancel");
+  std::fclose(file);
 }
 
 bool Fleet::waitHolding(std::size_t slot, std::chrono::milliseconds budget) {
@@ -143,6 +152,7 @@ void Fleet::endHold(std::size_t slot) {
   const std::string path = controlFile(slot);
   std::remove(path.c_str());
   std::remove((path + ".holding").c_str());
+  std::remove((path + ".cancel").c_str());
 }
 
 void Fleet::pause(std::size_t slot) {

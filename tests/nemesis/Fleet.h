@@ -61,6 +61,9 @@ class Fleet {
   // Waits until that client is inside the requested hold; false when `budget` passed first (the
   // request is then withdrawn).
   [[nodiscard]] bool waitHolding(std::size_t slot, std::chrono::milliseconds budget);
+  // Cancels the requested acquire the client in `slot` waits in (its CancelSource, Client.cpp) and
+  // withdraws the request, so that it is not taken up again.
+  void requestCancel(std::size_t slot);
   // Ends the requested hold (the client releases), or withdraws a request not yet taken.
   void endHold(std::size_t slot);
   // Every record of the run so far (all clients', live or not, and the nemesis's).

@@ -1115,6 +1115,15 @@ const std::vector<Scenario>& scenarios() {
       {"single", "fair-waiter-mixed",
        "fair lock: the head waiter SIGSTOPped, cut off or SIGKILLed as the holder releases, drawn from the seed", "",
        kHit, single(), [](Run& run) { waiterMixed(run, WaitQueue::fair); }, true},
+      {"single", "cancel-partition",
+       "a waiter cut off from the server as the holder releases, its acquire cancelled 0-100 ms (drawn) after its next "
+       "try went into the cut; the try reaches the server when the link heals",
+       "", kHit, single(), [](Run& run) { cancellerCutOff(run, WaitQueue::releaseChannel); }},
+      {"single", "fair-cancel-partition",
+       "fair lock: the head waiter cut off from the server as the holder releases (the key handed to it), its acquire "
+       "cancelled 0-100 ms (drawn) after its next call went into the cut; the call reaches the server when the link "
+       "heals",
+       "", kHit, single(), [](Run& run) { cancellerCutOff(run, WaitQueue::fair); }, true},
       {"single", "stale-release",
        "a holder SIGSTOPped past its lease; another takes the key for 1.5 s while a third keeps asking for it; with "
        "~250 ms of it left the stale holder releases",

@@ -155,6 +155,43 @@ void waiterMixed(Run& run, WaitQueue queue) {
   waiterAroundHandOff(run, faults[run.pick(3)], queue);
 }
 
+void cancellerCutOff(Run& run, WaitQueue queue) {
+  Fleet& fleet = run.fleet();
+  const auto holder = run.holdLong(milliseconds(0), kWaiterWait * 2);
+  if (!holder) return;  // the runner retries the cycle
+  const std::size_t w = (holder->slot + 1) % fleet.size();
+  const Target canceller{w, fleet.id(w), fleet.firstKey()};
+  const auto endBoth = [&] {
+    fleet.endHold(holder->slot);
+    fleet.endHold(w);
+  };
+  fleet.requestHold(w, milliseconds(0), kWaiterHold, kWaiterWait);
+  if (!awaitWaiting(run, w, 1, queue)) {
+    run.missed("the canceller was not waiting for the key");
+    return endBoth();
+  }
+  const milliseconds cancelAfter = run.between(milliseconds(0), milliseconds(100));
+  const auto links = run.deployment<Deployment>().clientLinks(w);
+  run.fault(
+      "partition " + canceller.process + " (canceller)", kWaiterFault,
+      [&] {
+        for (auto* link : links) link->blackhole();
+        fleet.endHold(holder->slot);  // P releases; W, cut off, does not hear of it
+        // W's next try (a script call) goes into the cut once its pause ends; the cancel follows it.
+        const bool inFlight = std::any_of(links.begin(), links.end(), [&](auto* link) {
+          return link->waitForBlackholed("EVAL", kWaiterFault / 2);
+        });
+        if (!inFlight) run.missed("the canceller sent no try into the cut");
+        run.sleep(cancelAfter);
+        fleet.requestCancel(w);
+      },
+      [&] {
+        for (auto* link : links) link->pass();
+      },
+      &canceller);
+  endBoth();
+}
+
 void staleReleaseNearExpiry(Run& run, WaitQueue queue) {
   Fleet& fleet = run.fleet();
   const auto holder = run.holdLong(milliseconds(0), run.timing().faultLength * 4);

@@ -24,6 +24,16 @@ void waiterAroundHandOff(Run& run, WaiterFault fault, WaitQueue queue);
 // One of pause, partition or kill per cycle, drawn from the seed.
 void waiterMixed(Run& run, WaitQueue queue);
 
+// A fault on a CANCELLER: P holds the first key, W waits for it with a cancel; W is cut off from
+// the server, P releases, and 0-100 ms (drawn) after W's next try went into the cut the runner
+// cancels W's acquire. The try in flight reaches the server only
+// when the link heals, after W gave up: the server must refuse it (check 11's late writes), the
+// cancel must not wait for it, and what W left (its registry entry or queue place, a grant that
+// raced the cancel) is given back (check 10, check 11's orphan grants). The fault's name has
+// "(canceller)": it hits when W was waiting at its start and its acquire ended on the cancel
+// inside it (FaultHits.h).
+void cancellerCutOff(Run& run, WaitQueue queue);
+
 // A holder SIGSTOPped past its lease; another client takes the key with a fixed 1.5 s lease; the
 // stale holder resumes and releases when about 250 ms of that lease are left: its release must
 // leave the other's key alone.

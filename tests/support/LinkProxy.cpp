@@ -180,6 +180,7 @@ class LinkProxy::Impl {
     holdNew_ = true;
   }
   bool waitForHeld(std::string_view text, std::chrono::milliseconds budget);
+  bool waitForBlackholed(std::string_view text, std::chrono::milliseconds budget);
   void holdClientsSending(std::string marker) {
     std::lock_guard<std::mutex> guard(mutex_);
     holdMarker_ = std::move(marker);
@@ -366,6 +367,19 @@ bool LinkProxy::Impl::waitForHeld(std::string_view text, std::chrono::millisecon
   });
 }
 
+bool LinkProxy::Impl::waitForBlackholed(std::string_view text, std::chrono::milliseconds budget) {
+  std::unique_lock<std::mutex> guard(mutex_);
+  return changed_.wait_for(guard, budget, [&] {
+    if (!blackholed_[0]) return false;
+    for (const auto& [id, connection] : connections_) {
+      std::string waiting;
+      for (const Chunk& chunk : connection.up.chunks) waiting += chunk.bytes;
+      if (waiting.find(text) != std::string::npos) return true;
+    }
+    return false;
+  });
+}
+
 void LinkProxy::Impl::release() {
   {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -500,7 +514,7 @@ void LinkProxy::Impl::readSide(Connection& connection, bool fromClient, Clock::t
   }
   flow.queued += chunk.bytes.size();
   flow.chunks.push_back(std::move(chunk));
-  if (fromClient && connection.held) changed_.notify_all();
+  if (fromClient && (connection.held || blackholed_[0])) changed_.notify_all();
 }
 
 std::optional<Clock::time_point> LinkProxy::Impl::pump(Connection& connection, bool up, Clock::time_point now) {
@@ -699,6 +713,10 @@ void LinkProxy::holdClientsSending(std::string marker) { impl_->holdClientsSendi
 bool LinkProxy::waitUntilNoneHeld(std::chrono::milliseconds budget) { return impl_->waitUntilNoneHeld(budget); }
 bool LinkProxy::waitForHeld(std::string_view text, std::chrono::milliseconds budget) {
   return impl_->waitForHeld(text, budget);
+}
+
+bool LinkProxy::waitForBlackholed(std::string_view text, std::chrono::milliseconds budget) {
+  return impl_->waitForBlackholed(text, budget);
 }
 void LinkProxy::release() { impl_->release(); }
 

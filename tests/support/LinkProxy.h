@@ -88,6 +88,9 @@ class LinkProxy {
   void holdNewConnections();
   // Waits until a held connection has sent bytes containing `text`; false when `budget` ran out.
   [[nodiscard]] bool waitForHeld(std::string_view text, std::chrono::milliseconds budget);
+  // Waits until, with the link blackholed toward the target, bytes containing `text` wait in it
+  // (a request sent into the cut); false when `budget` ran out.
+  [[nodiscard]] bool waitForBlackholed(std::string_view text, std::chrono::milliseconds budget);
   // Holds, from then on until release(), what a connection sends once one read from its client
   // contains `marker` (that read included): one connection's command waits on the path while the
   // others pass, as a segment retransmitted after a short partition does.

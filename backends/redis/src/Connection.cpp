@@ -12,6 +12,7 @@
 #include "Socket.h"
 #include "TlsTransport.h"
 #include "dlock/detail/CallBudget.h"
+#include "dlock/detail/Wakeup.h"
 #include "dlock/LockError.h"
 
 namespace dlock::detail {
@@ -169,7 +170,9 @@ bool Connection::flushUntil(Deadline deadline) {
 bool Connection::readOnce(Deadline deadline, bool wait, bool justAsked) {
   char buffer[16 * 1024];  // a whole TLS record
   IoProgress step;
-  if (justAsked && !transport_->buffered()) {
+  // Inside a cancellable wait (Wakeup.h) the reply is waited for in poll's slices (waitReady), so
+  // that a cancel cuts the call off within one; a receive bounded by SO_RCVTIMEO would hold it.
+  if (justAsked && !transport_->buffered() && !Wakeup::inScope()) {
     // The reply cannot be there yet: wait for it in the read itself where the transport can.
     step = transport_->readWithin(buffer, sizeof buffer,
                                   std::chrono::ceil<std::chrono::milliseconds>(deadline - Steady::now()));
