@@ -152,11 +152,13 @@ void LockCore::release(LeaseState& lease) {
     if (!valid) throwLost(lease, true, "had ended, and its release could not reach the server");
     // The release may have run before the connection failed: the next try asks the server.
     lease.transition(LeasePhase::Releasing, LeasePhase::InDoubt);
+    if (lease.renewed) watchdog_->resumeCare();
     throw;
   } catch (...) {
     if (!valid) throwLost(lease, true, "had ended");
     // Refused (an error reply): nothing ran. An earlier cut-off try still may have.
     lease.transition(LeasePhase::Releasing, from);
+    if (lease.renewed) watchdog_->resumeCare();
     throw;
   }
   if (!releasedCleanly(result.released, result.releasedEarlier, valid)) {

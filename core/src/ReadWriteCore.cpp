@@ -117,10 +117,12 @@ auto ReadWriteCore::releasing(LeaseState& lease, bool valid, LeasePhase from, Ca
   } catch (const ConnectionError&) {
     if (!valid) throwLost(lease, true, "had ended, and its release could not reach the server");
     lease.transition(LeasePhase::Releasing, LeasePhase::InDoubt);  // the retry asks the server
+    if (lease.renewed) watchdog_->resumeCare();
     throw;
   } catch (...) {
     if (!valid) throwLost(lease, true, "had ended");
     lease.transition(LeasePhase::Releasing, from);  // refused: nothing ran
+    if (lease.renewed) watchdog_->resumeCare();
     throw;
   }
 }

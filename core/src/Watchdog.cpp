@@ -41,6 +41,8 @@ void Watchdog::add(std::shared_ptr<LeaseState> lease) {
   thread_->add(shared_from_this(), std::move(lease));
 }
 
+void Watchdog::resumeCare() { thread_->resumeCare(); }
+
 void Watchdog::setLostHandler(ILock::LostHandler handler) { notifier_->setHandler(std::move(handler)); }
 
 void Watchdog::judgeRound(const std::vector<std::shared_ptr<LeaseState>>& batch,

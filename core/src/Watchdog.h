@@ -57,6 +57,8 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
 
   // Starts renewing `lease` (the thread starts with the first one).
   void add(std::shared_ptr<LeaseState> lease);
+  // A lease is in its care again after a release that failed (WatchdogThread::resumeCare).
+  void resumeCare();
 
   // The handler of leases found lost (replaces the previous one); runs on the notifier's thread.
   void setLostHandler(ILock::LostHandler handler);

@@ -68,6 +68,18 @@ class WatchdogThread::Core : public std::enable_shared_from_this<WatchdogThread:
     wake_.notify_all();
   }
 
+  // A lease came back into the watchdog's care (a release that failed: in doubt, or held again).
+  // The thread may have gone to sleep while it was being released, with a wake time that left it
+  // out: wake it, and return once it sleeps again with one that counts it (as add() does, so a
+  // virtual clock advanced right after counts it too).
+  void resumeCare() {
+    std::unique_lock<std::mutex> guard(mutex_);
+    if (!thread_.joinable() || stopping_ || thread_.get_id() == std::this_thread::get_id()) return;
+    rewake_ = true;
+    wake_.notify_all();
+    settled_.wait(guard, [this] { return !rewake_ || stopping_; });
+  }
+
   void remove(const Watchdog& owner) {
     std::unique_lock<std::mutex> guard(mutex_);
     leases_.erase(std::remove_if(leases_.begin(), leases_.end(), [&](const Kept& k) { return k.ownerId == &owner; }),
@@ -88,6 +100,7 @@ class WatchdogThread::Core : public std::enable_shared_from_this<WatchdogThread:
       }
     }
     wake_.notify_all();
+    settled_.notify_all();  // a resumeCare() waiting
     if (thread.joinable()) thread.join();
   }
 
@@ -124,6 +137,10 @@ class WatchdogThread::Core : public std::enable_shared_from_this<WatchdogThread:
     running_ = true;
     wake_.notify_all();
     while (!stopping_) {
+      if (rewake_) {  // seen: resumeCare() returns once this thread waits with the wake computed below
+        rewake_ = false;
+        settled_.notify_all();
+      }
       clock_->waitUntil(guard, wake_, nextWake());
       if (stopping_) break;
       tick(guard);
@@ -233,7 +250,8 @@ class WatchdogThread::Core : public std::enable_shared_from_this<WatchdogThread:
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::condition_variable settled_;  // a round ended (remove() waits for it)
+  std::condition_variable settled_;  // a round ended (remove() waits for it), or a re-wake was seen
+  bool rewake_ = false;              // guarded by mutex_; resumeCare() waits for the thread to see it
   std::vector<Kept> leases_;         // guarded by mutex_
   bool stopping_ = false;            // guarded by mutex_
   bool running_ = false;             // guarded by mutex_; the thread has started
@@ -250,6 +268,8 @@ void WatchdogThread::add(const std::shared_ptr<Watchdog>& owner, std::shared_ptr
 }
 
 void WatchdogThread::remove(const Watchdog& owner) { core_->remove(owner); }
+
+void WatchdogThread::resumeCare() { core_->resumeCare(); }
 
 const std::shared_ptr<Clock>& WatchdogThread::clock() const noexcept { return core_->clock(); }
 

@@ -43,6 +43,9 @@ class WatchdogThread {
   // `owner`'s leases leave the watchdog; returns once no round is renewing them (at once on the
   // thread itself). The other primitives' leases stay.
   void remove(const Watchdog& owner);
+  // A lease in its care again after a release that failed (in doubt, or held again): the thread
+  // counts it in its next wake; returns once it does (at once on the thread itself).
+  void resumeCare();
 
   [[nodiscard]] const std::shared_ptr<Clock>& clock() const noexcept;
 
