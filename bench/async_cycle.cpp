@@ -3,15 +3,18 @@
 //  - the uncontended cycle (acquire, release) of one client, sync and async (the future's get()),
 //    rounds alternating so drift in the machine's load hits both alike; p50/p99 of each;
 //  - the threads of this process with N acquires pending on held keys (/proc/self/task), for
-//    several N, and how long cancelling all N took.
+//    several N, the process's CPU while they wait (nothing released), and how long cancelling
+//    all N took.
 // Usage: dlock_bench_async_cycle URI [rounds] [seconds-per-round]
 #include <dirent.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "BenchReport.h"
@@ -30,6 +33,12 @@ std::size_t threadCount() {
   while (const dirent* entry = ::readdir(tasks)) count += entry->d_name[0] != '.' ? 1 : 0;
   ::closedir(tasks);
   return count;
+}
+
+double processCpuMs() {
+  timespec now{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
 }
 
 void runRound(double seconds, const std::function<void()>& cycle, std::vector<double>& latenciesUs) {
@@ -74,6 +83,14 @@ void pending(dlock::ILock& lock, dlock::ILock& holder, int count, int keys) {
   for (int i = 0; i < count; ++i) waiting.push_back(lock.acquireAsync("bench:pending:" + std::to_string(i % keys), options));
   const double startUs = std::chrono::duration<double, std::micro>(Clock::now() - started).count();
   const std::size_t during = threadCount();
+  // The process's CPU while they wait: the first tries are over (each key's watch made) after
+  // the settle; then nothing happens on the server, so what is spent is the waiting itself.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const double cpuBefore = processCpuMs();
+  const auto idleFrom = Clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const double idleCpuMsPerS = (processCpuMs() - cpuBefore) /
+                               std::chrono::duration<double>(Clock::now() - idleFrom).count();
   const auto cancelling = Clock::now();
   cancel.requestCancel();
   int interrupted = 0;
@@ -91,6 +108,7 @@ void pending(dlock::ILock& lock, dlock::ILock& holder, int count, int keys) {
       .field("threads_before", static_cast<double>(before))
       .field("threads_pending", static_cast<double>(during))
       .field("start_all_us", startUs)
+      .field("idle_cpu_ms_per_s", idleCpuMsPerS)
       .field("cancel_all_ms", cancelMs)
       .field("interrupted", static_cast<double>(interrupted))
       .print();

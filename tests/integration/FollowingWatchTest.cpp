@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "LinkProxy.h"
 #include "redis/src/RedisOperatorOptions.h"
@@ -104,6 +105,40 @@ TEST_SUITE("FollowingWatch") {
     REQUIRE_FALSE(op.lock("k", "waiter", 60s).acquired);
     REQUIRE(op.unlock("k", "holder").released);
     CHECK(watch->waitForRelease(30s));
+  }
+
+  TEST_CASE("a watch that tells of releases (an async acquire's) tells of them after following its key to another node") {
+    RedisProcess a;
+    RedisProcess b;
+    const auto topology = std::make_shared<TwoNodeTopology>(a, b);
+    MovingOperator op(topology);
+    const auto watch = op.watch("k");
+    std::atomic<int> told{0};
+    REQUIRE(watch->notifyOnRelease([&told] { told.fetch_add(1); }));
+    const auto toldAfter = [&](int seen) {
+      const auto until = std::chrono::steady_clock::now() + 30s;
+      while (told.load() <= seen && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+      return told.load() > seen;
+    };
+
+    // On A: a release that wakes this process (a try found the key taken) tells the watch.
+    REQUIRE(op.lock("k", "holder", 60s).acquired);
+    REQUIRE_FALSE(op.lock("k", "waiter", 60s).acquired);
+    int seen = told.load();
+    REQUIRE(op.unlock("k", "holder").released);
+    CHECK(toldAfter(seen));
+    CHECK(watch->waitForRelease(0ms));
+
+    // Moved to B: A's subscriber retired (which tells), the next poll follows the key to B, and
+    // B's releases tell the same callback.
+    topology->moveTo(1);
+    (void)watch->waitForRelease(0ms);  // the poll the async acquirer makes when told, or at its backstop
+    REQUIRE(op.lock("k", "holder", 60s).acquired);
+    REQUIRE_FALSE(op.lock("k", "waiter", 60s).acquired);
+    seen = told.load();
+    REQUIRE(op.unlock("k", "holder").released);
+    CHECK(toldAfter(seen));
+    CHECK(watch->waitForRelease(0ms));
   }
 
   TEST_CASE("retiring a node's subscriber does not wait for its reconnect in progress (topologies retire under their locks)") {

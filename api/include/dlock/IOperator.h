@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -78,6 +79,17 @@ class IReleaseWatch {
   // Blocks until a release of the key is seen (true) or `timeout` passes (false). A release seen
   // since the watch was made or since the previous call returned counts at once.
   virtual bool waitForRelease(std::chrono::milliseconds timeout) = 0;
+
+  // Asks the watch to call `heard` whenever waitForRelease(0) may now return true, from then until
+  // the watch is destroyed (after its destructor returns, never), so that a waiter without a
+  // thread of its own need not poll. `heard` runs on a thread of the backend's, possibly with the
+  // backend's own locks held: it must be quick, must not throw, and must not call into the watch or
+  // its backend. It may run when nothing was released (waitForRelease(0) then says so). Called at
+  // most once per watch. False when the watch cannot: the waiter polls it.
+  virtual bool notifyOnRelease(std::function<void()> heard) {
+    (void)heard;
+    return false;
+  }
 };
 
 class IOperator {

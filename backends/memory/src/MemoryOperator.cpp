@@ -71,6 +71,7 @@ struct MemoryOperator::State {
     struct Watcher {
       std::uint64_t id = 0;
       bool woken = false;
+      std::function<void()> heard;  // IReleaseWatch::notifyOnRelease's: told as it is woken
     };
     std::uint64_t fence = 0;          // last fencing token handed out
     std::list<Watcher> watchers;      // this key's, the longest registered first
@@ -100,6 +101,7 @@ struct MemoryOperator::State {
       const auto it = std::find_if(watchers.begin(), watchers.end(), [](const Watcher& w) { return !w.woken; });
       if (it == watchers.end()) return false;
       it->woken = true;
+      if (it->heard) it->heard();
       return true;
     }
     Watcher* watcher(std::uint64_t id) {
@@ -178,7 +180,7 @@ class MemoryReleaseWatch final : public IReleaseWatch {
     std::lock_guard<std::mutex> guard(state_->mutex);
     auto it = state_->keys.find(key_);
     if (it == state_->keys.end()) it = state_->keys.emplace(key_, MemoryOperator::State::KeyState{}).first;
-    it->second.watchers.push_back({++it->second.lastWatcher, false});
+    it->second.watchers.push_back({++it->second.lastWatcher, false, {}});
     id_ = it->second.lastWatcher;
   }
   MemoryReleaseWatch(const MemoryReleaseWatch&) = delete;
@@ -194,6 +196,14 @@ class MemoryReleaseWatch final : public IReleaseWatch {
     const bool released = detail::Wakeup::waitFor(state_->released, guard, timeout, [&] { return self().woken; });
     self().woken = false;
     return released;
+  }
+
+  // Told under the state's mutex, by the release that wakes this watcher.
+  bool notifyOnRelease(std::function<void()> heard) override {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    if (self().heard || !heard) return false;
+    self().heard = std::move(heard);
+    return true;
   }
 
  private:

@@ -29,7 +29,18 @@ class PubSubConnection::Watch final : public IReleaseWatch {
   ~Watch() override {
     std::lock_guard<std::mutex> guard(connection_->mutex_);
     auto& channel = connection_->channels_[channel_];
+    auto& notified = channel.notified;
+    notified.erase(std::remove(notified.begin(), notified.end(), &heard_), notified.end());
     if (channel.watchers > 0 && --channel.watchers == 0) channel.idleSince = Steady::now();
+  }
+
+  // Told on the connection's thread, its mutex held, whenever the channel's watchers are woken.
+  bool notifyOnRelease(std::function<void()> heard) override {
+    std::lock_guard<std::mutex> guard(connection_->mutex_);
+    if (heard_ || !heard) return false;
+    heard_ = std::move(heard);
+    connection_->channels_[channel_].notified.push_back(&heard_);
+    return true;
   }
 
   bool waitForRelease(std::chrono::milliseconds timeout) override {
@@ -56,6 +67,7 @@ class PubSubConnection::Watch final : public IReleaseWatch {
   const std::string channel_;
   std::uint64_t seen_;
   std::uint64_t generation_;
+  std::function<void()> heard_;  // guarded by the connection's mutex_
 };
 
 // A Watch that reports the messages for one prefix only, so a fair waiter is woken by its own
@@ -439,7 +451,7 @@ bool PubSubConnection::handle(const redisReply& reply, Calls& calls) {
         wanted->second.arrived.notify_all();
       }
     }
-    channel.changed.notify_all();  // release watchers; a PrefixWatch hears only its own prefix
+    channel.wakeWatchers();  // release watchers; a PrefixWatch hears only its own prefix
     return false;
   }
   if (kind == "subscribe" || kind == "ssubscribe") {

@@ -122,8 +122,15 @@ class PubSubConnection : public std::enable_shared_from_this<PubSubConnection> {
     // concerns the whole channel wakes its PrefixWatches too (wakeAll); what concerns every
     // channel (a lost connection, a failed connect, stop), every channel's (notifyAll).
     std::condition_variable changed;
-    void wakeAll() {
+    // The release watchers that asked to be told (IReleaseWatch::notifyOnRelease), each told
+    // whenever `changed` is notified; a Watch removes its own before it ends.
+    std::vector<const std::function<void()>*> notified;
+    void wakeWatchers() {
       changed.notify_all();
+      for (const auto* heard : notified) (*heard)();
+    }
+    void wakeAll() {
+      wakeWatchers();
       for (auto& [prefix, slot] : wanted) slot.arrived.notify_all();
     }
   };

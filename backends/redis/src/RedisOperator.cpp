@@ -217,6 +217,7 @@ class FollowingWatch final : public IReleaseWatch {
     current_.watch.reset();
     try {
       current_ = subscribe(*topology_, budget_, slot_, channel_);
+      if (heard_) (void)current_.watch->notifyOnRelease(heard_);
       rewatch_.reset();
     } catch (const LockError& error) {
       // The waiter's next attempt meets the same trouble and reports it; do not spin.
@@ -224,6 +225,14 @@ class FollowingWatch final : public IReleaseWatch {
       (void)Wakeup::sleepFor(std::min(timeout, rewatch_.next()));
     }
     return true;
+  }
+
+  // Told by the node's watch, and by the one that replaces it. A move of the key's slot that no
+  // message shows (a failover to a live replica) is found by the waiter's next poll or try.
+  bool notifyOnRelease(std::function<void()> heard) override {
+    if (heard_ || !heard || current_.watch == nullptr) return false;
+    heard_ = std::move(heard);
+    return current_.watch->notifyOnRelease(heard_);
   }
 
  private:
@@ -241,6 +250,7 @@ class FollowingWatch final : public IReleaseWatch {
   const std::uint16_t slot_;
   const std::string channel_;
   Subscription current_;
+  std::function<void()> heard_;  // notifyOnRelease's, given to every node's watch in turn
   Backoff rewatch_{milliseconds(10), milliseconds(1000)};  // while the key's node cannot be subscribed to
   const std::unique_ptr<WaitingKeys::Registration> registration_;
 };

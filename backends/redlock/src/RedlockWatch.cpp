@@ -30,4 +30,11 @@ bool RedlockWatch::waitForRelease(std::chrono::milliseconds timeout) {
   }
 }
 
+bool RedlockWatch::notifyOnRelease(std::function<void()> heard) {
+  if (!heard) return false;
+  bool all = true;
+  for (auto& member : members_) all = member->notifyOnRelease(heard) && all;
+  return all;
+}
+
 }  // namespace dlock::detail

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -28,6 +29,8 @@ class RedlockWatch final : public IReleaseWatch {
   explicit RedlockWatch(std::vector<std::unique_ptr<IReleaseWatch>> members);
 
   bool waitForRelease(std::chrono::milliseconds timeout) override;
+  // Told by any member; true when every member tells (else the waiter polls, which consults all).
+  bool notifyOnRelease(std::function<void()> heard) override;
 
  private:
   std::vector<std::unique_ptr<IReleaseWatch>> members_;

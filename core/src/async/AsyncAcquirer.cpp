@@ -2,6 +2,7 @@
 #include "AsyncAcquirer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "dlock/Validation.h"
@@ -31,6 +32,10 @@ struct AsyncAcquirer::Operation {
 
 struct AsyncAcquirer::KeyWaiters {
   std::unique_ptr<IReleaseWatch> watch;  // replaced only while null; destroyed only by the timer
+  // Set by the watch when it may have heard a release (IReleaseWatch::notifyOnRelease); null for
+  // a watch that cannot tell, polled every pollSlice instead.
+  std::shared_ptr<std::atomic<bool>> heard;
+  Clock::time_point pollAt;              // a watch that tells is polled anyway at this time
   bool watchMade = false;                // a watch exists or is being made
   bool listening = false;                // a watch was asked for: tries from now on are heard
   std::deque<OperationPtr> parked;       // oldest first
@@ -195,8 +200,10 @@ void AsyncAcquirer::ensureWatch(const std::string& key) {
     waiters.watchMade = true;
   }
   std::unique_ptr<IReleaseWatch> watch;
+  std::shared_ptr<std::atomic<bool>> heard;
   try {
     watch = backend_->watch(key);  // nullptr: a backend without release messages (the backstop polls)
+    if (watch != nullptr) heard = tellTimerOf(*watch);
   } catch (const std::exception& error) {
     logger()->debug("dlock: release watch of {} for an async acquire not made: {}", quoteKey(key), error.what());
   }
@@ -212,8 +219,23 @@ void AsyncAcquirer::ensureWatch(const std::string& key) {
     return;
   }
   it->second.watch = std::move(watch);
+  it->second.heard = std::move(heard);
+  it->second.pollAt = Clock::now() + options_.backstop;
   it->second.watchMade = it->second.watch != nullptr;  // a failed one is made again by the next try
-  if (it->second.watch != nullptr) timerWake_.notify_one();
+  if (it->second.watch != nullptr) timerWake_.notify_one();  // a release heard meanwhile is polled now
+}
+
+std::shared_ptr<std::atomic<bool>> AsyncAcquirer::tellTimerOf(IReleaseWatch& watch) {
+  auto heard = std::make_shared<std::atomic<bool>>(false);
+  // On the backend's thread, its locks held: the lock order is the backend's, then mutex_ (this
+  // object never calls a watch or the backend with mutex_ held).
+  const bool tells = watch.notifyOnRelease([this, heard] {
+    heard->store(true, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> guard(mutex_);
+    anyHeard_ = true;
+    timerWake_.notify_one();
+  });
+  return tells ? heard : nullptr;
 }
 
 void AsyncAcquirer::parkLocked(const OperationPtr& op) {
@@ -301,6 +323,7 @@ void AsyncAcquirer::runTimer() {
         wakeHeadLocked(waiters);
       }
     }
+    if (anyHeard_) continue;  // told while polling: poll again before sleeping
     const auto next = nextWakeLocked(now);
     if (next == Clock::time_point::max()) {
       timerWake_.wait(guard);
@@ -333,13 +356,23 @@ void AsyncAcquirer::fireDeadlinesLocked(Clock::time_point now) {
 void AsyncAcquirer::pollWatches(std::unique_lock<std::mutex>& guard) {
   std::vector<std::pair<std::string, IReleaseWatch*>> polled;
   std::vector<std::unique_ptr<IReleaseWatch>> dropped;
+  anyHeard_ = false;
+  const auto now = Clock::now();
   for (auto it = keys_.begin(); it != keys_.end();) {
-    if (it->second.users == 0) {  // only here are watches destroyed, so `polled` stays valid unlocked
-      dropped.push_back(std::move(it->second.watch));
+    KeyWaiters& waiters = it->second;
+    if (waiters.users == 0) {  // only here are watches destroyed, so `polled` stays valid unlocked
+      dropped.push_back(std::move(waiters.watch));
       it = keys_.erase(it);
       continue;
     }
-    if (it->second.watch != nullptr) polled.emplace_back(it->first, it->second.watch.get());
+    // A watch that tells is polled when told, and at the backstop's pace: a move of its key to
+    // another node that no message shows is found then (the watch follows it when polled).
+    const bool due = waiters.heard == nullptr || waiters.heard->exchange(false, std::memory_order_relaxed) ||
+                     now >= waiters.pollAt;
+    if (waiters.watch != nullptr && due) {
+      if (waiters.heard != nullptr) waiters.pollAt = now + options_.backstop;
+      polled.emplace_back(it->first, waiters.watch.get());
+    }
     ++it;
   }
   if (polled.empty() && dropped.empty()) return;
@@ -365,7 +398,10 @@ AsyncAcquirer::Clock::time_point AsyncAcquirer::nextWakeLocked(Clock::time_point
   auto next = deadlines_.empty() ? Clock::time_point::max() : deadlines_.begin()->first;
   if (!retries_.empty()) next = std::min(next, retries_.begin()->first);
   for (const auto& [key, waiters] : keys_) {
-    if (waiters.watch != nullptr || waiters.users == 0) next = std::min(next, now + options_.pollSlice);
+    if (waiters.users == 0 || (waiters.watch != nullptr && waiters.heard == nullptr)) {
+      next = std::min(next, now + options_.pollSlice);
+    }
+    if (waiters.watch != nullptr && waiters.heard != nullptr) next = std::min(next, waiters.pollAt);
     if (!waiters.parked.empty()) next = std::min(next, waiters.backstopAt);
   }
   return next;

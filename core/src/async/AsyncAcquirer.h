@@ -15,8 +15,10 @@
 //
 // Tries are the lock's own single tries (acquire with waitTime 0), run on `workers` threads. Each
 // key with operations gets one release watch, made once a try found the key taken, which is then
-// tried again (so a release between a try and the parking is heard); the one timer thread polls those watches without blocking every
-// `pollSlice` while any exists, fires deadlines, and re-queues the head of a key's parked
+// tried again (so a release between a try and the parking is heard). The one timer thread polls a
+// watch without blocking when the watch tells it a release may have come (notifyOnRelease), and
+// every `backstop` besides; a watch that cannot tell is polled every `pollSlice`. The timer fires
+// deadlines, and re-queues the head of a key's parked
 // operations on a release (the backend wakes one waiting process per release) or every `backstop`
 // (a holder that died releases nothing). An operation that got a key re-queues the key's next
 // parked one at once: its try, finding the key taken, registers the process as a waiter again. Completions run in order on one completion thread.
@@ -24,6 +26,7 @@
 // Owner: one lock (in a ForkLocal: a forked child gets a new, empty one). Thread safety: thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -80,6 +83,8 @@ class AsyncAcquirer final : public AsyncAcquisition {
   void runCompletions();
   void attempt(const OperationPtr& op);
   void ensureWatch(const std::string& key);
+  // Asks `watch` to tell the timer of a release; the flag it sets, or nullptr when it cannot.
+  std::shared_ptr<std::atomic<bool>> tellTimerOf(IReleaseWatch& watch);
   [[nodiscard]] bool listeningOn(const std::string& key) const;
   void cancelled(std::uint64_t id) noexcept;
   // Polls every watch outside the mutex (`guard` given up meanwhile); drops keys nobody uses.
@@ -112,6 +117,7 @@ class AsyncAcquirer final : public AsyncAcquisition {
   std::multimap<Clock::time_point, std::weak_ptr<Operation>> retries_;    // guarded by mutex_: outages
   std::deque<Completion> completions_;                              // guarded by mutex_
   std::uint64_t lastId_ = 0;                                        // guarded by mutex_
+  bool anyHeard_ = false;          // guarded by mutex_: a watch told of a release since the last poll
   bool closed_ = false;            // guarded by mutex_: new operations are refused
   bool stopping_ = false;          // guarded by mutex_: workers and the timer end
   bool completionsEnd_ = false;    // guarded by mutex_: the completion thread ends once drained
