@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "HeldLease.h"
+#include "async/FairAsyncQueue.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/IConditionOperator.h"
@@ -17,7 +18,10 @@ DistributedLock::DistributedLock(std::shared_ptr<LockCore> core)
       async_([this] {
         AsyncAcquirer::Options options;
         options.outageTolerance = core_->options().outageTolerance;
-        return std::make_shared<AsyncAcquirer>(*this, core_->backend(), options);
+        // A fair lock's async waiters hold places in its queue, as its sync waiters do.
+        std::shared_ptr<AsyncQueue> queue;
+        if (core_->capabilities().fair) queue = std::make_shared<FairAsyncQueue>(core_);
+        return std::make_shared<AsyncAcquirer>(*this, core_->backend(), options, std::move(queue));
       }) {}
 
 bool DistributedLock::doAcquire(std::string_view key, Deadline deadline,

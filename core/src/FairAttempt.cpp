@@ -74,11 +74,16 @@ std::optional<Held> FairAttempt::await(const WaitState& state, const Pause& paus
 
 void FairAttempt::leave(const WaitState& state) noexcept {
   if (!state.leftOnServer) return;  // never queued, and no try left in doubt
-  // Out of the queue for good: now within the wait's budget (the loop's CallBudget), else on the
-  // cleanup lane. A place that cannot be removed ends with its waiter lease. `backend` (the fair
-  // backend itself) keeps `fair` alive on the lane.
-  tools_.cleanup->runWithin(CallBudget::current(), [backend = tools_.backend, fair = &fair_, key = std::string(tools_.key), token = token_,
-                                                   ttl = tools_.ttl, waiterLease = waiterLease_]() noexcept {
+  leaveFairQueue(tools_, fair_, token_, waiterLease_, CallBudget::current());
+}
+
+void leaveFairQueue(const AttemptTools& tools, FairBackend& fair, const std::string& token,
+                    std::chrono::milliseconds waiterLease, CallBudget::TimePoint deadline) noexcept {
+  // Out of the queue for good: now within `deadline`, else on the cleanup lane. A place that
+  // cannot be removed ends with its waiter lease. `backend` (the fair backend itself) keeps
+  // `fair` alive on the lane.
+  tools.cleanup->runWithin(deadline, [backend = tools.backend, fair = &fair, key = std::string(tools.key), token,
+                                      ttl = tools.ttl, waiterLease]() noexcept {
     try {
       if (fair->queue().leaveQueue(key, token, ttl)) {
         logger()->debug("dlock: {} was handed over as the wait for it ended; passed on", quoteKey(key));
@@ -92,7 +97,7 @@ void FairAttempt::leave(const WaitState& state) noexcept {
       }
       return false;
     }
-  }, "leaving the queue of " + quoteKey(tools_.key) + " on " + tools_.backend->describe());
+  }, "leaving the queue of " + quoteKey(tools.key) + " on " + tools.backend->describe());
 }
 
 }  // namespace dlock::detail

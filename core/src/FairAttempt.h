@@ -58,4 +58,9 @@ class FairAttempt final : public Attempt {
   bool askAgain_ = false;  // the last try found a claim that ended before its extend
 };
 
+// Leaves the queue of `tools.key` for `token` for good (IFairOperator::leaveQueue): within
+// `deadline`, else on the lock's cleanup lane. FairAttempt::leave's, and an async waiter's.
+void leaveFairQueue(const AttemptTools& tools, FairBackend& fair, const std::string& token,
+                    std::chrono::milliseconds waiterLease, CallBudget::TimePoint deadline) noexcept;
+
 }  // namespace dlock::detail

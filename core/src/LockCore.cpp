@@ -62,6 +62,22 @@ std::shared_ptr<LeaseState> LockCore::reacquire(std::string_view key, std::optio
   return acquireAs(key, Deadline::max(), leaseTime, kNever, std::move(token));
 }
 
+bool LockCore::joinFairQueue(std::string_view key, const std::string& token, std::optional<milliseconds> leaseTime) {
+  if (closed()) throwClosed("lock " + quoteKey(key));
+  return capabilities_.fair->queue().fairLock(key, token, ttlFor(leaseTime), options_.waiterLease).acquired;
+}
+
+std::shared_ptr<LeaseState> LockCore::takeAs(std::string_view key, std::optional<milliseconds> leaseTime,
+                                             const CancelToken& cancel, std::string token) {
+  return acquireAs(key, kTryOnce, leaseTime, cancel, std::move(token));
+}
+
+void LockCore::leaveFairQueue(std::string_view key, const std::string& token, std::optional<milliseconds> leaseTime,
+                              CallBudget::TimePoint deadline) noexcept {
+  const AttemptTools tools{backend_, *clock_, cleanup_, key, ttlFor(leaseTime)};
+  detail::leaveFairQueue(tools, *capabilities_.fair, token, options_.waiterLease, deadline);
+}
+
 std::shared_ptr<LeaseState> LockCore::acquireAs(std::string_view key, Deadline deadline,
                                                 std::optional<milliseconds> leaseTime, const CancelToken& cancel,
                                                 std::string token) {

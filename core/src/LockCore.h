@@ -122,7 +122,22 @@ class LockCore {
   LockCounters& counters() noexcept { return *counters_; }
   [[nodiscard]] const LockCounters& counters() const noexcept { return *counters_; }
 
+  // For an async waiter of a fair lock (FairAsyncQueue.h), by its `token`: one try that joins or
+  // renews its place (true: the key is the token's); the key taken as a lease when it is the
+  // token's (one try that never queues; nullptr when not); the place left for good, within
+  // `deadline`, else on the cleanup lane. The fair lock's only.
+  bool joinFairQueue(std::string_view key, const std::string& token, std::optional<std::chrono::milliseconds> leaseTime);
+  std::shared_ptr<LeaseState> takeAs(std::string_view key, std::optional<std::chrono::milliseconds> leaseTime,
+                                     const CancelToken& cancel, std::string token);
+  void leaveFairQueue(std::string_view key, const std::string& token,
+                      std::optional<std::chrono::milliseconds> leaseTime, CallBudget::TimePoint deadline) noexcept;
+
  private:
+  // The ttl of a hold of `leaseTime` (unset: the lock's own, renewed by the watchdog).
+  [[nodiscard]] std::chrono::milliseconds ttlFor(std::optional<std::chrono::milliseconds> leaseTime) const {
+    if (!leaseTime) leaseTime = options_.leaseTime;
+    return leaseTime ? *leaseTime : options_.watchdogLease;
+  }
   // acquire() with the fair waiter's `token` (empty: a new one).
   std::shared_ptr<LeaseState> acquireAs(std::string_view key, Deadline deadline,
                                         std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel,

@@ -7,9 +7,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <future>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "AsyncScenarios.h"
@@ -167,17 +170,119 @@ TEST_SUITE("AsyncAcquireOnRedis") {
   }
 }
 
+namespace {
+
+long long queueLength(RedisClient& client, const std::string& key) {
+  return client.ok({"LLEN", "dlock:{" + key + "}:fair:queue"}).integer;
+}
+
+bool eventually(const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+std::shared_ptr<dlock::ILock> fairLock(const RedisProcess& server) {
+  return dlock::LockBuilder().backend(dlock::connect(server.uri())).fair().build();
+}
+
+}  // namespace
+
 TEST_SUITE("AsyncAcquireFairOnRedis") {
-  // An async waiter holds no place in the fair queue: a release with nobody queued publishes
-  // nothing, so it learns of the free key on its key's backstop retry (within a second).
   TEST_CASE("a fair lock's pending async acquire gets the key once the holder releases") {
     RedisProcess server;
-    auto holder = dlock::LockBuilder().backend(dlock::connect(server.uri())).fair().build();
-    auto lock = dlock::LockBuilder().backend(dlock::connect(server.uri())).fair().build();
+    auto holder = fairLock(server);
+    auto lock = fairLock(server);
     Lease held = holder->acquire("job");
     auto pending = lock->acquireAsync("job");
     CHECK(pending.wait_for(0ms) == std::future_status::timeout);
     held.release();
     CHECK(pending.get());
+  }
+
+  // The hand-off message wakes it (no backstop or renewal comes within the 30 s bound's start),
+  // and its place is the queue's head, ahead of a sync waiter of another process's lock.
+  TEST_CASE("an async waiter holds its place in the fair queue: handed the key before a sync waiter queued after it") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto holder = fairLock(server);
+    auto lock = fairLock(server);
+    auto other = fairLock(server);
+    Lease held = holder->acquire("job");
+    std::atomic<bool> asyncHeld{false};
+    std::atomic<bool> syncFirst{false};
+    std::promise<void> asyncDone;
+    lock->acquireAsync("job", {}, [&](Lease lease, std::exception_ptr error) {
+      if (!error && lease) asyncHeld = true;
+      lease.release();
+      asyncDone.set_value();
+    });
+    REQUIRE(eventually([&] { return queueLength(client, "job") == 1; }));
+    std::thread sync([&] {
+      Lease lease = other->acquire("job");
+      if (!asyncHeld) syncFirst = true;
+    });
+    const bool queued = eventually([&] { return queueLength(client, "job") == 2; });
+    held.release();
+    asyncDone.get_future().get();
+    sync.join();
+    CHECK(queued);
+    CHECK(asyncHeld);
+    CHECK_FALSE(syncFirst);
+  }
+
+  TEST_CASE("a cancelled async fair waiter has left the queue when it completes") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    auto holder = fairLock(server);
+    auto lock = fairLock(server);
+    Lease held = holder->acquire("job");
+    dlock::CancelSource cancel;
+    AcquireOptions options;
+    options.cancel = cancel.token();
+    auto pending = lock->acquireAsync("job", options);
+    REQUIRE(eventually([&] { return queueLength(client, "job") == 1; }));
+    cancel.requestCancel();
+    CHECK_THROWS_AS(pending.get(), dlock::InterruptedError);
+    CHECK(queueLength(client, "job") == 0);
+  }
+
+  TEST_CASE("1000 async fair waiters on 10 keys: each key goes to its waiters in the order they queued") {
+    RedisProcess server;
+    auto holder = fairLock(server);
+    auto lock = fairLock(server);
+    RedisClient client(server.host(), server.port());
+    constexpr int kKeys = 10;
+    constexpr int kPerKey = 100;
+    std::vector<Lease> held;
+    for (int k = 0; k < kKeys; ++k) held.push_back(holder->acquire("fifo:" + std::to_string(k)));
+    std::mutex mutex;
+    std::vector<std::vector<int>> order(kKeys);
+    dlock::test::Completions completions;
+    for (int i = 0; i < kPerKey; ++i) {
+      for (int k = 0; k < kKeys; ++k) {
+        const std::string key = "fifo:" + std::to_string(k);
+        lock->acquireAsync(key, {}, [&, i, k](Lease lease, std::exception_ptr error) {
+          {
+            std::lock_guard<std::mutex> guard(mutex);
+            if (lease) order[static_cast<std::size_t>(k)].push_back(i);
+          }
+          const bool ok = static_cast<bool>(lease);
+          lease = Lease();  // handed to the next in the queue
+          completions.record(ok, error != nullptr, false);
+        });
+        // Queued in this order: each joins before the next starts.
+        REQUIRE(eventually([&] { return queueLength(client, key) == i + 1; }));
+      }
+    }
+    held.clear();
+    REQUIRE(completions.waitFor(static_cast<std::size_t>(kKeys * kPerKey), 120s));
+    CHECK(completions.held() == static_cast<std::size_t>(kKeys * kPerKey));
+    std::vector<int> expected(kPerKey);
+    for (int i = 0; i < kPerKey; ++i) expected[static_cast<std::size_t>(i)] = i;
+    for (const auto& keyOrder : order) CHECK(keyOrder == expected);
   }
 }

@@ -4,8 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <functional>
 #include <future>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "AsyncScenarios.h"
 #include "ExceptionPtrTsan.h"
@@ -205,15 +209,115 @@ TEST_SUITE("AsyncAcquire") {
   }
 }
 
+namespace {
+
+// Spins (yielding) until `done`, for at most 30 s of real time.
+bool eventually(const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+struct JoinedThread {
+  std::thread thread;
+  ~JoinedThread() {
+    if (thread.joinable()) thread.join();
+  }
+};
+
+std::shared_ptr<dlock::ILock> fairLock(const std::shared_ptr<dlock::MemoryOperator>& backend,
+                                       std::chrono::milliseconds waiterLease = 5s) {
+  return dlock::LockBuilder().backend(backend).fair().waiterLease(waiterLease).build();
+}
+
+}  // namespace
+
 TEST_SUITE("AsyncAcquireFair") {
   TEST_CASE("a fair lock's pending async acquire gets the key once the holder releases") {
     auto backend = std::make_shared<dlock::MemoryOperator>();
-    auto holder = dlock::LockBuilder().backend(backend).fair().build();
-    auto lock = dlock::LockBuilder().backend(backend).fair().build();
+    auto holder = fairLock(backend);
+    auto lock = fairLock(backend);
     Lease held = holder->acquire("job");
     auto pending = lock->acquireAsync("job");
     CHECK(pending.wait_for(0ms) == std::future_status::timeout);
     held.release();
     CHECK(pending.get());
+  }
+
+  TEST_CASE("an async waiter holds a place in the fair queue: a sync waiter queued after it gets the key after it") {
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    auto holder = fairLock(backend);
+    auto lock = fairLock(backend);
+    std::mutex orderMutex;
+    std::vector<std::string> order;
+    std::promise<void> asyncDone;
+    JoinedThread sync;  // joined after `held` is released, whatever fails first
+    Lease held = holder->acquire("job");
+    lock->acquireAsync("job", {}, [&](Lease lease, std::exception_ptr error) {
+      REQUIRE_FALSE(error);
+      {
+        std::lock_guard<std::mutex> guard(orderMutex);
+        order.emplace_back("async");
+      }
+      lease.release();
+      asyncDone.set_value();
+    });
+    REQUIRE(eventually([&] { return backend->queued("job") == 1; }));
+    sync.thread = std::thread([&] {
+      Lease lease = holder->acquire("job");
+      std::lock_guard<std::mutex> guard(orderMutex);
+      order.emplace_back("sync");
+    });
+    REQUIRE(eventually([&] { return backend->queued("job") == 2; }));
+    held.release();  // handed to the head of the queue: the async waiter
+    asyncDone.get_future().get();
+    sync.thread.join();
+    CHECK(order == std::vector<std::string>{"async", "sync"});
+  }
+
+  TEST_CASE("a cancelled async fair waiter has left its place when it completes") {
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    auto holder = fairLock(backend);
+    auto lock = fairLock(backend);
+    Lease held = holder->acquire("job");
+    dlock::CancelSource cancel;
+    AcquireOptions options;
+    options.cancel = cancel.token();
+    auto pending = lock->acquireAsync("job", options);
+    REQUIRE(eventually([&] { return backend->queued("job") == 1; }));
+    cancel.requestCancel();
+    CHECK_THROWS_AS(pending.get(), dlock::InterruptedError);
+    CHECK(backend->queued("job") == 0);
+  }
+
+  TEST_CASE("an async fair waiter whose wait runs out has left its place when it completes empty") {
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    auto holder = fairLock(backend);
+    auto lock = fairLock(backend);
+    Lease held = holder->acquire("job");
+    auto pending = lock->acquireAsync("job", waitingAtMost(100ms));
+    CHECK_FALSE(pending.get());
+    CHECK(backend->queued("job") == 0);
+    held.release();
+    CHECK(lock->acquire("job", waitingAtMost(0ms)));  // nobody was left queued ahead
+  }
+
+  TEST_CASE("an async fair waiter renews its place: it keeps it past several waiter leases") {
+    auto backend = std::make_shared<dlock::MemoryOperator>();
+    auto holder = fairLock(backend, 600ms);
+    auto lock = fairLock(backend, 600ms);
+    Lease held = holder->acquire("job");
+    auto pending = lock->acquireAsync("job");
+    REQUIRE(eventually([&] { return backend->queued("job") == 1; }));
+    std::this_thread::sleep_for(2s);  // past three waiter leases
+    // A try by another lock prunes the places whose lease ended: the async waiter's is live.
+    CHECK_FALSE(lock->acquire("job", waitingAtMost(0ms)));
+    CHECK(backend->queued("job") == 1);
+    held.release();
+    Lease lease = pending.get();
+    CHECK(lease.isHeld());
   }
 }

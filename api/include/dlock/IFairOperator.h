@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -64,6 +65,15 @@ class IGrantWatch {
 
   // Blocks until this waiter is granted the key, a hand-off may have been missed, or `timeout`.
   virtual Grant waitForGrant(std::chrono::milliseconds timeout) = 0;
+
+  // As IReleaseWatch::notifyOnRelease: `heard` is called whenever waitForGrant(0) may now return
+  // something other than None (a hand-off, or a possible miss), until the watch is destroyed; on a
+  // backend's thread, possibly with its locks held, so quick, not throwing, not calling back in.
+  // False when the watch cannot: the waiter polls it.
+  virtual bool notifyOnGrant(std::function<void()> heard) {
+    (void)heard;
+    return false;
+  }
 };
 
 class IFairOperator {

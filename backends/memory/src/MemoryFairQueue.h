@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -80,10 +81,14 @@ class MemoryFairQueue {
   void unwatch(std::string_view token) {
     const auto it = grants_.find(token);
     if (it != grants_.end()) grants_.erase(it);
+    heard_.erase(std::string(token));
   }
+  // `heard` is called (the state's mutex held) as a hand-off to `token` is kept for its watch.
+  void notify(std::string_view token, std::function<void()> heard) { heard_[std::string(token)] = std::move(heard); }
   void tell(const std::string& token, const Grant& grant) {
     const auto it = grants_.find(token);
     if (it != grants_.end()) it->second = grant;
+    if (const auto told = heard_.find(token); told != heard_.end()) told->second();
   }
   // Drops a hand-off `token` has not heard yet: an attempt that found `token` waiting answers
   // after it, so the hand-off no longer stands (its claim ended; someone else holds the key).
@@ -103,6 +108,7 @@ class MemoryFairQueue {
  private:
   std::deque<Waiter> waiters_;
   std::map<std::string, std::optional<Grant>, std::less<>> grants_;
+  std::map<std::string, std::function<void()>, std::less<>> heard_;  // notifyOnGrant's, by token
 };
 
 }  // namespace dlock::detail

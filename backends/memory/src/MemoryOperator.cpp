@@ -464,10 +464,20 @@ class MemoryGrantWatch final : public IGrantWatch {
     return grant.value_or(Grant{});
   }
 
+  bool notifyOnGrant(std::function<void()> heard) override {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    auto* key = state_->find(key_);
+    if (key == nullptr || !heard || notified_) return false;
+    key->fair.notify(token_, std::move(heard));
+    notified_ = true;
+    return true;
+  }
+
  private:
   const std::shared_ptr<MemoryOperator::State> state_;
   const std::string key_;
   const std::string token_;
+  bool notified_ = false;
 };
 
 }  // namespace

@@ -133,11 +133,19 @@ class FollowingGrantWatch final : public IGrantWatch {
     current_.watch.reset();
     try {
       current_ = subscribeGrants(*topology_, budget_, slot_, channel_, token_);
+      if (heard_) (void)current_.watch->notifyOnMessage(heard_);
     } catch (const LockError& error) {
       logger()->debug("dlock: hand-off watch on {} not moved yet: {}", topology_->describe(), error.what());
       (void)Wakeup::sleepFor(std::min(timeout, kRewatchPause));
     }
     return Grant{Grant::Kind::Recheck, 0, 0};
+  }
+
+  // Told by the node's subscription, and by the one that replaces it (as FollowingWatch).
+  bool notifyOnGrant(std::function<void()> heard) override {
+    if (heard_ || !heard || current_.watch == nullptr) return false;
+    heard_ = std::move(heard);
+    return current_.watch->notifyOnMessage(heard_);
   }
 
  private:
@@ -148,6 +156,7 @@ class FollowingGrantWatch final : public IGrantWatch {
   const std::string token_;
   const std::uint64_t minFence_;
   GrantSubscription current_;
+  std::function<void()> heard_;  // notifyOnGrant's, given to every node's subscription in turn
 };
 
 }  // namespace

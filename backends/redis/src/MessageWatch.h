@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace dlock::detail {
@@ -29,6 +30,13 @@ class IMessageWatch {
 
   // Blocks until a message for this watch, a possible miss, or `timeout`.
   virtual MessageWait waitForMessage(std::chrono::milliseconds timeout) = 0;
+
+  // As IGrantWatch::notifyOnGrant: `heard` is called whenever waitForMessage(0) may return
+  // something, on the subscriber's thread, its lock held. False when the watch cannot.
+  virtual bool notifyOnMessage(std::function<void()> heard) {
+    (void)heard;
+    return false;
+  }
 };
 
 }  // namespace dlock::detail

@@ -115,6 +115,14 @@ class PubSubConnection::PrefixWatch final : public IMessageWatch {
     return result;
   }
 
+  bool notifyOnMessage(std::function<void()> heard) override {
+    std::lock_guard<std::mutex> guard(connection_->mutex_);
+    Wanted& slot = connection_->channels_[channel_].wanted[prefix_];
+    if (slot.heard || !heard) return false;
+    slot.heard = std::move(heard);
+    return true;
+  }
+
  private:
   const std::unique_ptr<IReleaseWatch> watch_;
   const std::shared_ptr<PubSubConnection> connection_;
@@ -448,7 +456,7 @@ bool PubSubConnection::handle(const redisReply& reply, Calls& calls) {
       const auto wanted = channel.wanted.find(std::string(calls.payload.substr(0, calls.payload.find('|'))));
       if (wanted != channel.wanted.end()) {
         wanted->second.message.assign(calls.payload);
-        wanted->second.arrived.notify_all();
+        wanted->second.wake();
       }
     }
     channel.wakeWatchers();  // release watchers; a PrefixWatch hears only its own prefix

@@ -106,6 +106,11 @@ class PubSubConnection : public std::enable_shared_from_this<PubSubConnection> {
   struct Wanted {
     std::string message;  // empty: none since the watcher last took one
     std::condition_variable arrived;
+    std::function<void()> heard;  // its PrefixWatch's notifyOnMessage, told with `arrived`
+    void wake() {
+      arrived.notify_all();
+      if (heard) heard();
+    }
   };
   struct Channel {
     unsigned watchers = 0;                   // live watches
@@ -131,7 +136,7 @@ class PubSubConnection : public std::enable_shared_from_this<PubSubConnection> {
     }
     void wakeAll() {
       wakeWatchers();
-      for (auto& [prefix, slot] : wanted) slot.arrived.notify_all();
+      for (auto& [prefix, slot] : wanted) slot.wake();
     }
   };
   // Handler calls found while the lock was held, made once it is released.

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "dlock/Validation.h"
+#include "dlock/core/Token.h"
 #include "dlock/detail/Backoff.h"
 #include "dlock/detail/Log.h"
 
@@ -28,6 +29,15 @@ struct AsyncAcquirer::Operation {
   Clock::time_point outageEnds;   // ... until then: the deadline, or outageTolerance from its start
   std::exception_ptr outageError; // ... the last ConnectionError, what a deadline then completes with
   std::unique_ptr<CancelCallback> onCancel;  // written before Queued; destroyed on the completion thread
+  // With a queue (read and written by the worker running it, or under the mutex while not running):
+  Step step = Step::Try;
+  std::string token;          // its place's
+  bool placed = false;        // a join was sent for `token`: leave before completing
+  bool grantHeard = false;    // told of a hand-off while running: take next
+  std::unique_ptr<IGrantWatch> grants;  // moved to its Completion: destroyed unlocked (it calls back)
+  bool grantsTell = false;    // `grants` tells of a hand-off (else Poll steps look)
+  Clock::time_point renewAt;  // the place's next renewal (a Join)
+  std::exception_ptr afterLeave;  // what a Leave step completes with (null: an empty Lease)
 };
 
 struct AsyncAcquirer::KeyWaiters {
@@ -48,10 +58,12 @@ struct AsyncAcquirer::Completion {
   OperationPtr op;
   Lease lease;
   std::exception_ptr error;
+  std::unique_ptr<IGrantWatch> grants;
 };
 
-AsyncAcquirer::AsyncAcquirer(ILock& lock, std::shared_ptr<IOperator> backend, Options options)
-    : lock_(lock), backend_(std::move(backend)), options_(options) {}
+AsyncAcquirer::AsyncAcquirer(ILock& lock, std::shared_ptr<IOperator> backend, Options options,
+                             std::shared_ptr<AsyncQueue> queue)
+    : lock_(lock), backend_(std::move(backend)), options_(options), queue_(std::move(queue)) {}
 
 AsyncAcquirer::~AsyncAcquirer() {
   close();
@@ -117,6 +129,8 @@ void AsyncAcquirer::work() {
 }
 
 void AsyncAcquirer::attempt(const OperationPtr& op) {
+  if (op->step == Step::Leave) return leavePlace(op);
+  if (op->step != Step::Try) return placeAttempt(op);
   // A first try is made before listening (an uncontended acquire subscribes to nothing); one that
   // finds the key taken listens, then tries again, so a release between them is heard.
   const bool listening = op->deadline == Deadline::min() || listeningOn(op->key);
@@ -147,6 +161,9 @@ void AsyncAcquirer::attempt(const OperationPtr& op) {
     // the sync waiters' process queue does.
     if (lease) wakeNextLocked(op->key);
     finishLocked(op, std::move(lease), error);  // held, failed, or timed out (an empty Lease)
+  } else if (queue_ != nullptr) {
+    op->step = Step::Join;  // taken: wait in the server's queue, as a sync waiter of the lock does
+    requeueLocked(op);
   } else if (!listening) {
     guard.unlock();
     ensureWatch(op->key);
@@ -161,6 +178,124 @@ void AsyncAcquirer::attempt(const OperationPtr& op) {
   } else {
     parkLocked(op);
   }
+}
+
+void AsyncAcquirer::placeAttempt(const OperationPtr& op) {
+  Lease lease;
+  std::exception_ptr error;
+  try {
+    bool ours = op->step == Step::Take;
+    if (op->step == Step::Join) {
+      if (op->token.empty()) op->token = generateToken();
+      if (op->grants == nullptr) {
+        // Listening before the join, so a hand-off right after it is heard.
+        op->grants = queue_->watch(op->key, op->token);
+        op->grantsTell = op->grants->notifyOnGrant([this, weak = std::weak_ptr<Operation>(op)] { grantHeard(weak); });
+      } else {
+        (void)op->grants->waitForGrant(milliseconds(0));  // follows the key to another node; the join asks anyway
+      }
+      op->placed = true;  // from the send on: a join cut off may have queued the token
+      op->renewAt = Clock::now() + queue_->renewal();
+      ours = queue_->join(op->key, op->token, op->leaseTime);
+    } else if (op->step == Step::Poll) {
+      ours = op->grants->waitForGrant(milliseconds(0)).kind != Grant::Kind::None;
+    }
+    // The server decides: the key is the token's (a hand-off, or the head of a free key), or not.
+    if (ours) lease = queue_->take(op->key, op->token, op->leaseTime, op->cancel);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  afterPlaceAttempt(op, std::move(lease), error);
+}
+
+void AsyncAcquirer::afterPlaceAttempt(const OperationPtr& op, Lease lease, const std::exception_ptr& error) {
+  std::unique_lock<std::mutex> guard(mutex_);
+  if (!error) {
+    op->outage.reset();
+    op->outageError = nullptr;
+  }
+  if (lease) op->placed = false;  // the place became the hold
+  if (op->interrupted) {
+    const bool closing = op->closing;
+    guard.unlock();
+    lease = Lease();  // a key granted as the cancel came is given back before the operation completes
+    guard.lock();
+    endLocked(op, interruptedError(*op, closing));
+  } else if (lease) {
+    finishLocked(op, std::move(lease), nullptr);
+  } else if (error && ridesOutLocked(op, error)) {
+    // A take cut off left the place (its token is not used again): join anew with another.
+    if (op->step == Step::Take || op->step == Step::Poll) {
+      op->token.clear();
+      op->placed = false;
+      std::unique_ptr<IGrantWatch> old = std::move(op->grants);
+      guard.unlock();
+      old.reset();  // unlocked: a watch calls back under the backend's lock
+      guard.lock();
+    }
+    op->step = Step::Join;
+    op->stage = Stage::Parked;  // tried again at its back-off's end (retries_)
+    if (op->interrupted) endLocked(op, interruptedError(*op, op->closing));
+  } else if (error) {
+    endLocked(op, error);
+  } else if (op->deadline == Deadline::min() || Clock::now() >= op->deadline) {
+    endLocked(op, nullptr);  // timed out: an empty Lease, once the place is left
+  } else if (op->grantHeard) {
+    op->grantHeard = false;
+    op->step = Step::Take;
+    requeueLocked(op);
+  } else {
+    parkPlacedLocked(op);
+  }
+}
+
+void AsyncAcquirer::parkPlacedLocked(const OperationPtr& op) {
+  const auto now = Clock::now();
+  op->stage = Stage::Parked;
+  if (op->grantsTell || now >= op->renewAt) {
+    op->step = Step::Join;
+    retries_.emplace(op->renewAt, op);
+  } else {
+    op->step = Step::Poll;
+    retries_.emplace(std::min(op->renewAt, now + options_.pollSlice), op);
+  }
+  timerWake_.notify_one();
+}
+
+void AsyncAcquirer::grantHeard(const std::weak_ptr<Operation>& weak) noexcept {
+  const OperationPtr op = weak.lock();
+  if (op == nullptr) return;
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (op->stage == Stage::Parked) {
+    op->step = Step::Take;
+    requeueLocked(op);
+  } else if (op->stage == Stage::Running || op->stage == Stage::Queued) {
+    op->grantHeard = true;  // a Join asks the server anyway; a Running one takes next
+  }
+}
+
+void AsyncAcquirer::endLocked(const OperationPtr& op, std::exception_ptr error) {
+  if (op->step == Step::Leave) return;  // ending already: its outcome stands
+  if (!op->placed) {
+    finishLocked(op, Lease(), std::move(error));
+    return;
+  }
+  op->afterLeave = std::move(error);
+  op->step = Step::Leave;
+  requeueLocked(op);  // run by a worker even after close(): workers drain the queue before ending
+}
+
+void AsyncAcquirer::leavePlace(const OperationPtr& op) {
+  queue_->leave(op->key, op->token, op->leaseTime);
+  std::lock_guard<std::mutex> guard(mutex_);
+  op->placed = false;
+  finishLocked(op, Lease(), std::move(op->afterLeave));
+}
+
+void AsyncAcquirer::requeueLocked(const OperationPtr& op) {
+  op->stage = Stage::Queued;
+  runQueue_.push_back(op);
+  workReady_.notify_one();
 }
 
 bool AsyncAcquirer::listeningOn(const std::string& key) const {
@@ -293,7 +428,7 @@ void AsyncAcquirer::cancelled(std::uint64_t id) noexcept {
     return;
   }
   if (op->stage == Stage::Parked) unparkLocked(op);
-  finishLocked(op, Lease(), interruptedError(*op, false));
+  endLocked(op, interruptedError(*op, false));
 }
 
 void AsyncAcquirer::finishLocked(const OperationPtr& op, Lease lease, std::exception_ptr error) {
@@ -301,7 +436,7 @@ void AsyncAcquirer::finishLocked(const OperationPtr& op, Lease lease, std::excep
   op->stage = Stage::Done;
   operations_.erase(op->id);
   if (const auto it = keys_.find(op->key); it != keys_.end() && it->second.users > 0) --it->second.users;
-  completions_.push_back(Completion{op, std::move(lease), std::move(error)});
+  completions_.push_back(Completion{op, std::move(lease), std::move(error), std::move(op->grants)});
   completionReady_.notify_one();
 }
 
@@ -349,7 +484,7 @@ void AsyncAcquirer::fireDeadlinesLocked(Clock::time_point now) {
     // Parked only: a queued or running one finishes its try first, then sees its deadline passed.
     if (op == nullptr || op->stage != Stage::Parked) continue;
     unparkLocked(op);
-    finishLocked(op, Lease(), op->outageError);  // an empty Lease, or the outage that lasted
+    endLocked(op, op->outageError);  // an empty Lease, or the outage that lasted
   }
 }
 
@@ -448,7 +583,7 @@ void AsyncAcquirer::close() noexcept {
         continue;
       }
       if (op->stage == Stage::Parked) unparkLocked(op);
-      finishLocked(op, Lease(), interruptedError(*op, true));
+      endLocked(op, interruptedError(*op, true));  // a place is left by a worker before they end
     }
     stopping_ = true;
     workReady_.notify_all();

@@ -13,6 +13,18 @@
 //   Starting/Queued/Parked ─ cancel, close() ───────────────────────────▶ Done (InterruptedError)
 //   Parked ─ deadline ───────────────────▶ Done (an empty Lease; in an outage, its ConnectionError)
 //
+// With a queue (AsyncQueue.h: the fair lock), an operation whose first try found the key taken
+// holds a place in the server's queue instead of parking on a release watch:
+//
+//   Join (join or renew the place) ─ the key is the token's ─ Take ─ the server says so ─▶ Done
+//        └ queued ─▶ Parked ─ its grant watch tells (a hand-off) ─▶ Take ─ not ours ─▶ Parked
+//                           └ waiterLease / 3 ─▶ Join (renewed; finds a hand-off whose message was lost)
+//   cancel, close(), deadline, an error ─▶ Leave (the place, passing on a hand-off) ─▶ Done
+//
+// so the order is one across sync and async waiters, and nothing of a cancelled operation stays
+// queued once it completed. A Take cut off left the place (its token is not used again): the
+// operation rides the outage out and joins anew with another token.
+//
 // Tries are the lock's own single tries (acquire with waitTime 0), run on `workers` threads. Each
 // key with operations gets one release watch, made once a try found the key taken, which is then
 // tried again (so a release between a try and the parking is heard). The one timer thread polls a
@@ -39,6 +51,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "AsyncQueue.h"
 #include "dlock/ILock.h"
 #include "dlock/IOperator.h"
 #include "dlock/async.h"
@@ -57,7 +70,10 @@ class AsyncAcquirer final : public AsyncAcquisition {
   };
 
   // `lock` makes the tries and outlives this object; `backend` is the lock's, for release watches.
-  AsyncAcquirer(ILock& lock, std::shared_ptr<IOperator> backend, Options options);
+  // `queue`: the places of a queued primitive (the fair lock), which its waiters hold; null: the
+  // waiters hold none (the default lock).
+  AsyncAcquirer(ILock& lock, std::shared_ptr<IOperator> backend, Options options,
+                std::shared_ptr<AsyncQueue> queue = nullptr);
   AsyncAcquirer(ILock& lock, std::shared_ptr<IOperator> backend) : AsyncAcquirer(lock, std::move(backend), Options{}) {}
   ~AsyncAcquirer() override;
 
@@ -72,6 +88,11 @@ class AsyncAcquirer final : public AsyncAcquisition {
 
  private:
   enum class Stage : std::uint8_t { Starting, Queued, Running, Parked, Done };
+  // What a worker does for the operation next. Try: the lock's single try. With a queue: Join
+  // (join or renew the place; the key ours: take it), Take (told of a hand-off: take the key if
+  // the server says it is the token's), Poll (a grant watch that cannot tell: look at it), Leave
+  // (the operation is over: leave the place, then complete).
+  enum class Step : std::uint8_t { Try, Join, Take, Poll, Leave };
   struct Operation;
   using OperationPtr = std::shared_ptr<Operation>;
   struct KeyWaiters;
@@ -82,6 +103,17 @@ class AsyncAcquirer final : public AsyncAcquisition {
   void runTimer();
   void runCompletions();
   void attempt(const OperationPtr& op);
+  // A Join, Take or Poll step of an operation with a queue place, and what follows it.
+  void placeAttempt(const OperationPtr& op);
+  void afterPlaceAttempt(const OperationPtr& op, Lease lease, const std::exception_ptr& error);
+  void leavePlace(const OperationPtr& op);
+  // Parks `op` (with a place) until its next renewal, or its grant watch's poll.
+  void parkPlacedLocked(const OperationPtr& op);
+  // The operation ends with `error` (null: an empty Lease): after leaving its place, if it has one.
+  void endLocked(const OperationPtr& op, std::exception_ptr error);
+  void requeueLocked(const OperationPtr& op);
+  // Told by `op`'s grant watch, the backend's lock held.
+  void grantHeard(const std::weak_ptr<Operation>& op) noexcept;
   void ensureWatch(const std::string& key);
   // Asks `watch` to tell the timer of a release; the flag it sets, or nullptr when it cannot.
   std::shared_ptr<std::atomic<bool>> tellTimerOf(IReleaseWatch& watch);
@@ -105,6 +137,7 @@ class AsyncAcquirer final : public AsyncAcquisition {
   ILock& lock_;
   const std::shared_ptr<IOperator> backend_;
   const Options options_;
+  const std::shared_ptr<AsyncQueue> queue_;
 
   mutable std::mutex mutex_;
   std::condition_variable workReady_;
