@@ -250,6 +250,29 @@ TEST_SUITE("AsyncAcquireFairOnRedis") {
     CHECK(queueLength(client, "job") == 0);
   }
 
+  // Its place's renewal is in flight, unanswered, at the wait's end: the operation ends then, not
+  // after the 30 s command timeout, and its place is left once the server answers again.
+  TEST_CASE("an async fair waiter whose server pauses with its renewal in flight completes at its deadline") {
+    RedisProcess server;
+    RedisClient client(server.host(), server.port());
+    const std::string uri = server.uri() + "?command_timeout=30s";
+    auto holder = dlock::LockBuilder().backend(dlock::connect(uri)).fair().build();
+    auto lock = dlock::LockBuilder().backend(dlock::connect(uri)).fair().waiterLease(300ms).build();
+    Lease held = holder->acquire("job");
+    auto pending = lock->acquireAsync("job", waitingAtMost(1500ms));
+    REQUIRE(eventually([&] { return queueLength(client, "job") == 1; }));
+    const auto paused = std::chrono::steady_clock::now();
+    server.pause();  // the next renewal, within 100 ms, waits for an answer
+    const auto status = pending.wait_for(20s);
+    const auto waited = std::chrono::steady_clock::now() - paused;
+    server.resume();
+    REQUIRE(status == std::future_status::ready);
+    CHECK(waited < 10s);
+    CHECK_THROWS_AS(pending.get(), dlock::ConnectionError);  // the outage lasted to the deadline
+    held.release();
+    CHECK(eventually([&] { return queueLength(client, "job") == 0; }));  // left, by the cleanup lane
+  }
+
   TEST_CASE("1000 async fair waiters on 10 keys: each key goes to its waiters in the order they queued") {
     RedisProcess server;
     auto holder = fairLock(server);

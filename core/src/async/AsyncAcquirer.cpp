@@ -8,6 +8,7 @@
 #include "dlock/Validation.h"
 #include "dlock/core/Token.h"
 #include "dlock/detail/Backoff.h"
+#include "dlock/detail/CallBudget.h"
 #include "dlock/detail/Log.h"
 
 namespace dlock::detail {
@@ -184,6 +185,9 @@ void AsyncAcquirer::placeAttempt(const OperationPtr& op) {
   Lease lease;
   std::exception_ptr error;
   try {
+    // Not past the operation's deadline, whatever the server or the link does: a call cut off
+    // there may have landed, so the place is left (Leave) before the operation completes.
+    const CallBudget budget(op->deadline == Deadline::min() ? Deadline::max() : op->deadline);
     bool ours = op->step == Step::Take;
     if (op->step == Step::Join) {
       if (op->token.empty()) op->token = generateToken();
