@@ -9,7 +9,9 @@
 // mean cycle, commands per hand-off (INFO commandstats: what the lock's clients sent), the
 // server's CPU and script time per hand-off, and the counter check; all over the steady window
 // of Contention.h.
-// Usage: dlock_bench_fair_handoff redis://127.0.0.1:PORT PROCESSES SECONDS [LEASE_MS]
+// With `async`, each worker waits with acquireAsync(key).get() (an async waiter's place and
+// hand-off message) instead of lock(key): the two rows of one run compare the hand-offs.
+// Usage: dlock_bench_fair_handoff redis://127.0.0.1:PORT PROCESSES SECONDS [LEASE_MS [async]]
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include "Contention.h"
 #include "RawRedis.h"
 #include "Workers.h"
+#include "dlock/async.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
 
@@ -30,14 +33,23 @@ namespace {
 
 using dlock::bench::Clock;
 
-int worker(const std::string& uri, long long leaseMs, const dlock::bench::Window& window, const std::string& out) {
+// `lease`: the lease in ms, with ":async" for async waiters.
+int worker(const std::string& uri, const std::string& lease, const dlock::bench::Window& window, const std::string& out) {
   auto lock = dlock::LockBuilder()
                   .backend(dlock::connect(uri))
-                  .leaseTime(std::chrono::milliseconds(leaseMs))
+                  .leaseTime(std::chrono::milliseconds(std::atoll(lease.c_str())))
                   .fair()
                   .build();
   dlock::bench::RawRedis data(uri);
-  dlock::bench::writeRecords(out, dlock::bench::runCycles(*lock, data, "bench:fair", "bench:fair-counter", window));
+  if (lease.find(":async") == std::string::npos) {
+    dlock::bench::writeRecords(out, dlock::bench::runCycles(*lock, data, "bench:fair", "bench:fair-counter", window));
+    return 0;
+  }
+  dlock::Lease held;
+  dlock::bench::writeRecords(
+      out, dlock::bench::runCyclesOf(
+               window, [&] { held = lock->acquireAsync("bench:fair").get(); },
+               [&] { dlock::bench::incrementCounter(data, "bench:fair-counter"); }, [&] { held.release(); }));
   return 0;
 }
 
@@ -47,22 +59,24 @@ int main(int argc, char** argv) {
   try {
     if (argc == 8 && std::string(argv[1]) == "--worker") {
       const dlock::bench::Window window = dlock::bench::windowOf(argv);
-      return worker(argv[2], std::atoll(argv[3]), window, argv[7]);
+      return worker(argv[2], argv[3], window, argv[7]);
     }
-    if (argc != 4 && argc != 5) {
-      std::fprintf(stderr, "usage: %s redis://host:port PROCESSES SECONDS [LEASE_MS]\n", argv[0]);
+    if (argc < 4 || argc > 6) {
+      std::fprintf(stderr, "usage: %s redis://host:port PROCESSES SECONDS [LEASE_MS [async]]\n", argv[0]);
       return 2;
     }
+    const bool async = argc == 6 && std::string(argv[5]) == "async";
     const std::string uri = argv[1];
     const int processes = std::atoi(argv[2]);
     const double seconds = std::atof(argv[3]);
-    const long long leaseMs = argc == 5 ? std::atoll(argv[4]) : 2000;
+    const long long leaseMs = argc >= 5 ? std::atoll(argv[4]) : 2000;
 
     dlock::bench::RawRedis admin(uri);
     admin.command({"DEL", "bench:fair-counter"});
     const double rttUs = admin.roundTripUs();
 
-    const dlock::bench::ContendedRun run = dlock::bench::runContended(argv[0], uri, std::to_string(leaseMs), processes, seconds);
+    const dlock::bench::ContendedRun run = dlock::bench::runContended(argv[0], uri, std::to_string(leaseMs) + (async ? ":async" : ""),
+                                                                       processes, seconds);
     const dlock::bench::Merged& merged = run.merged;
     const bool workersOk = run.workersOk;
     const std::vector<dlock::bench::Acquisition>& all = merged.timed;
@@ -99,6 +113,7 @@ int main(int argc, char** argv) {
     const auto perHandoff = [&](double us) { return handoffUs.empty() ? 0.0 : us / static_cast<double>(handoffUs.size()); };
     dlock::bench::JsonLine("fair_handoff")
         .field("processes", static_cast<double>(processes))
+        .field("async", async)
         .field("lease_ms", static_cast<double>(leaseMs))
         .field("rtt_us", rttUs)
         .field("bound_per_s", boundPerS)

@@ -62,9 +62,23 @@ std::shared_ptr<LeaseState> LockCore::reacquire(std::string_view key, std::optio
   return acquireAs(key, Deadline::max(), leaseTime, kNever, std::move(token));
 }
 
-bool LockCore::joinFairQueue(std::string_view key, const std::string& token, std::optional<milliseconds> leaseTime) {
+FairAcquireResult LockCore::joinFairQueue(std::string_view key, const std::string& token,
+                                          std::optional<milliseconds> leaseTime) {
   if (closed()) throwClosed("lock " + quoteKey(key));
-  return capabilities_.fair->queue().fairLock(key, token, ttlFor(leaseTime), options_.waiterLease).acquired;
+  return capabilities_.fair->queue().fairLock(key, token, ttlFor(leaseTime), options_.waiterLease);
+}
+
+std::shared_ptr<LeaseState> LockCore::claimGrant(std::string_view key, const std::string& token,
+                                                 std::uint64_t fencingToken, std::optional<milliseconds> leaseTime) {
+  if (closed()) throwClosed("lock " + quoteKey(key));
+  if (!leaseTime) leaseTime = options_.leaseTime;
+  const bool renewed = !leaseTime.has_value();
+  const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
+  // As a sync heir confirms its hand-off (GrantClaim.h): the claim extended to the ttl, and only
+  // an extend that finds the key this token's makes it the holder.
+  const Clock::time_point sentAt = clock_->now();
+  if (!backend_->extend(key, token, ttl)) return nullptr;
+  return holding(key, token, "fair, async, ", Held{fencingToken, sentAt, ttl}, ttl, renewed);
 }
 
 std::shared_ptr<LeaseState> LockCore::takeAs(std::string_view key, std::optional<milliseconds> leaseTime,
@@ -129,14 +143,20 @@ std::optional<Held> LockCore::waitBy(std::string_view key, Deadline deadline, mi
 
 std::shared_ptr<LeaseState> LockCore::holding(std::string_view key, Attempt& attempt, const Held& held,
                                               milliseconds ttl, bool renewed, LeaseKind kind, std::uint32_t weight) {
+  return holding(key, attempt.takeToken(), attempt.kind(), held, ttl, renewed, kind, weight);
+}
+
+std::shared_ptr<LeaseState> LockCore::holding(std::string_view key, std::string token, const char* how,
+                                              const Held& held, milliseconds ttl, bool renewed, LeaseKind kind,
+                                              std::uint32_t weight) {
   counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
-  auto lease = std::make_shared<LeaseState>(std::string(key), attempt.takeToken(), held.fencingToken, ttl, renewed,
+  auto lease = std::make_shared<LeaseState>(std::string(key), std::move(token), held.fencingToken, ttl, renewed,
                                             held.sentAt + knownValidity(held.validity, ttl), kind);
   lease->countIn(counters_, weight);
   if (renewed) watchdog_->add(lease);
   if (log_->should_log(spdlog::level::debug)) {
     log_->debug("dlock: acquired {} (lock {}) on {} ({}fencing token {})", quoteKey(key), quoteKey(options_.name),
-                backend_->describe(), attempt.kind(), held.fencingToken);
+                backend_->describe(), how, held.fencingToken);
   }
   return lease;
 }

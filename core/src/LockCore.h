@@ -123,10 +123,15 @@ class LockCore {
   [[nodiscard]] const LockCounters& counters() const noexcept { return *counters_; }
 
   // For an async waiter of a fair lock (FairAsyncQueue.h), by its `token`: one try that joins or
-  // renews its place (true: the key is the token's); the key taken as a lease when it is the
+  // renews its place (acquired: the key is the token's); the key taken as a lease when it is the
   // token's (one try that never queues; nullptr when not); the place left for good, within
   // `deadline`, else on the cleanup lane. The fair lock's only.
-  bool joinFairQueue(std::string_view key, const std::string& token, std::optional<std::chrono::milliseconds> leaseTime);
+  FairAcquireResult joinFairQueue(std::string_view key, const std::string& token,
+                                  std::optional<std::chrono::milliseconds> leaseTime);
+  // A hand-off heard by the token's grant watch, confirmed by the server (the claim extended to
+  // the hold's ttl: GrantClaim.h): the lease; nullptr when the key is not the token's (any more).
+  std::shared_ptr<LeaseState> claimGrant(std::string_view key, const std::string& token, std::uint64_t fencingToken,
+                                         std::optional<std::chrono::milliseconds> leaseTime);
   std::shared_ptr<LeaseState> takeAs(std::string_view key, std::optional<std::chrono::milliseconds> leaseTime,
                                      const CancelToken& cancel, std::string token);
   void leaveFairQueue(std::string_view key, const std::string& token,
@@ -144,6 +149,10 @@ class LockCore {
                                         std::string token);
   // The lease of what `attempt` holds: watched by the watchdog when `renewed`.
   std::shared_ptr<LeaseState> holding(std::string_view key, Attempt& attempt, const Held& held,
+                                      std::chrono::milliseconds ttl, bool renewed,
+                                      LeaseKind kind = LeaseKind::Exclusive, std::uint32_t weight = 1);
+  // The same for `token`; `how` names the kind of acquire in the log ("fair, ").
+  std::shared_ptr<LeaseState> holding(std::string_view key, std::string token, const char* how, const Held& held,
                                       std::chrono::milliseconds ttl, bool renewed,
                                       LeaseKind kind = LeaseKind::Exclusive, std::uint32_t weight = 1);
   // LockLostError for `lease`, moving it from Releasing to Lost when `releasing` (and counting it).

@@ -38,6 +38,7 @@ struct AsyncAcquirer::Operation {
   std::unique_ptr<IGrantWatch> grants;  // moved to its Completion: destroyed unlocked (it calls back)
   bool grantsTell = false;    // `grants` tells of a hand-off (else Poll steps look)
   Clock::time_point renewAt;  // the place's next renewal (a Join)
+  std::int64_t lastJoinMillis = 0;  // the backend's clock at the last join: older grants answered earlier ones
   std::exception_ptr afterLeave;  // what a Leave step completes with (null: an empty Lease)
 };
 
@@ -184,12 +185,20 @@ void AsyncAcquirer::attempt(const OperationPtr& op) {
 void AsyncAcquirer::placeAttempt(const OperationPtr& op) {
   Lease lease;
   std::exception_ptr error;
+  bool tokenLeft = false;  // a take() that threw left the place: the token is not used again
   try {
     // Not past the operation's deadline, whatever the server or the link does: a call cut off
     // there may have landed, so the place is left (Leave) before the operation completes.
     const CallBudget budget(op->deadline == Deadline::min() ? Deadline::max() : op->deadline);
-    bool ours = op->step == Step::Take;
-    if (op->step == Step::Join) {
+    bool ask = op->step == Step::Join;
+    if (op->step != Step::Join) {
+      // Told of (Take), or looking for (Poll), a hand-off: one the server then confirms is a Lease;
+      // a possible miss is asked about (a join); nothing heard: parked again.
+      const Grant grant = freshGrant(*op);
+      if (grant.kind == Grant::Kind::Granted) lease = queue_->claim(op->key, op->token, grant, op->leaseTime);
+      ask = grant.kind == Grant::Kind::Recheck;
+    }
+    if (ask) {
       if (op->token.empty()) op->token = generateToken();
       if (op->grants == nullptr) {
         // Listening before the join, so a hand-off right after it is heard.
@@ -200,19 +209,30 @@ void AsyncAcquirer::placeAttempt(const OperationPtr& op) {
       }
       op->placed = true;  // from the send on: a join cut off may have queued the token
       op->renewAt = Clock::now() + queue_->renewal();
-      ours = queue_->join(op->key, op->token, op->leaseTime);
-    } else if (op->step == Step::Poll) {
-      ours = op->grants->waitForGrant(milliseconds(0)).kind != Grant::Kind::None;
+      const FairAcquireResult joined = queue_->join(op->key, op->token, op->leaseTime);
+      op->lastJoinMillis = joined.backendMillis;
+      if (joined.acquired) {
+        tokenLeft = true;
+        lease = queue_->take(op->key, op->token, op->leaseTime, op->cancel);
+        tokenLeft = false;
+      }
     }
-    // The server decides: the key is the token's (a hand-off, or the head of a free key), or not.
-    if (ours) lease = queue_->take(op->key, op->token, op->leaseTime, op->cancel);
   } catch (...) {
     error = std::current_exception();
   }
-  afterPlaceAttempt(op, std::move(lease), error);
+  afterPlaceAttempt(op, std::move(lease), error, tokenLeft);
 }
 
-void AsyncAcquirer::afterPlaceAttempt(const OperationPtr& op, Lease lease, const std::exception_ptr& error) {
+Grant AsyncAcquirer::freshGrant(Operation& op) {
+  Grant grant = op.grants->waitForGrant(milliseconds(0));
+  while (grant.kind == Grant::Kind::Granted && grant.backendMillis < op.lastJoinMillis) {
+    grant = op.grants->waitForGrant(milliseconds(0));  // answered an earlier join: dropped (GrantClaim.h)
+  }
+  return grant;
+}
+
+void AsyncAcquirer::afterPlaceAttempt(const OperationPtr& op, Lease lease, const std::exception_ptr& error,
+                                      bool tokenLeft) {
   std::unique_lock<std::mutex> guard(mutex_);
   if (!error) {
     op->outage.reset();
@@ -229,7 +249,7 @@ void AsyncAcquirer::afterPlaceAttempt(const OperationPtr& op, Lease lease, const
     finishLocked(op, std::move(lease), nullptr);
   } else if (error && ridesOutLocked(op, error)) {
     // A take cut off left the place (its token is not used again): join anew with another.
-    if (op->step == Step::Take || op->step == Step::Poll) {
+    if (tokenLeft) {
       op->token.clear();
       op->placed = false;
       std::unique_ptr<IGrantWatch> old = std::move(op->grants);

@@ -16,8 +16,9 @@
 // With a queue (AsyncQueue.h: the fair lock), an operation whose first try found the key taken
 // holds a place in the server's queue instead of parking on a release watch:
 //
-//   Join (join or renew the place) ─ the key is the token's ─ Take ─ the server says so ─▶ Done
-//        └ queued ─▶ Parked ─ its grant watch tells (a hand-off) ─▶ Take ─ not ours ─▶ Parked
+//   Join (join or renew the place) ─ the key is the token's: taken (one try) ─────────────▶ Done
+//        └ queued ─▶ Parked ─ its grant watch tells ─▶ Take: a hand-off, its claim extended ─▶ Done
+//                           │                             └ not ours, or nothing ─▶ Parked
 //                           └ waiterLease / 3 ─▶ Join (renewed; finds a hand-off whose message was lost)
 //   cancel, close(), deadline, an error ─▶ Leave (the place, passing on a hand-off) ─▶ Done
 //
@@ -89,7 +90,7 @@ class AsyncAcquirer final : public AsyncAcquisition {
  private:
   enum class Stage : std::uint8_t { Starting, Queued, Running, Parked, Done };
   // What a worker does for the operation next. Try: the lock's single try. With a queue: Join
-  // (join or renew the place; the key ours: take it), Take (told of a hand-off: take the key if
+  // (join or renew the place; the key ours: take it), Take (told of a hand-off: claim the key if
   // the server says it is the token's), Poll (a grant watch that cannot tell: look at it), Leave
   // (the operation is over: leave the place, then complete).
   enum class Step : std::uint8_t { Try, Join, Take, Poll, Leave };
@@ -105,7 +106,9 @@ class AsyncAcquirer final : public AsyncAcquisition {
   void attempt(const OperationPtr& op);
   // A Join, Take or Poll step of an operation with a queue place, and what follows it.
   void placeAttempt(const OperationPtr& op);
-  void afterPlaceAttempt(const OperationPtr& op, Lease lease, const std::exception_ptr& error);
+  void afterPlaceAttempt(const OperationPtr& op, Lease lease, const std::exception_ptr& error, bool tokenLeft);
+  // The next grant on `op`'s watch that answers its last join (older ones are dropped unread).
+  static Grant freshGrant(Operation& op);
   void leavePlace(const OperationPtr& op);
   // Parks `op` (with a place) until its next renewal, or its grant watch's poll.
   void parkPlacedLocked(const OperationPtr& op);

@@ -26,9 +26,14 @@ class AsyncQueue {
   AsyncQueue& operator=(const AsyncQueue&) = delete;
   virtual ~AsyncQueue() = default;
 
-  // One try that joins `token`'s place at the tail, or renews it where it is: true when the key
-  // is the token's now (take() makes it a Lease). Throws what the backend throws.
-  virtual bool join(const std::string& key, const std::string& token, Lifetime leaseTime) = 0;
+  // One try that joins `token`'s place at the tail, or renews it where it is: acquired when the
+  // key is the token's now (take() makes it a Lease); backendMillis dates it (a grant older than
+  // the last join answered an earlier one). Throws what the backend throws.
+  virtual FairAcquireResult join(const std::string& key, const std::string& token, Lifetime leaseTime) = 0;
+  // A hand-off `grant` heard for `token`, confirmed by the server: the Lease, or an empty one when
+  // the key is not the token's (any more); the place stays either way. Throws what the backend
+  // throws (the place stays then too).
+  virtual Lease claim(const std::string& key, const std::string& token, const Grant& grant, Lifetime leaseTime) = 0;
   // Hand-off messages for `token`, made before its first join.
   virtual std::unique_ptr<IGrantWatch> watch(const std::string& key, const std::string& token) = 0;
   // The key as a Lease when it is `token`'s now (one try that never queues), else an empty Lease

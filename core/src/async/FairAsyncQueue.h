@@ -23,8 +23,13 @@ class FairAsyncQueue final : public AsyncQueue {
 
   explicit FairAsyncQueue(std::shared_ptr<LockCore> core) : core_(std::move(core)) {}
 
-  bool join(const std::string& key, const std::string& token, Lifetime leaseTime) override {
+  FairAcquireResult join(const std::string& key, const std::string& token, Lifetime leaseTime) override {
     return core_->joinFairQueue(key, token, leaseTime);
+  }
+  Lease claim(const std::string& key, const std::string& token, const Grant& grant, Lifetime leaseTime) override {
+    std::shared_ptr<LeaseState> lease = core_->claimGrant(key, token, grant.fencingToken, leaseTime);
+    if (!lease) return Lease();
+    return Lease(std::make_unique<HeldLease>(core_, std::move(lease)));
   }
   std::unique_ptr<IGrantWatch> watch(const std::string& key, const std::string& token) override {
     return core_->capabilities().fair->queue().watchGrants(key, token);
