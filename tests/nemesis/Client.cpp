@@ -7,9 +7,11 @@
 //
 //   dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T
 //       --lease-ms L --acquire-timeout-ms A --history FILE
-//       [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] [--control FILE]
-//       [--broken VARIANT] [--primitive lock|rw|sem|cond|elect] [--capacity C]
+//       [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] [--async 1]
+//       [--control FILE] [--broken VARIANT] [--primitive lock|rw|sem|cond|elect] [--capacity C]
 //
+// --async 1 waits with acquireAsync (dlock/async.h) instead of acquire, and cancels one in four of
+// the drawn acquires at a moment drawn from their timeout.
 // The hold between the counter's GET and SET is H ms, or drawn from [H, M] with --hold-max-ms.
 // --fair 1 runs the fair lock (LockBuilder::fair) with a waiter lease of --lease-ms.
 // --lease-ms is the watchdog's lease; --fixed-lease-ms F acquires with a fixed lease of F instead
@@ -86,6 +88,7 @@ struct Args {
   milliseconds hang{60'000};
   std::optional<milliseconds> fixedLease;
   bool fair = false;
+  bool async = false;
   std::string history;
   std::string control;
   std::string broken;
@@ -95,7 +98,7 @@ struct Args {
 
 constexpr const char* kUsage =
     "usage: dlock_nemesis_client --uri URI --store HOST:PORT --id N --keys k1,k2 --seed S --run-ms T --lease-ms L "
-    "--acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] "
+    "--acquire-timeout-ms A --history FILE [--hold-ms H] [--hold-max-ms M] [--hang-ms G] [--fixed-lease-ms F] [--fair 1] [--async 1] "
     "[--control FILE] [--broken VARIANT (BrokenOperator.h, BrokenShared.h, BrokenCondition.h)] [--primitive lock|rw|sem|cond|elect] [--capacity C]\n"
     "(see the top of tests/nemesis/Client.cpp)\n";
 
@@ -159,6 +162,7 @@ Args parseArgs(int argc, char** argv) {
   if (auto hang = take("--hang-ms", false)) args.hang = milliseconds(number("--hang-ms", *hang));
   if (auto fixed = take("--fixed-lease-ms", false)) args.fixedLease = milliseconds(number("--fixed-lease-ms", *fixed));
   if (auto fair = take("--fair", false)) args.fair = number("--fair", *fair) != 0;
+  if (auto async = take("--async", false)) args.async = number("--async", *async) != 0;
   if (auto control = take("--control", false)) args.control = *control;
   if (auto primitive = take("--primitive", false)) args.primitive = *primitive;
   if (args.primitive != "lock" && args.primitive != "rw" && args.primitive != "sem" && args.primitive != "cond" &&
@@ -442,12 +446,40 @@ class CancelOnRequest {
 };
 
 // One client's loop: acquire, read, hold, write, fenced write, release.
+// Runs `action` on its own thread `after` from now unless dismissed first (the destructor
+// dismisses and joins): a cancel or a close() at a drawn moment of a wait.
+class DrawnMoment {
+ public:
+  DrawnMoment(milliseconds after, std::function<void()> action)
+      : thread_([this, after, action = std::move(action)] {
+          std::unique_lock<std::mutex> guard(mutex_);
+          if (!wake_.wait_for(guard, after, [this] { return dismissed_; })) action();
+        }) {}
+  DrawnMoment(const DrawnMoment&) = delete;
+  DrawnMoment& operator=(const DrawnMoment&) = delete;
+  ~DrawnMoment() {
+    {
+      const std::lock_guard<std::mutex> guard(mutex_);
+      dismissed_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool dismissed_ = false;  // guarded by mutex_
+  std::thread thread_;      // last: it uses the members above
+};
+
 class Workload {
  public:
   Workload(const Args& args, Recorder& recorder, dlock::nemesis::FencedStore& store, dlock::ILock& lock)
       : args_(args), recorder_(recorder), store_(store), lock_(lock),
         random_(args.seed * 1000003 + static_cast<std::uint64_t>(args.id)),
-        pick_(0, args.keys.size() - 1), holdFor_(args.hold.count(), args.holdMax.count()) {}
+        pick_(0, args.keys.size() - 1), holdFor_(args.hold.count(), args.holdMax.count()),
+        cancelAfter_(0, std::max<long long>(1, args.acquireTimeout.count())) {}
 
   void iteration() {
     const std::optional<HoldRequest> request = pendingRequest(args_.control);
@@ -462,7 +494,17 @@ class Workload {
       dlock::CancelSource cancel;
       std::optional<CancelOnRequest> cancelOnRequest;
       if (request) cancelOnRequest.emplace(recorder_, args_.control, key, cancel);
-      lease = lock_.acquire(key, dlock::AcquireOptions{timeout, leaseTime, cancel.token()});
+      const dlock::AcquireOptions options{timeout, leaseTime, cancel.token()};
+      if (!args_.async) {
+        lease = lock_.acquire(key, options);
+      } else {
+        // One in four drawn acquires cancelled while pending (or as it completes): InterruptedError.
+        std::optional<DrawnMoment> cancelAt;
+        if (!request && cancelDraw_(random_) == 0) {
+          cancelAt.emplace(milliseconds(cancelAfter_(random_)), [&cancel] { cancel.requestCancel(); });
+        }
+        lease = lock_.acquireAsync(key, options).get();
+      }
       if (!lease) return Outcome{Kind::Fail, "timeout", 0};
       // The owner token, for the checker to match with the server's record (ServerObserver.h).
       return Outcome{Kind::Ok, lease.token(), lease.fencingToken()};
@@ -510,33 +552,8 @@ class Workload {
   std::mt19937_64 random_;
   std::uniform_int_distribution<std::size_t> pick_;
   std::uniform_int_distribution<long long> holdFor_;
-};
-
-// Runs `action` on its own thread `after` from now unless dismissed first (the destructor
-// dismisses and joins): a cancel or a close() at a drawn moment of a wait.
-class DrawnMoment {
- public:
-  DrawnMoment(milliseconds after, std::function<void()> action)
-      : thread_([this, after, action = std::move(action)] {
-          std::unique_lock<std::mutex> guard(mutex_);
-          if (!wake_.wait_for(guard, after, [this] { return dismissed_; })) action();
-        }) {}
-  DrawnMoment(const DrawnMoment&) = delete;
-  DrawnMoment& operator=(const DrawnMoment&) = delete;
-  ~DrawnMoment() {
-    {
-      const std::lock_guard<std::mutex> guard(mutex_);
-      dismissed_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool dismissed_ = false;  // guarded by mutex_
-  std::thread thread_;      // last: it uses the members above
+  std::uniform_int_distribution<int> cancelDraw_{0, 3};
+  std::uniform_int_distribution<long long> cancelAfter_;
 };
 
 // A --control request's PERMITS field for a read-write client: the requested hold's mode; a read

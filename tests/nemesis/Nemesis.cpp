@@ -164,6 +164,7 @@ ClientSettings settingsFor(const Arguments& args, const char* self, const Timing
   settings.extraArguments = {"--hold-max-ms", std::to_string(timing.holdMax.count())};
   if (!args.broken.empty()) settings.extraArguments.insert(settings.extraArguments.end(), {"--broken", args.broken});
   if (scenario.fair) settings.extraArguments.insert(settings.extraArguments.end(), {"--fair", "1"});
+  if (scenario.async) settings.extraArguments.insert(settings.extraArguments.end(), {"--async", "1"});
   if (scenario.primitive != "lock") {
     const std::uint32_t capacity = scenario.primitive == "cond" ? kBufferCapacity : kSemaphoreCapacity;
     settings.extraArguments.insert(settings.extraArguments.end(),

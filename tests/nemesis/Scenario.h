@@ -120,6 +120,8 @@ struct Scenario {
   // A "cond" scenario whose fault is aimed at an await itself (judged by check 7): a run where no
   // await met a signal after it leaves check 10 out, saying so, instead of failing as vacuous.
   bool signalsOptional = false;
+  // The lock's clients wait with acquireAsync, a quarter of their drawn acquires cancelled.
+  bool async = false;
 };
 
 // The semaphore scenarios' capacity. A client asks for one permit, or a third of the time (and

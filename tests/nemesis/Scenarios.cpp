@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "AwaiterFaults.h"
@@ -1068,8 +1069,26 @@ const FaultExpectation kOutlivedKept{true, true, Taken::no};
 
 }  // namespace
 
+// `base`'s faults on clients that wait with acquireAsync: faults on pending acquires and on their
+// holders, with cancels of pending ones besides.
+std::vector<Scenario> asyncOf(const std::vector<Scenario>& all, const std::vector<std::string>& names) {
+  std::vector<Scenario> async;
+  for (const std::string& name : names) {
+    const auto base = std::find_if(all.begin(), all.end(),
+                                   [&](const Scenario& s) { return s.topology == "single" && s.name == name; });
+    if (base == all.end()) throw std::logic_error("no single scenario " + name);
+    Scenario scenario = *base;
+    scenario.name = "async-" + name;
+    scenario.summary = "async waiters (acquireAsync, a quarter cancelled): " + scenario.summary;
+    scenario.async = true;
+    async.push_back(std::move(scenario));
+  }
+  return async;
+}
+
 const std::vector<Scenario>& scenarios() {
-  static const std::vector<Scenario> all = {
+  static const std::vector<Scenario> all = [] {
+    std::vector<Scenario> list = {
       {"single", "partition", "a holder cut off from the server for 2.5 leases", "", kTaken, single(), partitionClient},
       {"single", "partition-renewed",
        "a holder cut off from the server for 2.5 leases after one or three renewals, or during its second", "", kTaken,
@@ -1263,7 +1282,13 @@ const std::vector<Scenario>& scenarios() {
       {"cluster", "elect-mixed",
        "election: each cycle one of partition, pause, latency or SIGKILL of the leader, drawn from the seed", "", kHit,
        cluster, electMixedReplicated, false, "", "elect"},
-  };
+    };
+    const std::vector<Scenario> async =
+        asyncOf(list, {"partition", "kill-client", "pause-server", "fair-partition", "fair-kill-client",
+                       "fair-waiter-pause", "fair-waiter-mixed"});
+    list.insert(list.end(), async.begin(), async.end());
+    return list;
+  }();
   return all;
 }
 
