@@ -12,6 +12,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "FairAttempt.h"
 #include "dlock/IReadWriteOperator.h"
@@ -21,9 +22,10 @@ namespace dlock::detail {
 class ReadWriteAttempt final : public Attempt {
  public:
   // `tools.backend` is `side` (whose extend renews this mode's hold); `waiterLease` zero for a
-  // single try.
-  ReadWriteAttempt(const AttemptTools& tools, FairBackend& side, ReadWriteMode mode, std::chrono::milliseconds waiterLease)
-      : fair_(tools, side, waiterLease), mode_(mode) {}
+  // single try; `token` a place held already (an async waiter's), empty for a new one.
+  ReadWriteAttempt(const AttemptTools& tools, FairBackend& side, ReadWriteMode mode, std::chrono::milliseconds waiterLease,
+                   std::string token = {})
+      : fair_(tools, side, waiterLease, std::move(token)), mode_(mode) {}
 
   [[nodiscard]] std::chrono::milliseconds placeRenewal() const noexcept override { return fair_.placeRenewal(); }
   TryResult tryAcquire(const WaitState& state) override { return fair_.tryAcquire(state); }

@@ -60,6 +60,49 @@ ReadWriteCore::~ReadWriteCore() {
 
 std::shared_ptr<LeaseState> ReadWriteCore::acquire(ReadWriteMode mode, std::string_view key, Deadline deadline,
                                                    std::optional<milliseconds> leaseTime, const CancelToken& cancel) {
+  return acquireAs(mode, key, deadline, leaseTime, cancel, {});
+}
+
+FairAcquireResult ReadWriteCore::joinQueue(ReadWriteMode mode, std::string_view key, const std::string& token,
+                                           std::optional<milliseconds> leaseTime) {
+  if (closed()) throwClosed(std::string(mode == ReadWriteMode::Read ? "read" : "write") + " lock " + quoteKey(key));
+  return side(mode).queue().fairLock(key, token, ttlFor(leaseTime), options_.waiterLease);
+}
+
+std::unique_ptr<IGrantWatch> ReadWriteCore::watchGrants(ReadWriteMode mode, std::string_view key,
+                                                        const std::string& token) {
+  return side(mode).queue().watchGrants(key, token);
+}
+
+std::shared_ptr<LeaseState> ReadWriteCore::claimGrant(ReadWriteMode mode, std::string_view key, const std::string& token,
+                                                      std::uint64_t fencingToken, std::optional<milliseconds> leaseTime) {
+  if (closed()) throwClosed(std::string(mode == ReadWriteMode::Read ? "read" : "write") + " lock " + quoteKey(key));
+  if (!leaseTime) leaseTime = options_.leaseTime;
+  const bool renewed = !leaseTime.has_value();
+  const milliseconds ttl = renewed ? options_.watchdogLease : *leaseTime;
+  // As a sync heir confirms (GrantClaim.h): this mode's hold extended to the ttl, on the server's word.
+  const Clock::time_point sentAt = clock_->now();
+  if (!side(mode).extend(key, token, ttl)) return nullptr;
+  counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);
+  return holding(key, mode, token, fencingToken, sentAt, ttl, ttl, renewed);
+}
+
+std::shared_ptr<LeaseState> ReadWriteCore::takeAs(ReadWriteMode mode, std::string_view key,
+                                                  std::optional<milliseconds> leaseTime, const CancelToken& cancel,
+                                                  std::string token) {
+  return acquireAs(mode, key, WaitPolicy::kTryOnce, leaseTime, cancel, std::move(token));
+}
+
+void ReadWriteCore::leaveQueue(ReadWriteMode mode, std::string_view key, const std::string& token,
+                               std::optional<milliseconds> leaseTime, CallBudget::TimePoint deadline) noexcept {
+  const std::shared_ptr<IOperator> sideBackend = mode == ReadWriteMode::Read ? read_ : write_;
+  const AttemptTools tools{sideBackend, *clock_, cleanup_, key, ttlFor(leaseTime)};
+  leaveFairQueue(tools, side(mode), token, options_.waiterLease, deadline);
+}
+
+std::shared_ptr<LeaseState> ReadWriteCore::acquireAs(ReadWriteMode mode, std::string_view key, Deadline deadline,
+                                                     std::optional<milliseconds> leaseTime, const CancelToken& cancel,
+                                                     std::string token) {
   if (closed()) throwClosed(std::string(mode == ReadWriteMode::Read ? "read" : "write") + " lock " + quoteKey(key));
   if (!leaseTime) leaseTime = options_.leaseTime;
   const bool renewed = !leaseTime.has_value();
@@ -69,7 +112,8 @@ std::shared_ptr<LeaseState> ReadWriteCore::acquire(ReadWriteMode mode, std::stri
   const CountedWait counted(counters_->waiting[static_cast<std::size_t>(kindOf(mode))], !policy.once());
   const std::shared_ptr<IOperator> sideBackend = mode == ReadWriteMode::Read ? read_ : write_;
   const AttemptTools tools{sideBackend, *clock_, cleanup_, key, ttl};
-  ReadWriteAttempt attempt(tools, side(mode), mode, policy.once() ? milliseconds(0) : options_.waiterLease);
+  ReadWriteAttempt attempt(tools, side(mode), mode, policy.once() ? milliseconds(0) : options_.waiterLease,
+                           std::move(token));
   const std::optional<Held> held = loop.run(attempt, policy);
   if (!held) return nullptr;
   counters_->acquisitions.fetch_add(1, std::memory_order_relaxed);

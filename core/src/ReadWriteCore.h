@@ -31,6 +31,7 @@
 #include "dlock/ILock.h"
 #include "dlock/IReadWriteOperator.h"
 #include "dlock/LockOptions.h"
+#include "dlock/detail/CallBudget.h"
 #include "dlock/detail/Fork.h"
 
 namespace dlock::detail {
@@ -52,6 +53,23 @@ class ReadWriteCore {
   // wait); then nothing is held.
   std::shared_ptr<LeaseState> acquire(ReadWriteMode mode, std::string_view key, Deadline deadline,
                                       std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel);
+
+  // For an async waiter (ReadWriteAsyncQueue.h), as LockCore's for the fair lock's: one try that
+  // joins or renews `token`'s place for a `mode` hold; its hand-off watch; a hand-off confirmed
+  // (this mode's hold extended: nullptr when not the token's); the hold taken when it is the
+  // token's (one try that never queues); the place left for good, within `deadline`, else on the
+  // cleanup lane.
+  FairAcquireResult joinQueue(ReadWriteMode mode, std::string_view key, const std::string& token,
+                              std::optional<std::chrono::milliseconds> leaseTime);
+  std::unique_ptr<IGrantWatch> watchGrants(ReadWriteMode mode, std::string_view key, const std::string& token);
+  std::shared_ptr<LeaseState> claimGrant(ReadWriteMode mode, std::string_view key, const std::string& token,
+                                         std::uint64_t fencingToken, std::optional<std::chrono::milliseconds> leaseTime);
+  std::shared_ptr<LeaseState> takeAs(ReadWriteMode mode, std::string_view key,
+                                     std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel,
+                                     std::string token);
+  void leaveQueue(ReadWriteMode mode, std::string_view key, const std::string& token,
+                  std::optional<std::chrono::milliseconds> leaseTime, CallBudget::TimePoint deadline) noexcept;
+  [[nodiscard]] const std::shared_ptr<IOperator>& backend() const noexcept { return backend_; }
 
   // Thread holds kept for close(), and close() itself, as LockCore's (KeptHolds.h): closing
   // ends the waits of both sides and releases the holds of both.
@@ -98,6 +116,13 @@ class ReadWriteCore {
   }
 
  private:
+  std::shared_ptr<LeaseState> acquireAs(ReadWriteMode mode, std::string_view key, Deadline deadline,
+                                        std::optional<std::chrono::milliseconds> leaseTime, const CancelToken& cancel,
+                                        std::string token);
+  [[nodiscard]] std::chrono::milliseconds ttlFor(std::optional<std::chrono::milliseconds> leaseTime) const {
+    if (!leaseTime) leaseTime = options_.leaseTime;
+    return leaseTime ? *leaseTime : options_.watchdogLease;
+  }
   std::shared_ptr<LeaseState> holding(std::string_view key, ReadWriteMode mode, std::string token,
                                       std::uint64_t fencingToken, Clock::time_point sentAt,
                                       std::chrono::milliseconds validity, std::chrono::milliseconds ttl, bool renewed);

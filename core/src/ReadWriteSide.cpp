@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "HeldLease.h"
+#include "async/ReadWriteAsyncQueue.h"
 #include "dlock/LockError.h"
 #include "dlock/Validation.h"
 #include "dlock/core/Condition.h"
@@ -19,7 +20,16 @@ ReadWriteMode otherMode(ReadWriteMode mode) {
 }  // namespace
 
 ReadWriteSide::ReadWriteSide(std::shared_ptr<ReadWriteOwners> owners, ReadWriteMode mode)
-    : owners_(std::move(owners)), core_(owners_->core), mode_(mode), name_(mode == ReadWriteMode::Read ? "read" : "write") {}
+    : owners_(std::move(owners)),
+      core_(owners_->core),
+      mode_(mode),
+      name_(mode == ReadWriteMode::Read ? "read" : "write"),
+      async_([this] {
+        AsyncAcquirer::Options options;
+        options.outageTolerance = core_->options().outageTolerance;
+        return std::make_shared<AsyncAcquirer>(*this, core_->backend(), options,
+                                               std::make_shared<ReadWriteAsyncQueue>(core_, mode_));
+      }) {}
 
 RequestIdHolder::Hold* ReadWriteSide::own(std::string_view key) const {
   return RequestIdHolder::find(core_->sideId(mode_), key);

@@ -24,6 +24,8 @@
 #include <memory>
 
 #include "ReadWriteCore.h"
+#include "async/AsyncAcquirer.h"
+#include "dlock/detail/Fork.h"
 #include "dlock/ILock.h"
 #include "dlock/core/RequestIdHolder.h"
 
@@ -32,7 +34,7 @@ namespace dlock::detail {
 class ReadWriteSide final : public ILock {
  public:
   ReadWriteSide(std::shared_ptr<ReadWriteOwners> owners, ReadWriteMode mode);
-  ~ReadWriteSide() override = default;
+  ~ReadWriteSide() override { async_->close(); }
 
   // True when `hold`, this thread's read hold, is carried by its write hold (it has no lease of
   // its own).
@@ -50,7 +52,11 @@ class ReadWriteSide final : public ILock {
                        const CancelToken& cancel) override;
   void doExtend(std::string_view key, std::chrono::milliseconds ttl) override;
   [[nodiscard]] std::chrono::milliseconds doRemainingLease(std::string_view key) const override;
-  void doClose() noexcept override { core_->close(); }
+  void doClose() noexcept override {
+    async_->close();  // first: its tries in flight use the core
+    core_->close();
+  }
+  AsyncAcquisition& doAsyncAcquisition() override { return *async_; }
   void doOnLockLost(LostHandler handler) override;
   // ConfigError: a read-write lock keeps no conditions (the JDK's read lock has none either).
   [[nodiscard]] Condition doNewCondition(std::string_view key, std::string_view name) override;
@@ -74,6 +80,8 @@ class ReadWriteSide final : public ILock {
   const std::shared_ptr<ReadWriteCore> core_;  // owners_'s
   const ReadWriteMode mode_;
   const char* const name_;  // "read" or "write", for messages
+  // acquireAsync's (a waiter holds a place in the name's queue); a forked child has none of its parent's
+  ForkLocal<AsyncAcquirer> async_;
 };
 
 }  // namespace dlock::detail

@@ -15,17 +15,21 @@
 #include <thread>
 #include <vector>
 
+#include "Eventually.h"
 #include "AsyncScenarios.h"
 #include "ExceptionPtrTsan.h"
 #include "ForkedChild.h"
 #include "RedisClient.h"
 #include "RedisProcess.h"
+#include "dlock/IReadWriteOperator.h"
 #include "dlock/LockError.h"
 #include "dlock/async.h"
 #include "dlock/connect.h"
 #include "dlock/core/LockBuilder.h"
+#include "dlock/core/ReadWriteLock.h"
 
 using namespace std::chrono_literals;
+using dlock::test::eventually;
 using dlock::AcquireOptions;
 using dlock::Lease;
 using dlock::test::RedisClient;
@@ -176,14 +180,6 @@ long long queueLength(RedisClient& client, const std::string& key) {
   return client.ok({"LLEN", "dlock:{" + key + "}:fair:queue"}).integer;
 }
 
-bool eventually(const std::function<bool()>& done) {
-  const auto until = std::chrono::steady_clock::now() + 30s;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 std::shared_ptr<dlock::ILock> fairLock(const RedisProcess& server) {
   return dlock::LockBuilder().backend(dlock::connect(server.uri())).fair().build();
@@ -309,3 +305,39 @@ TEST_SUITE("AsyncAcquireFairOnRedis") {
     for (const auto& keyOrder : order) CHECK(keyOrder == expected);
   }
 }
+
+TEST_SUITE("AsyncReadWriteOnRedis") {
+  // A read-write lock's async waiters hold places in the name's queue on the server, as its sync
+  // ones do, woken by their own hand-off messages.
+  TEST_CASE("an async writer behind a reader, and an async reader behind it: each gets in, in order, and a cancel leaves the queue") {
+    RedisProcess server;
+    auto backend = dlock::connect(server.uri());
+    auto& rwOperator = dynamic_cast<dlock::IReadWriteOperator&>(*backend);
+    auto holder = dlock::LockBuilder().backend(dlock::connect(server.uri())).buildReadWrite();
+    auto rw = dlock::LockBuilder().backend(backend).buildReadWrite();
+    const auto waiting = [&] { return rwOperator.inspectReadWrite("doc").waiters.size(); };
+    Lease read = holder->readLock()->acquire("doc");
+    std::promise<std::size_t> readersBesideWrite;
+    rw->writeLock()->acquireAsync("doc", {}, [&](Lease lease, std::exception_ptr error) {
+      readersBesideWrite.set_value(error || !lease ? 99 : rwOperator.inspectReadWrite("doc").readers.size());
+      lease = Lease();
+    });
+    REQUIRE(eventually([&] { return waiting() == 1; }));
+    auto reader = rw->readLock()->acquireAsync("doc");
+    dlock::CancelSource cancel;
+    AcquireOptions options;
+    options.cancel = cancel.token();
+    auto cancelled = rw->readLock()->acquireAsync("doc", options);
+    REQUIRE(eventually([&] { return waiting() == 3; }));
+    cancel.requestCancel();
+    CHECK_THROWS_AS(cancelled.get(), dlock::InterruptedError);
+    CHECK(waiting() == 2);
+    read.release();
+    auto beside = readersBesideWrite.get_future();
+    REQUIRE(beside.wait_for(30s) == std::future_status::ready);
+    CHECK(beside.get() == 0);
+    REQUIRE(reader.wait_for(30s) == std::future_status::ready);
+    CHECK(reader.get().isHeld());
+  }
+}
+

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "Eventually.h"
 #include "AsyncScenarios.h"
 #include "ExceptionPtrTsan.h"
 #include "Fixtures.h"
@@ -19,6 +20,7 @@
 #include "dlock/async.h"
 
 using namespace std::chrono_literals;
+using dlock::test::eventually;
 using dlock::AcquireOptions;
 using dlock::Lease;
 
@@ -211,15 +213,6 @@ TEST_SUITE("AsyncAcquire") {
 
 namespace {
 
-// Spins (yielding) until `done`, for at most 30 s of real time.
-bool eventually(const std::function<bool()>& done) {
-  const auto until = std::chrono::steady_clock::now() + 30s;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 struct JoinedThread {
   std::thread thread;

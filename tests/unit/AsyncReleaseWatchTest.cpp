@@ -12,11 +12,13 @@
 #include <memory>
 #include <thread>
 
+#include "Eventually.h"
 #include "Fixtures.h"
 #include "core/src/async/AsyncAcquirer.h"
 #include "dlock/async.h"
 
 using namespace std::chrono_literals;
+using dlock::test::eventually;
 
 namespace {
 
@@ -57,15 +59,6 @@ class CountingOperator final : public dlock::test::ForwardingOperator {
   std::atomic<int> made_{0};
 };
 
-// Spins (yielding) until `done`, for at most 30 s of real time.
-bool waitUntil(const std::function<bool()>& done) {
-  const auto until = std::chrono::steady_clock::now() + 30s;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 struct PendingAcquire {
   std::shared_ptr<CountingOperator> backend;
@@ -100,7 +93,7 @@ TEST_SUITE("AsyncReleaseWatch") {
   TEST_CASE("a pending acquire whose watch tells is not polled while nothing is released, and is woken by the release") {
     PendingAcquire pending(true);
     std::future<dlock::Lease> future = pending.got.get_future();
-    REQUIRE(waitUntil([&] { return pending.backend->made() == 1; }));
+    REQUIRE(eventually([&] { return pending.backend->made() == 1; }));
     const int before = pending.backend->polls();
     std::this_thread::sleep_for(100ms);  // a watch polled every 2 ms would be polled ~50 times
     CHECK(pending.backend->polls() - before <= 1);
@@ -113,9 +106,9 @@ TEST_SUITE("AsyncReleaseWatch") {
   TEST_CASE("a pending acquire whose watch cannot tell is polled every slice, and is woken by the release") {
     PendingAcquire pending(false);
     std::future<dlock::Lease> future = pending.got.get_future();
-    REQUIRE(waitUntil([&] { return pending.backend->made() == 1; }));
+    REQUIRE(eventually([&] { return pending.backend->made() == 1; }));
     const int before = pending.backend->polls();
-    CHECK(waitUntil([&] { return pending.backend->polls() >= before + 5; }));
+    CHECK(eventually([&] { return pending.backend->polls() >= before + 5; }));
     pending.holder.release();
     REQUIRE(future.wait_for(30s) == std::future_status::ready);
     dlock::Lease lease = future.get();

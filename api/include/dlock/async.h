@@ -7,10 +7,10 @@
 //
 // options are acquire()'s: waitTime (unset: as long as it takes; <= 0: one try), leaseTime, and
 // cancel. A pending acquire holds no thread: it waits on the backend's release messages (a fair
-// lock's: its own place in the key's queue and its hand-off message) and one timer of the lock;
-// its tries run on a small fixed pool of the lock's (started with the first acquireAsync). Every
-// operation completes exactly once, on the lock's completion thread: a Lease (empty when waitTime
-// ran out, as acquire() returns), or an error — InterruptedError on a cancel
+// lock's or a read-write lock side's: its own place in the queue and its hand-off message) and one
+// timer of the lock; its tries run on a small fixed pool of the lock's (started with the first
+// acquireAsync). Every operation completes exactly once, on the lock's completion thread: a Lease
+// (empty when waitTime ran out, as acquire() returns), or an error — InterruptedError on a cancel
 // or when the lock is closed or destroyed, otherwise what acquire() throws. A key granted as the
 // cancel came is released before the operation completes with InterruptedError. A forked child
 // has no pending operation of its parent's. A callback must not block for long (it delays the

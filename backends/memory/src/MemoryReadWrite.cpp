@@ -111,7 +111,16 @@ class MemoryReadWrite::GrantWatch final : public IGrantWatch {
     return grant.value_or(Grant{});
   }
 
+  bool notifyOnGrant(std::function<void()> heard) override {
+    std::lock_guard<std::mutex> guard(owner_->mutex_);
+    if (!heard || notified_) return false;
+    owner_->named(name_).queue.notify(token_, std::move(heard));
+    notified_ = true;
+    return true;
+  }
+
  private:
+  bool notified_ = false;
   const std::shared_ptr<MemoryReadWrite> owner_;
   const std::string name_;
   const std::string token_;

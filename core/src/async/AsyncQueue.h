@@ -17,6 +17,10 @@
 
 namespace dlock::detail {
 
+// A healthy server answers a leave within this; else the lock's cleanup lane leaves (not the
+// acquirer's worker, which other operations wait for).
+inline constexpr std::chrono::milliseconds kAsyncLeaveBudget{50};
+
 class AsyncQueue {
  public:
   using Lifetime = std::optional<std::chrono::milliseconds>;  // the hold's lease time; unset: the lock's

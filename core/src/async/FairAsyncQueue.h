@@ -18,9 +18,6 @@ namespace dlock::detail {
 
 class FairAsyncQueue final : public AsyncQueue {
  public:
-  // A healthy server answers a leave within this; else the cleanup lane leaves (not the worker).
-  static constexpr std::chrono::milliseconds kLeaveBudget{50};
-
   explicit FairAsyncQueue(std::shared_ptr<LockCore> core) : core_(std::move(core)) {}
 
   FairAcquireResult join(const std::string& key, const std::string& token, Lifetime leaseTime) override {
@@ -40,7 +37,7 @@ class FairAsyncQueue final : public AsyncQueue {
     return Lease(std::make_unique<HeldLease>(core_, std::move(lease)));
   }
   void leave(const std::string& key, const std::string& token, Lifetime leaseTime) noexcept override {
-    core_->leaveFairQueue(key, token, leaseTime, CallBudget::Clock::now() + kLeaveBudget);
+    core_->leaveFairQueue(key, token, leaseTime, CallBudget::Clock::now() + kAsyncLeaveBudget);
   }
   [[nodiscard]] std::chrono::milliseconds renewal() const noexcept override {
     return core_->options().waiterLease / 3;  // as a sync waiter renews (FairAttempt::placeRenewal)
